@@ -1,0 +1,118 @@
+//! The one error type every store returns.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+/// What went wrong, in terms a caller can act on.
+///
+/// Backends map their own failures into these kinds; the original error stays reachable
+/// through [`std::error::Error::source`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A CAS write lost: the stored execution is not at the version the caller loaded.
+    /// Nothing of the write was applied and the caller's in-memory version is unchanged;
+    /// reload and retry, or drop the stale work.
+    #[error("stale write to {id}: expected version {expected}, found {}", Found(*found))]
+    Conflict {
+        /// The execution written.
+        id: String,
+        /// The version the caller loaded (and the write required).
+        expected: i64,
+        /// The version stored now; `None` when no such execution is stored.
+        found: Option<i64>,
+    },
+    /// The caller passed something the store cannot accept. Nothing was changed.
+    #[error("invalid input: {field}: {reason}")]
+    InvalidInput {
+        /// Which argument or field, e.g. `timers[1].fire_at`.
+        field: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The operation names something that is not stored.
+    #[error("not found: {what} {key}")]
+    NotFound {
+        /// The kind of thing (`execution`, `outbox entry`, ...).
+        what: &'static str,
+        /// Its key as given.
+        key: String,
+    },
+    /// Stored data could not be read back (not JSON, or not of the expected shape).
+    #[error("stored data is unreadable: {what}: {reason}")]
+    Corrupt {
+        /// Which stored record.
+        what: String,
+        /// The parse failure.
+        reason: String,
+    },
+    /// The backend failed. `retryable` says whether the same call may succeed later
+    /// (a lock held too long, a dropped connection) or not (a full disk, a read-only file).
+    #[error("backend failure ({}): {message}", if *retryable { "retryable" } else { "permanent" })]
+    Backend {
+        /// What the backend said.
+        message: String,
+        /// Whether retrying the same call can help.
+        retryable: bool,
+        /// The backend's own error.
+        #[source]
+        source: Option<Box<dyn StdError + Send + Sync>>,
+    },
+}
+
+struct Found(Option<i64>);
+
+impl fmt::Display for Found {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "{v}"),
+            None => f.write_str("none"),
+        }
+    }
+}
+
+impl StoreError {
+    /// An [`StoreError::InvalidInput`] for `field`.
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        StoreError::InvalidInput {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// A [`StoreError::Backend`] wrapping `source`.
+    pub fn backend(source: impl StdError + Send + Sync + 'static, retryable: bool) -> Self {
+        StoreError::Backend {
+            message: source.to_string(),
+            retryable,
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// Whether the same call may succeed if tried again. A [`StoreError::Conflict`] is
+    /// retryable only after reloading, so it answers `false` here.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Backend {
+                retryable: true,
+                ..
+            }
+        )
+    }
+
+    /// A stable upper-case code for the kind, as surfaces outside Rust report it
+    /// (`CONFLICT`, `INVALID_INPUT`, `NOT_FOUND`, `CORRUPT`, `BACKEND`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Conflict { .. } => "CONFLICT",
+            StoreError::InvalidInput { .. } => "INVALID_INPUT",
+            StoreError::NotFound { .. } => "NOT_FOUND",
+            StoreError::Corrupt { .. } => "CORRUPT",
+            StoreError::Backend { .. } => "BACKEND",
+        }
+    }
+}
+
+/// The result of every store operation.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -1,0 +1,34 @@
+//! execstore: the durable execution store for statechart and workflow engines.
+//!
+//! An engine keeps each running instance (an [`Execution`]) here and commits every event
+//! step as one transaction: the CAS write of the new state together with the events it
+//! emits (the outbox), the dedupe marker of the event it handled, its timer changes, the
+//! children it forks and a timeline step ([`Effects`]). A relay drains the outbox and spawns,
+//! a sweep fires due timers, a monitor lists and reads.
+//!
+//! This crate holds the contract ([`ExecutionStore`]), the stored shapes (field for field
+//! those of harel 0.9, so harel's files interoperate), the input checks every backend
+//! shares, an in-memory store ([`MemoryStore`]) and, with the `conformance` feature, the
+//! behaviour suite every backend runs. It assumes no file system, thread or clock, so it
+//! builds for `wasm32-unknown-unknown`.
+#![deny(missing_docs)]
+
+mod error;
+mod memory;
+mod model;
+pub mod pyjson;
+mod query;
+mod store;
+pub mod validate;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+
+pub use error::{Result, StoreError};
+pub use memory::MemoryStore;
+pub use model::{
+    ChildState, DueTimer, Effects, Emit, Event, Execution, ExecutionPage, ExecutionSummary,
+    JsonObject, OutboxEntry, Spawn, SpawnEntry, Status, TimerOp, TraceStep,
+};
+pub use query::{decode_cursor, encode_cursor, ListQuery, DEFAULT_LIST_LIMIT};
+pub use store::{Capabilities, ExecutionStore, DEFAULT_TRACE_MAX};

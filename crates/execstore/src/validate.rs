@@ -1,0 +1,349 @@
+//! Input checks and serialization shared by every backend, so that all of them accept and
+//! refuse exactly the same things and write exactly the same bytes.
+
+use crate::error::{Result, StoreError};
+use crate::model::{Effects, Event, Execution, TimerOp};
+use crate::pyjson;
+
+/// The largest JSON document (an execution, an event, a trace step, a spawn context) a store
+/// accepts, in bytes.
+pub const MAX_DOCUMENT_BYTES: usize = 8 << 20;
+/// The longest id (execution, event, path) a store accepts, in bytes.
+pub const MAX_ID_BYTES: usize = 4096;
+/// The largest page any read returns.
+pub const MAX_PAGE: usize = 10_000;
+
+/// An execution ready to be CAS-written: checked, its version bumped in `data`.
+#[derive(Clone, Debug)]
+pub struct PreparedWrite {
+    /// Its id.
+    pub id: String,
+    /// Its definition.
+    pub definition_id: String,
+    /// The version the stored row must have (the caller's).
+    pub expected: i64,
+    /// The version written (`expected + 1`).
+    pub version: i64,
+    /// The JSON written, carrying `version`.
+    pub data: String,
+}
+
+/// A spawn ready to be stored.
+#[derive(Clone, Debug)]
+pub struct PreparedSpawn {
+    /// The child's id.
+    pub child_id: String,
+    /// Its branch node.
+    pub root_path: String,
+    /// Its context as harel stores it (`json.dumps`).
+    pub context: String,
+}
+
+/// Everything a commit writes, checked and serialized.
+#[derive(Clone, Debug)]
+pub struct PreparedCommit {
+    /// The CAS write.
+    pub write: PreparedWrite,
+    /// Outbox rows: target and the event's JSON.
+    pub emits: Vec<(Option<String>, String)>,
+    /// The dedupe marker.
+    pub processed_event_id: Option<String>,
+    /// Timer changes.
+    pub timers: Vec<TimerOp>,
+    /// Spawn rows.
+    pub spawns: Vec<PreparedSpawn>,
+    /// The trace step as harel stores it (`json.dumps`).
+    pub trace: Option<String>,
+}
+
+/// Checks an id-like string: not empty, not too long, no NUL.
+pub fn check_id(field: &str, value: &str) -> Result<()> {
+    if value.is_empty() {
+        return Err(StoreError::invalid(field, "must not be empty"));
+    }
+    if value.len() > MAX_ID_BYTES {
+        return Err(StoreError::invalid(
+            field,
+            format!("longer than {MAX_ID_BYTES} bytes"),
+        ));
+    }
+    if value.contains('\0') {
+        return Err(StoreError::invalid(field, "contains a NUL character"));
+    }
+    Ok(())
+}
+
+/// Checks a time in epoch seconds: finite and not negative.
+pub fn check_time(field: &str, value: f64) -> Result<()> {
+    if !value.is_finite() {
+        return Err(StoreError::invalid(
+            field,
+            format!("{value} is not a finite number of seconds"),
+        ));
+    }
+    if value < 0.0 {
+        return Err(StoreError::invalid(field, format!("{value} is negative")));
+    }
+    Ok(())
+}
+
+/// Checks a page size.
+pub fn check_limit(field: &str, limit: usize) -> Result<()> {
+    if limit == 0 || limit > MAX_PAGE {
+        return Err(StoreError::invalid(
+            field,
+            format!("{limit} is not in 1..={MAX_PAGE}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an outbox or spawn sequence number.
+pub fn check_seq(field: &str, seq: i64) -> Result<()> {
+    if seq < 1 {
+        return Err(StoreError::invalid(
+            field,
+            format!("{seq} is not a sequence number (1 or more)"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_size(field: &str, json: String) -> Result<String> {
+    if json.len() > MAX_DOCUMENT_BYTES {
+        return Err(StoreError::invalid(
+            field,
+            format!(
+                "{} bytes of JSON is more than the limit of {MAX_DOCUMENT_BYTES}",
+                json.len()
+            ),
+        ));
+    }
+    Ok(json)
+}
+
+/// Checks an ISO 8601 date-time as pydantic reads it: `YYYY-MM-DD[T ]HH:MM[:SS[.f]][Z|±HH[:]MM]`.
+fn check_datetime(field: &str, value: &str) -> Result<()> {
+    let b = value.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
+    let ok_date = b.len() >= 16
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && (b[10] == b'T' || b[10] == b't' || b[10] == b' ')
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16);
+    let rest_ok = ok_date && {
+        let mut rest = &value[16..];
+        if let Some(r) = rest.strip_prefix(':') {
+            let secs = r.bytes().take_while(u8::is_ascii_digit).count();
+            if secs != 2 {
+                return Err(StoreError::invalid(
+                    field,
+                    format!("{value:?} is not an ISO 8601 date-time"),
+                ));
+            }
+            rest = &r[2..];
+            if let Some(r) = rest.strip_prefix('.') {
+                let frac = r.bytes().take_while(u8::is_ascii_digit).count();
+                rest = if frac > 0 { &r[frac..] } else { "!" };
+            }
+        }
+        let tz = rest.as_bytes();
+        rest.is_empty()
+            || rest == "Z"
+            || rest == "z"
+            || ((tz[0] == b'+' || tz[0] == b'-')
+                && ((tz.len() == 6
+                    && tz[3] == b':'
+                    && tz[1..3].iter().chain(&tz[4..6]).all(u8::is_ascii_digit))
+                    || (tz.len() == 5 && tz[1..].iter().all(u8::is_ascii_digit))
+                    || (tz.len() == 3 && tz[1..].iter().all(u8::is_ascii_digit))))
+    };
+    let month_day_ok = ok_date && {
+        let num = |r: std::ops::Range<usize>| value[r].parse::<u32>().unwrap_or(99);
+        (1..=12).contains(&num(5..7))
+            && (1..=31).contains(&num(8..10))
+            && num(11..13) < 24
+            && num(14..16) < 60
+    };
+    if rest_ok && month_day_ok {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(
+            field,
+            format!("{value:?} is not an ISO 8601 date-time"),
+        ))
+    }
+}
+
+/// Checks an event (outbox, deferred).
+pub fn check_event(field: &str, event: &Event) -> Result<()> {
+    check_id(&format!("{field}.id"), &event.id)?;
+    if event.kind.is_empty() {
+        return Err(StoreError::invalid(
+            format!("{field}.kind"),
+            "must not be empty",
+        ));
+    }
+    if let Some(t) = &event.created_time {
+        check_datetime(&format!("{field}.created_time"), t)?;
+    }
+    if let Some(t) = &event.received_time {
+        check_datetime(&format!("{field}.received_time"), t)?;
+    }
+    Ok(())
+}
+
+/// Checks an execution's own fields (not its size).
+pub fn check_execution(exe: &Execution) -> Result<()> {
+    check_id("execution.id", &exe.id)?;
+    check_id("execution.definition_id", &exe.definition_id)?;
+    if exe.version < 0 || exe.version == i64::MAX {
+        return Err(StoreError::invalid(
+            "execution.version",
+            format!("{} is out of range", exe.version),
+        ));
+    }
+    if !(0..=4).contains(&exe.priority) {
+        return Err(StoreError::invalid(
+            "execution.priority",
+            format!("{} is not in 0..=4", exe.priority),
+        ));
+    }
+    if exe.processed_events < 0 {
+        return Err(StoreError::invalid(
+            "execution.processed_events",
+            "must not be negative",
+        ));
+    }
+    for (name, t) in [
+        ("execution.created_at", exe.created_at),
+        ("execution.updated_at", exe.updated_at),
+        ("execution.finished_at", exe.finished_at),
+        ("execution.expires_at", exe.expires_at),
+    ] {
+        if let Some(t) = t {
+            check_time(name, t)?;
+        }
+    }
+    for (i, ev) in exe.deferred.iter().enumerate() {
+        check_event(&format!("execution.deferred[{i}]"), ev)?;
+    }
+    Ok(())
+}
+
+/// Checks `exe` and serializes it at `version + 1`, as a CAS write stores it. `exe` itself
+/// is left at its version: the store sets the new one only once the write is durable.
+pub fn prepare_write(exe: &mut Execution) -> Result<PreparedWrite> {
+    check_execution(exe)?;
+    let expected = exe.version;
+    exe.version = expected + 1;
+    let data = exe.to_json();
+    exe.version = expected;
+    let data = check_size("execution", data)?;
+    Ok(PreparedWrite {
+        id: exe.id.clone(),
+        definition_id: exe.definition_id.clone(),
+        expected,
+        version: expected + 1,
+        data,
+    })
+}
+
+/// Checks and serializes everything `commit` writes.
+pub fn prepare_commit(exe: &mut Execution, effects: &Effects) -> Result<PreparedCommit> {
+    let write = prepare_write(exe)?;
+    let mut emits = Vec::with_capacity(effects.emits.len());
+    for (i, emit) in effects.emits.iter().enumerate() {
+        let field = format!("emits[{i}]");
+        if let Some(target) = &emit.target_id {
+            check_id(&format!("{field}.target_id"), target)?;
+        }
+        check_event(&format!("{field}.event"), &emit.event)?;
+        let json = serde_json::to_string(&emit.event).unwrap_or_default();
+        emits.push((emit.target_id.clone(), check_size(&field, json)?));
+    }
+    if let Some(id) = &effects.processed_event_id {
+        check_id("processed_event_id", id)?;
+    }
+    for (i, op) in effects.timers.iter().enumerate() {
+        match op {
+            TimerOp::Schedule { path, fire_at } => {
+                check_id(&format!("timers[{i}].path"), path)?;
+                check_time(&format!("timers[{i}].fire_at"), *fire_at)?;
+            }
+            TimerOp::Cancel { path } => check_id(&format!("timers[{i}].path"), path)?,
+        }
+    }
+    let mut spawns = Vec::with_capacity(effects.spawns.len());
+    for (i, spawn) in effects.spawns.iter().enumerate() {
+        check_id(&format!("spawns[{i}].child_id"), &spawn.child_id)?;
+        spawns.push(PreparedSpawn {
+            child_id: spawn.child_id.clone(),
+            root_path: spawn.root_path.clone(),
+            context: check_size(
+                &format!("spawns[{i}].context"),
+                pyjson::dumps(&spawn.context),
+            )?,
+        });
+    }
+    let trace = match &effects.trace {
+        Some(step) => Some(prepare_trace(step)?),
+        None => None,
+    };
+    Ok(PreparedCommit {
+        write,
+        emits,
+        processed_event_id: effects.processed_event_id.clone(),
+        timers: effects.timers.clone(),
+        spawns,
+        trace,
+    })
+}
+
+/// Serializes a trace step as harel stores it.
+pub fn prepare_trace(step: &crate::model::TraceStep) -> Result<String> {
+    check_size("trace", pyjson::dumps(step))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datetimes_as_pydantic_writes_them() {
+        for ok in [
+            "2024-01-02T03:04:05Z",
+            "2024-01-02T03:04:05.123456+02:30",
+            "2024-01-02T03:04:05",
+            "2024-01-02 03:04",
+            "2024-01-02T03:04:05-0500",
+        ] {
+            check_datetime("t", ok).unwrap();
+        }
+        for bad in [
+            "",
+            "yesterday",
+            "2024-13-02T03:04:05Z",
+            "2024-01-02T03:04:05.Z",
+            "2024-01-02T03:04:5",
+            "2024-01-02T03:04:05+2",
+        ] {
+            assert!(check_datetime("t", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn prepared_write_carries_bumped_version_and_keeps_caller_version() {
+        let mut exe = Execution::new("a", "d");
+        let w = prepare_write(&mut exe).unwrap();
+        assert_eq!((w.expected, w.version), (0, 1));
+        assert!(w.data.contains("\"version\":1"));
+        assert_eq!(exe.version, 0);
+    }
+}
