@@ -92,13 +92,7 @@ impl StoreError {
     /// Whether the same call may succeed if tried again. A [`StoreError::Conflict`] is
     /// retryable only after reloading, so it answers `false` here.
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            StoreError::Backend {
-                retryable: true,
-                ..
-            }
-        )
+        matches!(self, StoreError::Backend { retryable: true, .. })
     }
 
     /// A stable upper-case code for the kind, as surfaces outside Rust report it

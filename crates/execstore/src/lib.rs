@@ -27,8 +27,8 @@ pub mod conformance;
 pub use error::{Result, StoreError};
 pub use memory::MemoryStore;
 pub use model::{
-    ChildState, DueTimer, Effects, Emit, Event, Execution, ExecutionPage, ExecutionSummary,
-    JsonObject, OutboxEntry, Spawn, SpawnEntry, Status, TimerOp, TraceStep,
+    ChildState, DueTimer, Effects, Emit, Event, Execution, ExecutionPage, ExecutionSummary, JsonObject,
+    OutboxEntry, Spawn, SpawnEntry, Status, TimerOp, TraceStep,
 };
 pub use query::{decode_cursor, encode_cursor, ListQuery, DEFAULT_LIST_LIMIT};
 pub use store::{Capabilities, ExecutionStore, DEFAULT_TRACE_MAX};

@@ -7,14 +7,12 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Result, StoreError};
 use crate::model::{
-    DueTimer, Effects, Execution, ExecutionPage, ExecutionSummary, OutboxEntry, SpawnEntry,
-    TimerOp, TraceStep,
+    DueTimer, Effects, Execution, ExecutionPage, ExecutionSummary, OutboxEntry, SpawnEntry, TimerOp,
+    TraceStep,
 };
 use crate::query::{encode_cursor, ListQuery};
 use crate::store::{Capabilities, ExecutionStore, DEFAULT_TRACE_MAX};
-use crate::validate::{
-    check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace,
-};
+use crate::validate::{check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace};
 
 /// An [`ExecutionStore`] that keeps everything in process memory. A commit applies all of
 /// its effects under one lock, so a conflicting commit changes nothing, as in every backend.
@@ -59,9 +57,7 @@ impl MemoryStore {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock cannot leave a half-applied commit: every commit
         // checks first and mutates only after its checks passed.
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -133,9 +129,7 @@ impl ExecutionStore for MemoryStore {
         for op in &effects.timers {
             match op {
                 TimerOp::Schedule { path, fire_at } => {
-                    inner
-                        .timers
-                        .insert((exe.id.clone(), path.clone()), *fire_at);
+                    inner.timers.insert((exe.id.clone(), path.clone()), *fire_at);
                 }
                 TimerOp::Cancel { path } => {
                     inner.timers.remove(&(exe.id.clone(), path.clone()));
@@ -157,9 +151,7 @@ impl ExecutionStore for MemoryStore {
         let inner = self.lock();
         match inner.executions.get(id) {
             Some(exe) => {
-                let done = inner
-                    .processed
-                    .contains(&(id.to_owned(), event_id.to_owned()));
+                let done = inner.processed.contains(&(id.to_owned(), event_id.to_owned()));
                 Ok((Some(exe.clone()), done))
             }
             None => Ok((None, false)),

@@ -42,11 +42,7 @@ impl Formatter for PythonFormatter {
         w.write_all(b": ")
     }
 
-    fn write_string_fragment<W: ?Sized + Write>(
-        &mut self,
-        w: &mut W,
-        fragment: &str,
-    ) -> io::Result<()> {
+    fn write_string_fragment<W: ?Sized + Write>(&mut self, w: &mut W, fragment: &str) -> io::Result<()> {
         // ensure_ascii: everything outside ' '..='~' becomes \uXXXX (UTF-16, lower-case hex).
         let mut start = 0;
         for (i, ch) in fragment.char_indices() {
@@ -63,11 +59,7 @@ impl Formatter for PythonFormatter {
         w.write_all(&fragment.as_bytes()[start..])
     }
 
-    fn write_char_escape<W: ?Sized + Write>(
-        &mut self,
-        w: &mut W,
-        escape: CharEscape,
-    ) -> io::Result<()> {
+    fn write_char_escape<W: ?Sized + Write>(&mut self, w: &mut W, escape: CharEscape) -> io::Result<()> {
         let s: &[u8] = match escape {
             CharEscape::Quote => b"\\\"",
             CharEscape::ReverseSolidus => b"\\\\",
@@ -118,10 +110,7 @@ pub fn python_float_repr(value: f64) -> String {
         if point <= 0 {
             format!("{sign}0.{}{digits}", "0".repeat((-point) as usize))
         } else if (point as usize) >= digits.len() {
-            format!(
-                "{sign}{digits}{}.0",
-                "0".repeat(point as usize - digits.len())
-            )
+            format!("{sign}{digits}{}.0", "0".repeat(point as usize - digits.len()))
         } else {
             let (int, frac) = digits.split_at(point as usize);
             format!("{sign}{int}.{frac}")

@@ -87,10 +87,7 @@ impl ListQuery {
     /// Whether a summary passes the filter (for backends that filter in memory).
     pub fn matches(&self, status: Status, definition_id: &str, parent_id: Option<&str>) -> bool {
         self.status.as_ref().is_none_or(|set| set.contains(&status))
-            && self
-                .definition_id
-                .as_deref()
-                .is_none_or(|d| d == definition_id)
+            && self.definition_id.as_deref().is_none_or(|d| d == definition_id)
             && (!self.roots_only || parent_id.is_none())
     }
 }
@@ -110,9 +107,7 @@ pub fn decode_cursor(cursor: &str) -> Result<String> {
             format!("{cursor:?} is not a cursor of this store ({why})"),
         )
     };
-    let bytes = URL_SAFE_NO_PAD
-        .decode(cursor)
-        .map_err(|_| bad("not base64url"))?;
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad("not base64url"))?;
     let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8"))?;
     match text.strip_prefix(CURSOR_TAG) {
         Some(id) if !id.is_empty() => Ok(id.to_owned()),

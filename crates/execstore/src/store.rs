@@ -1,9 +1,7 @@
 //! The contract every backend implements.
 
 use crate::error::Result;
-use crate::model::{
-    DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep,
-};
+use crate::model::{DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep};
 use crate::query::ListQuery;
 
 /// How many trace steps a store keeps per execution unless told otherwise (harel's

@@ -125,8 +125,7 @@ fn check_size(field: &str, json: String) -> Result<String> {
 /// Checks an ISO 8601 date-time as pydantic reads it: `YYYY-MM-DD[T ]HH:MM[:SS[.f]][Z|±HH[:]MM]`.
 fn check_datetime(field: &str, value: &str) -> Result<()> {
     let b = value.as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
+    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
     let ok_date = b.len() >= 16
         && digits(0..4)
         && b[4] == b'-'
@@ -185,10 +184,7 @@ fn check_datetime(field: &str, value: &str) -> Result<()> {
 pub fn check_event(field: &str, event: &Event) -> Result<()> {
     check_id(&format!("{field}.id"), &event.id)?;
     if event.kind.is_empty() {
-        return Err(StoreError::invalid(
-            format!("{field}.kind"),
-            "must not be empty",
-        ));
+        return Err(StoreError::invalid(format!("{field}.kind"), "must not be empty"));
     }
     if let Some(t) = &event.created_time {
         check_datetime(&format!("{field}.created_time"), t)?;
@@ -286,10 +282,7 @@ pub fn prepare_commit(exe: &mut Execution, effects: &Effects) -> Result<Prepared
         spawns.push(PreparedSpawn {
             child_id: spawn.child_id.clone(),
             root_path: spawn.root_path.clone(),
-            context: check_size(
-                &format!("spawns[{i}].context"),
-                pyjson::dumps(&spawn.context),
-            )?,
+            context: check_size(&format!("spawns[{i}].context"), pyjson::dumps(&spawn.context))?,
         });
     }
     let trace = match &effects.trace {
