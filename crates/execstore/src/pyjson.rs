@@ -84,7 +84,7 @@ impl Formatter for PythonFormatter {
 }
 
 /// Python's `repr(float)`: the shortest round-trip digits, fixed notation for decimal
-/// exponents in -5..16, otherwise `d.ddde+XX`.
+/// exponents in -4..16, otherwise `d.ddde+XX`.
 pub fn python_float_repr(value: f64) -> String {
     if value.is_nan() {
         return "NaN".into();
@@ -105,7 +105,7 @@ pub fn python_float_repr(value: f64) -> String {
         None => ("", mantissa),
     };
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    if (-5..16).contains(&exp) {
+    if (-4..16).contains(&exp) {
         let point = exp + 1; // digits before the decimal point
         if point <= 0 {
             format!("{sign}0.{}{digits}", "0".repeat((-point) as usize))
