@@ -83,8 +83,9 @@ impl Formatter for PythonFormatter {
     }
 }
 
-/// Python's `repr(float)`: the shortest round-trip digits, fixed notation for decimal
-/// exponents in -4..16, otherwise `d.ddde+XX`.
+/// Python's `repr(float)`: the shortest round-trip digits (ties broken as Python breaks
+/// them, which serde_json's formatter matches), fixed notation for decimal exponents in
+/// -4..16, otherwise `d.ddde+XX`.
 pub fn python_float_repr(value: f64) -> String {
     if value.is_nan() {
         return "NaN".into();
@@ -96,15 +97,8 @@ pub fn python_float_repr(value: f64) -> String {
             "-Infinity".into()
         };
     }
-    // Rust's `{:e}` gives the shortest round-trip digits too, e.g. "1.5e-5", "-1e16".
-    let sci = format!("{value:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let (negative, digits, exp) = shortest_digits(value);
+    let sign = if negative { "-" } else { "" };
     if (-4..16).contains(&exp) {
         let point = exp + 1; // digits before the decimal point
         if point <= 0 {
@@ -127,6 +121,85 @@ pub fn python_float_repr(value: f64) -> String {
     }
 }
 
+/// The shortest round-trip decimal digits of a finite `value` (no leading or trailing
+/// zeros, `"0"` for zero) and the decimal exponent of the first digit, taken from
+/// serde_json's own formatting so both writers agree digit for digit.
+fn shortest_digits(value: f64) -> (bool, String, i32) {
+    let text = serde_json::to_string(&value).unwrap_or_default();
+    let (negative, text) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.as_str()),
+    };
+    let (mantissa, exp) = match text.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.trim_start_matches('+').parse::<i32>().unwrap_or(0)),
+        None => (text, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all: String = format!("{int}{frac}");
+    let leading = all.len() - all.trim_start_matches('0').len();
+    let digits = all.trim_start_matches('0').trim_end_matches('0');
+    if digits.is_empty() {
+        return (negative, "0".into(), 0);
+    }
+    // The first significant digit sits `leading` places into `int ++ frac`.
+    let exp = exp + int.len() as i32 - 1 - leading as i32;
+    (negative, digits.to_owned(), exp)
+}
+
+/// Parses JSON that Python's `json.dumps` wrote, which may hold the bare tokens `NaN`,
+/// `Infinity` and `-Infinity` (not JSON): they are read as `null`, so one such value does
+/// not make a whole trace or spawn row unreadable.
+pub fn loads(text: &str) -> serde_json::Result<serde_json::Value> {
+    match serde_json::from_str(text) {
+        Ok(value) => Ok(value),
+        Err(first) => {
+            let cleaned = replace_non_finite(text);
+            if cleaned == text {
+                return Err(first);
+            }
+            serde_json::from_str(&cleaned).map_err(|_| first)
+        }
+    }
+}
+
+/// [`loads`] for a text that must hold a JSON object (a trace step, a spawn context).
+pub fn loads_object(text: &str) -> serde_json::Result<serde_json::Map<String, serde_json::Value>> {
+    serde_json::from_value(loads(text)?)
+}
+
+/// `text` with every `NaN`, `Infinity` and `-Infinity` outside strings replaced by `null`.
+fn replace_non_finite(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut rest = text;
+    while let Some(ch) = rest.chars().next() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if ch == '\\' {
+                escaped = true;
+            } else if ch == '"' {
+                in_string = false;
+            }
+        } else if ch == '"' {
+            in_string = true;
+        } else {
+            let token = ["-Infinity", "Infinity", "NaN"]
+                .into_iter()
+                .find(|t| rest.starts_with(t));
+            if let Some(token) = token {
+                out.push_str("null");
+                rest = &rest[token.len()..];
+                continue;
+            }
+        }
+        out.push(ch);
+        rest = &rest[ch.len_utf8()..];
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +219,15 @@ mod tests {
             (1.2345e17, "1.2345e+17"),
             (123456789012345.6, "123456789012345.6"),
             (1e100, "1e+100"),
+            (1e22, "1e+22"),
+            (-0.0, "-0.0"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            // A tie between two shortest spellings: Python rounds half-even.
+            (f64::from_bits(0x4307_577f_5547_b22a), "821266108446277.2"),
+            (1e15, "1000000000000000.0"),
+            (123.0, "123.0"),
+            (0.00012, "0.00012"),
         ] {
             assert_eq!(python_float_repr(v), want, "{v}");
         }
@@ -161,5 +243,22 @@ mod tests {
         );
         assert_eq!(dumps(&json!({})), "{}");
         assert_eq!(dumps(&json!([])), "[]");
+    }
+}
+
+#[cfg(test)]
+mod loads_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn loads_reads_python_non_finite_tokens_as_null() {
+        let text = r#"{"x": NaN, "y": Infinity, "z": -Infinity, "s": "NaN \" Infinity", "n": [1, NaN]}"#;
+        assert_eq!(
+            loads(text).unwrap(),
+            json!({"x": null, "y": null, "z": null, "s": "NaN \" Infinity", "n": [1, null]})
+        );
+        assert!(loads("{not json").is_err());
+        assert_eq!(loads(r#"{"a": 1}"#).unwrap(), json!({"a": 1}));
     }
 }

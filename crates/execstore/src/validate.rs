@@ -122,61 +122,67 @@ fn check_size(field: &str, json: String) -> Result<String> {
     Ok(json)
 }
 
-/// Checks an ISO 8601 date-time as pydantic reads it: `YYYY-MM-DD[T ]HH:MM[:SS[.f]][Z|±HH[:]MM]`.
+/// Checks an ISO 8601 date-time as pydantic (harel's models) reads it:
+/// `YYYY-MM-DD[T ]HH:MM[:SS[.ffffff]][Z|±HH:MM|±HHMM]`, with a real calendar date, so that
+/// harel can load whatever execstore stored.
 fn check_datetime(field: &str, value: &str) -> Result<()> {
-    let b = value.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
-    let ok_date = b.len() >= 16
-        && digits(0..4)
-        && b[4] == b'-'
-        && digits(5..7)
-        && b[7] == b'-'
-        && digits(8..10)
-        && (b[10] == b'T' || b[10] == b't' || b[10] == b' ')
-        && digits(11..13)
-        && b[13] == b':'
-        && digits(14..16);
-    let rest_ok = ok_date && {
-        let mut rest = &value[16..];
-        if let Some(r) = rest.strip_prefix(':') {
-            let secs = r.bytes().take_while(u8::is_ascii_digit).count();
-            if secs != 2 {
-                return Err(StoreError::invalid(
-                    field,
-                    format!("{value:?} is not an ISO 8601 date-time"),
-                ));
-            }
-            rest = &r[2..];
-            if let Some(r) = rest.strip_prefix('.') {
-                let frac = r.bytes().take_while(u8::is_ascii_digit).count();
-                rest = if frac > 0 { &r[frac..] } else { "!" };
-            }
-        }
-        let tz = rest.as_bytes();
-        rest.is_empty()
-            || rest == "Z"
-            || rest == "z"
-            || ((tz[0] == b'+' || tz[0] == b'-')
-                && ((tz.len() == 6
-                    && tz[3] == b':'
-                    && tz[1..3].iter().chain(&tz[4..6]).all(u8::is_ascii_digit))
-                    || (tz.len() == 5 && tz[1..].iter().all(u8::is_ascii_digit))
-                    || (tz.len() == 3 && tz[1..].iter().all(u8::is_ascii_digit))))
-    };
-    let month_day_ok = ok_date && {
-        let num = |r: std::ops::Range<usize>| value[r].parse::<u32>().unwrap_or(99);
-        (1..=12).contains(&num(5..7))
-            && (1..=31).contains(&num(8..10))
-            && num(11..13) < 24
-            && num(14..16) < 60
-    };
-    if rest_ok && month_day_ok {
+    if parse_datetime(value).is_some() {
         Ok(())
     } else {
         Err(StoreError::invalid(
             field,
             format!("{value:?} is not an ISO 8601 date-time"),
         ))
+    }
+}
+
+fn parse_datetime(value: &str) -> Option<()> {
+    let b = value.as_bytes();
+    let num = |at: usize, len: usize| -> Option<u32> {
+        let part = b.get(at..at + len)?;
+        part.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| part.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
+    };
+    let byte = |at: usize| b.get(at).copied();
+    let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    let date_ok = year >= 1 && byte(4)? == b'-' && byte(7)? == b'-' && (1..=days).contains(&day);
+    let (hour, minute) = (num(11, 2)?, num(14, 2)?);
+    let time_ok = matches!(byte(10)?, b'T' | b't' | b' ') && byte(13)? == b':' && hour < 24 && minute < 60;
+    if !(date_ok && time_ok) {
+        return None;
+    }
+    let mut at = 16;
+    if byte(at) == Some(b':') {
+        if num(at + 1, 2)? >= 60 {
+            return None;
+        }
+        at += 3;
+        if byte(at) == Some(b'.') {
+            let frac = b[at + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            if !(1..=6).contains(&frac) {
+                return None;
+            }
+            at += 1 + frac;
+        }
+    }
+    match &b[at..] {
+        [] | [b'Z'] | [b'z'] => Some(()),
+        [b'+' | b'-', ..] => {
+            let colon = byte(at + 3) == Some(b':');
+            let (hh, mm) = (num(at + 1, 2)?, num(at + if colon { 4 } else { 3 }, 2)?);
+            let len = if colon { 6 } else { 5 };
+            (b.len() == at + len && hh < 24 && mm < 60).then_some(())
+        }
+        _ => None,
     }
 }
 
@@ -316,6 +322,8 @@ mod tests {
             "2024-01-02T03:04:05",
             "2024-01-02 03:04",
             "2024-01-02T03:04:05-0500",
+            "2024-02-29T23:59:59.5",
+            "2000-02-29t00:00:00z",
         ] {
             check_datetime("t", ok).unwrap();
         }

@@ -1,0 +1,215 @@
+//! Table names, harel 0.9's tables and execstore's own migrations.
+
+use execstore::{Result, StoreError};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use crate::error::Db;
+
+/// The names of everything the store creates, for one prefix.
+#[derive(Clone, Debug)]
+pub(crate) struct Tables {
+    /// `""` or `"<prefix>_"`.
+    pub(crate) pfx: String,
+    pub(crate) executions: String,
+    pub(crate) outbox: String,
+    pub(crate) processed_events: String,
+    pub(crate) timers: String,
+    pub(crate) spawns: String,
+    pub(crate) trace: String,
+    pub(crate) migrations: String,
+}
+
+/// Checks a prefix as harel does: `[A-Za-z_][A-Za-z0-9_]{0,29}`.
+pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
+    let b = prefix.as_bytes();
+    let ok = !b.is_empty()
+        && b.len() <= 30
+        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(
+            "prefix",
+            format!(
+                "{prefix:?} is not an identifier (a letter or _, then letters, digits or _; at most 30 \
+                 characters)"
+            ),
+        ))
+    }
+}
+
+impl Tables {
+    pub(crate) fn new(prefix: Option<&str>) -> Result<Self> {
+        let pfx = match prefix {
+            Some(p) => {
+                check_prefix(p)?;
+                format!("{p}_")
+            }
+            None => String::new(),
+        };
+        let name = |t: &str| format!("{pfx}{t}");
+        Ok(Tables {
+            executions: name("executions"),
+            outbox: name("outbox"),
+            processed_events: name("processed_events"),
+            timers: name("timers"),
+            spawns: name("spawns"),
+            trace: name("trace"),
+            migrations: name("execstore_migrations"),
+            pfx,
+        })
+    }
+
+    /// `template` with `{executions}`, `{outbox}`, ..., `{pfx}` filled in.
+    pub(crate) fn sql(&self, template: &str) -> String {
+        template
+            .replace("{executions}", &self.executions)
+            .replace("{outbox}", &self.outbox)
+            .replace("{processed_events}", &self.processed_events)
+            .replace("{timers}", &self.timers)
+            .replace("{spawns}", &self.spawns)
+            .replace("{trace}", &self.trace)
+            .replace("{migrations}", &self.migrations)
+            .replace("{pfx}", &self.pfx)
+    }
+}
+
+/// harel 0.9's SQLite store schema (`harel.engine.schema._SQLITE_STORE`), statement for
+/// statement, so either program opens the other's file.
+const HAREL_TABLES: [&str; 6] = [
+    "CREATE TABLE IF NOT EXISTS {executions} \
+     (id TEXT PRIMARY KEY, definition_id TEXT NOT NULL, data TEXT NOT NULL, version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {outbox} \
+     (seq INTEGER PRIMARY KEY AUTOINCREMENT, target_id TEXT, event TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {processed_events} \
+     (execution_id TEXT NOT NULL, event_id TEXT NOT NULL, PRIMARY KEY (execution_id, event_id))",
+    "CREATE TABLE IF NOT EXISTS {timers} \
+     (execution_id TEXT NOT NULL, path TEXT NOT NULL, fire_at REAL NOT NULL, \
+     PRIMARY KEY (execution_id, path))",
+    "CREATE TABLE IF NOT EXISTS {spawns} \
+     (seq INTEGER PRIMARY KEY AUTOINCREMENT, parent_id TEXT NOT NULL, child_id TEXT NOT NULL, \
+     root_path TEXT NOT NULL, context TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {trace} \
+     (execution_id TEXT NOT NULL, idx INTEGER NOT NULL, entry TEXT NOT NULL, \
+     PRIMARY KEY (execution_id, idx))",
+];
+
+/// execstore's record of the migrations it applied. `applied_at` is SQLite's clock (UTC).
+const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS {migrations} \
+     (version INTEGER PRIMARY KEY, description TEXT NOT NULL, checksum TEXT NOT NULL, \
+     applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))";
+
+/// One schema change of execstore's own, on top of harel's tables. Migrations only add what
+/// harel's own writes keep valid (indexes over harel's columns and expressions), never
+/// columns, so harel keeps working on a migrated file.
+pub(crate) struct Migration {
+    pub(crate) version: i64,
+    pub(crate) description: &'static str,
+    /// The statements, with `{executions}`-style placeholders.
+    pub(crate) statements: &'static [&'static str],
+}
+
+/// Every migration this build knows, in order.
+///
+/// The listing and sweep queries spell the indexed expressions exactly as written here
+/// (`json_extract(data,'$.status')`, ...); SQLite matches expression indexes textually.
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    description: "indexes for listing, outbox and spawn purges, and the timer sweep",
+    statements: &[
+        "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_status \
+         ON {executions} (json_extract(data,'$.status'), id)",
+        "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_definition \
+         ON {executions} (definition_id, id)",
+        "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_parent \
+         ON {executions} (json_extract(data,'$.parent_id'), id)",
+        "CREATE INDEX IF NOT EXISTS {pfx}execstore_outbox_by_target ON {outbox} (target_id)",
+        "CREATE INDEX IF NOT EXISTS {pfx}execstore_spawns_by_parent ON {spawns} (parent_id)",
+        "CREATE INDEX IF NOT EXISTS {pfx}execstore_timers_by_fire_at \
+         ON {timers} (fire_at, execution_id, path)",
+    ],
+}];
+
+impl Migration {
+    /// A fingerprint of the statements as written (before the table names are filled in, so
+    /// it does not depend on the prefix): FNV-1a, 64 bits, in hex.
+    pub(crate) fn checksum(&self) -> String {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for stmt in self.statements {
+            for byte in stmt.bytes().chain([0u8]) {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        format!("fnv1a64:{hash:016x}")
+    }
+}
+
+/// Creates harel's tables and applies every migration not yet recorded, in one
+/// `BEGIN IMMEDIATE` transaction: several connections opening the same fresh file at once
+/// serialize on the write lock, and each finds the work of the ones before it done.
+pub(crate) fn migrate(conn: &mut Connection, tables: &Tables) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .db()?;
+    for stmt in HAREL_TABLES.iter().chain([&MIGRATIONS_TABLE]) {
+        tx.execute_batch(&tables.sql(stmt)).db()?;
+    }
+    let select = tables.sql("SELECT checksum FROM {migrations} WHERE version = ?1");
+    let insert = tables.sql("INSERT INTO {migrations} (version, description, checksum) VALUES (?1, ?2, ?3)");
+    for migration in MIGRATIONS {
+        let checksum = migration.checksum();
+        let applied: Option<String> = tx
+            .query_row(&select, [migration.version], |row| row.get(0))
+            .optional()
+            .db()?;
+        match applied {
+            Some(found) if found == checksum => {}
+            Some(found) => {
+                return Err(StoreError::Backend {
+                    message: format!(
+                        "migration {} in {} was applied with checksum {found}, but this build's is \
+                         {checksum}: the file was migrated by an incompatible build",
+                        migration.version, tables.migrations
+                    ),
+                    retryable: false,
+                    source: None,
+                });
+            }
+            None => {
+                for stmt in migration.statements {
+                    tx.execute_batch(&tables.sql(stmt)).db()?;
+                }
+                tx.execute(
+                    &insert,
+                    params![migration.version, migration.description, checksum],
+                )
+                .db()?;
+            }
+        }
+    }
+    tx.commit().db()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_as_harel_checks_them() {
+        for ok in ["harel", "_", "a1", "A_b_9", &"x".repeat(30)] {
+            check_prefix(ok).unwrap();
+        }
+        for bad in ["", "1a", "a-b", "a b", "é", &"x".repeat(31), "a;drop"] {
+            assert!(check_prefix(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn checksum_is_stable_and_prefix_independent() {
+        let c = MIGRATIONS[0].checksum();
+        assert!(c.starts_with("fnv1a64:") && c.len() == 8 + 16);
+        assert_eq!(c, MIGRATIONS[0].checksum());
+    }
+}

@@ -1,0 +1,142 @@
+//! Every statement the store runs, with its table names filled in once at open.
+
+use crate::schema::Tables;
+
+/// The summary projection of `list_executions`: scalars only, never `data` itself.
+const LIST_COLUMNS: &str = "id, definition_id, version, json_extract(data,'$.status'), \
+     json_extract(data,'$.outcome'), json_extract(data,'$.active_path'), \
+     json_extract(data,'$.parent_id'), json_extract(data,'$.finished_at'), \
+     json_extract(data,'$.updated_at')";
+
+#[derive(Debug)]
+pub(crate) struct Stmts {
+    pub(crate) update_cas: String,
+    pub(crate) select_version: String,
+    pub(crate) insert_execution: String,
+    pub(crate) insert_outbox: String,
+    pub(crate) insert_processed: String,
+    pub(crate) insert_spawn: String,
+    pub(crate) upsert_timer: String,
+    pub(crate) cancel_timer: String,
+    pub(crate) insert_trace: String,
+    pub(crate) insert_trace_returning: String,
+    pub(crate) cap_trace: String,
+    pub(crate) load: String,
+    pub(crate) load_for_event: String,
+    pub(crate) is_processed: String,
+    pub(crate) exists: String,
+    pub(crate) pending_outbox: String,
+    pub(crate) ack_outbox: String,
+    pub(crate) pending_spawns: String,
+    pub(crate) ack_spawn: String,
+    pub(crate) due_timers: String,
+    pub(crate) delete_timer: String,
+    pub(crate) read_trace: String,
+    pub(crate) ids_between: String,
+    pub(crate) ids_from: String,
+    pub(crate) purge_execution: String,
+    pub(crate) purge_companions: [String; 5],
+    pub(crate) schema_version: String,
+    list_select: String,
+}
+
+impl Stmts {
+    pub(crate) fn new(t: &Tables) -> Self {
+        let trace_insert = "INSERT INTO {trace} (execution_id, idx, entry) \
+             SELECT ?1, COALESCE((SELECT MAX(idx) FROM {trace} WHERE execution_id = ?1), -1) + 1, ?2";
+        Stmts {
+            update_cas: t
+                .sql("UPDATE {executions} SET data = ?1, version = ?2 WHERE id = ?3 AND version = ?4"),
+            select_version: t.sql("SELECT version FROM {executions} WHERE id = ?1"),
+            insert_execution: t
+                .sql("INSERT INTO {executions} (id, definition_id, data, version) VALUES (?1, ?2, ?3, ?4)"),
+            insert_outbox: t.sql("INSERT INTO {outbox} (target_id, event) VALUES (?1, ?2)"),
+            insert_processed: t
+                .sql("INSERT OR IGNORE INTO {processed_events} (execution_id, event_id) VALUES (?1, ?2)"),
+            insert_spawn: t.sql(
+                "INSERT INTO {spawns} (parent_id, child_id, root_path, context) VALUES (?1, ?2, ?3, ?4)",
+            ),
+            upsert_timer: t.sql(
+                "INSERT INTO {timers} (execution_id, path, fire_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT(execution_id, path) DO UPDATE SET fire_at = excluded.fire_at",
+            ),
+            cancel_timer: t.sql("DELETE FROM {timers} WHERE execution_id = ?1 AND path = ?2"),
+            insert_trace: t.sql(trace_insert),
+            insert_trace_returning: t.sql(&format!("{trace_insert} RETURNING idx")),
+            cap_trace: t.sql(
+                "DELETE FROM {trace} WHERE execution_id = ?1 AND idx <= \
+                 (SELECT MAX(idx) FROM {trace} WHERE execution_id = ?1) - ?2",
+            ),
+            load: t.sql("SELECT data FROM {executions} WHERE id = ?1"),
+            load_for_event: t.sql(
+                "SELECT (SELECT data FROM {executions} WHERE id = ?1), \
+                 EXISTS(SELECT 1 FROM {processed_events} WHERE execution_id = ?1 AND event_id = ?2)",
+            ),
+            is_processed: t.sql("SELECT 1 FROM {processed_events} WHERE execution_id = ?1 AND event_id = ?2"),
+            exists: t.sql("SELECT 1 FROM {executions} WHERE id = ?1"),
+            pending_outbox: t
+                .sql("SELECT seq, target_id, event FROM {outbox} WHERE seq > ?1 ORDER BY seq LIMIT ?2"),
+            ack_outbox: t.sql("DELETE FROM {outbox} WHERE seq = ?1"),
+            pending_spawns: t.sql(
+                "SELECT seq, parent_id, child_id, root_path, context FROM {spawns} \
+                 WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            ),
+            ack_spawn: t.sql("DELETE FROM {spawns} WHERE seq = ?1"),
+            due_timers: t.sql(
+                "SELECT execution_id, path, fire_at FROM {timers} WHERE fire_at <= ?1 \
+                 ORDER BY fire_at, execution_id, path LIMIT ?2",
+            ),
+            delete_timer: t
+                .sql("DELETE FROM {timers} WHERE execution_id = ?1 AND path = ?2 AND fire_at = ?3"),
+            read_trace: t.sql("SELECT idx, entry FROM {trace} WHERE execution_id = ?1 ORDER BY idx"),
+            ids_between: t.sql("SELECT id FROM {executions} WHERE id >= ?1 AND id < ?2 ORDER BY id"),
+            ids_from: t.sql("SELECT id FROM {executions} WHERE id >= ?1 ORDER BY id"),
+            purge_execution: t.sql("DELETE FROM {executions} WHERE id = ?1 AND version = ?2"),
+            // harel's `_PURGE_COMPANIONS_SQL`, in its order.
+            purge_companions: [
+                t.sql("DELETE FROM {processed_events} WHERE execution_id = ?1"),
+                t.sql("DELETE FROM {trace} WHERE execution_id = ?1"),
+                t.sql("DELETE FROM {timers} WHERE execution_id = ?1"),
+                t.sql("DELETE FROM {outbox} WHERE target_id = ?1"),
+                t.sql("DELETE FROM {spawns} WHERE parent_id = ?1"),
+            ],
+            schema_version: t.sql("SELECT COALESCE(MAX(version), 0) FROM {migrations}"),
+            list_select: t.sql(&format!("SELECT {LIST_COLUMNS} FROM {{executions}}")),
+        }
+    }
+
+    /// The listing statement for one shape of filter. Its parameters, in order: the cursor id
+    /// (if `after`), the definition id (if `definition`), `statuses` status strings, the limit.
+    /// The filter expressions are spelled exactly as the migration's indexes are, so SQLite
+    /// uses them.
+    pub(crate) fn list(&self, after: bool, definition: bool, statuses: usize, roots_only: bool) -> String {
+        let mut sql = String::with_capacity(self.list_select.len() + 160);
+        sql.push_str(&self.list_select);
+        let mut sep = " WHERE ";
+        if after {
+            sql.push_str(sep);
+            sql.push_str("id > ?");
+            sep = " AND ";
+        }
+        if definition {
+            sql.push_str(sep);
+            sql.push_str("definition_id = ?");
+            sep = " AND ";
+        }
+        if statuses > 0 {
+            sql.push_str(sep);
+            sql.push_str("json_extract(data,'$.status') IN (?");
+            for _ in 1..statuses {
+                sql.push_str(", ?");
+            }
+            sql.push(')');
+            sep = " AND ";
+        }
+        if roots_only {
+            sql.push_str(sep);
+            sql.push_str("json_extract(data,'$.parent_id') IS NULL");
+        }
+        sql.push_str(" ORDER BY id LIMIT ?");
+        sql
+    }
+}
