@@ -1,0 +1,326 @@
+//! Crash safety: a child process commits event steps to a SQLite file and is SIGKILLed at a
+//! random moment; a fresh store on the file must see every step either fully applied or not at
+//! all. The file is reused across trials, so each child resumes from what survived the last
+//! kill: recovery is part of what is tested.
+//!
+//! `EXECSTORE_CRASH_TRIALS` (default 50) sets the number of trials, `EXECSTORE_CRASH_SEED`
+//! replays a run (the seed is printed).
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use execstore::ExecutionStore;
+use execstore_e2e::{
+    check_crash_invariants, crash_id, crash_ids, crash_step, line_reader, step_child_id, step_event_id,
+    step_input_id, CheckReport, StepDone, CRASH_TRACE_MAX,
+};
+use execstore_sqlite::{SqliteOptions, SqliteStore};
+
+fn options() -> SqliteOptions {
+    SqliteOptions::new().trace_max(Some(CRASH_TRACE_MAX))
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    let value = std::env::var(name).ok()?;
+    Some(
+        value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={value:?} is not a number")),
+    )
+}
+
+/// Opens a fresh store on the file, checks every crash execution, closes it.
+fn check_file(path: &Path) -> CheckReport {
+    let store = SqliteStore::open(path, options()).expect("reopen after the kill");
+    check_crash_invariants(&store, &crash_ids(), CRASH_TRACE_MAX).expect("read the store")
+}
+
+/// The sum of the stored versions: grows by one with every creation and every step.
+fn total_versions(path: &Path) -> i64 {
+    let store = SqliteStore::open(path, options()).expect("open");
+    crash_ids()
+        .iter()
+        .map(|id| store.load(id).expect("load").map_or(0, |e| e.version))
+        .sum()
+}
+
+/// What a run of trials saw.
+#[derive(Default)]
+struct Trials {
+    trials: u64,
+    kills: u64,
+    executions: usize,
+    steps: u64,
+    half_applied: usize,
+    /// Trials after whose kill the WAL held frames, so the reopen had to recover it.
+    wal_left: u64,
+    /// Trials in which the child committed something.
+    progressed: u64,
+    failures: Vec<String>,
+}
+
+/// Runs up to `trials` kill-and-check trials on one file (stopping at the first violation),
+/// the children running the workload whole or `split`.
+fn run_trials(path: &Path, trials: u64, rng: &mut fastrand::Rng, split: bool) -> Trials {
+    let mut t = Trials::default();
+    let mut before = 0;
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    for trial in 1..=trials {
+        t.trials = trial;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_crash_writer"));
+        command.arg(path).arg(rng.u64(..).to_string());
+        if split {
+            command.arg("split");
+        }
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn crash_writer");
+        let stdout = line_reader(child.stdout.take().expect("stdout"));
+        let stderr = line_reader(child.stderr.take().expect("stderr"));
+        match stdout.recv_timeout(Duration::from_secs(30)) {
+            Ok(line) if line == "ready" => {}
+            other => {
+                let _ = child.kill();
+                let status = child.wait();
+                let err: Vec<String> = stderr.iter().collect();
+                panic!(
+                    "trial {trial}: crash_writer did not get ready: {other:?}, {status:?}, stderr {err:?}"
+                );
+            }
+        }
+        std::thread::sleep(Duration::from_millis(rng.u64(0..=80)));
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            let err: Vec<String> = stderr.iter().collect();
+            panic!("trial {trial}: crash_writer stopped before the kill: {status}, stderr {err:?}");
+        }
+        child.kill().expect("SIGKILL crash_writer");
+        let status = child.wait().expect("wait");
+        assert_eq!(
+            status.signal(),
+            Some(9),
+            "trial {trial}: not ended by SIGKILL: {status}"
+        );
+        t.kills += 1;
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+            t.wal_left += 1;
+        }
+
+        let report = check_file(path);
+        t.executions += report.executions;
+        t.steps += report.steps;
+        t.half_applied += report.violations.len();
+        t.failures
+            .extend(report.violations.iter().map(|v| format!("trial {trial}: {v}")));
+        let integrity = common::integrity_check(path);
+        if integrity != "ok" {
+            t.failures
+                .push(format!("trial {trial}: integrity_check: {integrity}"));
+        }
+        let after = total_versions(path);
+        if after > before {
+            t.progressed += 1;
+        }
+        before = after;
+        if !t.failures.is_empty() {
+            break; // later trials would build on the damage
+        }
+    }
+    t
+}
+
+fn seed() -> u64 {
+    let seed = env_u64("EXECSTORE_CRASH_SEED").unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    eprintln!("crash seed: {seed} (EXECSTORE_CRASH_SEED={seed} replays it)");
+    seed
+}
+
+#[test]
+fn crash_trials() {
+    let trials = env_u64("EXECSTORE_CRASH_TRIALS").unwrap_or(50);
+    let seed = seed();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("crash.db");
+    let started = Instant::now();
+    let t = run_trials(&path, trials, &mut fastrand::Rng::with_seed(seed), false);
+    let committed = check_file(&path).steps;
+    eprintln!(
+        "crash trials: {}, kills: {}, executions checked: {}, steps verified: {}, half-applied: {} \
+         (committed steps at the end: {committed}, trials with progress: {}, WAL left behind by {} kills, \
+         {:.1} s)",
+        t.trials,
+        t.kills,
+        t.executions,
+        t.steps,
+        t.half_applied,
+        t.progressed,
+        t.wal_left,
+        started.elapsed().as_secs_f64()
+    );
+    assert!(t.failures.is_empty(), "seed {seed}:\n{}", t.failures.join("\n"));
+    assert_eq!(t.kills, trials);
+    assert!(committed > 0, "no step was ever committed");
+    assert!(
+        t.progressed * 2 > trials,
+        "the child made progress in only {} of {trials} trials: kills did not land mid-run",
+        t.progressed
+    );
+}
+
+/// The trials can fail: a writer that commits each step in two transactions is caught
+/// half-way by some kill.
+#[test]
+fn crash_trials_catch_a_split_commit() {
+    let seed = seed();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("split.db");
+    let t = run_trials(&path, 40, &mut fastrand::Rng::with_seed(seed), true);
+    eprintln!(
+        "split writer: half-applied steps found after {} of 40 trials: {:?}",
+        t.trials,
+        t.failures.first()
+    );
+    assert!(
+        t.half_applied > 0,
+        "seed {seed}: 40 kills of a split writer, no half-applied step seen"
+    );
+    assert!(
+        t.failures.iter().any(|f| f.contains("outbox entry of step")),
+        "{:?}",
+        t.failures
+    );
+}
+
+/// A file with 14 steps on each of two executions, closed.
+fn populated(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("populated.db");
+    let store = SqliteStore::open(&path, options()).expect("open");
+    for i in 0..2 {
+        for _ in 0..15 {
+            crash_step(&store, &crash_id(i)).expect("step");
+        }
+    }
+    assert_eq!(
+        crash_step(&store, &crash_id(2)).expect("create"),
+        StepDone::Created
+    );
+    path
+}
+
+/// Each deliberate half-application, done with raw SQL on a file that checks clean, is
+/// reported: the checker can fail.
+#[test]
+fn checker_catches_half_applied_rows() {
+    let id = crash_id(0);
+    let damage: Vec<(&str, String, String)> = vec![
+        (
+            "an outbox entry of a committed step deleted",
+            format!(
+                "DELETE FROM outbox WHERE json_extract(event, '$.id') = '{}'",
+                step_event_id(&id, 7)
+            ),
+            "outbox entry of step 7 is missing".into(),
+        ),
+        (
+            "an outbox entry of a step not committed",
+            format!(
+                "INSERT INTO outbox (target_id, event) SELECT target_id, json_set(event, '$.id', '{}', \
+                 '$.data.n', 15) FROM outbox WHERE target_id = '{id}' LIMIT 1",
+                step_event_id(&id, 15)
+            ),
+            "outbox holds an entry of step 15".into(),
+        ),
+        (
+            "a dedupe marker deleted",
+            format!(
+                "DELETE FROM processed_events WHERE event_id = '{}'",
+                step_input_id(&id, 4)
+            ),
+            "dedupe marker of step 4 present=false".into(),
+        ),
+        (
+            "the dedupe marker of the next step present",
+            format!(
+                "INSERT INTO processed_events (execution_id, event_id) VALUES ('{id}', '{}')",
+                step_input_id(&id, 15)
+            ),
+            "dedupe marker of step 15 present=true".into(),
+        ),
+        (
+            "a spawn intent deleted",
+            format!("DELETE FROM spawns WHERE child_id = '{}'", step_child_id(&id, 6)),
+            "spawns".into(),
+        ),
+        (
+            "a timer left behind",
+            format!("UPDATE timers SET fire_at = 13 WHERE execution_id = '{id}' AND path = 't'"),
+            "timers".into(),
+        ),
+        (
+            "a trace step lost",
+            format!("DELETE FROM trace WHERE execution_id = '{id}' AND idx = 13"),
+            "trace".into(),
+        ),
+        (
+            "the state not advanced",
+            format!("UPDATE executions SET data = json_set(data, '$.context.counter', 13) WHERE id = '{id}'"),
+            "context.counter".into(),
+        ),
+    ];
+    for (what, sql, expect) in damage {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = populated(dir.path());
+        let clean = check_file(&path);
+        assert!(clean.violations.is_empty(), "{:?}", clean.violations);
+        assert_eq!(clean.steps, 28);
+        let changed = common::raw_readwrite(&path).execute(&sql, []).expect(&sql);
+        assert_eq!(changed, 1, "{what}: {sql}");
+        let report = check_file(&path);
+        assert!(
+            report
+                .violations
+                .iter()
+                .any(|v| v.starts_with(&format!("{id}: ")) && v.contains(&expect)),
+            "{what}: want a violation containing {expect:?}, got {:?}",
+            report.violations
+        );
+    }
+}
+
+/// The crash writer fails loudly on a file it cannot use, and the test sees that.
+#[test]
+fn crash_writer_reports_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let not_a_db = dir.path().join("garbage.db");
+    std::fs::write(&not_a_db, vec![0x5a; 8192]).expect("write");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crash_writer"))
+        .arg(&not_a_db)
+        .arg("1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "crash_writer kept running on a garbage file"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(2), "crash_writer on a garbage file: {status}");
+}
