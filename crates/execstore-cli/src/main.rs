@@ -1,1 +1,255 @@
-fn main() {}
+//! `execstore`: list, show, trace, outbox, timers and spawns of a store file, and the demo.
+
+mod args;
+mod commands;
+mod demo;
+mod error;
+mod table;
+mod time;
+
+use std::ffi::OsString;
+use std::io::{self, BufWriter, ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
+use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::args::{Cli, Command, DemoArgs, DEMO_DB};
+use crate::error::CliError;
+
+fn main() -> ExitCode {
+    // Usage errors exit with 2 and --help / --version with 0, as clap does.
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let db = match &cli.command {
+        // The demo writes (and with --force deletes) its file: an EXECSTORE_DB left in the
+        // environment must not choose that file, only an explicit --db does.
+        Command::Demo(_) if matches.value_source("db") == Some(ValueSource::EnvVariable) => None,
+        Command::Demo(_) => cli.db.clone(),
+        _ => match &cli.db {
+            Some(db) => Some(db.clone()),
+            None => Cli::command()
+                .error(
+                    clap::error::ErrorKind::MissingRequiredArgument,
+                    "no store given: pass --db PATH or set EXECSTORE_DB",
+                )
+                .exit(),
+        },
+    };
+    match run(&cli, db) {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`execstore list | head`): not an error.
+        Err(e) if matches!(e.downcast_ref(), Some(CliError::Io(io)) if io.kind() == ErrorKind::BrokenPipe) => {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
+    let mut out = BufWriter::new(io::stdout().lock());
+    let json = cli.json;
+    let prefix = cli.prefix.as_deref();
+    match &cli.command {
+        Command::Demo(args) => {
+            let db = db.unwrap_or_else(|| PathBuf::from(DEMO_DB));
+            run_demo(&db, prefix, args, json, &mut out)?;
+        }
+        command => {
+            let db = db.context("no store given")?;
+            let store = open_existing(&db, prefix)?;
+            match command {
+                Command::List(args) => commands::list(&store, args, prefix.is_some(), json, &mut out)?,
+                Command::Show(arg) => commands::show(&store, &arg.id, json, &mut out)?,
+                Command::Trace(arg) => commands::trace(&store, &arg.id, json, &mut out)?,
+                Command::Outbox(args) => commands::outbox(&store, args, json, &mut out)?,
+                Command::Timers(args) => commands::timers(&store, args, json, &mut out)?,
+                Command::Spawns(args) => commands::spawns(&store, args, json, &mut out)?,
+                Command::Demo(_) => unreachable!("handled above"),
+            }
+        }
+    }
+    out.flush().map_err(CliError::Io)?;
+    Ok(())
+}
+
+fn options(prefix: Option<&str>) -> SqliteOptions {
+    match prefix {
+        Some(prefix) => SqliteOptions::new().prefix(prefix),
+        None => SqliteOptions::new(),
+    }
+}
+
+/// Opens the store at `db` for the read commands, refusing a path that does not exist
+/// (opening it would create an empty store and hide a typo).
+fn open_existing(db: &Path, prefix: Option<&str>) -> anyhow::Result<SqliteStore> {
+    match std::fs::metadata(db) {
+        Ok(meta) if meta.is_dir() => {
+            Err(CliError::Input(format!("{} is a directory, not a store file", db.display())).into())
+        }
+        Ok(_) => SqliteStore::open(db, options(prefix))
+            .map_err(CliError::Store)
+            .with_context(|| format!("cannot open the store {}", db.display())),
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(CliError::Input(format!(
+            "no store at {}: the file does not exist (`execstore demo --db {0}` writes one)",
+            db.display()
+        ))
+        .into()),
+        Err(e) => Err(CliError::Io(e)).with_context(|| format!("cannot read {}", db.display())),
+    }
+}
+
+/// `db` and the `-wal` and `-shm` files SQLite keeps beside it.
+fn db_files(db: &Path) -> [PathBuf; 3] {
+    let with = |suffix: &str| {
+        let mut name = OsString::from(db.as_os_str());
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    [db.to_owned(), with("-wal"), with("-shm")]
+}
+
+fn remove_db_files(db: &Path) -> io::Result<()> {
+    for file in db_files(db) {
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn run_demo(
+    db: &Path,
+    prefix: Option<&str>,
+    args: &DemoArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    if db.is_dir() {
+        return Err(CliError::Input(format!("{} is a directory", db.display())).into());
+    }
+    if db_files(db).iter().any(|f| f.exists()) {
+        if !args.force {
+            return Err(CliError::Input(format!(
+                "{} already exists; pass --force to replace it",
+                db.display()
+            ))
+            .into());
+        }
+        remove_db_files(db)
+            .map_err(CliError::Io)
+            .with_context(|| format!("cannot remove {}", db.display()))?;
+    }
+    let started = Instant::now();
+    // synchronous=NORMAL: in WAL mode a commit then skips the fsync of every transaction (the
+    // WAL is synced at checkpoints), which makes writing thousands of small demo commits
+    // fast. A power cut could lose the last commits but never corrupt the file, and a demo
+    // can simply be written again.
+    let store = SqliteStore::open(db, options(prefix).synchronous(Synchronous::Normal))
+        .map_err(CliError::Store)
+        .with_context(|| format!("cannot create the store {}", db.display()))?;
+    let bar = ProgressBar::new(u64::from(args.executions));
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} writing {pos}/{len} executions {wide_bar} {elapsed}")
+    {
+        bar.set_style(style);
+    }
+    let now = time::now();
+    let options = demo::Options {
+        executions: args.executions,
+        seed: args.seed,
+        now,
+    };
+    let written = demo::generate(&store, &options, &mut |n| bar.set_position(n))
+        .and_then(|()| demo::summarize(&store, now));
+    bar.finish_and_clear();
+    let summary = match written {
+        Ok(summary) => summary,
+        Err(e) => {
+            // Leave no half-written demo behind.
+            drop(store);
+            let _ = remove_db_files(db);
+            return Err(CliError::Store(e)).context("writing the demo failed");
+        }
+    };
+    let hint = format!(
+        "execstore list --db {}{}",
+        shell_word(&db.display().to_string()),
+        prefix
+            .map(|p| format!(" --prefix {}", shell_word(p)))
+            .unwrap_or_default()
+    );
+    if json {
+        let mut value = serde_json::json!({
+            "db": db.display().to_string(),
+            "prefix": prefix,
+            "seed": args.seed,
+        });
+        if let (Some(v), serde_json::Value::Object(counts)) = (value.as_object_mut(), summary.to_json()) {
+            v.extend(counts);
+        }
+        serde_json::to_writer_pretty(&mut *out, &value).map_err(CliError::from)?;
+        writeln!(out).map_err(CliError::Io)?;
+        return Ok(());
+    }
+    let by_status: Vec<String> = summary
+        .by_status
+        .iter()
+        .map(|(s, n)| format!("{s} {n}"))
+        .collect();
+    let by_definition: Vec<String> = summary
+        .by_definition
+        .iter()
+        .map(|(d, n)| format!("{d} {n}"))
+        .collect();
+    let text = format!(
+        "wrote {db} (seed {seed}) in {secs:.1}s\n\
+         \n\
+         executions     {total} ({roots} roots, {children} region children)\n\
+         by status      {by_status}\n\
+         by definition  {by_definition}\n\
+         trace steps    {trace}\n\
+         outbox         {outbox} undelivered events\n\
+         timers         {timers} armed ({due} due, {later} later)\n\
+         spawns         {spawns} pending child creations\n\
+         \n\
+         try: {hint}\n",
+        db = db.display(),
+        seed = args.seed,
+        secs = started.elapsed().as_secs_f64(),
+        total = summary.executions,
+        roots = summary.roots,
+        children = summary.executions - summary.roots,
+        by_status = by_status.join("  "),
+        by_definition = by_definition.join("  "),
+        trace = summary.trace_steps,
+        outbox = summary.outbox,
+        timers = summary.timers,
+        due = summary.timers_due,
+        later = summary.timers - summary.timers_due,
+        spawns = summary.spawns,
+    );
+    out.write_all(text.as_bytes()).map_err(CliError::Io)?;
+    Ok(())
+}
+
+/// `s` as one POSIX shell word.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=+,@%".contains(c))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
