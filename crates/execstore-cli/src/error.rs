@@ -19,6 +19,10 @@ pub enum CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            CliError::Store(StoreError::NotFound { what: "table", key }) => write!(
+                f,
+                "the file has no table {key}: is the --prefix right? (harel 0.9 writes harel_executions: --prefix harel)"
+            ),
             CliError::Store(StoreError::NotFound { what, key }) => write!(f, "{what} {key} not found"),
             CliError::Store(e) => write!(f, "{e}"),
             CliError::Io(e) => write!(f, "{e}"),

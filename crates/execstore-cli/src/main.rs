@@ -88,14 +88,15 @@ fn options(prefix: Option<&str>) -> SqliteOptions {
     }
 }
 
-/// Opens the store at `db` for the read commands, refusing a path that does not exist
-/// (opening it would create an empty store and hide a typo).
+/// Opens the store at `db` for the read commands, read-only: a path that does not exist is
+/// refused (opening it would create an empty store and hide a typo), and nothing is ever
+/// created or migrated in a file that may belong to a running harel.
 fn open_existing(db: &Path, prefix: Option<&str>) -> anyhow::Result<SqliteStore> {
     match std::fs::metadata(db) {
         Ok(meta) if meta.is_dir() => {
             Err(CliError::Input(format!("{} is a directory, not a store file", db.display())).into())
         }
-        Ok(_) => SqliteStore::open(db, options(prefix))
+        Ok(_) => SqliteStore::open(db, options(prefix).read_only(true))
             .map_err(CliError::Store)
             .with_context(|| format!("cannot open the store {}", db.display())),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(CliError::Input(format!(

@@ -506,3 +506,22 @@ fn the_same_seed_writes_the_same_store() {
     let c = Demo::new(40, 78);
     assert_ne!(ids(&a.all()), ids(&c.all()));
 }
+
+#[test]
+fn reads_never_change_the_file_and_a_wrong_prefix_says_so() {
+    let demo = Demo::new(40, 3);
+    let bytes = |p: &Path| std::fs::read(p).unwrap_or_default();
+    let wal = PathBuf::from(format!("{}-wal", demo.db.display()));
+    let before = (bytes(&demo.db), bytes(&wal));
+    for args in [&["list"][..], &["outbox"], &["timers"], &["spawns"]] {
+        assert!(demo.run(args).status.success(), "{args:?}");
+    }
+    let out = demo.run(&["--prefix", "harel", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--prefix"), "{}", stderr(&out));
+    assert_eq!(
+        (bytes(&demo.db), bytes(&wal)),
+        before,
+        "reading changed the store file"
+    );
+}

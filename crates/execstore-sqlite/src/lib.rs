@@ -126,6 +126,10 @@ pub struct SqliteOptions {
     /// How long a write waits for another connection's write lock before failing with a
     /// retryable [`StoreError::Backend`].
     pub busy_timeout: Duration,
+    /// Opens an existing database for reading only: nothing is created, migrated or switched
+    /// to WAL, and every write fails (`PRAGMA query_only`). For tools that look at a file
+    /// they do not own, such as the CLI on a database harel keeps writing.
+    pub read_only: bool,
 }
 
 impl Default for SqliteOptions {
@@ -135,6 +139,7 @@ impl Default for SqliteOptions {
             synchronous: Synchronous::Full,
             trace_max: Some(DEFAULT_TRACE_MAX),
             busy_timeout: Duration::from_secs(5),
+            read_only: false,
         }
     }
 }
@@ -168,6 +173,12 @@ impl SqliteOptions {
         self.busy_timeout = busy_timeout;
         self
     }
+
+    /// Opens for reading only (see [`SqliteOptions::read_only`]).
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
 }
 
 /// An [`ExecutionStore`] over one SQLite database (a file, or `:memory:`).
@@ -196,10 +207,17 @@ impl SqliteStore {
             return Err(StoreError::invalid("path", "must not be empty"));
         }
         let tables = Tables::new(options.prefix.as_deref())?;
-        // No URI flag: a path is a file name, never `file:...?mode=...`.
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        // No URI flag: a path is a file name, never `file:...?mode=...`. A read-only open
+        // never creates the file.
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if !options.read_only {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        } else if !path.exists() {
+            return Err(StoreError::NotFound {
+                what: "database file",
+                key: path.display().to_string(),
+            });
+        }
         let conn = Connection::open_with_flags(path, flags).db()?;
         Self::init(conn, tables, &options, true)
     }
@@ -214,6 +232,29 @@ impl SqliteStore {
     fn init(mut conn: Connection, tables: Tables, options: &SqliteOptions, durable: bool) -> Result<Self> {
         let wait = options.busy_timeout.min(Duration::from_millis(i32::MAX as u64));
         conn.busy_timeout(wait).db()?;
+        if options.read_only {
+            conn.execute_batch("PRAGMA query_only = ON").db()?;
+            let present: bool = conn
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+                    [&tables.executions],
+                    |row| row.get(0),
+                )
+                .db()?;
+            if !present {
+                return Err(StoreError::NotFound {
+                    what: "table",
+                    key: tables.executions.clone(),
+                });
+            }
+            conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+            return Ok(SqliteStore {
+                conn: Mutex::new(conn),
+                sql: Stmts::new(&tables),
+                trace_max: options.trace_max.filter(|n| *n > 0),
+                durable,
+            });
+        }
         if durable {
             set_wal(&conn, wait)?;
         }

@@ -652,3 +652,68 @@ fn opens_a_file_harel_created() {
         "an untargeted event stays"
     );
 }
+
+/// The bytes of the database file and its WAL (empty when absent).
+fn file_bytes(path: &Path) -> (Vec<u8>, Vec<u8>) {
+    let wal = PathBuf::from(format!("{}-wal", path.display()));
+    (
+        std::fs::read(path).unwrap(),
+        std::fs::read(wal).unwrap_or_default(),
+    )
+}
+
+#[test]
+fn read_only_open_changes_nothing_on_a_harel_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = db(&dir);
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        r#"PRAGMA journal_mode=WAL;
+        CREATE TABLE harel_executions (id TEXT PRIMARY KEY, definition_id TEXT NOT NULL, data TEXT NOT NULL, version INTEGER NOT NULL);
+        CREATE TABLE harel_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, target_id TEXT, event TEXT NOT NULL);
+        CREATE TABLE harel_processed_events (execution_id TEXT NOT NULL, event_id TEXT NOT NULL, PRIMARY KEY (execution_id, event_id));
+        CREATE TABLE harel_timers (execution_id TEXT NOT NULL, path TEXT NOT NULL, fire_at REAL NOT NULL, PRIMARY KEY (execution_id, path));
+        CREATE TABLE harel_spawns (seq INTEGER PRIMARY KEY AUTOINCREMENT, parent_id TEXT NOT NULL, child_id TEXT NOT NULL, root_path TEXT NOT NULL, context TEXT NOT NULL);
+        CREATE TABLE harel_trace (execution_id TEXT NOT NULL, idx INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (execution_id, idx));
+        INSERT INTO harel_executions VALUES ('old', 'd', '{"id":"old","definition_id":"d","status":"DONE","version":7}', 7);
+        INSERT INTO harel_timers VALUES ('old', 'root.t', 5.5);"#,
+    )
+    .unwrap();
+    let before = (names(&conn, "table"), names(&conn, "index"), file_bytes(&path));
+
+    let ro = SqliteOptions::new().prefix("harel").read_only(true);
+    let store = SqliteStore::open(&path, ro.clone()).unwrap();
+    assert_eq!(store.load("old").unwrap().unwrap().version, 7);
+    assert_eq!(store.list_executions(&ListQuery::new()).unwrap().items.len(), 1);
+    assert_eq!(store.due_timers(10.0, 10).unwrap().len(), 1);
+    let mut exe = store.load("old").unwrap().unwrap();
+    match store.save(&mut exe) {
+        Err(StoreError::Backend { retryable: false, .. }) => {}
+        other => panic!("a read-only store refuses writes, got {other:?}"),
+    }
+    assert_eq!(exe.version, 7);
+    assert!(matches!(
+        store.ack_outbox(1),
+        Err(StoreError::Backend { .. }) | Err(StoreError::NotFound { .. })
+    ));
+    drop(store);
+
+    // The wrong prefix is a clear error, and creates nothing either.
+    match SqliteStore::open(&path, SqliteOptions::new().read_only(true)) {
+        Err(StoreError::NotFound { what: "table", key }) => assert!(key.contains("executions"), "{key}"),
+        other => panic!("expected NotFound for the missing tables, got {other:?}"),
+    }
+    let after = (names(&conn, "table"), names(&conn, "index"), file_bytes(&path));
+    assert_eq!(
+        after, before,
+        "a read-only open leaves the file exactly as it was"
+    );
+
+    // A missing file is NotFound and is not created.
+    let missing = dir.path().join("missing.db");
+    assert!(matches!(
+        SqliteStore::open(&missing, ro),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(!missing.exists());
+}
