@@ -205,7 +205,7 @@ pub fn check_crash_invariants(
     let mut report = CheckReport::default();
     let outbox = all_outbox(store)?;
     let spawns = all_spawns(store)?;
-    let timers = store.due_timers(1e18, execstore::validate::MAX_PAGE)?;
+    let timers = store.due_timers(1e18, None, execstore::validate::MAX_PAGE)?;
     for id in ids {
         report.executions += 1;
         let mut bad = |what: String| report.violations.push(format!("{id}: {what}"));

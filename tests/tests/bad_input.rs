@@ -189,7 +189,9 @@ fn bad_times() {
                 };
             },
         );
-        fx.invalid(&format!("due_timers({bad})"), "now", |s| s.due_timers(bad, 10));
+        fx.invalid(&format!("due_timers({bad})"), "now", |s| {
+            s.due_timers(bad, None, 10)
+        });
         fx.invalid(&format!("delete_timer at {bad}"), "fire_at", |s| {
             s.delete_timer(A, "t", bad)
         });
@@ -253,7 +255,7 @@ fn bad_limits() {
             s.pending_spawns(None, limit)
         });
         fx.invalid(&format!("due_timers limit {limit}"), "limit", |s| {
-            s.due_timers(1e12, limit)
+            s.due_timers(1e12, None, limit)
         });
     }
 }

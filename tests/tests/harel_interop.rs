@@ -334,7 +334,7 @@ fn assert_matches_harel(store: &SqliteStore, view: &Value, ctx: &str) {
     for due in view["due_timers"].as_array().expect("due_timers") {
         let now = f(&due["now"]);
         let ours: Vec<Value> = store
-            .due_timers(now, ALL)
+            .due_timers(now, None, ALL)
             .expect("due_timers")
             .iter()
             .map(|t| json!([t.execution_id, t.path, t.fire_at]))
@@ -479,7 +479,7 @@ fn assert_raw_rows(store: &SqliteStore, view: &Value, ctx: &str) {
         );
     }
     let mut timers: Vec<Value> = store
-        .due_timers(1e300, ALL)
+        .due_timers(1e300, None, ALL)
         .expect("due_timers")
         .iter()
         .map(|t| json!([t.execution_id, t.path, t.fire_at]))

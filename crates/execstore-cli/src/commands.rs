@@ -331,7 +331,7 @@ fn more_hint(out: &mut dyn Write, shown: usize, limit: usize, last: Option<i64>)
 /// `execstore timers`.
 pub fn timers(store: &dyn ExecutionStore, args: &TimersArgs, json: bool, out: &mut dyn Write) -> Result<()> {
     let bound = args.due_before.unwrap_or(ALL_TIMERS);
-    let due = store.due_timers(bound, args.limit)?;
+    let due = store.due_timers(bound, None, args.limit)?;
     if json {
         return write_json(out, &due);
     }

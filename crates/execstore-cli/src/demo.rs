@@ -1436,7 +1436,7 @@ pub fn summarize(store: &dyn ExecutionStore, now: f64) -> Result<Summary> {
         }
     }
     // The demo arms at most one timer per execution and writes at most MAX_PAGE executions.
-    let timers = store.due_timers(ALL_TIMERS, MAX_PAGE)?;
+    let timers = store.due_timers(ALL_TIMERS, None, MAX_PAGE)?;
     summary.timers = timers.len();
     summary.timers_due = timers.iter().filter(|t| t.fire_at <= now).count();
     Ok(summary)
@@ -1571,7 +1571,7 @@ mod tests {
         }
         assert!(parents_with_finished_children > 0);
         // Timers belong to executions in the timed state.
-        for t in store.due_timers(ALL_TIMERS, MAX_PAGE).unwrap() {
+        for t in store.due_timers(ALL_TIMERS, None, MAX_PAGE).unwrap() {
             let exe = store.load(&t.execution_id).unwrap().unwrap();
             assert_eq!(exe.active_path.as_deref(), Some(t.path.as_str()));
             assert!(timeout_of(&t.path).is_some());

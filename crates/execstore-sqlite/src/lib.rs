@@ -643,21 +643,38 @@ impl ExecutionStore for SqliteStore {
         )
     }
 
-    fn due_timers(&self, now: f64, limit: usize) -> Result<Vec<DueTimer>> {
+    fn due_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>> {
         check_time("now", now)?;
         check_limit("limit", limit)?;
+        if let Some(after) = after {
+            check_time("after.fire_at", after.fire_at)?;
+        }
         let conn = self.lock();
-        let mut stmt = conn.prepare_cached(&self.sql.due_timers).db()?;
-        let rows = stmt
-            .query_map(params![now, limit_param(limit)], |row| {
-                Ok(DueTimer {
-                    execution_id: row.get(0)?,
-                    path: row.get(1)?,
-                    fire_at: row.get(2)?,
-                })
+        let row_to_timer = |row: &rusqlite::Row<'_>| {
+            Ok(DueTimer {
+                execution_id: row.get(0)?,
+                path: row.get(1)?,
+                fire_at: row.get(2)?,
             })
-            .db()?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().db()
+        };
+        let rows = match after {
+            None => conn
+                .prepare_cached(&self.sql.due_timers)
+                .db()?
+                .query_map(params![now, limit_param(limit)], row_to_timer)
+                .db()?
+                .collect::<rusqlite::Result<Vec<_>>>(),
+            Some(a) => conn
+                .prepare_cached(&self.sql.due_timers_after)
+                .db()?
+                .query_map(
+                    params![now, a.fire_at, a.execution_id, a.path, limit_param(limit)],
+                    row_to_timer,
+                )
+                .db()?
+                .collect::<rusqlite::Result<Vec<_>>>(),
+        };
+        rows.db()
     }
 
     fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> Result<bool> {
@@ -917,6 +934,17 @@ mod tests {
                 &format!("{pfx}timers"),
                 &format!("{pfx}execstore_timers_by_fire_at"),
                 "due timers",
+            );
+            let p = plan(
+                &store,
+                &s.due_timers_after,
+                &[&1.0f64, &0.5f64, &"a", &"p", &limit],
+            );
+            assert_uses_index(
+                &p,
+                &format!("{pfx}timers"),
+                &format!("{pfx}execstore_timers_by_fire_at"),
+                "due timers after a timer",
             );
             let p = plan(&store, &s.purge_companions[3], &[&after]);
             assert_uses_index(

@@ -30,6 +30,7 @@ pub(crate) struct Stmts {
     pub(crate) pending_spawns: String,
     pub(crate) ack_spawn: String,
     pub(crate) due_timers: String,
+    pub(crate) due_timers_after: String,
     pub(crate) delete_timer: String,
     pub(crate) read_trace: String,
     pub(crate) ids_between: String,
@@ -85,6 +86,11 @@ impl Stmts {
             due_timers: t.sql(
                 "SELECT execution_id, path, fire_at FROM {timers} WHERE fire_at <= ?1 \
                  ORDER BY fire_at, execution_id, path LIMIT ?2",
+            ),
+            due_timers_after: t.sql(
+                "SELECT execution_id, path, fire_at FROM {timers} WHERE fire_at <= ?1 \
+                 AND (fire_at, execution_id, path) > (?2, ?3, ?4) \
+                 ORDER BY fire_at, execution_id, path LIMIT ?5",
             ),
             delete_timer: t
                 .sql("DELETE FROM {timers} WHERE execution_id = ?1 AND path = ?2 AND fire_at = ?3"),

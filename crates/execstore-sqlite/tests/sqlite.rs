@@ -635,7 +635,7 @@ fn opens_a_file_harel_created() {
         store.pending_spawns(None, 10).unwrap()[0].context,
         obj(json!({"a": 1}))
     );
-    assert_eq!(store.due_timers(6.0, 10).unwrap()[0].fire_at, 5.5);
+    assert_eq!(store.due_timers(6.0, None, 10).unwrap()[0].fire_at, 5.5);
     let trace = store.read_trace("old").unwrap();
     assert_eq!(trace, [obj(json!({"event_kind": "K", "index": 3}))]);
     let mut exe = exe;
@@ -685,7 +685,7 @@ fn read_only_open_changes_nothing_on_a_harel_file() {
     let store = SqliteStore::open(&path, ro.clone()).unwrap();
     assert_eq!(store.load("old").unwrap().unwrap().version, 7);
     assert_eq!(store.list_executions(&ListQuery::new()).unwrap().items.len(), 1);
-    assert_eq!(store.due_timers(10.0, 10).unwrap().len(), 1);
+    assert_eq!(store.due_timers(10.0, None, 10).unwrap().len(), 1);
     let mut exe = store.load("old").unwrap().unwrap();
     match store.save(&mut exe) {
         Err(StoreError::Backend { retryable: false, .. }) => {}

@@ -195,7 +195,7 @@ fn snapshot(store: &dyn ExecutionStore, probes: &[(&str, &str)]) -> String {
         .iter()
         .map(|id| store.read_trace(id).expect("read_trace"))
         .collect();
-    let timers = store.due_timers(f64::MAX, MAX_PAGE).expect("due_timers");
+    let timers = store.due_timers(f64::MAX, None, MAX_PAGE).expect("due_timers");
     let processed: Vec<bool> = probes
         .iter()
         .map(|(id, ev)| store.is_processed(id, ev).expect("is_processed"))
@@ -356,7 +356,7 @@ pub fn commit_applies_every_effect(store: &dyn ExecutionStore) {
     );
     assert!(store.is_processed(&exe.id, &format!("{ns}in-1")).unwrap());
     let timers: Vec<DueTimer> = store
-        .due_timers(2000.0, MAX_PAGE)
+        .due_timers(2000.0, None, MAX_PAGE)
         .unwrap()
         .into_iter()
         .filter(|t| t.execution_id == exe.id)
@@ -485,7 +485,7 @@ pub fn timers_upsert_and_guarded_delete(store: &dyn ExecutionStore) {
     let id = exe.id.clone();
     let mine = |now: f64| -> Vec<DueTimer> {
         store
-            .due_timers(now, MAX_PAGE)
+            .due_timers(now, None, MAX_PAGE)
             .unwrap()
             .into_iter()
             .filter(|t| t.execution_id == id)
@@ -549,7 +549,7 @@ pub fn timers_upsert_and_guarded_delete(store: &dyn ExecutionStore) {
         )
         .unwrap();
     let firsts: Vec<f64> = store
-        .due_timers(1e9, 2)
+        .due_timers(1e9, None, 2)
         .unwrap()
         .iter()
         .map(|t| t.fire_at)
@@ -558,6 +558,57 @@ pub fn timers_upsert_and_guarded_delete(store: &dyn ExecutionStore) {
         firsts.len() == 2 && firsts[0] <= firsts[1] && firsts[1] <= 2.0,
         "got {firsts:?}"
     );
+
+    // Paging with `after` walks ties on fire_at in (execution, path) order, without gaps or
+    // repeats.
+    let mut other = created(store, &format!("{ns}b"), "def");
+    store
+        .commit(
+            &mut other,
+            &Effects::new().schedule("p1", 1.0).schedule("p0", 2.0),
+        )
+        .unwrap();
+    store
+        .commit(&mut exe, &Effects::new().schedule("p0", 2.0))
+        .unwrap();
+    let ours = |t: &DueTimer| t.execution_id.starts_with(&ns);
+    let whole: Vec<DueTimer> = store
+        .due_timers(1e9, None, MAX_PAGE)
+        .unwrap()
+        .into_iter()
+        .filter(ours)
+        .collect();
+    let keys: Vec<(f64, &str, &str)> = whole
+        .iter()
+        .map(|t| (t.fire_at, &t.execution_id[ns.len()..], t.path.as_str()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            (1.0, "a", "p1"),
+            (1.0, "b", "p1"),
+            (2.0, "a", "p0"),
+            (2.0, "a", "p2"),
+            (2.0, "b", "p0"),
+            (3.0, "a", "p3")
+        ]
+    );
+    for size in [1, 2, 4] {
+        let mut paged: Vec<DueTimer> = Vec::new();
+        loop {
+            let page = store.due_timers(1e9, paged.last(), size).unwrap();
+            assert!(page.len() <= size);
+            if page.is_empty() {
+                break;
+            }
+            paged.extend(page);
+        }
+        assert_eq!(
+            paged.into_iter().filter(ours).collect::<Vec<_>>(),
+            whole,
+            "pages of {size}"
+        );
+    }
 }
 
 /// The trace keeps the last `trace_max` steps; their index keeps climbing past evictions
@@ -680,7 +731,7 @@ pub fn invalid_cursor_and_limits_rejected(store: &dyn ExecutionStore) {
         );
         assert_eq!(code(store.pending_outbox(None, limit)), "INVALID_INPUT");
         assert_eq!(code(store.pending_spawns(None, limit)), "INVALID_INPUT");
-        assert_eq!(code(store.due_timers(0.0, limit)), "INVALID_INPUT");
+        assert_eq!(code(store.due_timers(0.0, None, limit)), "INVALID_INPUT");
     }
 }
 
@@ -874,7 +925,7 @@ pub fn purge_removes_everything_keyed_by_it(store: &dyn ExecutionStore) {
     assert!(!store.is_processed(&exe.id, &format!("{exe_id}-in")).unwrap());
     assert!(store.read_trace(&exe.id).unwrap().is_empty());
     assert!(store
-        .due_timers(1e9, MAX_PAGE)
+        .due_timers(1e9, None, MAX_PAGE)
         .unwrap()
         .iter()
         .all(|t| t.execution_id != exe.id));
@@ -1068,12 +1119,12 @@ pub fn bad_input_changes_nothing(store: &dyn ExecutionStore) {
         (
             "NaN now",
             "INVALID_INPUT",
-            store.due_timers(f64::NAN, 10).map(|_| ()),
+            store.due_timers(f64::NAN, None, 10).map(|_| ()),
         ),
         (
             "negative now",
             "INVALID_INPUT",
-            store.due_timers(-1.0, 10).map(|_| ()),
+            store.due_timers(-1.0, None, 10).map(|_| ()),
         ),
         (
             "NaN delete fire_at",

@@ -233,9 +233,12 @@ impl ExecutionStore for MemoryStore {
         }
     }
 
-    fn due_timers(&self, now: f64, limit: usize) -> Result<Vec<DueTimer>> {
+    fn due_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>> {
         check_time("now", now)?;
         check_limit("limit", limit)?;
+        if let Some(after) = after {
+            check_time("after.fire_at", after.fire_at)?;
+        }
         let inner = self.lock();
         let mut due: Vec<DueTimer> = inner
             .timers
@@ -247,8 +250,14 @@ impl ExecutionStore for MemoryStore {
                 fire_at: *fire_at,
             })
             .collect();
-        // Soonest first; ties in key order, as the SQL backends' index gives them.
+        // Soonest first; ties in key order (the sort is stable), as the SQL backends' index
+        // gives them.
         due.sort_by(|a, b| a.fire_at.total_cmp(&b.fire_at));
+        if let Some(after) = after {
+            let key = |t: &DueTimer| (t.fire_at, t.execution_id.clone(), t.path.clone());
+            let after = key(after);
+            due.retain(|t| key(t).partial_cmp(&after) == Some(std::cmp::Ordering::Greater));
+        }
         due.truncate(limit);
         Ok(due)
     }

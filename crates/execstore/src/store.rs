@@ -79,8 +79,9 @@ pub trait ExecutionStore: Send + Sync {
     /// Removes the done spawn intent `seq`. [`crate::StoreError::NotFound`] if there is none.
     fn ack_spawn(&self, seq: i64) -> Result<()>;
 
-    /// Timers with `fire_at <= now`, soonest first, at most `limit`.
-    fn due_timers(&self, now: f64, limit: usize) -> Result<Vec<DueTimer>>;
+    /// Timers with `fire_at <= now`, soonest first (ties by execution id, then path), at most
+    /// `limit`, starting strictly after `after` (the last timer of the previous page).
+    fn due_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>>;
 
     /// Removes the timer of `(execution_id, path)` only if it still fires at `fire_at`, so a
     /// timer re-armed after the sweep read it survives. Returns whether a timer was removed.
