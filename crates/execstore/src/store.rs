@@ -2,6 +2,7 @@
 
 use crate::error::Result;
 use crate::model::{DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep};
+use crate::StoreError;
 use crate::query::ListQuery;
 
 /// How many trace steps a store keeps per execution unless told otherwise (harel's
@@ -22,6 +23,23 @@ impl Capabilities {
     pub const EPHEMERAL: Capabilities = Capabilities { durable: false };
     /// The capabilities of a store that keeps what it committed.
     pub const DURABLE: Capabilities = Capabilities { durable: true };
+}
+
+/// One event step of a [`ExecutionStore::commit_batch`]: an execution and its step's effects.
+/// On success the execution carries its new version.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchItem {
+    /// The execution, at the version it was loaded at.
+    pub execution: Execution,
+    /// What the step defers.
+    pub effects: Effects,
+}
+
+impl BatchItem {
+    /// An item committing `execution` with `effects`.
+    pub fn new(execution: Execution, effects: Effects) -> Self {
+        BatchItem { execution, effects }
+    }
 }
 
 /// The durable execution store: an execution's state and every effect of one event step,
@@ -53,6 +71,19 @@ pub trait ExecutionStore: Send + Sync {
     /// step. All of it is applied or none of it. Returns the outbox seq of each emit, in order.
     fn commit(&self, exe: &mut Execution, effects: &Effects) -> Result<Vec<i64>>;
 
+    /// Commits many event steps, of one execution or many, as [`ExecutionStore::commit`]
+    /// would one by one, but durable together: one transaction and one sync where the backend
+    /// can. Each item is CAS-checked and applied on its own: a `Conflict` or `InvalidInput`
+    /// fails that item only and leaves no trace of it, and a later item of the same execution
+    /// sees the earlier one's write. Returns each item's outbox seqs or error, in order; a
+    /// committed item's execution carries its new version.
+    ///
+    /// An `Err` from the call itself means nothing of the batch was committed. (This default
+    /// commits item by item, so it reports a backend failure per item instead.)
+    fn commit_batch(&self, items: &mut [BatchItem]) -> Result<Vec<Result<Vec<i64>>>> {
+        Ok(items.iter_mut().map(|item| self.commit(&mut item.execution, &item.effects)).collect())
+    }
+
     /// The stored execution, or `None`.
     fn load(&self, id: &str) -> Result<Option<Execution>>;
 
@@ -72,6 +103,21 @@ pub trait ExecutionStore: Send + Sync {
     /// Removes the delivered outbox entry `seq` in its own transaction.
     /// [`crate::StoreError::NotFound`] if there is none (already acked, or never made).
     fn ack_outbox(&self, seq: i64) -> Result<()>;
+
+    /// Removes the delivered outbox entries `seqs` in one transaction where the backend can,
+    /// and returns how many were removed: a seq already acked (or never made) is skipped, not
+    /// an error, so a relay may re-ack a batch after a crash.
+    fn ack_outbox_many(&self, seqs: &[i64]) -> Result<usize> {
+        let mut removed = 0;
+        for &seq in seqs {
+            match self.ack_outbox(seq) {
+                Ok(()) => removed += 1,
+                Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(removed)
+    }
 
     /// Pending child creations with `seq > after`, oldest first, at most `limit`.
     fn pending_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>>;
