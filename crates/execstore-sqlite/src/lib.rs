@@ -31,13 +31,16 @@ use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use execstore::validate::{check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace};
-use execstore::{
-    Capabilities, DueTimer, Effects, Event, Execution, ExecutionPage, ExecutionStore, ExecutionSummary,
-    JsonObject, ListQuery, OutboxEntry, Result, SpawnEntry, Status, StoreError, TimerOp, TraceStep,
-    DEFAULT_TRACE_MAX,
+use execstore::validate::{
+    check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedCommit,
 };
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
+use execstore::{
+    BatchItem, Capabilities, DueTimer, Effects, Event, Execution, ExecutionPage, ExecutionStore,
+    ExecutionSummary, JsonObject, ListQuery, OutboxEntry, Result, SpawnEntry, Status, StoreError, TimerOp,
+    TraceStep, DEFAULT_TRACE_MAX,
+};
+use rusqlite::config::DbConfig;
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use crate::error::{map_err, Db};
 use crate::schema::Tables;
@@ -183,11 +186,18 @@ impl SqliteOptions {
 
 /// An [`ExecutionStore`] over one SQLite database (a file, or `:memory:`).
 ///
-/// One connection, behind a mutex: the store's operations are short and SQLite has one
-/// writer at a time anyway. Share the store (it is `Send + Sync`) rather than opening many
-/// per process; other processes may open the same file.
+/// Two connections to a file, each behind a mutex: the writer, for every write (SQLite has
+/// one writer at a time anyway), and a reader (`query_only`) for every read, so that loads,
+/// listings and the relay's reads do not wait behind a commit's sync. Under WAL a read sees
+/// every commit that returned before it started. `:memory:` and a read-only open use one
+/// connection for both. Share the store (it is `Send + Sync`) rather than opening many per
+/// process; other processes may open the same file. For many concurrent committers, wrap it
+/// in [`execstore::GroupCommit`] so their commits share transactions and syncs.
 #[derive(Debug)]
 pub struct SqliteStore {
+    // Declared (so dropped) before the writer: the writer closes last, checkpointing the WAL
+    // into the file and removing it, as a single connection's close does.
+    reader: Option<Mutex<Connection>>,
     conn: Mutex<Connection>,
     sql: Stmts,
     trace_max: Option<u32>,
@@ -219,7 +229,21 @@ impl SqliteStore {
             });
         }
         let conn = Connection::open_with_flags(path, flags).db()?;
-        Self::init(conn, tables, &options, true)
+        let mut store = Self::init(conn, tables, &options, true)?;
+        if !options.read_only {
+            // Opened once the writer made the file WAL and migrated it.
+            let reader = Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .db()?;
+            reader.busy_timeout(busy_wait(&options)).db()?;
+            stable_plans(&reader)?;
+            reader.execute_batch("PRAGMA query_only = ON").db()?;
+            reader.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+            store.reader = Some(Mutex::new(reader));
+        }
+        Ok(store)
     }
 
     /// Opens a private in-memory database: everything is lost when the store is dropped.
@@ -230,8 +254,9 @@ impl SqliteStore {
     }
 
     fn init(mut conn: Connection, tables: Tables, options: &SqliteOptions, durable: bool) -> Result<Self> {
-        let wait = options.busy_timeout.min(Duration::from_millis(i32::MAX as u64));
+        let wait = busy_wait(options);
         conn.busy_timeout(wait).db()?;
+        stable_plans(&conn)?;
         if options.read_only {
             conn.execute_batch("PRAGMA query_only = ON").db()?;
             let present: bool = conn
@@ -250,6 +275,7 @@ impl SqliteStore {
             conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
             return Ok(SqliteStore {
                 conn: Mutex::new(conn),
+                reader: None,
                 sql: Stmts::new(&tables),
                 trace_max: options.trace_max.filter(|n| *n > 0),
                 durable,
@@ -264,6 +290,7 @@ impl SqliteStore {
         schema::migrate(&mut conn, &tables)?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
+            reader: None,
             sql: Stmts::new(&tables),
             trace_max: options.trace_max.filter(|n| *n > 0),
             durable,
@@ -273,7 +300,7 @@ impl SqliteStore {
     /// The highest execstore migration applied to this database (1 for this build's
     /// schema; more if a newer build migrated the file).
     pub fn schema_version(&self) -> Result<i64> {
-        let conn = self.lock();
+        let conn = self.read();
         let version = conn
             .prepare_cached(&self.sql.schema_version)
             .db()?
@@ -282,30 +309,113 @@ impl SqliteStore {
         Ok(version)
     }
 
-    /// The connection. A panic while it was held cannot have left a transaction applied
-    /// halfway (the transaction rolls back when unwinding drops it), so a poisoned lock is
-    /// taken over; any transaction somehow still open is rolled back first.
+    /// The writer connection. A panic while it was held cannot have left a transaction
+    /// applied halfway (the transaction rolls back when unwinding drops it), so a poisoned
+    /// lock is taken over; any transaction somehow still open is rolled back first.
     fn lock(&self) -> MutexGuard<'_, Connection> {
-        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        if !conn.is_autocommit() {
-            let _ = conn.execute_batch("ROLLBACK");
+        take_over(&self.conn)
+    }
+
+    /// The connection reads use: the reader of a file database, else the only one.
+    fn read(&self) -> MutexGuard<'_, Connection> {
+        match &self.reader {
+            Some(reader) => take_over(reader),
+            None => self.lock(),
         }
-        conn
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits it if `f` succeeds; any error
-    /// (from `f` or the commit) rolls everything back.
-    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>, &Stmts) -> Result<T>) -> Result<T> {
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+    /// (from `f` or the commit) or a panic rolls everything back. BEGIN and COMMIT are cached
+    /// statements like the rest, so a commit parses no SQL.
+    fn write<T>(&self, f: impl FnOnce(&Connection, &Stmts) -> Result<T>) -> Result<T> {
+        let conn = self.lock();
+        conn.prepare_cached(&self.sql.begin_immediate)
+            .db()?
+            .execute([])
             .db()?;
-        let out = f(&tx, &self.sql)?;
-        tx.commit().db()?;
+        let tx = OpenTransaction(&conn);
+        let out = f(tx.0, &self.sql)?;
+        tx.0.prepare_cached(&self.sql.commit).db()?.execute([]).db()?;
         Ok(out)
     }
 
-    fn append_trace_in(&self, tx: &Transaction<'_>, execution_id: &str, entry: &str) -> Result<i64> {
+    /// One event step's statements, in the open transaction `tx`: the CAS write of `p`, then
+    /// its outbox, dedupe, spawn, timer and trace rows. A lost CAS is a `Conflict`, found
+    /// before anything is written. `commit` and `commit_batch` both run this.
+    fn apply(&self, tx: &Connection, p: &PreparedCommit) -> Result<Vec<i64>> {
+        let s = &self.sql;
+        let w = &p.write;
+        let updated = tx
+            .prepare_cached(&s.update_cas)
+            .db()?
+            .execute(params![w.data, w.version, w.id, w.expected])
+            .db()?;
+        if updated == 0 {
+            let found: Option<i64> = tx
+                .prepare_cached(&s.select_version)
+                .db()?
+                .query_row([&w.id], |row| row.get(0))
+                .optional()
+                .db()?;
+            if found.is_some() || w.expected != 0 {
+                return Err(StoreError::Conflict {
+                    id: w.id.clone(),
+                    expected: w.expected,
+                    found,
+                });
+            }
+            tx.prepare_cached(&s.insert_execution)
+                .db()?
+                .execute(params![w.id, w.definition_id, w.data, w.version])
+                .db()?;
+        }
+        let mut seqs = Vec::with_capacity(p.emits.len());
+        if !p.emits.is_empty() {
+            let mut stmt = tx.prepare_cached(&s.insert_outbox).db()?;
+            for (target_id, event) in &p.emits {
+                seqs.push(stmt.insert(params![target_id, event]).db()?);
+            }
+        }
+        if let Some(event_id) = &p.processed_event_id {
+            tx.prepare_cached(&s.insert_processed)
+                .db()?
+                .execute(params![w.id, event_id])
+                .db()?;
+        }
+        if !p.spawns.is_empty() {
+            let mut stmt = tx.prepare_cached(&s.insert_spawn).db()?;
+            for spawn in &p.spawns {
+                stmt.execute(params![w.id, spawn.child_id, spawn.root_path, spawn.context])
+                    .db()?;
+            }
+        }
+        for op in &p.timers {
+            match op {
+                TimerOp::Schedule { path, fire_at } => {
+                    tx.prepare_cached(&s.upsert_timer)
+                        .db()?
+                        .execute(params![w.id, path, fire_at])
+                        .db()?;
+                }
+                TimerOp::Cancel { path } => {
+                    tx.prepare_cached(&s.cancel_timer)
+                        .db()?
+                        .execute(params![w.id, path])
+                        .db()?;
+                }
+            }
+        }
+        if let Some(entry) = &p.trace {
+            tx.prepare_cached(&s.insert_trace)
+                .db()?
+                .execute(params![w.id, entry])
+                .db()?;
+            self.cap_trace(tx, &w.id)?;
+        }
+        Ok(seqs)
+    }
+
+    fn append_trace_in(&self, tx: &Connection, execution_id: &str, entry: &str) -> Result<i64> {
         let idx = tx
             .prepare_cached(&self.sql.insert_trace_returning)
             .db()?
@@ -315,7 +425,7 @@ impl SqliteStore {
         Ok(idx)
     }
 
-    fn cap_trace(&self, tx: &Transaction<'_>, execution_id: &str) -> Result<()> {
+    fn cap_trace(&self, tx: &Connection, execution_id: &str) -> Result<()> {
         if let Some(max) = self.trace_max {
             tx.prepare_cached(&self.sql.cap_trace)
                 .db()?
@@ -324,6 +434,42 @@ impl SqliteStore {
         }
         Ok(())
     }
+}
+
+/// The transaction `SqliteStore::write` opened: rolled back when dropped still open (an
+/// error before or at COMMIT, or a panic).
+struct OpenTransaction<'a>(&'a Connection);
+
+impl Drop for OpenTransaction<'_> {
+    fn drop(&mut self) {
+        if !self.0.is_autocommit() {
+            let _ = self.0.execute_batch("ROLLBACK");
+        }
+    }
+}
+
+/// Locks `conn`, taking a poisoned lock over and rolling back a transaction left open.
+fn take_over(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    conn
+}
+
+/// Turns on SQLite's query planner stability guarantee: a cached statement keeps its plan
+/// whatever values are bound. Without it SQLite re-prepares (re-parses and re-plans) a
+/// statement such as the trace ring's `SELECT MAX(idx) ... WHERE execution_id = ?1` on
+/// every new binding, which cost a fifth of a commit. Our plans never depend on the values.
+fn stable_plans(conn: &Connection) -> Result<()> {
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .db()?;
+    Ok(())
+}
+
+/// The busy timeout as SQLite takes it (at most `i32::MAX` ms).
+fn busy_wait(options: &SqliteOptions) -> Duration {
+    options.busy_timeout.min(Duration::from_millis(i32::MAX as u64))
 }
 
 /// Switches a file database to WAL, waiting out connections that hold it locked (a fresh
@@ -398,83 +544,61 @@ impl ExecutionStore for SqliteStore {
 
     fn commit(&self, exe: &mut Execution, effects: &Effects) -> Result<Vec<i64>> {
         let p = prepare_commit(exe, effects)?;
-        let seqs = self.write(|tx, s| {
-            let w = &p.write;
-            let updated = tx
-                .prepare_cached(&s.update_cas)
-                .db()?
-                .execute(params![w.data, w.version, w.id, w.expected])
-                .db()?;
-            if updated == 0 {
-                let found: Option<i64> = tx
-                    .prepare_cached(&s.select_version)
-                    .db()?
-                    .query_row([&w.id], |row| row.get(0))
-                    .optional()
-                    .db()?;
-                if found.is_some() || w.expected != 0 {
-                    return Err(StoreError::Conflict {
-                        id: w.id.clone(),
-                        expected: w.expected,
-                        found,
-                    });
-                }
-                tx.prepare_cached(&s.insert_execution)
-                    .db()?
-                    .execute(params![w.id, w.definition_id, w.data, w.version])
-                    .db()?;
-            }
-            let mut seqs = Vec::with_capacity(p.emits.len());
-            if !p.emits.is_empty() {
-                let mut stmt = tx.prepare_cached(&s.insert_outbox).db()?;
-                for (target_id, event) in &p.emits {
-                    seqs.push(stmt.insert(params![target_id, event]).db()?);
-                }
-            }
-            if let Some(event_id) = &p.processed_event_id {
-                tx.prepare_cached(&s.insert_processed)
-                    .db()?
-                    .execute(params![w.id, event_id])
-                    .db()?;
-            }
-            if !p.spawns.is_empty() {
-                let mut stmt = tx.prepare_cached(&s.insert_spawn).db()?;
-                for spawn in &p.spawns {
-                    stmt.execute(params![w.id, spawn.child_id, spawn.root_path, spawn.context])
-                        .db()?;
-                }
-            }
-            for op in &p.timers {
-                match op {
-                    TimerOp::Schedule { path, fire_at } => {
-                        tx.prepare_cached(&s.upsert_timer)
-                            .db()?
-                            .execute(params![w.id, path, fire_at])
-                            .db()?;
-                    }
-                    TimerOp::Cancel { path } => {
-                        tx.prepare_cached(&s.cancel_timer)
-                            .db()?
-                            .execute(params![w.id, path])
-                            .db()?;
-                    }
-                }
-            }
-            if let Some(entry) = &p.trace {
-                tx.prepare_cached(&s.insert_trace)
-                    .db()?
-                    .execute(params![w.id, entry])
-                    .db()?;
-                self.cap_trace(tx, &w.id)?;
-            }
-            Ok(seqs)
-        })?;
+        let seqs = self.write(|tx, _| self.apply(tx, &p))?;
         exe.version = p.write.version;
         Ok(seqs)
     }
 
+    /// Checks every item first (an invalid one gets its `InvalidInput` and is left out), then
+    /// writes the rest in one `BEGIN IMMEDIATE` transaction, each item under a savepoint: a
+    /// lost CAS rolls back to it and the batch goes on. One COMMIT (one sync) for them all;
+    /// the committed items' versions move only once it succeeded.
+    fn commit_batch(&self, items: &mut [BatchItem]) -> Result<Vec<Result<Vec<i64>>>> {
+        let mut results: Vec<Result<Vec<i64>>> = Vec::with_capacity(items.len());
+        let mut prepared: Vec<Option<PreparedCommit>> = Vec::with_capacity(items.len());
+        for item in items.iter_mut() {
+            match prepare_commit(&mut item.execution, &item.effects) {
+                Ok(p) => {
+                    prepared.push(Some(p));
+                    results.push(Ok(Vec::new()));
+                }
+                Err(e) => {
+                    prepared.push(None);
+                    results.push(Err(e));
+                }
+            }
+        }
+        if prepared.iter().any(Option::is_some) {
+            self.write(|tx, s| {
+                for (p, result) in prepared.iter().zip(results.iter_mut()) {
+                    let Some(p) = p else { continue };
+                    tx.prepare_cached(&s.savepoint).db()?.execute([]).db()?;
+                    match self.apply(tx, p) {
+                        Ok(seqs) => *result = Ok(seqs),
+                        Err(conflict @ StoreError::Conflict { .. }) => {
+                            tx.prepare_cached(&s.rollback_to_savepoint)
+                                .db()?
+                                .execute([])
+                                .db()?;
+                            *result = Err(conflict);
+                        }
+                        Err(e) => return Err(e),
+                    }
+                    tx.prepare_cached(&s.release_savepoint).db()?.execute([]).db()?;
+                }
+                Ok(())
+            })?;
+        }
+        for ((item, p), result) in items.iter_mut().zip(&prepared).zip(&results) {
+            if let (Some(p), Ok(_)) = (p, result) {
+                item.execution.version = p.write.version;
+            }
+        }
+        Ok(results)
+    }
+
     fn load(&self, id: &str) -> Result<Option<Execution>> {
-        let conn = self.lock();
+        let conn = self.read();
         let data: Option<String> = conn
             .prepare_cached(&self.sql.load)
             .db()?
@@ -485,7 +609,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn load_for_event(&self, id: &str, event_id: &str) -> Result<(Option<Execution>, bool)> {
-        let conn = self.lock();
+        let conn = self.read();
         let (data, processed): (Option<String>, bool) = conn
             .prepare_cached(&self.sql.load_for_event)
             .db()?
@@ -498,7 +622,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn is_processed(&self, execution_id: &str, event_id: &str) -> Result<bool> {
-        let conn = self.lock();
+        let conn = self.read();
         let processed = conn
             .prepare_cached(&self.sql.is_processed)
             .db()?
@@ -537,7 +661,7 @@ impl ExecutionStore for SqliteStore {
         }
         args.push(&limit);
 
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(&sql).db()?;
         let mut rows = stmt.query(args.as_slice()).db()?;
         let mut items = Vec::new();
@@ -572,7 +696,7 @@ impl ExecutionStore for SqliteStore {
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
         check_limit("limit", limit)?;
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(&self.sql.pending_outbox).db()?;
         let mut rows = stmt
             .query(params![after.unwrap_or(i64::MIN), limit_param(limit)])
@@ -605,9 +729,27 @@ impl ExecutionStore for SqliteStore {
         )
     }
 
+    /// One transaction for all of them: one sync for the whole batch of acks.
+    fn ack_outbox_many(&self, seqs: &[i64]) -> Result<usize> {
+        for &seq in seqs {
+            check_seq("seqs", seq)?;
+        }
+        if seqs.is_empty() {
+            return Ok(0);
+        }
+        self.write(|tx, s| {
+            let mut stmt = tx.prepare_cached(&s.ack_outbox).db()?;
+            let mut removed = 0;
+            for seq in seqs {
+                removed += stmt.execute([seq]).db()?;
+            }
+            Ok(removed)
+        })
+    }
+
     fn pending_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>> {
         check_limit("limit", limit)?;
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(&self.sql.pending_spawns).db()?;
         let mut rows = stmt
             .query(params![after.unwrap_or(i64::MIN), limit_param(limit)])
@@ -649,7 +791,7 @@ impl ExecutionStore for SqliteStore {
         if let Some(after) = after {
             check_time("after.fire_at", after.fire_at)?;
         }
-        let conn = self.lock();
+        let conn = self.read();
         let row_to_timer = |row: &rusqlite::Row<'_>| {
             Ok(DueTimer {
                 execution_id: row.get(0)?,
@@ -690,7 +832,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn read_trace(&self, execution_id: &str) -> Result<Vec<TraceStep>> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(&self.sql.read_trace).db()?;
         let mut rows = stmt.query([execution_id]).db()?;
         let mut out = Vec::new();
@@ -720,7 +862,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
-        let conn = self.lock();
+        let conn = self.read();
         let upper = prefix_upper_bound(prefix);
         let ids: Vec<String> = match &upper {
             Some(upper) => {
@@ -967,6 +1109,53 @@ mod tests {
                 &format!("sqlite_autoindex_{executions}_1"),
                 "ids_with_prefix",
             );
+        }
+    }
+
+    /// Every statement of the commit path is prepared once and then reused: none is
+    /// re-prepared when new values are bound (the trace ring's MAX subqueries were).
+    #[test]
+    fn commit_statements_are_prepared_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteOptions::new().synchronous(Synchronous::Off);
+        let store = SqliteStore::open(dir.path().join("p.db"), options).unwrap();
+        let mut exe = Execution::new("x", "d");
+        for i in 0..20 {
+            let mut step = JsonObject::new();
+            step.insert("i".into(), i.into());
+            let effects = Effects::new()
+                .emit(None, Event::new(format!("e{i}"), "E"))
+                .processed(format!("p{i}"))
+                .schedule("t", f64::from(i))
+                .spawn(format!("c{i}"), "root.c", JsonObject::new())
+                .trace(step);
+            store.commit(&mut exe, &effects).unwrap();
+            store.append_trace("x", &JsonObject::new()).unwrap();
+            store.read_trace("x").unwrap();
+            store.load_for_event("x", &format!("p{i}")).unwrap();
+        }
+        let s = &store.sql;
+        let conn = store.lock();
+        for sql in [
+            &s.update_cas,
+            &s.insert_outbox,
+            &s.insert_processed,
+            &s.insert_spawn,
+            &s.upsert_timer,
+            &s.insert_trace,
+            &s.insert_trace_returning,
+            &s.cap_trace,
+        ] {
+            let stmt = conn.prepare_cached(sql).unwrap();
+            assert!(stmt.get_status(rusqlite::StatementStatus::Run) >= 20, "{sql}");
+            let reprepared = stmt.get_status(rusqlite::StatementStatus::RePrepare);
+            assert_eq!(reprepared, 0, "re-prepared {reprepared} times: {sql}");
+        }
+        drop(conn);
+        let reader = store.read();
+        for sql in [&s.read_trace, &s.load_for_event] {
+            let stmt = reader.prepare_cached(sql).unwrap();
+            assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0, "{sql}");
         }
     }
 

@@ -38,6 +38,11 @@ pub(crate) struct Stmts {
     pub(crate) purge_execution: String,
     pub(crate) purge_companions: [String; 5],
     pub(crate) schema_version: String,
+    pub(crate) begin_immediate: String,
+    pub(crate) commit: String,
+    pub(crate) savepoint: String,
+    pub(crate) rollback_to_savepoint: String,
+    pub(crate) release_savepoint: String,
     list_select: String,
 }
 
@@ -107,6 +112,12 @@ impl Stmts {
                 t.sql("DELETE FROM {spawns} WHERE parent_id = ?1"),
             ],
             schema_version: t.sql("SELECT COALESCE(MAX(version), 0) FROM {migrations}"),
+            begin_immediate: "BEGIN IMMEDIATE".into(),
+            commit: "COMMIT".into(),
+            // Around each item of a batch.
+            savepoint: "SAVEPOINT execstore_item".into(),
+            rollback_to_savepoint: "ROLLBACK TO execstore_item".into(),
+            release_savepoint: "RELEASE execstore_item".into(),
             list_select: t.sql(&format!("SELECT {LIST_COLUMNS} FROM {{executions}}")),
         }
     }

@@ -69,3 +69,43 @@ mod in_memory {
         SqliteStore::open(":memory:", SqliteOptions::new()).expect("open :memory:")
     ));
 }
+
+/// The suite through the group committer over a file store: every commit goes through a
+/// batch (`commit_batch` in one transaction), and the reopen check reopens the file.
+mod group_commit {
+    use execstore::GroupCommit;
+
+    use super::*;
+
+    struct GroupHarness {
+        dir: tempfile::TempDir,
+        store: Option<GroupCommit<SqliteStore>>,
+    }
+
+    impl GroupHarness {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().expect("temporary directory");
+            let store = SqliteStore::open(dir.path().join("store.db"), SqliteOptions::new()).expect("open");
+            GroupHarness {
+                dir,
+                store: Some(GroupCommit::new(store)),
+            }
+        }
+    }
+
+    impl Harness for GroupHarness {
+        fn store(&self) -> &dyn ExecutionStore {
+            self.store.as_ref().expect("the store is open")
+        }
+
+        fn reopen(&mut self) -> bool {
+            self.store = None;
+            let path = self.dir.path().join("store.db");
+            let store = SqliteStore::open(path, SqliteOptions::new()).expect("reopen");
+            self.store = Some(GroupCommit::new(store));
+            true
+        }
+    }
+
+    execstore::conformance_tests!(durable: GroupHarness::new());
+}

@@ -20,7 +20,7 @@ use crate::model::{
     ChildState, DueTimer, Effects, Event, Execution, JsonObject, OutboxEntry, SpawnEntry, Status,
 };
 use crate::query::{encode_cursor, ListQuery};
-use crate::store::ExecutionStore;
+use crate::store::{BatchItem, ExecutionStore};
 use crate::validate::{MAX_DOCUMENT_BYTES, MAX_PAGE};
 
 /// What the suite needs from a backend's test: the store under test and, for a durable
@@ -34,6 +34,17 @@ pub trait Harness {
 }
 
 impl Harness for crate::MemoryStore {
+    fn store(&self) -> &dyn ExecutionStore {
+        self
+    }
+    fn reopen(&mut self) -> bool {
+        false
+    }
+}
+
+/// A group committer over a store the harness cannot reopen (a durable backend's harness
+/// wraps its own store to reopen it).
+impl<S: ExecutionStore> Harness for crate::GroupCommit<S> {
     fn store(&self) -> &dyn ExecutionStore {
         self
     }
@@ -58,12 +69,14 @@ macro_rules! conformance_tests {
             save_round_trips_every_field,
             commit_applies_every_effect,
             conflicting_commit_changes_nothing,
+            commit_batch_per_item_outcome,
             cas_race,
             timers_upsert_and_guarded_delete,
             trace_ring_keeps_last_trace_max,
             listing_filters_and_pagination,
             invalid_cursor_and_limits_rejected,
             outbox_oldest_first_and_ack,
+            ack_outbox_many_skips_missing,
             spawns_oldest_first_and_ack,
             dedupe_is_idempotent,
             ids_with_prefix_is_literal,
@@ -418,6 +431,203 @@ pub fn conflicting_commit_changes_nothing(store: &dyn ExecutionStore) {
     let seqs = store.commit(&mut exe, &effects).unwrap();
     assert_eq!(seqs.len(), 1);
     assert!(store.is_processed(&exe.id, &format!("{ns}in")).unwrap());
+}
+
+/// `commit_batch` gives every item the outcome `commit` would give it, in order: new
+/// executions are inserted, a stale item is a `Conflict` that leaves no row of any kind, an
+/// invalid item is `InvalidInput` and writes nothing, a later item of an execution sees an
+/// earlier one's write, outbox seqs climb across the batch, and only the committed items'
+/// versions move.
+pub fn commit_batch_per_item_outcome(store: &dyn ExecutionStore) {
+    let ns = scope("batch");
+    assert!(
+        store.commit_batch(&mut []).unwrap().is_empty(),
+        "an empty batch is fine"
+    );
+
+    let mut won = created(store, &format!("{ns}won"), "def");
+    let mut stale = won.clone();
+    won.active_path = Some("root.won".into());
+    store.save(&mut won).unwrap();
+    bump(&mut stale);
+    let twice = created(store, &format!("{ns}twice"), "def");
+    let mut bad = created(store, &format!("{ns}bad"), "def");
+    bump(&mut bad);
+    let mut new_a = Execution::new(format!("{ns}new-a"), "def");
+    new_a.status = Status::Running;
+    let new_b = Execution::new(format!("{ns}new-b"), "def");
+    let mut twice_1 = twice.clone();
+    bump(&mut twice_1);
+    let mut twice_2 = twice_1.clone();
+    twice_2.version = 2;
+    bump(&mut twice_2);
+    let (won_id, twice_id, bad_id) = (won.id.clone(), twice.id.clone(), bad.id.clone());
+    let (a_id, b_id) = (new_a.id.clone(), new_b.id.clone());
+    let ev = |name: &str| Event::new(format!("{ns}{name}"), "E");
+
+    let mut items = vec![
+        BatchItem::new(
+            new_a,
+            Effects::new()
+                .emit(Some(&a_id), ev("a-1"))
+                .emit(None, ev("a-2"))
+                .processed(format!("{ns}a-in"))
+                .schedule("root.t", 5.0)
+                .trace(obj(json!({"n": "a"}))),
+        ),
+        BatchItem::new(
+            stale,
+            Effects::new()
+                .emit(Some(&won_id), ev("stale-out"))
+                .processed(format!("{ns}stale-in"))
+                .schedule("root.stale", 6.0)
+                .spawn(format!("{ns}stale-child"), "root.c", JsonObject::new())
+                .trace(obj(json!({"n": "stale"}))),
+        ),
+        BatchItem::new(
+            twice_1,
+            Effects::new()
+                .emit(Some(&twice_id), ev("t-1"))
+                .processed(format!("{ns}t-in-1"))
+                .schedule("root.t", 7.0)
+                .trace(obj(json!({"n": 1}))),
+        ),
+        BatchItem::new(
+            bad,
+            Effects::new()
+                .emit(None, ev("bad-out"))
+                .processed(format!("{ns}bad-in"))
+                .schedule("root.ok", 8.0)
+                .schedule("root.bad", f64::NAN)
+                .spawn(format!("{ns}bad-child"), "root.c", JsonObject::new())
+                .trace(obj(json!({"n": "bad"}))),
+        ),
+        BatchItem::new(
+            twice_2,
+            Effects::new()
+                .emit(Some(&twice_id), ev("t-2"))
+                .processed(format!("{ns}t-in-2"))
+                .cancel("root.t")
+                .trace(obj(json!({"n": 2}))),
+        ),
+        BatchItem::new(
+            new_b,
+            Effects::new().emit(None, ev("b-1")).spawn(
+                format!("{ns}b-child"),
+                "root.f",
+                obj(json!({"k": 1})),
+            ),
+        ),
+    ];
+    let results = store
+        .commit_batch(&mut items)
+        .expect("the batch as a whole commits");
+    assert_eq!(results.len(), items.len(), "one result per item");
+    match &results[1] {
+        Err(StoreError::Conflict { id, expected, found }) => {
+            assert_eq!((id.as_str(), *expected, *found), (won_id.as_str(), 1, Some(2)));
+        }
+        other => panic!("the stale item must conflict, got {other:?}"),
+    }
+    match &results[3] {
+        Err(StoreError::InvalidInput { field, .. }) => assert!(field.contains("timers"), "{field}"),
+        other => panic!("the invalid item must be InvalidInput, got {other:?}"),
+    }
+    let mut seqs = Vec::new();
+    for (k, want) in [(0, 2), (2, 1), (4, 1), (5, 1)] {
+        match &results[k] {
+            Ok(got) => {
+                assert_eq!(got.len(), want, "item {k}: one seq per emit");
+                seqs.extend(got.iter().copied());
+            }
+            Err(e) => panic!("item {k} must commit, got {e}"),
+        }
+    }
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "seqs climb across the batch, in item and emit order: {seqs:?}"
+    );
+    let versions: Vec<i64> = items.iter().map(|item| item.execution.version).collect();
+    assert_eq!(
+        versions,
+        [1, 1, 2, 1, 3, 1],
+        "only committed items carry a new version"
+    );
+
+    // What is stored.
+    let stored_won = store.load(&won_id).unwrap().unwrap();
+    assert_eq!(
+        (stored_won.version, stored_won.active_path.as_deref()),
+        (2, Some("root.won"))
+    );
+    assert_eq!(store.load(&twice_id).unwrap().unwrap(), items[4].execution);
+    assert_eq!(store.load(&a_id).unwrap().unwrap(), items[0].execution);
+    assert_eq!(store.load(&b_id).unwrap().unwrap(), items[5].execution);
+    assert_eq!(store.load(&bad_id).unwrap().unwrap().version, 1);
+
+    let outbox: Vec<(i64, String)> = all_outbox(store)
+        .into_iter()
+        .filter(|e| e.event.id.starts_with(&ns))
+        .map(|e| (e.seq, e.event.id[ns.len()..].to_owned()))
+        .collect();
+    let want: Vec<(i64, String)> = seqs
+        .iter()
+        .zip(["a-1", "a-2", "t-1", "t-2", "b-1"])
+        .map(|(seq, name)| (*seq, name.to_owned()))
+        .collect();
+    assert_eq!(outbox, want, "the committed items' outbox rows, and only theirs");
+    assert!(store.is_processed(&a_id, &format!("{ns}a-in")).unwrap());
+    assert!(store.is_processed(&twice_id, &format!("{ns}t-in-1")).unwrap());
+    assert!(store.is_processed(&twice_id, &format!("{ns}t-in-2")).unwrap());
+    assert!(!store.is_processed(&won_id, &format!("{ns}stale-in")).unwrap());
+    assert!(!store.is_processed(&bad_id, &format!("{ns}bad-in")).unwrap());
+    let timers: Vec<(String, String)> = store
+        .due_timers(1e9, None, MAX_PAGE)
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.execution_id.starts_with(&ns))
+        .map(|t| (t.execution_id, t.path))
+        .collect();
+    assert_eq!(
+        timers,
+        [(a_id.clone(), "root.t".to_string())],
+        "the stale and invalid items armed nothing; the second step of `twice` cancelled the first's"
+    );
+    let spawns: Vec<String> = all_spawns(store)
+        .into_iter()
+        .filter(|s| s.child_id.starts_with(&ns))
+        .map(|s| s.child_id)
+        .collect();
+    assert_eq!(spawns, [format!("{ns}b-child")]);
+    assert!(
+        store.read_trace(&won_id).unwrap().is_empty(),
+        "no trace of the stale item"
+    );
+    assert!(
+        store.read_trace(&bad_id).unwrap().is_empty(),
+        "no trace of the invalid item"
+    );
+    let trace = store.read_trace(&twice_id).unwrap();
+    assert_eq!(
+        trace
+            .iter()
+            .map(|s| (s["index"].clone(), s["n"].clone()))
+            .collect::<Vec<_>>(),
+        [(json!(0), json!(1)), (json!(1), json!(2))]
+    );
+    assert_eq!(store.read_trace(&a_id).unwrap().len(), 1);
+
+    // The losers can retry as plain commits, and a later batch's seqs are higher still.
+    let mut retry = store.load(&won_id).unwrap().unwrap();
+    let mut again = vec![BatchItem::new(
+        retry.clone(),
+        Effects::new().emit(None, ev("retry")),
+    )];
+    let result = store.commit_batch(&mut again).unwrap();
+    assert!(result[0].as_ref().unwrap()[0] > *seqs.last().unwrap());
+    assert_eq!(again[0].execution.version, 3);
+    retry.version = 3;
+    assert_eq!(store.load(&won_id).unwrap().unwrap(), retry);
 }
 
 /// Several threads each load, increment a counter in the context and commit, retrying on
@@ -792,6 +1002,48 @@ pub fn outbox_oldest_first_and_ack(store: &dyn ExecutionStore) {
         )
         .unwrap();
     assert!(seqs[0] > emitted[5]);
+}
+
+/// `ack_outbox_many` removes the entries it names that are still there and returns how many
+/// it removed: a seq acked before, named twice or never made is skipped. A seq below 1 is
+/// `InvalidInput` and nothing is removed.
+pub fn ack_outbox_many_skips_missing(store: &dyn ExecutionStore) {
+    let ns = scope("ackmany");
+    let mut exe = created(store, &format!("{ns}a"), "def");
+    let id = exe.id.clone();
+    let effects = (0..5).fold(Effects::new(), |effects, n| {
+        effects.emit(Some(&id), Event::new(format!("{ns}e{n}"), "E"))
+    });
+    let seqs = store.commit(&mut exe, &effects).unwrap();
+    let left = || -> Vec<i64> {
+        all_outbox(store)
+            .into_iter()
+            .filter(|e| e.event.id.starts_with(&ns))
+            .map(|e| e.seq)
+            .collect()
+    };
+    store.ack_outbox(seqs[1]).unwrap();
+    assert_eq!(store.ack_outbox_many(&[]).unwrap(), 0);
+    let never = i64::MAX;
+    assert_eq!(
+        store
+            .ack_outbox_many(&[seqs[0], seqs[1], never, seqs[2], seqs[2]])
+            .unwrap(),
+        2,
+        "only the entries still there count"
+    );
+    assert_eq!(left(), [seqs[3], seqs[4]]);
+    assert_eq!(code(store.ack_outbox(seqs[0])), "NOT_FOUND");
+    assert_eq!(
+        store.ack_outbox_many(&[seqs[0], seqs[2]]).unwrap(),
+        0,
+        "re-acking a drained batch removes nothing"
+    );
+    assert_eq!(code(store.ack_outbox_many(&[seqs[3], 0])), "INVALID_INPUT");
+    assert_eq!(code(store.ack_outbox_many(&[-5, seqs[4]])), "INVALID_INPUT");
+    assert_eq!(left(), [seqs[3], seqs[4]], "a refused batch removes nothing");
+    assert_eq!(store.ack_outbox_many(&[seqs[4], seqs[3]]).unwrap(), 2);
+    assert!(left().is_empty());
 }
 
 /// Spawn intents come out oldest first with their parent, root path and context; an ack

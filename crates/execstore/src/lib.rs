@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 mod error;
+mod group;
 mod memory;
 mod model;
 pub mod pyjson;
@@ -25,6 +26,7 @@ pub mod validate;
 pub mod conformance;
 
 pub use error::{Result, StoreError};
+pub use group::{GroupCommit, GroupCommitStats, DEFAULT_MAX_BATCH};
 pub use memory::MemoryStore;
 pub use model::{
     ChildState, DueTimer, Effects, Emit, Event, Execution, ExecutionPage, ExecutionSummary, JsonObject,

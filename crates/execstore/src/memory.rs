@@ -11,8 +11,10 @@ use crate::model::{
     TraceStep,
 };
 use crate::query::{encode_cursor, ListQuery};
-use crate::store::{Capabilities, ExecutionStore, DEFAULT_TRACE_MAX};
-use crate::validate::{check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace};
+use crate::store::{BatchItem, Capabilities, ExecutionStore, DEFAULT_TRACE_MAX};
+use crate::validate::{
+    check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedCommit,
+};
 
 /// An [`ExecutionStore`] that keeps everything in process memory. A commit applies all of
 /// its effects under one lock, so a conflicting commit changes nothing, as in every backend.
@@ -73,6 +75,70 @@ impl Inner {
         }
         idx
     }
+
+    /// The CAS write of `exe` (already checked as `prepared`) and every effect, or a
+    /// `Conflict` that changed nothing.
+    fn apply(
+        &mut self,
+        exe: &Execution,
+        effects: &Effects,
+        prepared: &PreparedCommit,
+        trace_max: Option<u32>,
+    ) -> Result<Vec<i64>> {
+        let found = self.executions.get(&exe.id).map(|stored| stored.version);
+        let expected = prepared.write.expected;
+        if found != Some(expected) && !(found.is_none() && expected == 0) {
+            return Err(StoreError::Conflict {
+                id: exe.id.clone(),
+                expected,
+                found,
+            });
+        }
+        let mut stored = exe.clone();
+        stored.version = prepared.write.version;
+        self.executions.insert(exe.id.clone(), stored);
+        let mut seqs = Vec::with_capacity(effects.emits.len());
+        for emit in &effects.emits {
+            self.last_outbox_seq += 1;
+            let seq = self.last_outbox_seq;
+            let entry = OutboxEntry {
+                seq,
+                target_id: emit.target_id.clone(),
+                event: emit.event.clone(),
+            };
+            self.outbox.insert(seq, entry);
+            seqs.push(seq);
+        }
+        if let Some(event_id) = &effects.processed_event_id {
+            self.processed.insert((exe.id.clone(), event_id.clone()));
+        }
+        for spawn in &effects.spawns {
+            self.last_spawn_seq += 1;
+            let seq = self.last_spawn_seq;
+            let entry = SpawnEntry {
+                seq,
+                parent_id: exe.id.clone(),
+                child_id: spawn.child_id.clone(),
+                root_path: spawn.root_path.clone(),
+                context: spawn.context.clone(),
+            };
+            self.spawns.insert(seq, entry);
+        }
+        for op in &effects.timers {
+            match op {
+                TimerOp::Schedule { path, fire_at } => {
+                    self.timers.insert((exe.id.clone(), path.clone()), *fire_at);
+                }
+                TimerOp::Cancel { path } => {
+                    self.timers.remove(&(exe.id.clone(), path.clone()));
+                }
+            }
+        }
+        if let Some(step) = &effects.trace {
+            self.append_trace(&exe.id, step.clone(), trace_max);
+        }
+        Ok(seqs)
+    }
 }
 
 impl ExecutionStore for MemoryStore {
@@ -86,61 +152,29 @@ impl ExecutionStore for MemoryStore {
 
     fn commit(&self, exe: &mut Execution, effects: &Effects) -> Result<Vec<i64>> {
         let prepared = prepare_commit(exe, effects)?;
-        let mut inner = self.lock();
-        let found = inner.executions.get(&exe.id).map(|stored| stored.version);
-        let expected = prepared.write.expected;
-        if found != Some(expected) && !(found.is_none() && expected == 0) {
-            return Err(StoreError::Conflict {
-                id: exe.id.clone(),
-                expected,
-                found,
-            });
-        }
-        let mut stored = exe.clone();
-        stored.version = prepared.write.version;
-        inner.executions.insert(exe.id.clone(), stored);
-        let mut seqs = Vec::with_capacity(effects.emits.len());
-        for emit in &effects.emits {
-            inner.last_outbox_seq += 1;
-            let seq = inner.last_outbox_seq;
-            let entry = OutboxEntry {
-                seq,
-                target_id: emit.target_id.clone(),
-                event: emit.event.clone(),
-            };
-            inner.outbox.insert(seq, entry);
-            seqs.push(seq);
-        }
-        if let Some(event_id) = &effects.processed_event_id {
-            inner.processed.insert((exe.id.clone(), event_id.clone()));
-        }
-        for spawn in &effects.spawns {
-            inner.last_spawn_seq += 1;
-            let seq = inner.last_spawn_seq;
-            let entry = SpawnEntry {
-                seq,
-                parent_id: exe.id.clone(),
-                child_id: spawn.child_id.clone(),
-                root_path: spawn.root_path.clone(),
-                context: spawn.context.clone(),
-            };
-            inner.spawns.insert(seq, entry);
-        }
-        for op in &effects.timers {
-            match op {
-                TimerOp::Schedule { path, fire_at } => {
-                    inner.timers.insert((exe.id.clone(), path.clone()), *fire_at);
-                }
-                TimerOp::Cancel { path } => {
-                    inner.timers.remove(&(exe.id.clone(), path.clone()));
-                }
-            }
-        }
-        if let Some(step) = &effects.trace {
-            inner.append_trace(&exe.id, step.clone(), self.trace_max);
-        }
+        let seqs = self.lock().apply(exe, effects, &prepared, self.trace_max)?;
         exe.version = prepared.write.version;
         Ok(seqs)
+    }
+
+    fn commit_batch(&self, items: &mut [BatchItem]) -> Result<Vec<Result<Vec<i64>>>> {
+        // Check every item before taking the lock, then apply them all under it: the batch
+        // is one step for every reader, as one transaction is in a SQL backend.
+        let prepared: Vec<Result<PreparedCommit>> = items
+            .iter_mut()
+            .map(|item| prepare_commit(&mut item.execution, &item.effects))
+            .collect();
+        let mut inner = self.lock();
+        Ok(items
+            .iter_mut()
+            .zip(prepared)
+            .map(|(item, prepared)| {
+                let prepared = prepared?;
+                let seqs = inner.apply(&item.execution, &item.effects, &prepared, self.trace_max)?;
+                item.execution.version = prepared.write.version;
+                Ok(seqs)
+            })
+            .collect())
     }
 
     fn load(&self, id: &str) -> Result<Option<Execution>> {
@@ -208,6 +242,17 @@ impl ExecutionStore for MemoryStore {
                 key: seq.to_string(),
             }),
         }
+    }
+
+    fn ack_outbox_many(&self, seqs: &[i64]) -> Result<usize> {
+        for &seq in seqs {
+            check_seq("seqs", seq)?;
+        }
+        let mut inner = self.lock();
+        Ok(seqs
+            .iter()
+            .filter(|seq| inner.outbox.remove(seq).is_some())
+            .count())
     }
 
     fn pending_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>> {

@@ -2,8 +2,8 @@
 
 use crate::error::Result;
 use crate::model::{DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep};
-use crate::StoreError;
 use crate::query::ListQuery;
+use crate::StoreError;
 
 /// How many trace steps a store keeps per execution unless told otherwise (harel's
 /// `DEFAULT_TRACE_MAX`).
@@ -81,7 +81,10 @@ pub trait ExecutionStore: Send + Sync {
     /// An `Err` from the call itself means nothing of the batch was committed. (This default
     /// commits item by item, so it reports a backend failure per item instead.)
     fn commit_batch(&self, items: &mut [BatchItem]) -> Result<Vec<Result<Vec<i64>>>> {
-        Ok(items.iter_mut().map(|item| self.commit(&mut item.execution, &item.effects)).collect())
+        Ok(items
+            .iter_mut()
+            .map(|item| self.commit(&mut item.execution, &item.effects))
+            .collect())
     }
 
     /// The stored execution, or `None`.
@@ -106,8 +109,12 @@ pub trait ExecutionStore: Send + Sync {
 
     /// Removes the delivered outbox entries `seqs` in one transaction where the backend can,
     /// and returns how many were removed: a seq already acked (or never made) is skipped, not
-    /// an error, so a relay may re-ack a batch after a crash.
+    /// an error, so a relay may re-ack a batch after a crash. A seq that cannot be one (below
+    /// 1) is [`crate::StoreError::InvalidInput`] and nothing is removed.
     fn ack_outbox_many(&self, seqs: &[i64]) -> Result<usize> {
+        for &seq in seqs {
+            crate::validate::check_seq("seqs", seq)?;
+        }
         let mut removed = 0;
         for &seq in seqs {
             match self.ack_outbox(seq) {

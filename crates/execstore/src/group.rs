@@ -1,0 +1,785 @@
+//! Group commit: concurrent callers' commits gathered into one batch, so that a backend
+//! writes them in one transaction with one sync.
+//!
+//! [`GroupCommit`] wraps any [`ExecutionStore`]. Its `commit` (and so `save`) queues the
+//! caller's step; if no batch is in flight the caller becomes the *leader*: it takes every
+//! queued step (up to `max_batch`), hands them to the wrapped store's
+//! [`ExecutionStore::commit_batch`] in one call, publishes each step's outcome to the
+//! caller waiting for it, and returns. Callers that arrive while a batch is in flight wait
+//! and are committed together by the next leader. A leader whose step is the only one queued
+//! commits it with the wrapped store's plain [`ExecutionStore::commit`] (same outcome, no
+//! copy of the step), so an uncontended caller pays almost nothing. No background thread:
+//! the lone caller of a single-threaded program (wasm) is always the leader and never waits.
+//!
+//! The durability promise is the wrapped store's: a call returns only after the batch that
+//! holds its step has been committed, and its outcome is exactly what a plain
+//! [`ExecutionStore::commit`] would have given it (its outbox seqs and its new version, or
+//! its own `Conflict` or `InvalidInput`). A failure of the whole batch (a backend error) is
+//! returned to every caller of that batch.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use crate::error::{Result, StoreError};
+use crate::model::{DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep};
+use crate::query::ListQuery;
+use crate::store::{BatchItem, Capabilities, ExecutionStore};
+
+/// How many steps one batch takes at most unless told otherwise.
+pub const DEFAULT_MAX_BATCH: usize = 256;
+
+/// An [`ExecutionStore`] that commits concurrent callers' steps together: one
+/// [`ExecutionStore::commit_batch`] of the wrapped store (one transaction, one sync) for all
+/// the steps queued while the previous batch was being committed. Every other operation,
+/// `commit_batch` included, goes straight to the wrapped store.
+///
+/// The wrapped store must not call back into this wrapper from its `commit_batch`.
+pub struct GroupCommit<S: ExecutionStore> {
+    inner: S,
+    max_batch: usize,
+    state: Mutex<State>,
+}
+
+/// What a [`GroupCommit`] did so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupCommitStats {
+    /// Batches committed: calls of the wrapped store's `commit_batch`, and of its `commit`
+    /// for a lone step (a batch of one).
+    pub batches: u64,
+    /// Steps those batches carried, whatever each one's outcome.
+    pub items: u64,
+    /// The most steps one batch carried.
+    pub largest_batch: u64,
+}
+
+impl GroupCommitStats {
+    /// Steps per batch on average (0 before the first batch).
+    pub fn mean_batch_size(&self) -> f64 {
+        if self.batches == 0 {
+            0.0
+        } else {
+            self.items as f64 / self.batches as f64
+        }
+    }
+}
+
+/// A step's outcome as published to its caller: the outbox seqs and the new version.
+type Outcome = Result<(Vec<i64>, i64)>;
+
+/// A caller's step waiting for a leader, and how to wake the caller.
+struct Queued {
+    ticket: u64,
+    item: BatchItem,
+    wake: Arc<Condvar>,
+}
+
+#[derive(Default)]
+struct State {
+    next_ticket: u64,
+    /// Steps waiting for a leader, oldest first.
+    queue: VecDeque<Queued>,
+    /// Whether a leader is committing a batch now.
+    leading: bool,
+    /// Outcomes not yet collected by their callers.
+    done: HashMap<u64, Outcome>,
+    stats: GroupCommitStats,
+}
+
+impl<S: ExecutionStore> GroupCommit<S> {
+    /// Wraps `inner`, taking at most [`DEFAULT_MAX_BATCH`] (256) steps per batch.
+    pub fn new(inner: S) -> Self {
+        Self::with_max_batch(inner, DEFAULT_MAX_BATCH)
+    }
+
+    /// Wraps `inner`, taking at most `max_batch` steps per batch (0 is taken as 1).
+    pub fn with_max_batch(inner: S, max_batch: usize) -> Self {
+        GroupCommit {
+            inner,
+            max_batch: max_batch.max(1),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The wrapped store.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// Unwraps the store.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
+    /// How many batches were committed and how many steps they carried.
+    pub fn stats(&self) -> GroupCommitStats {
+        self.lock().stats
+    }
+
+    /// The state. Nothing panics while holding it, but a poisoned lock is taken over rather
+    /// than spreading one caller's panic to every other.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Commits one batch as its leader and publishes every step's outcome, even if the
+    /// wrapped store panics (then the others get an error and the panic goes on here).
+    fn lead(&self, leader: u64, batch: Vec<Queued>) {
+        let mut tickets = Vec::with_capacity(batch.len());
+        let mut wakes = Vec::with_capacity(batch.len());
+        let mut items = Vec::with_capacity(batch.len());
+        for queued in batch {
+            tickets.push(queued.ticket);
+            wakes.push(queued.wake);
+            items.push(queued.item);
+        }
+        let mut batch = Batch {
+            group: self,
+            leader,
+            tickets,
+            wakes,
+            items,
+            published: false,
+        };
+        let outcome = self.inner.commit_batch(&mut batch.items);
+        batch.publish(outcome);
+    }
+
+    /// Ends the batch in flight (its outcomes already published): counts it (`size`, if it
+    /// was committed), lets the next caller lead and wakes the oldest queued one to do so.
+    fn end_batch(&self, mut state: MutexGuard<'_, State>, size: Option<u64>) {
+        if let Some(n) = size {
+            state.stats.batches += 1;
+            state.stats.items += n;
+            state.stats.largest_batch = state.stats.largest_batch.max(n);
+        }
+        state.leading = false;
+        let next = state.queue.front().map(|queued| Arc::clone(&queued.wake));
+        drop(state);
+        if let Some(next) = next {
+            next.notify_one();
+        }
+    }
+}
+
+/// A batch in the hands of its leader. Dropped unpublished (the wrapped store panicked), it
+/// still publishes, so no caller waits forever and the next caller can lead.
+struct Batch<'a, S: ExecutionStore> {
+    group: &'a GroupCommit<S>,
+    leader: u64,
+    tickets: Vec<u64>,
+    wakes: Vec<Arc<Condvar>>,
+    items: Vec<BatchItem>,
+    published: bool,
+}
+
+impl<S: ExecutionStore> Batch<'_, S> {
+    fn publish(&mut self, outcome: Result<Vec<Result<Vec<i64>>>>) {
+        let outcomes: Vec<Outcome> = match outcome {
+            Ok(results) => {
+                let mut results = results.into_iter();
+                self.items
+                    .iter()
+                    .map(|item| match results.next() {
+                        Some(Ok(seqs)) => Ok((seqs, item.execution.version)),
+                        Some(Err(e)) => Err(e),
+                        None => Err(StoreError::Backend {
+                            message: "the store's commit_batch returned no result for this step".into(),
+                            retryable: false,
+                            source: None,
+                        }),
+                    })
+                    .collect()
+            }
+            Err(e) => {
+                // The original error (with its source) goes to the leader if the batch holds
+                // its step, else to the first; the others get an equivalent without source.
+                let keep = self.tickets.iter().position(|t| *t == self.leader).unwrap_or(0);
+                let mut outcomes: Vec<Outcome> = self.tickets.iter().map(|_| Err(duplicate(&e))).collect();
+                if let Some(slot) = outcomes.get_mut(keep) {
+                    *slot = Err(e);
+                }
+                outcomes
+            }
+        };
+        self.finish(outcomes, true);
+    }
+
+    /// Hands every outcome to its caller, ends the batch and wakes the batch's callers and
+    /// the oldest queued caller, who leads the next batch.
+    fn finish(&mut self, outcomes: Vec<Outcome>, committed: bool) {
+        self.published = true;
+        let mut state = self.group.lock();
+        for (ticket, outcome) in self.tickets.iter().zip(outcomes) {
+            state.done.insert(*ticket, outcome);
+        }
+        let size = committed.then_some(self.tickets.len() as u64);
+        self.group.end_batch(state, size);
+        for wake in &self.wakes {
+            wake.notify_one();
+        }
+    }
+}
+
+/// A lone caller committing its step directly (no batch was in flight and none was queued).
+/// Dropped unfinished (the wrapped store panicked), it still ends the batch, so the next
+/// caller can lead.
+struct Solo<'a, S: ExecutionStore> {
+    group: &'a GroupCommit<S>,
+    finished: bool,
+}
+
+impl<S: ExecutionStore> Solo<'_, S> {
+    fn finish(mut self) {
+        self.finished = true;
+        self.group.end_batch(self.group.lock(), Some(1));
+    }
+}
+
+impl<S: ExecutionStore> Drop for Solo<'_, S> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.group.end_batch(self.group.lock(), None);
+        }
+    }
+}
+
+impl<S: ExecutionStore> Drop for Batch<'_, S> {
+    fn drop(&mut self) {
+        if !self.published {
+            let outcomes = self
+                .tickets
+                .iter()
+                .map(|_| {
+                    Err(StoreError::Backend {
+                        message: "the store panicked while committing this step's batch; \
+                                  whether it was committed is unknown"
+                            .into(),
+                        retryable: false,
+                        source: None,
+                    })
+                })
+                .collect();
+            self.finish(outcomes, false);
+        }
+    }
+}
+
+/// An equivalent of `e` for another caller (`StoreError` is not `Clone`: its backend source
+/// is dropped, its message kept).
+fn duplicate(e: &StoreError) -> StoreError {
+    match e {
+        StoreError::Conflict { id, expected, found } => StoreError::Conflict {
+            id: id.clone(),
+            expected: *expected,
+            found: *found,
+        },
+        StoreError::InvalidInput { field, reason } => StoreError::InvalidInput {
+            field: field.clone(),
+            reason: reason.clone(),
+        },
+        StoreError::NotFound { what, key } => StoreError::NotFound {
+            what,
+            key: key.clone(),
+        },
+        StoreError::Corrupt { what, reason } => StoreError::Corrupt {
+            what: what.clone(),
+            reason: reason.clone(),
+        },
+        StoreError::Backend {
+            message, retryable, ..
+        } => StoreError::Backend {
+            message: message.clone(),
+            retryable: *retryable,
+            source: None,
+        },
+    }
+}
+
+impl<S: ExecutionStore + fmt::Debug> fmt::Debug for GroupCommit<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupCommit")
+            .field("inner", &self.inner)
+            .field("max_batch", &self.max_batch)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: ExecutionStore> ExecutionStore for GroupCommit<S> {
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn trace_max(&self) -> Option<u32> {
+        self.inner.trace_max()
+    }
+
+    /// Queues the step and returns once the batch holding it is committed (leading that
+    /// batch if no other caller is committing one).
+    fn commit(&self, exe: &mut Execution, effects: &Effects) -> Result<Vec<i64>> {
+        let mut state = self.lock();
+        if !state.leading && state.queue.is_empty() {
+            // Nobody else is committing: lead a batch of this one step, committed in place
+            // (no copy of the step). Callers arriving meanwhile queue for the next batch.
+            state.leading = true;
+            drop(state);
+            let solo = Solo {
+                group: self,
+                finished: false,
+            };
+            let outcome = self.inner.commit(exe, effects);
+            solo.finish();
+            return outcome;
+        }
+        drop(state);
+        let item = BatchItem::new(exe.clone(), effects.clone());
+        let wake = Arc::new(Condvar::new());
+        let mut state = self.lock();
+        let ticket = state.next_ticket;
+        state.next_ticket += 1;
+        state.queue.push_back(Queued {
+            ticket,
+            item,
+            wake: Arc::clone(&wake),
+        });
+        loop {
+            if let Some(outcome) = state.done.remove(&ticket) {
+                drop(state);
+                let (seqs, version) = outcome?;
+                exe.version = version;
+                return Ok(seqs);
+            }
+            if !state.leading {
+                // Not published and no batch in flight: the step is still queued (a batch's
+                // outcomes are published before `leading` is cleared), so this batch is not
+                // empty. It may not hold this step if more than `max_batch` are queued ahead.
+                state.leading = true;
+                let take = state.queue.len().min(self.max_batch);
+                let batch: Vec<Queued> = state.queue.drain(..take).collect();
+                drop(state);
+                self.lead(ticket, batch);
+                state = self.lock();
+                continue;
+            }
+            // A batch is in flight. Its end wakes the callers it held and the oldest queued
+            // one; every wait re-checks both conditions, so a spurious or early wake is
+            // harmless and no wake is needed that is not sent.
+            state = wake.wait(state).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    fn commit_batch(&self, items: &mut [BatchItem]) -> Result<Vec<Result<Vec<i64>>>> {
+        self.inner.commit_batch(items)
+    }
+
+    fn load(&self, id: &str) -> Result<Option<Execution>> {
+        self.inner.load(id)
+    }
+
+    fn load_for_event(&self, id: &str, event_id: &str) -> Result<(Option<Execution>, bool)> {
+        self.inner.load_for_event(id, event_id)
+    }
+
+    fn is_processed(&self, execution_id: &str, event_id: &str) -> Result<bool> {
+        self.inner.is_processed(execution_id, event_id)
+    }
+
+    fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
+        self.inner.list_executions(query)
+    }
+
+    fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
+        self.inner.pending_outbox(after, limit)
+    }
+
+    fn ack_outbox(&self, seq: i64) -> Result<()> {
+        self.inner.ack_outbox(seq)
+    }
+
+    fn ack_outbox_many(&self, seqs: &[i64]) -> Result<usize> {
+        self.inner.ack_outbox_many(seqs)
+    }
+
+    fn pending_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>> {
+        self.inner.pending_spawns(after, limit)
+    }
+
+    fn ack_spawn(&self, seq: i64) -> Result<()> {
+        self.inner.ack_spawn(seq)
+    }
+
+    fn due_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>> {
+        self.inner.due_timers(now, after, limit)
+    }
+
+    fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> Result<bool> {
+        self.inner.delete_timer(execution_id, path, fire_at)
+    }
+
+    fn read_trace(&self, execution_id: &str) -> Result<Vec<TraceStep>> {
+        self.inner.read_trace(execution_id)
+    }
+
+    fn append_trace(&self, execution_id: &str, step: &TraceStep) -> Result<i64> {
+        self.inner.append_trace(execution_id, step)
+    }
+
+    fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+        self.inner.ids_with_prefix(prefix)
+    }
+
+    fn purge(&self, execution_id: &str, expected_version: i64) -> Result<bool> {
+        self.inner.purge(execution_id, expected_version)
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::MemoryStore;
+
+    /// A MemoryStore whose `commit_batch` waits for a permit, and then fails or panics as
+    /// told.
+    #[derive(Default)]
+    struct Gated {
+        store: MemoryStore,
+        permits: Mutex<Option<usize>>,
+        opened: Condvar,
+        entered: AtomicUsize,
+        fail: Mutex<Option<&'static str>>,
+    }
+
+    impl Gated {
+        fn closed() -> Self {
+            Gated {
+                permits: Mutex::new(Some(0)),
+                ..Gated::default()
+            }
+        }
+
+        /// Waits for a permit, then fails or panics as told.
+        fn gate(&self, exes: &[Execution]) -> Result<()> {
+            self.entered.fetch_add(1, Ordering::SeqCst);
+            let mut permits = self.permits.lock().unwrap();
+            while *permits == Some(0) {
+                permits = self.opened.wait(permits).unwrap();
+            }
+            if let Some(p) = permits.as_mut() {
+                *p -= 1;
+            }
+            drop(permits);
+            if exes.iter().any(|exe| exe.id == "boom") {
+                panic!("the store blew up");
+            }
+            if let Some(message) = *self.fail.lock().unwrap() {
+                let io = std::io::Error::other(message);
+                return Err(StoreError::backend(io, true));
+            }
+            Ok(())
+        }
+
+        fn allow(&self, n: usize) {
+            let mut permits = self.permits.lock().unwrap();
+            *permits = permits.map(|p| p + n);
+            self.opened.notify_all();
+        }
+    }
+
+    impl ExecutionStore for Gated {
+        fn capabilities(&self) -> Capabilities {
+            self.store.capabilities()
+        }
+        fn trace_max(&self) -> Option<u32> {
+            self.store.trace_max()
+        }
+        fn commit(&self, exe: &mut Execution, effects: &Effects) -> Result<Vec<i64>> {
+            self.gate(std::slice::from_ref(exe))?;
+            self.store.commit(exe, effects)
+        }
+        fn commit_batch(&self, items: &mut [BatchItem]) -> Result<Vec<Result<Vec<i64>>>> {
+            let exes: Vec<Execution> = items.iter().map(|item| item.execution.clone()).collect();
+            self.gate(&exes)?;
+            self.store.commit_batch(items)
+        }
+        fn load(&self, id: &str) -> Result<Option<Execution>> {
+            self.store.load(id)
+        }
+        fn load_for_event(&self, id: &str, event_id: &str) -> Result<(Option<Execution>, bool)> {
+            self.store.load_for_event(id, event_id)
+        }
+        fn is_processed(&self, execution_id: &str, event_id: &str) -> Result<bool> {
+            self.store.is_processed(execution_id, event_id)
+        }
+        fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
+            self.store.list_executions(query)
+        }
+        fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
+            self.store.pending_outbox(after, limit)
+        }
+        fn ack_outbox(&self, seq: i64) -> Result<()> {
+            self.store.ack_outbox(seq)
+        }
+        fn pending_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>> {
+            self.store.pending_spawns(after, limit)
+        }
+        fn ack_spawn(&self, seq: i64) -> Result<()> {
+            self.store.ack_spawn(seq)
+        }
+        fn due_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>> {
+            self.store.due_timers(now, after, limit)
+        }
+        fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> Result<bool> {
+            self.store.delete_timer(execution_id, path, fire_at)
+        }
+        fn read_trace(&self, execution_id: &str) -> Result<Vec<TraceStep>> {
+            self.store.read_trace(execution_id)
+        }
+        fn append_trace(&self, execution_id: &str, step: &TraceStep) -> Result<i64> {
+            self.store.append_trace(execution_id, step)
+        }
+        fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+            self.store.ids_with_prefix(prefix)
+        }
+        fn purge(&self, execution_id: &str, expected_version: i64) -> Result<bool> {
+            self.store.purge(execution_id, expected_version)
+        }
+    }
+
+    fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting until {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn queued<S: ExecutionStore>(group: &GroupCommit<S>) -> usize {
+        group.lock().queue.len()
+    }
+
+    fn step(id: &str) -> (Execution, Effects) {
+        let exe = Execution::new(id, "d");
+        let effects = Effects::new().emit(None, crate::Event::new(format!("{id}-out"), "E"));
+        (exe, effects)
+    }
+
+    #[test]
+    fn a_lone_caller_always_leads() {
+        let group = GroupCommit::new(MemoryStore::new());
+        for i in 0..5 {
+            let (mut exe, effects) = step(&format!("e{i}"));
+            assert_eq!(group.commit(&mut exe, &effects).unwrap().len(), 1);
+            assert_eq!(exe.version, 1);
+            group.save(&mut exe).unwrap();
+            assert_eq!(exe.version, 2);
+        }
+        let stats = group.stats();
+        assert_eq!((stats.batches, stats.items, stats.largest_batch), (10, 10, 1));
+        assert_eq!(stats.mean_batch_size(), 1.0);
+        assert_eq!(GroupCommitStats::default().mean_batch_size(), 0.0);
+    }
+
+    /// While one batch is held in the store, callers queue; the next leader takes them all
+    /// (up to `max_batch`), and each gets its own outcome.
+    #[test]
+    fn callers_queued_behind_a_batch_commit_together() {
+        let group = GroupCommit::with_max_batch(Gated::closed(), 3);
+        std::thread::scope(|s| {
+            let first = s.spawn(|| {
+                let (mut exe, effects) = step("first");
+                group.commit(&mut exe, &effects).map(|_| exe.version)
+            });
+            wait_until("the first batch is in the store", || {
+                group.inner().entered.load(Ordering::SeqCst) == 1
+            });
+            let mut rest = Vec::new();
+            for i in 0..5 {
+                let group = &group;
+                rest.push(s.spawn(move || {
+                    let (mut exe, effects) = step(&format!("q{i}"));
+                    if i == 2 {
+                        exe.version = 7; // stale: a conflict of its own
+                    }
+                    let out = group.commit(&mut exe, &effects);
+                    (out.map_err(|e| e.code()), exe.version)
+                }));
+            }
+            wait_until("five callers queue", || queued(&group) == 5);
+            group.inner().allow(10);
+            assert_eq!(first.join().unwrap().unwrap(), 1);
+            for (i, handle) in rest.into_iter().enumerate() {
+                let (out, version) = handle.join().unwrap();
+                if i == 2 {
+                    assert_eq!((out, version), (Err("CONFLICT"), 7));
+                } else {
+                    assert_eq!((out.map(|seqs| seqs.len()), version), (Ok(1), 1));
+                }
+            }
+        });
+        let stats = group.stats();
+        assert_eq!(stats.items, 6);
+        assert_eq!(stats.largest_batch, 3, "max_batch caps a batch");
+        assert_eq!(stats.batches, 3, "1, then 3 and 2: {stats:?}");
+    }
+
+    /// A failure of the whole batch reaches every caller of it, the original (with its
+    /// source) to one, an equivalent to the others; nobody's version moves.
+    #[test]
+    fn a_failed_batch_fails_every_caller_of_it() {
+        let group = GroupCommit::new(Gated::closed());
+        std::thread::scope(|s| {
+            let first = s.spawn(|| {
+                let (mut exe, effects) = step("first");
+                group.commit(&mut exe, &effects).map(|_| exe.version)
+            });
+            wait_until("the first batch is in the store", || {
+                group.inner().entered.load(Ordering::SeqCst) == 1
+            });
+            let rest: Vec<_> = (0..4)
+                .map(|i| {
+                    let group = &group;
+                    s.spawn(move || {
+                        let (mut exe, effects) = step(&format!("f{i}"));
+                        (group.commit(&mut exe, &effects), exe.version)
+                    })
+                })
+                .collect();
+            wait_until("four callers queue", || queued(&group) == 4);
+            *group.inner().fail.lock().unwrap() = Some("disk on fire");
+            group.inner().allow(1);
+            assert_eq!(first.join().unwrap().unwrap_err().code(), "BACKEND");
+            wait_until("the second batch is in the store", || {
+                group.inner().entered.load(Ordering::SeqCst) == 2
+            });
+            group.inner().allow(1);
+            let mut with_source = 0;
+            for handle in rest {
+                match handle.join().unwrap() {
+                    (
+                        Err(StoreError::Backend {
+                            message,
+                            retryable,
+                            source,
+                        }),
+                        0,
+                    ) => {
+                        assert_eq!((message.as_str(), retryable), ("disk on fire", true));
+                        with_source += usize::from(source.is_some());
+                    }
+                    other => panic!("every caller of the batch gets its failure: {other:?}"),
+                }
+            }
+            assert_eq!(with_source, 1, "the original error goes to one caller");
+        });
+        assert!(group.inner().store.load("f0").unwrap().is_none());
+        *group.inner().fail.lock().unwrap() = None;
+        group.inner().allow(100);
+        let (mut exe, effects) = step("f0");
+        group.commit(&mut exe, &effects).unwrap();
+        assert_eq!(exe.version, 1);
+    }
+
+    /// A store that panics in one batch: that batch's callers get an error (the leader's
+    /// thread panics), nobody waits forever, and the committer keeps working.
+    #[test]
+    fn a_panicking_store_fails_its_batch_only() {
+        let group = GroupCommit::new(Gated::closed());
+        std::thread::scope(|s| {
+            let first = s.spawn(|| {
+                let (mut exe, effects) = step("first");
+                group.commit(&mut exe, &effects).map(|_| exe.version)
+            });
+            wait_until("the first batch is in the store", || {
+                group.inner().entered.load(Ordering::SeqCst) == 1
+            });
+            let rest: Vec<_> = ["boom", "p1", "p2"]
+                .into_iter()
+                .map(|id| {
+                    let group = &group;
+                    s.spawn(move || {
+                        let (mut exe, effects) = step(id);
+                        (
+                            group.commit(&mut exe, &effects).map_err(|e| e.code()),
+                            exe.version,
+                        )
+                    })
+                })
+                .collect();
+            wait_until("three callers queue", || queued(&group) == 3);
+            group.inner().allow(100);
+            assert_eq!(first.join().unwrap().unwrap(), 1);
+            let outcomes: Vec<_> = rest.into_iter().map(|h| h.join()).collect();
+            let panicked = outcomes.iter().filter(|o| o.is_err()).count();
+            assert_eq!(panicked, 1, "the leader of the bad batch panics");
+            for outcome in outcomes.into_iter().flatten() {
+                assert_eq!(outcome, (Err("BACKEND"), 0));
+            }
+        });
+        assert!(!group.state.is_poisoned());
+        let (mut exe, effects) = step("after");
+        group.commit(&mut exe, &effects).unwrap();
+        assert_eq!(exe.version, 1);
+        assert_eq!(group.stats().batches, 2, "the panicked batch is not counted");
+
+        // A lone caller's step (committed directly) that panics does not block the next one.
+        let alone = std::thread::scope(|s| {
+            s.spawn(|| {
+                let (mut exe, effects) = step("boom");
+                group.commit(&mut exe, &effects)
+            })
+            .join()
+        });
+        assert!(alone.is_err(), "the lone caller's panic goes on in its thread");
+        let (mut exe, effects) = step("after-alone");
+        group.commit(&mut exe, &effects).unwrap();
+        assert_eq!(group.stats().batches, 3);
+    }
+
+    #[test]
+    fn a_poisoned_lock_is_taken_over() {
+        let group = GroupCommit::new(MemoryStore::new());
+        std::thread::scope(|s| {
+            let joined = s
+                .spawn(|| {
+                    let _state = group.state.lock().unwrap();
+                    panic!("boom");
+                })
+                .join();
+            assert!(joined.is_err());
+        });
+        assert!(group.state.is_poisoned());
+        let (mut exe, effects) = step("p");
+        group.commit(&mut exe, &effects).unwrap();
+        assert_eq!(group.stats().batches, 1);
+    }
+
+    #[test]
+    fn errors_duplicate_every_kind() {
+        let errors = [
+            StoreError::Conflict {
+                id: "a".into(),
+                expected: 1,
+                found: None,
+            },
+            StoreError::invalid("f", "r"),
+            StoreError::NotFound {
+                what: "execution",
+                key: "k".into(),
+            },
+            StoreError::Corrupt {
+                what: "row".into(),
+                reason: "r".into(),
+            },
+            StoreError::backend(std::io::Error::other("io"), true),
+        ];
+        for e in errors {
+            let copy = duplicate(&e);
+            assert_eq!((copy.code(), copy.to_string()), (e.code(), e.to_string()));
+            assert_eq!(copy.is_retryable(), e.is_retryable());
+        }
+    }
+}
