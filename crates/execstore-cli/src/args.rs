@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use execstore::Status;
 
 /// Where `execstore demo` writes when `--db` is not given.
@@ -16,7 +16,8 @@ pub const DEMO_DB: &str = "execstore-demo.db";
 pub struct Cli {
     /// The store file. Read commands need it and refuse a path that does not exist rather than
     /// create an empty store; `demo` writes ./execstore-demo.db unless given --db (it ignores
-    /// EXECSTORE_DB, so a stray environment never points --force at a real store).
+    /// EXECSTORE_DB, so a stray environment never points --force at a real store); `bench`
+    /// also ignores EXECSTORE_DB and needs a path that does not exist yet.
     #[arg(long, global = true, env = "EXECSTORE_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
 
@@ -49,6 +50,9 @@ pub enum Command {
     /// Write a realistic demo store (three statecharts, every status, parents and children,
     /// timers, outbox, spawns and timelines) to a new SQLite file.
     Demo(DemoArgs),
+    /// Run benchmark workload W1 (shared/bench/WORKLOAD.md) and print one JSON line: the same
+    /// deterministic rows, phases and keys as the Python reference peer's bench.py.
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -123,6 +127,82 @@ pub struct DemoArgs {
     /// Replace the file (and its -wal and -shm companions) if it exists.
     #[arg(long)]
     pub force: bool,
+}
+
+/// The store `execstore bench` drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchBackend {
+    /// execstore-sqlite on a fresh file.
+    Sqlite,
+    /// execstore's MemoryStore.
+    Memory,
+}
+
+/// A switch of `execstore bench`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
+
+impl OnOff {
+    /// Whether it is on.
+    pub fn is_on(self) -> bool {
+        self == OnOff::On
+    }
+}
+
+/// `PRAGMA synchronous` for `execstore bench`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchSynchronous {
+    /// Every commit syncs the WAL.
+    Full,
+    /// The WAL is synced at checkpoints only.
+    Normal,
+    /// No syncing.
+    Off,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The store to drive (`--db PATH` picks the SQLite file, which must not exist yet, nor
+    /// its -wal and -shm; default: a fresh temporary file, deleted after the run).
+    #[arg(long, value_enum, value_name = "BACKEND", default_value_t = BenchBackend::Sqlite)]
+    pub backend: BenchBackend,
+
+    /// Number of executions (N).
+    #[arg(long, value_name = "N", default_value_t = 2000,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub executions: u32,
+
+    /// Number of rounds, one event per execution each (K).
+    #[arg(long, value_name = "K", default_value_t = 20)]
+    pub events: u32,
+
+    /// Pass a trace step to every commit.
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = OnOff::On)]
+    pub trace: OnOff,
+
+    /// PRAGMA synchronous (default: not set, which is the store's default, FULL).
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub synchronous: Option<BenchSynchronous>,
+
+    /// Seed of the execution ids (0 to 2^32-1).
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u32,
+
+    /// Concurrent clients: thread c runs the rounds over the executions i with
+    /// i mod C = c. 1 is W1 as specified.
+    #[arg(long, value_name = "C", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub clients: u32,
+
+    /// Gather concurrent commits into one transaction and one sync (default: on when
+    /// --clients is more than 1).
+    #[arg(long, value_enum, value_name = "on|off")]
+    pub group_commit: Option<OnOff>,
 }
 
 fn parse_status(s: &str) -> Result<Status, String> {

@@ -1,6 +1,7 @@
 //! `execstore`: list, show, trace, outbox, timers and spawns of a store file, and the demo.
 
 mod args;
+mod bench;
 mod commands;
 mod demo;
 mod error;
@@ -19,7 +20,7 @@ use clap::{CommandFactory, FromArgMatches};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::args::{Cli, Command, DemoArgs, DEMO_DB};
+use crate::args::{BenchArgs, Cli, Command, DemoArgs, OnOff, DEMO_DB};
 use crate::error::CliError;
 
 fn main() -> ExitCode {
@@ -31,6 +32,10 @@ fn main() -> ExitCode {
         // environment must not choose that file, only an explicit --db does.
         Command::Demo(_) if matches.value_source("db") == Some(ValueSource::EnvVariable) => None,
         Command::Demo(_) => cli.db.clone(),
+        // Likewise the benchmark's file: only an explicit --db names it (default: a fresh
+        // temporary file).
+        Command::Bench(_) if matches.value_source("db") == Some(ValueSource::EnvVariable) => None,
+        Command::Bench(_) => cli.db.clone(),
         _ => match &cli.db {
             Some(db) => Some(db.clone()),
             None => Cli::command()
@@ -63,6 +68,7 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
             let db = db.unwrap_or_else(|| PathBuf::from(DEMO_DB));
             run_demo(&db, prefix, args, json, &mut out)?;
         }
+        Command::Bench(args) => run_bench(db, prefix, args, &mut out)?,
         command => {
             let db = db.context("no store given")?;
             let store = open_existing(&db, prefix)?;
@@ -73,7 +79,7 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
                 Command::Outbox(args) => commands::outbox(&store, args, json, &mut out)?,
                 Command::Timers(args) => commands::timers(&store, args, json, &mut out)?,
                 Command::Spawns(args) => commands::spawns(&store, args, json, &mut out)?,
-                Command::Demo(_) => unreachable!("handled above"),
+                Command::Demo(_) | Command::Bench(_) => unreachable!("handled above"),
             }
         }
     }
@@ -240,6 +246,31 @@ fn run_demo(
         spawns = summary.spawns,
     );
     out.write_all(text.as_bytes()).map_err(CliError::Io)?;
+    Ok(())
+}
+
+/// `execstore bench`: runs workload W1 and prints its one JSON line (always JSON, in the
+/// style of the Python peer's line, so the two read alike).
+fn run_bench(
+    db: Option<PathBuf>,
+    prefix: Option<&str>,
+    args: &BenchArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let config = bench::Config {
+        backend: args.backend,
+        db,
+        prefix: prefix.map(str::to_owned),
+        executions: args.executions as usize,
+        events: args.events,
+        trace: args.trace.is_on(),
+        synchronous: args.synchronous,
+        seed: args.seed,
+        clients: args.clients as usize,
+        group_commit: args.group_commit.map_or(args.clients > 1, OnOff::is_on),
+    };
+    let line = bench::run(&config)?;
+    writeln!(out, "{}", execstore::pyjson::dumps(&line)).map_err(CliError::Io)?;
     Ok(())
 }
 

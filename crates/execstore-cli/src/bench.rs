@@ -1,0 +1,760 @@
+//! `execstore bench`: benchmark workload W1 exactly as `shared/bench/WORKLOAD.md` specifies
+//! it, so that its JSON line sits beside the Python reference peer's (`bench.py`) and harel's
+//! own store: the same deterministic rows (`exe0_data_sha256` proves it), the same phases in
+//! the same order, the same keys in the same order.
+//!
+//! Where execstore's contract differs from the reference store's, the closest equivalent is
+//! measured, and said so where it happens:
+//!
+//! * listing cursors are opaque keyset cursors, not base64 offsets: the middle page is
+//!   fetched with the cursor the full pass got for it;
+//! * `due_timers` and `pending_outbox` are paged (`after`, `limit`): "all due timers" and
+//!   "all pending entries" are read page by page;
+//! * the outbox drain acks the first half of the entries one by one, as the spec does
+//!   (`outbox_drain_acks_per_s`), and the second half a page at a time with `ack_outbox_many`
+//!   (`outbox_drain_batch_acks_per_s`, an extra key).
+//!
+//! `--clients C` (an extension; 1 is W1 as specified) runs phase 1 on C threads, thread c
+//! owning the executions i with i mod C = c and running rounds 1..=K over them in index
+//! order, its commits gathered into shared transactions by [`GroupCommit`] unless
+//! `--group-commit off`. Every other phase is the same as with one client.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use execstore::{
+    DueTimer, Effects, Event, Execution, ExecutionStore, GroupCommit, JsonObject, ListQuery, MemoryStore,
+    Status, TraceStep,
+};
+use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::args::{BenchBackend, BenchSynchronous};
+use crate::error::CliError;
+
+/// Execution ids pass through this (and nothing else is pseudo-random).
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `exe_id(i)`: 32 lower-case hex digits, like a uuid4 hex.
+pub fn exe_id(seed: u32, i: usize) -> String {
+    let base = u64::from(seed) << 32;
+    let i = i as u64;
+    let hi = splitmix64(base.wrapping_add(i.wrapping_mul(2)));
+    let lo = splitmix64(base.wrapping_add(i.wrapping_mul(2)).wrapping_add(1));
+    format!("{hi:016x}{lo:016x}")
+}
+
+/// `ctx_value(i, j, g)`: a 21-character unit twice.
+fn ctx_value(i: usize, j: usize, g: u32) -> String {
+    format!("e{i:08}-k{j:02}-g{g:05}-").repeat(2)
+}
+
+fn in_event_id(r: u32, i: usize) -> String {
+    format!("{r:08x}{i:016x}00000000")
+}
+
+fn out_event_id(r: u32, i: usize) -> String {
+    format!("{r:08x}{i:016x}00000001")
+}
+
+const DEFINITIONS: usize = 5;
+/// The context keys after `counter`: f01 ..= f19.
+const CTX_KEYS: [&str; 19] = [
+    "f01", "f02", "f03", "f04", "f05", "f06", "f07", "f08", "f09", "f10", "f11", "f12", "f13", "f14", "f15",
+    "f16", "f17", "f18", "f19",
+];
+const TIMER_PATH: &str = "root.work.timeout";
+const FIRE_AT_BASE: f64 = 1_700_000_000.0;
+const NOW_FAR_FUTURE: f64 = 1e12;
+const LIST_LIMIT: usize = 100;
+const DUE_PAGE: usize = 10_000;
+const OUTBOX_PAGE: usize = 1000;
+const READ_TRACE_EXECS: usize = 100;
+/// Small read timings are the median of this many.
+const REPEATS: usize = 5;
+
+/// Execution `i` as phase 0 saves it (version 0; stored at 1).
+fn initial_execution(ids: &[String], i: usize) -> Execution {
+    let d = (i / 5) % DEFINITIONS;
+    let mut exe = Execution::new(ids[i].clone(), format!("def-{d}"));
+    exe.definition_fqn = Some(format!("bench.definitions.Workflow{d}"));
+    exe.status = Status::Running;
+    exe.active_path = Some("root.work.s00".to_owned());
+    let mut context = JsonObject::new();
+    context.insert("counter".to_owned(), Value::from(0));
+    for (j, key) in CTX_KEYS.iter().enumerate() {
+        context.insert((*key).to_owned(), Value::String(ctx_value(i, j + 1, 0)));
+    }
+    exe.context = context;
+    if i % 5 == 4 {
+        exe.parent_id = Some(ids[i - 1].clone());
+    }
+    exe
+}
+
+/// What every step of round `r` shares, made once per round.
+struct Round {
+    r: u32,
+    last: bool,
+    new_path: String,
+    history_key: String,
+    /// The three context keys the round updates, in update order: (j, "fJJ").
+    updates: [(usize, &'static str); 3],
+    schedule: bool,
+    spawn: bool,
+    /// The trace step's `actions`.
+    actions: Value,
+}
+
+impl Round {
+    fn new(r: u32, k: u32) -> Round {
+        let update = |t: usize| {
+            let j = (3 * (r as usize - 1) + t) % CTX_KEYS.len() + 1;
+            (j, CTX_KEYS[j - 1])
+        };
+        let schedule = r % 2 == 0;
+        let timer = if schedule {
+            "timer:schedule"
+        } else {
+            "timer:cancel"
+        };
+        Round {
+            r,
+            last: r == k,
+            new_path: format!("root.work.s{r:02}"),
+            history_key: format!("root.work.h{r:02}"),
+            updates: [update(0), update(1), update(2)],
+            schedule,
+            spawn: r % 10 == 0,
+            actions: Value::Array(vec!["assign".into(), "emit:progress".into(), timer.into()]),
+        }
+    }
+}
+
+/// Step 3 and the arguments of step 4 of phase 1: mutates `exe` for `round` and returns the
+/// effects to commit with it.
+fn step(exe: &mut Execution, i: usize, round: &Round, in_id: String, trace: bool) -> Effects {
+    let r = round.r;
+    let new_path = &round.new_path;
+    let old_path = exe.active_path.replace(new_path.clone());
+    exe.history
+        .insert(round.history_key.clone(), Value::String(new_path.clone()));
+    let mut context_out = JsonObject::new();
+    for &(j, key) in &round.updates {
+        let value = ctx_value(i, j, r);
+        if trace {
+            context_out.insert(key.to_owned(), Value::String(value.clone()));
+        }
+        // An existing key keeps its place in the object.
+        match exe.context.get_mut(key) {
+            Some(slot) => *slot = Value::String(value),
+            None => {
+                exe.context.insert(key.to_owned(), Value::String(value));
+            }
+        }
+    }
+    let counter = exe.context.get("counter").and_then(Value::as_i64).unwrap_or(0) + 1;
+    match exe.context.get_mut("counter") {
+        Some(slot) => *slot = Value::from(counter),
+        None => {
+            exe.context.insert("counter".to_owned(), Value::from(counter));
+        }
+    }
+    exe.processed_events += 1;
+    if round.last && i % 2 == 1 {
+        exe.status = Status::Done;
+    }
+
+    let mut data = JsonObject::new();
+    data.insert("round".to_owned(), Value::from(r));
+    data.insert("counter".to_owned(), Value::from(counter));
+    data.insert("path".to_owned(), Value::String(new_path.clone()));
+    let event = Event::new(out_event_id(r, i), "progress").with_data(data);
+    let mut effects = Effects::new().emit(Some(&exe.id), event).processed(in_id);
+    effects = if round.schedule {
+        let fire_at = FIRE_AT_BASE + 1000.0 * f64::from(r) + (i % 1000) as f64;
+        effects.schedule(TIMER_PATH, fire_at)
+    } else {
+        effects.cancel(TIMER_PATH)
+    };
+    if round.spawn {
+        let mut context = JsonObject::new();
+        context.insert("parent_id".to_owned(), Value::String(exe.id.clone()));
+        context.insert("round".to_owned(), Value::from(r));
+        effects = effects.spawn(format!("{}-r{r:04}", exe.id), "root.fork.region", context);
+    }
+    if trace {
+        let old_path = old_path.as_deref().unwrap_or("None");
+        let mut entry = TraceStep::new();
+        entry.insert("event".to_owned(), Value::from("tick"));
+        entry.insert("round".to_owned(), Value::from(r));
+        entry.insert(
+            "transition".to_owned(),
+            Value::String(format!("{old_path} -> {new_path}")),
+        );
+        entry.insert("actions".to_owned(), round.actions.clone());
+        entry.insert("context_out".to_owned(), Value::Object(context_out));
+        effects = effects.trace(entry);
+    }
+    effects
+}
+
+/// What `execstore bench` runs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The store.
+    pub backend: BenchBackend,
+    /// The SQLite file (must not exist); `None`: a temporary one.
+    pub db: Option<PathBuf>,
+    /// The SQLite table prefix.
+    pub prefix: Option<String>,
+    /// N.
+    pub executions: usize,
+    /// K.
+    pub events: u32,
+    /// A trace step with every commit.
+    pub trace: bool,
+    /// `PRAGMA synchronous`, if set.
+    pub synchronous: Option<BenchSynchronous>,
+    /// S.
+    pub seed: u32,
+    /// Threads of phase 1.
+    pub clients: usize,
+    /// Phase 1 commits through [`GroupCommit`].
+    pub group_commit: bool,
+}
+
+/// The timings and counts of one run of the phases.
+#[derive(Debug, Default)]
+struct Measured {
+    create: Duration,
+    commit: Duration,
+    list_all: Duration,
+    list_rows: usize,
+    list_pages: usize,
+    list_mid: Duration,
+    due: Duration,
+    due_rows: usize,
+    drain_single: Duration,
+    acked_single: usize,
+    drain_batch: Duration,
+    acked_batch: usize,
+    read_trace: Duration,
+    trace_rows: usize,
+    exe0_sha256: Option<String>,
+    /// Items per batch of the group commit, if used.
+    mean_batch: Option<f64>,
+}
+
+/// `db` with `suffix` appended to its file name (`-wal`, `-shm`).
+fn with_suffix(db: &Path, suffix: &str) -> PathBuf {
+    let mut name = OsString::from(db.as_os_str());
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+fn file_size(path: &Path) -> anyhow::Result<u64> {
+    match std::fs::metadata(path) {
+        Ok(meta) => Ok(meta.len()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(CliError::Io(e)).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// Runs W1 and returns its JSON line's object, keys in the spec's order.
+pub fn run(cfg: &Config) -> anyhow::Result<Value> {
+    if cfg.backend == BenchBackend::Memory
+        && (cfg.db.is_some() || cfg.prefix.is_some() || cfg.synchronous.is_some())
+    {
+        return Err(
+            CliError::Input("--db, --prefix and --synchronous are for --backend sqlite".into()).into(),
+        );
+    }
+    if let Some(db) = &cfg.db {
+        if let Some(existing) = ["", "-wal", "-shm"]
+            .iter()
+            .map(|sfx| with_suffix(db, sfx))
+            .find(|f| f.exists())
+        {
+            return Err(CliError::Input(format!(
+                "{} already exists; the benchmark needs a fresh database file",
+                existing.display()
+            ))
+            .into());
+        }
+    }
+    // The default database: a fresh file in a temporary directory, removed (with its -wal and
+    // -shm) when `tmp` drops, after the sizes are read.
+    let tmp = match (&cfg.backend, &cfg.db) {
+        (BenchBackend::Sqlite, None) => Some(
+            tempfile::Builder::new()
+                .prefix("execstore-bench-")
+                .tempdir()
+                .map_err(CliError::Io)
+                .context("cannot make a temporary directory")?,
+        ),
+        _ => None,
+    };
+
+    let wall = Instant::now();
+    let (m, db_bytes, wal_bytes, sqlite_version) = match cfg.backend {
+        BenchBackend::Sqlite => {
+            let db = match (&cfg.db, &tmp) {
+                (Some(db), _) => db.clone(),
+                (None, Some(dir)) => dir.path().join("bench.db"),
+                (None, None) => unreachable!("a temporary directory is made when --db is not given"),
+            };
+            let mut options = SqliteOptions::new();
+            if let Some(prefix) = &cfg.prefix {
+                options = options.prefix(prefix.clone());
+            }
+            if let Some(level) = cfg.synchronous {
+                options = options.synchronous(match level {
+                    BenchSynchronous::Full => Synchronous::Full,
+                    BenchSynchronous::Normal => Synchronous::Normal,
+                    BenchSynchronous::Off => Synchronous::Off,
+                });
+            }
+            let store = SqliteStore::open(&db, options)
+                .map_err(CliError::Store)
+                .with_context(|| format!("cannot create the store {}", db.display()))?;
+            // `drive` drops the store: closing its connection (the last one) checkpoints the
+            // WAL into the main file and removes it.
+            let m = drive(store, cfg)?;
+            let db_bytes = file_size(&db)?;
+            let wal_bytes = file_size(&with_suffix(&db, "-wal"))?;
+            (m, db_bytes, wal_bytes, Some(rusqlite::version()))
+        }
+        BenchBackend::Memory => (drive(MemoryStore::new(), cfg)?, 0, 0, None),
+    };
+    let wall = wall.elapsed();
+    drop(tmp);
+
+    let n = cfg.executions;
+    let k = cfg.events as usize;
+    let mut out = Map::new();
+    let mut put = |key: &str, value: Value| {
+        out.insert(key.to_owned(), value);
+    };
+    put(
+        "impl",
+        Value::from(match cfg.backend {
+            BenchBackend::Sqlite => "execstore-sqlite",
+            BenchBackend::Memory => "execstore-memory",
+        }),
+    );
+    put("executions", Value::from(n));
+    put("events", Value::from(k));
+    put("commit_events_per_s", rate(n * k, m.commit));
+    put("list_all_pages_ms", millis(m.list_all));
+    put("list_mid_page_ms", millis(m.list_mid));
+    put("due_timers_ms", millis(m.due));
+    put("outbox_drain_acks_per_s", rate(m.acked_single, m.drain_single));
+    put("read_trace_100_ms", millis(m.read_trace));
+    put("db_bytes", Value::from(db_bytes));
+    put("python", Value::Null);
+    put("sqlite", sqlite_version.map_or(Value::Null, Value::from));
+    // Extras: the configuration echo and the cross-checks of WORKLOAD.md, in its order.
+    put("trace", Value::from(cfg.trace));
+    put(
+        "synchronous",
+        cfg.synchronous.map_or(Value::Null, |level| {
+            Value::from(match level {
+                BenchSynchronous::Full => "full",
+                BenchSynchronous::Normal => "normal",
+                BenchSynchronous::Off => "off",
+            })
+        }),
+    );
+    put("seed", Value::from(cfg.seed));
+    put("create_saves_per_s", rate(n, m.create));
+    put("list_rows", Value::from(m.list_rows));
+    put("list_pages", Value::from(m.list_pages));
+    put("due_timers_rows", Value::from(m.due_rows));
+    put("outbox_acked", Value::from(m.acked_single + m.acked_batch));
+    put("read_trace_rows", Value::from(m.trace_rows));
+    put("wal_bytes_after_close", Value::from(wal_bytes));
+    put("exe0_data_sha256", m.exe0_sha256.map_or(Value::Null, Value::from));
+    put("wall_s", round_to(wall.as_secs_f64(), 2));
+    // Extras of this peer.
+    put("runtime", Value::from(env!("EXECSTORE_RUSTC_VERSION")));
+    put("clients", Value::from(cfg.clients));
+    put("group_commit", Value::from(cfg.group_commit));
+    put("mean_batch", m.mean_batch.map_or(Value::Null, |b| round_to(b, 2)));
+    put(
+        "outbox_drain_batch_acks_per_s",
+        rate(m.acked_batch, m.drain_batch),
+    );
+    put(
+        "backend",
+        Value::from(match cfg.backend {
+            BenchBackend::Sqlite => "sqlite",
+            BenchBackend::Memory => "memory",
+        }),
+    );
+    Ok(Value::Object(out))
+}
+
+fn round_to(x: f64, places: i32) -> Value {
+    let scale = 10f64.powi(places);
+    Value::from((x * scale).round() / scale)
+}
+
+/// `count` per second over `t`, to 1 decimal (`null` for no time at all).
+fn rate(count: usize, t: Duration) -> Value {
+    let secs = t.as_secs_f64();
+    if secs > 0.0 {
+        round_to(count as f64 / secs, 1)
+    } else {
+        Value::Null
+    }
+}
+
+/// `t` in milliseconds, to 3 decimals.
+fn millis(t: Duration) -> Value {
+    round_to(t.as_secs_f64() * 1000.0, 3)
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort_unstable();
+    samples[samples.len() / 2]
+}
+
+/// Runs the phases on `store` and closes it (drops it) before returning.
+fn drive<S: ExecutionStore + 'static>(store: S, cfg: &Config) -> anyhow::Result<Measured> {
+    if cfg.group_commit {
+        let grouped = GroupCommit::new(store);
+        let mut m = phases(grouped.inner(), &grouped, cfg)?;
+        let stats = grouped.stats();
+        m.mean_batch = (stats.batches > 0).then(|| stats.mean_batch_size());
+        drop(grouped);
+        Ok(m)
+    } else {
+        let m = phases(&store, &store, cfg)?;
+        drop(store);
+        Ok(m)
+    }
+}
+
+fn progress(len: usize, what: &str) -> ProgressBar {
+    // Draws on stderr, and only when stderr is a terminal.
+    let bar = ProgressBar::new(len as u64);
+    let template =
+        format!("{{spinner}} {what} {{human_pos}}/{{human_len}} {{wide_bar}} {{elapsed}} (eta {{eta}})");
+    if let Ok(style) = ProgressStyle::with_template(&template) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn store_err(e: execstore::StoreError) -> anyhow::Error {
+    CliError::Store(e).into()
+}
+
+/// Phase 1 for one client: rounds 1..=K over the executions `first, first + stride, ...`.
+/// Stops early (without an error of its own) when another client failed.
+#[allow(clippy::too_many_arguments)]
+fn client<W: ExecutionStore>(
+    store: &W,
+    ids: &[String],
+    rounds: &[Round],
+    first: usize,
+    stride: usize,
+    trace: bool,
+    bar: &ProgressBar,
+    failed: &AtomicBool,
+) -> anyhow::Result<()> {
+    for round in rounds {
+        for i in (first..ids.len()).step_by(stride) {
+            if failed.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let id = &ids[i];
+            let in_id = in_event_id(round.r, i);
+            let mut exe = store
+                .load(id)
+                .map_err(store_err)?
+                .with_context(|| format!("execution {i} ({id}) is not stored"))?;
+            if store.is_processed(id, &in_id).map_err(store_err)? {
+                bail!("event {in_id} of execution {i} is unexpectedly already processed");
+            }
+            let effects = step(&mut exe, i, round, in_id, trace);
+            store
+                .commit(&mut exe, &effects)
+                .map_err(store_err)
+                .with_context(|| format!("round {} of execution {i}", round.r))?;
+            bar.inc(1);
+        }
+    }
+    Ok(())
+}
+
+/// Every phase of W1. `base` is the store itself; phase 1 runs on `writer` (the store, or a
+/// group commit over it).
+fn phases<B: ExecutionStore, W: ExecutionStore>(
+    base: &B,
+    writer: &W,
+    cfg: &Config,
+) -> anyhow::Result<Measured> {
+    let n = cfg.executions;
+    let k = cfg.events;
+    let mut m = Measured::default();
+    let ids: Vec<String> = (0..n).map(|i| exe_id(cfg.seed, i)).collect();
+
+    // Phase 0: create N executions, one save (one transaction) each, in index order. With
+    // several clients too: the clients only share phase 1.
+    let bar = progress(n, "create");
+    let t0 = Instant::now();
+    for i in 0..n {
+        let mut exe = initial_execution(&ids, i);
+        base.save(&mut exe)
+            .map_err(store_err)
+            .with_context(|| format!("saving execution {i}"))?;
+        bar.inc(1);
+    }
+    m.create = t0.elapsed();
+    bar.finish_and_clear();
+
+    // Phase 1: K rounds of load + is_processed + mutate + commit.
+    let bar = progress(n * k as usize, "commit");
+    let failed = AtomicBool::new(false);
+    let t0 = Instant::now();
+    let rounds: Vec<Round> = (1..=k).map(|r| Round::new(r, k)).collect();
+    if cfg.clients <= 1 {
+        client(writer, &ids, &rounds, 0, 1, cfg.trace, &bar, &failed)?;
+    } else {
+        let results: Vec<anyhow::Result<()>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..cfg.clients)
+                .map(|c| {
+                    let (ids, rounds, bar, failed) = (&ids, &rounds, &bar, &failed);
+                    scope.spawn(move || {
+                        let result = client(writer, ids, rounds, c, cfg.clients, cfg.trace, bar, failed);
+                        if result.is_err() {
+                            failed.store(true, Ordering::Relaxed);
+                        }
+                        result
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a client thread panicked")))
+                })
+                .collect()
+        });
+        for result in results {
+            result?;
+        }
+    }
+    m.commit = t0.elapsed();
+    bar.finish_and_clear();
+
+    // list_all_pages_ms: RUNNING roots, 100 a page, until there is no next cursor.
+    let mut query = ListQuery::new()
+        .status([Status::Running])
+        .roots_only(true)
+        .limit(LIST_LIMIT);
+    let mut cursors: Vec<Option<String>> = Vec::new();
+    let mut cursor = None;
+    let t0 = Instant::now();
+    loop {
+        cursors.push(cursor.clone());
+        query.cursor = cursor;
+        let page = base.list_executions(&query).map_err(store_err)?;
+        m.list_rows += page.items.len();
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    m.list_all = t0.elapsed();
+    m.list_pages = cursors.len();
+
+    // list_mid_page_ms: page P div 2. The reference store's cursors are base64 offsets, so it
+    // makes the cursor of offset (P div 2) * 100; ours are opaque keyset cursors (the id to
+    // resume after), so the cursor the full pass was given for that page is used: it fetches
+    // the very same page.
+    query.cursor = cursors[m.list_pages / 2].clone();
+    let mut samples = Vec::with_capacity(REPEATS);
+    for _ in 0..REPEATS {
+        let t0 = Instant::now();
+        base.list_executions(&query).map_err(store_err)?;
+        samples.push(t0.elapsed());
+    }
+    m.list_mid = median(samples);
+
+    // due_timers_ms: every timer due at 1e12. Our due_timers is paged: read pages of 10000
+    // after the last timer read, until a page comes back short (empty included), which
+    // means no more are due.
+    let mut samples = Vec::with_capacity(REPEATS);
+    for _ in 0..REPEATS {
+        let t0 = Instant::now();
+        let mut after: Option<DueTimer> = None;
+        let mut rows = 0;
+        loop {
+            let page = base
+                .due_timers(NOW_FAR_FUTURE, after.as_ref(), DUE_PAGE)
+                .map_err(store_err)?;
+            rows += page.len();
+            if page.len() < DUE_PAGE {
+                break;
+            }
+            after = page.into_iter().last();
+        }
+        samples.push(t0.elapsed());
+        m.due_rows = rows;
+    }
+    m.due = median(samples);
+
+    // outbox_drain_acks_per_s: the spec's drain, pending entries oldest first and an ack
+    // (one transaction) for each, over the first half of the N*K entries by seq; the second
+    // half is drained a page at a time with ack_outbox_many (outbox_drain_batch_acks_per_s).
+    // Each rate includes its reads.
+    let half = n * k as usize / 2;
+    let mut after = None;
+    let t0 = Instant::now();
+    while m.acked_single < half {
+        let page = base
+            .pending_outbox(after, OUTBOX_PAGE.min(half - m.acked_single))
+            .map_err(store_err)?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.seq);
+        for entry in &page {
+            base.ack_outbox(entry.seq).map_err(store_err)?;
+        }
+        m.acked_single += page.len();
+    }
+    m.drain_single = t0.elapsed();
+    let t0 = Instant::now();
+    let mut seqs = Vec::with_capacity(OUTBOX_PAGE);
+    loop {
+        let page = base.pending_outbox(after, OUTBOX_PAGE).map_err(store_err)?;
+        seqs.clear();
+        seqs.extend(page.iter().map(|entry| entry.seq));
+        let Some(&last) = seqs.last() else { break };
+        after = Some(last);
+        m.acked_batch += base.ack_outbox_many(&seqs).map_err(store_err)?;
+        if page.len() < OUTBOX_PAGE {
+            break;
+        }
+    }
+    m.drain_batch = t0.elapsed();
+
+    // read_trace_100_ms: the traces of the first 100 executions, median of 5 passes.
+    let mut samples = Vec::with_capacity(REPEATS);
+    for _ in 0..REPEATS {
+        let t0 = Instant::now();
+        let mut rows = 0;
+        for id in ids.iter().take(READ_TRACE_EXECS) {
+            rows += base.read_trace(id).map_err(store_err)?.len();
+        }
+        samples.push(t0.elapsed());
+        m.trace_rows = rows;
+    }
+    m.read_trace = median(samples);
+
+    // The cross-check, outside all timings: the stored data of execution 0. Every backend
+    // stores exactly `to_json()` of the execution at its new version, and loading parses it
+    // back to the same value, so this is the stored text byte for byte (the spec's hashes
+    // confirm it).
+    m.exe0_sha256 = base
+        .load(&ids[0])
+        .map_err(store_err)?
+        .map(|exe| format!("{:x}", Sha256::digest(exe.to_json().as_bytes())));
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_match_the_spec() {
+        assert_eq!(exe_id(1, 0), "c42c5a1aa3820138204391a6fd59956f");
+        assert_eq!(exe_id(1, 1), "b3703ad894507022a2042dba6cbcaf9b");
+        assert_eq!(exe_id(1, 4), "82c9c08ce3ca26346e8c9e5985618bdb");
+        assert_eq!(exe_id(1, 7), "72661b5d03ef09926df0d1dd0a5da878");
+        assert_eq!(ctx_value(0, 1, 0), "e00000000-k01-g00000-e00000000-k01-g00000-");
+        assert_eq!(in_event_id(10, 7), "0000000a000000000000000700000000");
+        assert_eq!(out_event_id(1, 0), "00000001000000000000000000000001");
+    }
+
+    #[test]
+    fn execution_0_as_saved_matches_the_spec() {
+        let ids: Vec<String> = (0..5).map(|i| exe_id(1, i)).collect();
+        let mut exe = initial_execution(&ids, 0);
+        exe.version = 1;
+        let json = exe.to_json();
+        assert_eq!(json.len(), 1406);
+        assert!(json.starts_with(
+            r#"{"id":"c42c5a1aa3820138204391a6fd59956f","definition_id":"def-0","definition_fqn":"bench.definitions.Workflow0","root_path":"","status":"RUNNING","outcome":null,"error":null,"active_path":"root.work.s00","history":{},"context":{"counter":0,"f01":"e00000000-k01-g00000-e00000000-k01-g00000-","#
+        ));
+        assert!(json.ends_with(
+            r#""processed_events":0,"version":1,"priority":0,"parent_id":null,"child_id":null,"deferred":[],"children":{},"invoke_seq":{},"created_at":null,"updated_at":null,"finished_at":null,"expires_at":null}"#
+        ));
+        let child = initial_execution(&ids, 4);
+        assert_eq!(
+            child.parent_id.as_deref(),
+            Some("15b16f97d4deb5bf27cf1707c6e1d01f")
+        );
+    }
+
+    #[test]
+    fn step_builds_the_spec_effects() {
+        let ids: Vec<String> = (0..8).map(|i| exe_id(1, i)).collect();
+        let mut exe = initial_execution(&ids, 0);
+        let effects = step(&mut exe, 0, &Round::new(1, 20), in_event_id(1, 0), true);
+        let p = execstore::validate::prepare_commit(&mut exe, &effects).unwrap();
+        assert_eq!(
+            p.emits[0].1,
+            r#"{"id":"00000001000000000000000000000001","kind":"progress","created_time":null,"received_time":null,"data":{"round":1,"counter":1,"path":"root.work.s01"}}"#
+        );
+        let trace = p.trace.unwrap();
+        assert_eq!(trace.len(), 309);
+        assert_eq!(
+            trace,
+            r#"{"event": "tick", "round": 1, "transition": "root.work.s00 -> root.work.s01", "actions": ["assign", "emit:progress", "timer:cancel"], "context_out": {"f01": "e00000000-k01-g00001-e00000000-k01-g00001-", "f02": "e00000000-k02-g00001-e00000000-k02-g00001-", "f03": "e00000000-k03-g00001-e00000000-k03-g00001-"}}"#
+        );
+
+        let mut exe = initial_execution(&ids, 7);
+        let effects = step(&mut exe, 7, &Round::new(10, 20), in_event_id(10, 7), false);
+        assert_eq!(
+            effects.timers,
+            [execstore::TimerOp::Schedule {
+                path: TIMER_PATH.into(),
+                fire_at: 1_700_010_007.0
+            }]
+        );
+        let p = execstore::validate::prepare_commit(&mut exe, &effects).unwrap();
+        assert_eq!(p.spawns[0].child_id, "72661b5d03ef09926df0d1dd0a5da878-r0010");
+        assert_eq!(p.spawns[0].root_path, "root.fork.region");
+        assert_eq!(
+            p.spawns[0].context,
+            r#"{"parent_id": "72661b5d03ef09926df0d1dd0a5da878", "round": 10}"#
+        );
+        assert!(p.trace.is_none());
+
+        // Round 7 updates f19, f01, f02 in that order, and the trace keeps it.
+        let mut exe = initial_execution(&ids, 0);
+        let effects = step(&mut exe, 0, &Round::new(7, 20), in_event_id(7, 0), true);
+        let keys: Vec<&str> = effects.trace.as_ref().unwrap()["context_out"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["f19", "f01", "f02"]);
+    }
+}
