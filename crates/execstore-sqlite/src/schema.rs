@@ -116,16 +116,15 @@ pub(crate) struct Migration {
 /// (`json_extract(data,'$.status')`, ...); SQLite matches expression indexes textually.
 pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
     version: 1,
-    description: "indexes for listing, outbox and spawn purges, and the timer sweep",
+    // Only indexes whose reads need them: every index costs each commit a page write. Roots
+    // are most executions (walking ids finds a page of them fast), and purge is rare while a
+    // relay keeps the outbox and spawns short, so those have none.
+    description: "indexes for listing by status and definition, and the timer sweep",
     statements: &[
         "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_status \
          ON {executions} (json_extract(data,'$.status'), id)",
         "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_definition \
          ON {executions} (definition_id, id)",
-        "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_parent \
-         ON {executions} (json_extract(data,'$.parent_id'), id)",
-        "CREATE INDEX IF NOT EXISTS {pfx}execstore_outbox_by_target ON {outbox} (target_id)",
-        "CREATE INDEX IF NOT EXISTS {pfx}execstore_spawns_by_parent ON {spawns} (parent_id)",
         "CREATE INDEX IF NOT EXISTS {pfx}execstore_timers_by_fire_at \
          ON {timers} (fire_at, execution_id, path)",
     ],
