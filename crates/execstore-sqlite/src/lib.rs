@@ -415,6 +415,21 @@ impl SqliteStore {
         Ok(seqs)
     }
 
+    /// An ack: deletes the row `seq` with the statement `sql` picks, in its own transaction;
+    /// `NotFound` (naming `what`) if there was none.
+    fn delete_by_seq(&self, seq: i64, what: &'static str, sql: impl FnOnce(&Stmts) -> &String) -> Result<()> {
+        check_seq("seq", seq)?;
+        self.write(
+            |tx, s| match tx.prepare_cached(sql(s)).db()?.execute([seq]).db()? {
+                0 => Err(StoreError::NotFound {
+                    what,
+                    key: seq.to_string(),
+                }),
+                _ => Ok(()),
+            },
+        )
+    }
+
     fn append_trace_in(&self, tx: &Connection, execution_id: &str, entry: &str) -> Result<i64> {
         let idx = tx
             .prepare_cached(&self.sql.insert_trace_returning)
@@ -717,16 +732,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn ack_outbox(&self, seq: i64) -> Result<()> {
-        check_seq("seq", seq)?;
-        self.write(
-            |tx, s| match tx.prepare_cached(&s.ack_outbox).db()?.execute([seq]).db()? {
-                0 => Err(StoreError::NotFound {
-                    what: "outbox entry",
-                    key: seq.to_string(),
-                }),
-                _ => Ok(()),
-            },
-        )
+        self.delete_by_seq(seq, "outbox entry", |s| &s.ack_outbox)
     }
 
     /// One transaction for all of them: one sync for the whole batch of acks.
@@ -773,16 +779,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn ack_spawn(&self, seq: i64) -> Result<()> {
-        check_seq("seq", seq)?;
-        self.write(
-            |tx, s| match tx.prepare_cached(&s.ack_spawn).db()?.execute([seq]).db()? {
-                0 => Err(StoreError::NotFound {
-                    what: "spawn entry",
-                    key: seq.to_string(),
-                }),
-                _ => Ok(()),
-            },
-        )
+        self.delete_by_seq(seq, "spawn entry", |s| &s.ack_spawn)
     }
 
     fn due_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>> {
