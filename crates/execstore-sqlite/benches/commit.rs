@@ -13,9 +13,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use execstore::{BatchItem, Execution, ExecutionStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
-#[path = "common/w1.rs"]
-mod w1;
-use w1::{execution, step};
+use execstore::conformance::w1_like::{execution, step};
 
 const EXECUTIONS: usize = 64;
 

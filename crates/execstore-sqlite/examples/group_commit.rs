@@ -15,8 +15,7 @@ use std::time::Instant;
 use execstore::{ExecutionStore, GroupCommit};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
-#[path = "../benches/common/w1.rs"]
-mod w1;
+use execstore::conformance::w1_like as w1;
 
 struct Args {
     clients: usize,

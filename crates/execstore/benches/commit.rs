@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use execstore::{Execution, ExecutionStore, GroupCommit, MemoryStore};
 
-#[path = "common/w1.rs"]
-mod w1;
-use w1::{execution, step};
+use execstore::conformance::w1_like::{execution, step};
 
 /// Times `iters` W1 steps on a fresh store (made outside the timing), round-robin over 64
 /// executions.
