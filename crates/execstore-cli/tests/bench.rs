@@ -317,3 +317,52 @@ fn the_environment_never_names_the_bench_file() {
     assert_eq!(std::fs::read(&db).unwrap(), b"not a benchmark");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
+
+/// The project's own driver of W1 for harel 0.9 (`bench/harel_w1.py`, what `bench/compare`
+/// runs) and `execstore bench` run the same workload: same keys in the spec's order, same
+/// hash of execution 0, same cross-check counts. Needs a Python with harel 0.9.0
+/// (`EXECSTORE_HAREL_PYTHON`, as `scripts/test` sets); without one it is skipped, unless
+/// `EXECSTORE_REQUIRE_HAREL=1`.
+#[test]
+fn harel_driver_runs_the_same_workload() {
+    let Some(python) = std::env::var_os("EXECSTORE_HAREL_PYTHON") else {
+        assert!(
+            std::env::var("EXECSTORE_REQUIRE_HAREL").as_deref() != Ok("1"),
+            "EXECSTORE_REQUIRE_HAREL=1 but EXECSTORE_HAREL_PYTHON is not set"
+        );
+        eprintln!("SKIPPED: harel_driver_runs_the_same_workload: EXECSTORE_HAREL_PYTHON not set (scripts/test sets it)");
+        return;
+    };
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/harel_w1.py");
+    for (k, hash) in [("10", EXE0_SHA256_K10), ("20", EXE0_SHA256_K20)] {
+        let args = ["--executions", "20", "--events", k, "--synchronous", "off"];
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(&python)
+            .arg(&driver)
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            out.status.success(),
+            "harel_w1.py {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let theirs: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+        let ours = bench(&args);
+        assert_eq!(theirs["impl"], "harel-0.9.0-sqlitestore");
+        let their_keys: Vec<&str> = theirs.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(their_keys, KEYS[..24], "the spec's keys, in order");
+        check_counts(&ours, 20, k.parse().unwrap(), hash);
+        // Everything that is not a timing or about the runtime must agree, the hash included.
+        for key in KEYS[..24]
+            .iter()
+            .filter(|key| !key.ends_with("_per_s") && !key.ends_with("_ms"))
+        {
+            if !["impl", "db_bytes", "python", "sqlite", "wall_s"].contains(key) {
+                assert_eq!(ours[key], theirs[key], "{key}");
+            }
+        }
+    }
+}
