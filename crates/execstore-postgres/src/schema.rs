@@ -1,0 +1,234 @@
+//! Table names, harel 0.9's PostgreSQL tables and execstore's own migrations.
+
+use execstore::{Result, StoreError};
+use postgres::Client;
+
+use crate::error::Db;
+
+/// harel's advisory lock key for schema setup (`harel.engine.store._base._PG_SCHEMA_LOCK`):
+/// taking the same one serializes execstore's migrations with harel's own `CREATE ... IF NOT
+/// EXISTS` (concurrent `CREATE TABLE IF NOT EXISTS` of one name can fail in PostgreSQL).
+pub(crate) const SCHEMA_LOCK: i64 = 7_723_019;
+
+/// The names of everything the store creates, for one prefix.
+#[derive(Clone, Debug)]
+pub(crate) struct Tables {
+    /// `""` or `"<prefix>_"`.
+    pub(crate) pfx: String,
+    pub(crate) executions: String,
+    pub(crate) outbox: String,
+    pub(crate) processed_events: String,
+    pub(crate) timers: String,
+    pub(crate) spawns: String,
+    pub(crate) trace: String,
+    pub(crate) migrations: String,
+}
+
+/// Checks a prefix as harel does: `[A-Za-z_][A-Za-z0-9_]{0,29}`.
+pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
+    let b = prefix.as_bytes();
+    let ok = !b.is_empty()
+        && b.len() <= 30
+        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(
+            "prefix",
+            format!(
+                "{prefix:?} is not an identifier (a letter or _, then letters, digits or _; at most 30 \
+                 characters)"
+            ),
+        ))
+    }
+}
+
+impl Tables {
+    pub(crate) fn new(prefix: Option<&str>) -> Result<Self> {
+        let pfx = match prefix {
+            Some(p) => {
+                check_prefix(p)?;
+                format!("{p}_")
+            }
+            None => String::new(),
+        };
+        let name = |t: &str| format!("{pfx}{t}");
+        Ok(Tables {
+            executions: name("executions"),
+            outbox: name("outbox"),
+            processed_events: name("processed_events"),
+            timers: name("timers"),
+            spawns: name("spawns"),
+            trace: name("trace"),
+            migrations: name("execstore_migrations"),
+            pfx,
+        })
+    }
+
+    /// `template` with `{executions}`, `{outbox}`, ..., `{pfx}` and `{json}` filled in.
+    pub(crate) fn sql(&self, template: &str) -> String {
+        template
+            .replace("{json}", JSON_OF_DATA)
+            .replace("{executions}", &self.executions)
+            .replace("{outbox}", &self.outbox)
+            .replace("{processed_events}", &self.processed_events)
+            .replace("{timers}", &self.timers)
+            .replace("{spawns}", &self.spawns)
+            .replace("{trace}", &self.trace)
+            .replace("{migrations}", &self.migrations)
+            .replace("{pfx}", &self.pfx)
+    }
+}
+
+/// `data` as JSON, the way every read into it and every index over it spells it.
+///
+/// PostgreSQL's JSON functions refuse a document holding the escape `\u0000` anywhere (its
+/// text type cannot hold NUL), even when the field read is another one; an execution's
+/// context may hold one. Replacing the six characters `\u0000` by `\ufffd` keeps the
+/// document valid JSON whatever precedes them (the replacement has the same shape) and
+/// leaves every field without a NUL as it was; `data` itself is stored untouched. `json`
+/// rather than `jsonb`: a validating scan, cheaper than building a `jsonb` on every write
+/// that the status index costs. PostgreSQL matches expression indexes structurally, so the
+/// listing spells it exactly so.
+pub(crate) const JSON_OF_DATA: &str = r"(replace(data, '\u0000', '\ufffd')::json)";
+
+/// harel 0.9's PostgreSQL store tables (`harel.engine.schema._PG_STORE`, without its
+/// `commit_cas` function, which execstore does not use), statement for statement.
+const HAREL_TABLES: [&str; 6] = [
+    "CREATE TABLE IF NOT EXISTS {executions} \
+     (id TEXT PRIMARY KEY, definition_id TEXT NOT NULL, data TEXT NOT NULL, version INT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {outbox} (seq BIGSERIAL PRIMARY KEY, target_id TEXT, event TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {processed_events} \
+     (execution_id TEXT NOT NULL, event_id TEXT NOT NULL, PRIMARY KEY (execution_id, event_id))",
+    "CREATE TABLE IF NOT EXISTS {timers} \
+     (execution_id TEXT NOT NULL, path TEXT NOT NULL, fire_at DOUBLE PRECISION NOT NULL, \
+     PRIMARY KEY (execution_id, path))",
+    "CREATE TABLE IF NOT EXISTS {spawns} \
+     (seq BIGSERIAL PRIMARY KEY, parent_id TEXT NOT NULL, child_id TEXT NOT NULL, \
+     root_path TEXT NOT NULL, context TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {trace} \
+     (execution_id TEXT NOT NULL, idx INT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (execution_id, idx))",
+];
+
+/// execstore's record of the migrations it applied.
+const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS {migrations} \
+     (version INT PRIMARY KEY, description TEXT NOT NULL, checksum TEXT NOT NULL, \
+     applied_at TIMESTAMPTZ NOT NULL DEFAULT now())";
+
+/// One schema change of execstore's own, on top of harel's tables: indexes only, which
+/// harel's writes keep valid, so harel keeps working on a migrated database.
+pub(crate) struct Migration {
+    pub(crate) version: i32,
+    pub(crate) description: &'static str,
+    /// The statements, with `{executions}`-style placeholders.
+    pub(crate) statements: &'static [&'static str],
+}
+
+/// Every migration this build knows, in order.
+///
+/// Ids order as bytes (`COLLATE "C"`) whatever the database's collation, as in SQLite and
+/// Rust; the listing and sweep spell the indexed expressions exactly as written here.
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    description: "indexes for listing by id, status and definition, and the timer sweep",
+    statements: &[
+        "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_id_c ON {executions} ((id COLLATE \"C\"))",
+        "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_status \
+         ON {executions} (({json}->>'status'), (id COLLATE \"C\"))",
+        "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_definition \
+         ON {executions} (definition_id, (id COLLATE \"C\"))",
+        "CREATE INDEX IF NOT EXISTS {pfx}execstore_timers_due \
+         ON {timers} (fire_at, (execution_id COLLATE \"C\"), (path COLLATE \"C\"))",
+    ],
+}];
+
+impl Migration {
+    /// A fingerprint of the statements as written (before the names are filled in, so it does
+    /// not depend on the prefix): FNV-1a, 64 bits, in hex.
+    pub(crate) fn checksum(&self) -> String {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for stmt in self.statements {
+            for byte in stmt.bytes().chain([0u8]) {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        format!("fnv1a64:{hash:016x}")
+    }
+}
+
+/// Creates harel's tables and applies every migration not yet recorded, in one transaction
+/// under harel's schema advisory lock: several processes opening the same fresh database at
+/// once serialize, and each finds the work of the ones before it done.
+pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
+    let mut tx = client.transaction().db()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+        .db()?;
+    for stmt in HAREL_TABLES.iter().chain([&MIGRATIONS_TABLE]) {
+        tx.batch_execute(&tables.sql(stmt)).db()?;
+    }
+    let select = tables.sql("SELECT checksum FROM {migrations} WHERE version = $1");
+    let insert = tables.sql("INSERT INTO {migrations} (version, description, checksum) VALUES ($1, $2, $3)");
+    for migration in MIGRATIONS {
+        let checksum = migration.checksum();
+        let applied: Option<String> = tx
+            .query_opt(&select, &[&migration.version])
+            .db()?
+            .map(|row| row.get(0));
+        match applied {
+            Some(found) if found == checksum => {}
+            Some(found) => {
+                return Err(StoreError::Backend {
+                    message: format!(
+                        "migration {} in {} was applied with checksum {found}, but this build's is \
+                         {checksum}: the database was migrated by an incompatible build",
+                        migration.version, tables.migrations
+                    ),
+                    retryable: false,
+                    source: None,
+                });
+            }
+            None => {
+                for stmt in migration.statements {
+                    tx.batch_execute(&tables.sql(stmt)).db()?;
+                }
+                tx.execute(&insert, &[&migration.version, &migration.description, &checksum])
+                    .db()?;
+            }
+        }
+    }
+    tx.commit().db()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_as_harel_checks_them() {
+        for ok in ["harel", "_", "a1", "A_b_9", &"x".repeat(30)] {
+            check_prefix(ok).unwrap();
+        }
+        for bad in ["", "1a", "a-b", "a b", "é", &"x".repeat(31), "a;drop"] {
+            assert!(check_prefix(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn names_fit_postgres_identifiers() {
+        let t = Tables::new(Some(&"x".repeat(30))).unwrap();
+        for stmt in MIGRATIONS[0].statements {
+            let sql = t.sql(stmt);
+            let name = sql.split_whitespace().nth(5).unwrap();
+            assert!(name.len() <= 63, "{name}");
+        }
+        assert!(t.migrations.len() <= 63);
+    }
+
+    #[test]
+    fn checksum_is_stable() {
+        let c = MIGRATIONS[0].checksum();
+        assert!(c.starts_with("fnv1a64:") && c.len() == 8 + 16);
+    }
+}

@@ -1,0 +1,165 @@
+//! The server the tests run against, and a harness on a table prefix of its own.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use execstore::conformance::Harness;
+use execstore::ExecutionStore;
+use execstore_postgres::{PgOptions, PgStore};
+
+/// The server's URL from `EXECSTORE_PG_URL`. Without it the test fails, unless
+/// `EXECSTORE_PG_OPTIONAL=1`: then it prints SKIPPED and `None` is returned.
+pub fn server_url() -> Option<String> {
+    match std::env::var("EXECSTORE_PG_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("EXECSTORE_PG_OPTIONAL").as_deref() == Ok("1") => {
+            eprintln!("SKIPPED: EXECSTORE_PG_URL is not set (EXECSTORE_PG_OPTIONAL=1)");
+            None
+        }
+        _ => panic!(
+            "EXECSTORE_PG_URL is not set: these tests need a PostgreSQL server, e.g. \
+             `source scripts/lib/postgres.sh && pg_start && trap pg_stop EXIT` (or set \
+             EXECSTORE_PG_OPTIONAL=1 to skip them)"
+        ),
+    }
+}
+
+/// A table prefix no other test (of any process) uses: `t<pid><time><counter>`.
+pub fn unique_prefix() -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "t{:x}_{nanos:x}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Drops every table and index made under `prefix` (`None`: the bare names).
+pub fn drop_tables(url: &str, prefix: Option<&str>) {
+    let pfx = prefix.map(|p| format!("{p}_")).unwrap_or_default();
+    let Ok(mut client) = postgres::Client::connect(url, postgres::NoTls) else {
+        return;
+    };
+    let tables: Vec<String> = [
+        "executions",
+        "outbox",
+        "processed_events",
+        "timers",
+        "spawns",
+        "trace",
+        "execstore_migrations",
+    ]
+    .iter()
+    .map(|t| format!("{pfx}{t}"))
+    .collect();
+    let _ = client.batch_execute(&format!("DROP TABLE IF EXISTS {} CASCADE", tables.join(", ")));
+}
+
+/// A store on the test server under a table prefix of its own (or the given one, in a schema
+/// of its own); `reopen` drops it and opens it again. The tables are dropped at the end.
+pub struct PgHarness {
+    pub url: String,
+    pub options: PgOptions,
+    pub store: Option<PgStore>,
+    /// The prefix to drop at the end.
+    cleanup: Option<String>,
+}
+
+impl PgHarness {
+    /// Bare-named tables are shared by every user of the server, so the "no prefix" store
+    /// of the tests is still namespaced: it runs in a schema of its own (see
+    /// [`PgHarness::in_schema`]). This one uses a unique prefix.
+    pub fn new() -> Option<Self> {
+        let prefix = unique_prefix();
+        Self::with_options(PgOptions::new().prefix(prefix.clone()), Some(prefix))
+    }
+
+    /// A store with harel's `harel_` prefix, in a schema of its own so that it does not
+    /// collide with another test run's `harel_` tables.
+    pub fn harel() -> Option<Self> {
+        Self::in_schema(PgOptions::new().prefix("harel"))
+    }
+
+    /// A store with bare table names, in a schema of its own.
+    pub fn bare() -> Option<Self> {
+        Self::in_schema(PgOptions::new())
+    }
+
+    fn in_schema(options: PgOptions) -> Option<Self> {
+        let url = server_url()?;
+        let schema = unique_prefix();
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+        client
+            .batch_execute(&format!("CREATE SCHEMA {schema}"))
+            .expect("create schema");
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let url = format!("{url}{sep}options=-csearch_path%3D{schema}");
+        let store = PgStore::open(&url, options.clone()).expect("open");
+        Some(PgHarness {
+            url,
+            options,
+            store: Some(store),
+            cleanup: Some(format!("schema:{schema}")),
+        })
+    }
+
+    pub fn with_options(options: PgOptions, cleanup: Option<String>) -> Option<Self> {
+        let url = server_url()?;
+        let store = PgStore::open(&url, options.clone()).expect("open");
+        Some(PgHarness {
+            url,
+            options,
+            store: Some(store),
+            cleanup,
+        })
+    }
+
+    pub fn pg(&self) -> &PgStore {
+        self.store.as_ref().expect("the store is open")
+    }
+}
+
+impl Drop for PgHarness {
+    fn drop(&mut self) {
+        self.store = None;
+        if std::thread::panicking() {
+            return; // keep the tables for a look
+        }
+        match self.cleanup.as_deref() {
+            Some(c) if c.starts_with("schema:") => {
+                if let Ok(mut client) = postgres::Client::connect(&self.url, postgres::NoTls) {
+                    let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", &c[7..]));
+                }
+            }
+            Some(prefix) => drop_tables(&self.url, Some(prefix)),
+            None => {}
+        }
+    }
+}
+
+impl Harness for PgHarness {
+    fn store(&self) -> &dyn ExecutionStore {
+        self.pg()
+    }
+
+    fn reopen(&mut self) -> bool {
+        self.store = None;
+        self.store = Some(PgStore::open(&self.url, self.options.clone()).expect("reopen"));
+        true
+    }
+}
+
+/// `PgHarness::$ctor()`, or returns from the test (after printing SKIPPED) when there is no
+/// server and it is optional.
+macro_rules! pg_harness {
+    ($ctor:ident) => {
+        match $crate::common::PgHarness::$ctor() {
+            Some(h) => h,
+            None => return,
+        }
+    };
+}

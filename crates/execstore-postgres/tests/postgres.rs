@@ -1,0 +1,209 @@
+//! PostgreSQL-specific behaviour of PgStore, on a real server (`EXECSTORE_PG_URL`).
+
+#[macro_use]
+mod common;
+
+use std::time::Duration;
+
+use execstore::{Effects, Execution, ExecutionStore, ListQuery, Status, StoreError};
+use execstore_postgres::{PgOptions, PgStore};
+use serde_json::json;
+
+use common::unique_prefix;
+
+/// A `\u0000` anywhere in an execution's JSON (PostgreSQL's JSON functions refuse it) does
+/// not stop it being written, listed by status or read back byte for byte.
+#[test]
+fn nul_escape_in_context_is_stored_and_listed() {
+    let h = pg_harness!(new);
+    let store = h.pg();
+    let mut exe = Execution::new("nul-1", "d");
+    exe.status = Status::Running;
+    exe.context
+        .insert("bytes".into(), json!("a\u{0}b \\u0000 \\\u{0}"));
+    exe.context.insert("k\u{0}ey".into(), json!(1));
+    store.save(&mut exe).unwrap();
+    let loaded = store.load("nul-1").unwrap().unwrap();
+    assert_eq!(loaded.to_json(), exe.to_json());
+    let page = store
+        .list_executions(&ListQuery::new().status([Status::Running]))
+        .unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert_eq!(page.items[0].status, Status::Running);
+    assert!(store
+        .list_executions(&ListQuery::new().status([Status::Done]))
+        .unwrap()
+        .items
+        .is_empty());
+}
+
+/// Many stores opening one fresh prefix at once all succeed, and the migration is recorded
+/// once.
+#[test]
+fn concurrent_opens_migrate_once() {
+    let Some(url) = common::server_url() else { return };
+    let prefix = unique_prefix();
+    let stores: Vec<PgStore> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (url, prefix) = (&url, &prefix);
+                s.spawn(move || PgStore::open(url, PgOptions::new().prefix(prefix.clone())).expect("open"))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for store in &stores {
+        assert_eq!(store.schema_version().unwrap(), 1);
+    }
+    drop(stores);
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let n: i64 = client
+        .query_one(
+            &format!("SELECT count(*) FROM {prefix}_execstore_migrations"),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1);
+    common::drop_tables(&url, Some(&prefix));
+}
+
+/// Writers racing to create one new execution: exactly one inserts it, every other one gets
+/// a `Conflict` naming the version found (never a backend error).
+#[test]
+fn racing_inserts_of_one_new_id_conflict() {
+    let h = pg_harness!(new);
+    let store = h.pg();
+    for round in 0..10 {
+        let id = format!("new-{round}");
+        let results: Vec<execstore::Result<()>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..6)
+                .map(|_| {
+                    let id = &id;
+                    s.spawn(move || {
+                        let mut exe = Execution::new(id, "d");
+                        store
+                            .commit(&mut exe, &Effects::new().processed("first"))
+                            .map(|_| ())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let won = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(won, 1, "{results:?}");
+        for r in results.iter().filter_map(|r| r.as_ref().err()) {
+            assert!(
+                matches!(
+                    r,
+                    StoreError::Conflict {
+                        expected: 0,
+                        found: Some(1),
+                        ..
+                    }
+                ),
+                "{r:?}"
+            );
+        }
+    }
+}
+
+/// The listing filters, id paging and the timer sweep are answered from the migration's
+/// indexes (checked with sequential scans disabled, as tiny tables would rather scan).
+#[test]
+fn reads_use_the_indexes() {
+    let h = pg_harness!(new);
+    let store = h.pg();
+    for i in 0..40 {
+        let mut exe = Execution::new(format!("e{i:03}"), format!("d{}", i % 4));
+        exe.status = Status::ALL[i % Status::ALL.len()];
+        store
+            .commit(&mut exe, &Effects::new().schedule("t", i as f64))
+            .unwrap();
+    }
+    let prefix = h.options.prefix.clone().unwrap();
+    let mut client = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
+    client.batch_execute("SET enable_seqscan = off").unwrap();
+    let json = r"(replace(data, '\u0000', '\ufffd')::json)";
+    let plan = |client: &mut postgres::Client, sql: &str| -> String {
+        let rows = client.query(&format!("EXPLAIN {sql}"), &[]).unwrap();
+        rows.iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let exe = format!("{prefix}_executions");
+    for (sql, index) in [
+        (
+            format!(
+                "SELECT id FROM {exe} WHERE ({json}->>'status') = ANY('{{RUNNING,DONE}}'::text[]) \
+                 ORDER BY (id COLLATE \"C\") LIMIT 5"
+            ),
+            "execstore_exe_status",
+        ),
+        (
+            format!(
+                "SELECT id FROM {exe} WHERE (id COLLATE \"C\") > 'e010' AND definition_id = 'd1' \
+                 ORDER BY (id COLLATE \"C\") LIMIT 5"
+            ),
+            "execstore_exe_definition",
+        ),
+        (
+            format!(
+                "SELECT id FROM {exe} WHERE (id COLLATE \"C\") > 'e010' ORDER BY (id COLLATE \"C\") LIMIT 5"
+            ),
+            "execstore_exe_id_c",
+        ),
+        (
+            format!(
+                "SELECT execution_id FROM {prefix}_timers WHERE fire_at <= 10 \
+                 ORDER BY fire_at, (execution_id COLLATE \"C\"), (path COLLATE \"C\") LIMIT 5"
+            ),
+            "execstore_timers_due",
+        ),
+    ] {
+        let p = plan(&mut client, &sql);
+        assert!(p.contains(index), "{index} is not used:\n{p}");
+    }
+}
+
+/// A server that is not there is a retryable backend failure, reported within the timeout.
+#[test]
+fn unreachable_server_is_retryable() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+    let options = PgOptions::new().connect_timeout(Duration::from_millis(500));
+    let err = PgStore::open(&url, options).unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    let bad = PgStore::open("postgres://[::1", PgOptions::new()).unwrap_err();
+    assert_eq!(bad.code(), "INVALID_INPUT", "{bad}");
+    let bad = PgStore::open("postgres://x@127.0.0.1/x", PgOptions::new().prefix("a-b")).unwrap_err();
+    assert_eq!(bad.code(), "INVALID_INPUT", "{bad}");
+}
+
+/// The stored row is what harel reads: `data` is the execution's JSON byte for byte and
+/// `version` the broken-out copy of its version.
+#[test]
+fn rows_are_harels_shape() {
+    let h = pg_harness!(harel);
+    let store = h.pg();
+    let mut exe = Execution::new("h1", "orders");
+    exe.context.insert("z".into(), json!(1));
+    exe.context.insert("a".into(), json!(1e20));
+    store.save(&mut exe).unwrap();
+    store.save(&mut exe).unwrap();
+    let mut client = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
+    let row = client
+        .query_one(
+            "SELECT definition_id, data, version FROM harel_executions WHERE id = 'h1'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "orders");
+    assert_eq!(row.get::<_, String>(1), exe.to_json());
+    assert_eq!(row.get::<_, i32>(2), 2);
+}
