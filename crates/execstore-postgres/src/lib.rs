@@ -702,6 +702,7 @@ impl ExecutionStore for PgStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::Sql;
 
     #[test]
     fn upper_bounds() {

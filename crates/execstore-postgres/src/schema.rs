@@ -10,74 +10,18 @@ use crate::error::Db;
 /// EXISTS` (concurrent `CREATE TABLE IF NOT EXISTS` of one name can fail in PostgreSQL).
 pub(crate) const SCHEMA_LOCK: i64 = 7_723_019;
 
-/// The names of everything the store creates, for one prefix.
-#[derive(Clone, Debug)]
-pub(crate) struct Tables {
-    /// `""` or `"<prefix>_"`.
-    pub(crate) pfx: String,
-    pub(crate) executions: String,
-    pub(crate) outbox: String,
-    pub(crate) processed_events: String,
-    pub(crate) timers: String,
-    pub(crate) spawns: String,
-    pub(crate) trace: String,
-    pub(crate) migrations: String,
+/// The names of everything the store creates, for one prefix (shared by the SQL backends).
+pub(crate) use execstore::names::TableNames as Tables;
+
+/// Fills a statement template with the table names.
+pub(crate) trait Sql {
+    /// `template` with `{executions}`, `{outbox}`, ..., `{pfx}` filled in.
+    fn sql(&self, template: &str) -> String;
 }
 
-/// Checks a prefix as harel does: `[A-Za-z_][A-Za-z0-9_]{0,29}`.
-pub(crate) fn check_prefix(prefix: &str) -> Result<()> {
-    let b = prefix.as_bytes();
-    let ok = !b.is_empty()
-        && b.len() <= 30
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_');
-    if ok {
-        Ok(())
-    } else {
-        Err(StoreError::invalid(
-            "prefix",
-            format!(
-                "{prefix:?} is not an identifier (a letter or _, then letters, digits or _; at most 30 \
-                 characters)"
-            ),
-        ))
-    }
-}
-
-impl Tables {
-    pub(crate) fn new(prefix: Option<&str>) -> Result<Self> {
-        let pfx = match prefix {
-            Some(p) => {
-                check_prefix(p)?;
-                format!("{p}_")
-            }
-            None => String::new(),
-        };
-        let name = |t: &str| format!("{pfx}{t}");
-        Ok(Tables {
-            executions: name("executions"),
-            outbox: name("outbox"),
-            processed_events: name("processed_events"),
-            timers: name("timers"),
-            spawns: name("spawns"),
-            trace: name("trace"),
-            migrations: name("execstore_migrations"),
-            pfx,
-        })
-    }
-
-    /// `template` with `{executions}`, `{outbox}`, ..., `{pfx}` and `{json}` filled in.
-    pub(crate) fn sql(&self, template: &str) -> String {
-        template
-            .replace("{json}", JSON_OF_DATA)
-            .replace("{executions}", &self.executions)
-            .replace("{outbox}", &self.outbox)
-            .replace("{processed_events}", &self.processed_events)
-            .replace("{timers}", &self.timers)
-            .replace("{spawns}", &self.spawns)
-            .replace("{trace}", &self.trace)
-            .replace("{migrations}", &self.migrations)
-            .replace("{pfx}", &self.pfx)
+impl Sql for Tables {
+    fn sql(&self, template: &str) -> String {
+        self.fill(&template.replace("{json}", JSON_OF_DATA))
     }
 }
 
@@ -204,16 +148,6 @@ pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prefixes_as_harel_checks_them() {
-        for ok in ["harel", "_", "a1", "A_b_9", &"x".repeat(30)] {
-            check_prefix(ok).unwrap();
-        }
-        for bad in ["", "1a", "a-b", "a b", "é", &"x".repeat(31), "a;drop"] {
-            assert!(check_prefix(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn names_fit_postgres_identifiers() {

@@ -17,6 +17,7 @@ mod error;
 mod group;
 mod memory;
 mod model;
+pub mod names;
 pub mod pyjson;
 mod query;
 mod store;
