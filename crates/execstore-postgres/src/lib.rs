@@ -37,7 +37,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use execstore::validate::{
-    check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedCommit,
+    check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedBatch,
+    PreparedCommit,
 };
 use execstore::{
     BatchItem, Capabilities, DueTimer, Effects, Event, Execution, ExecutionPage, ExecutionStore,
@@ -420,24 +421,10 @@ impl ExecutionStore for PgStore {
     /// to it and the batch goes on. One COMMIT for them all; the committed items' versions
     /// move only once it succeeded. Any other failure fails the whole batch.
     fn commit_batch(&self, items: &mut [BatchItem]) -> Result<Vec<Result<Vec<i64>>>> {
-        let mut results: Vec<Result<Vec<i64>>> = Vec::with_capacity(items.len());
-        let mut prepared: Vec<Option<PreparedCommit>> = Vec::with_capacity(items.len());
-        for item in items.iter_mut() {
-            match prepare_commit(&mut item.execution, &item.effects) {
-                Ok(p) => {
-                    prepared.push(Some(p));
-                    results.push(Ok(Vec::new()));
-                }
-                Err(e) => {
-                    prepared.push(None);
-                    results.push(Err(e));
-                }
-            }
-        }
-        if prepared.iter().any(Option::is_some) {
+        let mut batch = PreparedBatch::new(items);
+        if batch.has_writes() {
             self.write(|tx, _| {
-                for (p, result) in prepared.iter().zip(results.iter_mut()) {
-                    let Some(p) = p else { continue };
+                for (p, result) in batch.to_write() {
                     tx.batch("SAVEPOINT execstore_item")?;
                     match self.apply(tx, p) {
                         Ok(seqs) => *result = Ok(seqs),
@@ -452,12 +439,7 @@ impl ExecutionStore for PgStore {
                 Ok(())
             })?;
         }
-        for ((item, p), result) in items.iter_mut().zip(&prepared).zip(&results) {
-            if let (Some(p), Ok(_)) = (p, result) {
-                item.execution.version = p.write.version;
-            }
-        }
-        Ok(results)
+        Ok(batch.finish(items))
     }
 
     fn load(&self, id: &str) -> Result<Option<Execution>> {

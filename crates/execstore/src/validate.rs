@@ -348,3 +348,58 @@ mod tests {
         assert_eq!(exe.version, 0);
     }
 }
+
+/// A [`crate::ExecutionStore::commit_batch`] checked item by item before anything is written:
+/// each item's prepared commit, or its own error as its outcome. A backend writes the
+/// prepared ones ([`PreparedBatch::to_write`]), recording each outcome, then calls
+/// [`PreparedBatch::finish`] once the transaction is durable.
+#[derive(Debug)]
+pub struct PreparedBatch {
+    prepared: Vec<Option<PreparedCommit>>,
+    results: Vec<Result<Vec<i64>>>,
+}
+
+impl PreparedBatch {
+    /// Checks and serializes every item; an invalid one gets its `InvalidInput` as outcome.
+    pub fn new(items: &mut [crate::BatchItem]) -> Self {
+        let mut prepared = Vec::with_capacity(items.len());
+        let mut results = Vec::with_capacity(items.len());
+        for item in items.iter_mut() {
+            match prepare_commit(&mut item.execution, &item.effects) {
+                Ok(p) => {
+                    prepared.push(Some(p));
+                    results.push(Ok(Vec::new()));
+                }
+                Err(e) => {
+                    prepared.push(None);
+                    results.push(Err(e));
+                }
+            }
+        }
+        PreparedBatch { prepared, results }
+    }
+
+    /// Whether any item is left to write.
+    pub fn has_writes(&self) -> bool {
+        self.prepared.iter().any(Option::is_some)
+    }
+
+    /// The items to write, in order, each with the slot for its outcome.
+    pub fn to_write(&mut self) -> impl Iterator<Item = (&PreparedCommit, &mut Result<Vec<i64>>)> {
+        self.prepared
+            .iter()
+            .zip(self.results.iter_mut())
+            .filter_map(|(p, r)| p.as_ref().map(|p| (p, r)))
+    }
+
+    /// Once the batch is durable: moves each committed item's version and returns every
+    /// item's outcome, in order.
+    pub fn finish(self, items: &mut [crate::BatchItem]) -> Vec<Result<Vec<i64>>> {
+        for ((item, p), result) in items.iter_mut().zip(&self.prepared).zip(&self.results) {
+            if let (Some(p), Ok(_)) = (p, result) {
+                item.execution.version = p.write.version;
+            }
+        }
+        self.results
+    }
+}
