@@ -1,15 +1,21 @@
 //! Multi-process CAS race: four processes increment the counters of the same two executions
-//! in one SQLite file at the same time, each retrying on a conflict. No increment may be lost
-//! and no other error (a busy or locked database) may reach the caller.
+//! in one SQLite file (or on one PostgreSQL server) at the same time, each retrying on a
+//! conflict. No increment may be lost and no other error (a busy or locked database, a
+//! serialization failure) may reach the caller: every lost race is a `Conflict`.
 //!
-//! `EXECSTORE_RACE_INCREMENTS` (default 150) sets the increments per process.
+//! `EXECSTORE_RACE_INCREMENTS` (default 150) sets the increments per process. The PostgreSQL
+//! race needs `EXECSTORE_PG_URL`; without it it fails, unless `EXECSTORE_PG_OPTIONAL=1`
+//! (then it prints SKIPPED).
 
+use std::ffi::OsString;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use execstore::ExecutionStore;
 use execstore_e2e::{ensure_counter, line_reader, RACE_IDS};
+use execstore_postgres::{PgOptions, PgStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
 
@@ -28,10 +34,13 @@ fn kill_all(racers: &mut [Racer]) {
     }
 }
 
+fn increments_per_process() -> i64 {
+    std::env::var("EXECSTORE_RACE_INCREMENTS").map_or(150, |v| v.parse().expect("a number"))
+}
+
 #[test]
 fn cas_race_between_processes() {
-    let increments: i64 =
-        std::env::var("EXECSTORE_RACE_INCREMENTS").map_or(150, |v| v.parse().expect("a number"));
+    let increments = increments_per_process();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("race.db");
     let go = dir.path().join("go");
@@ -41,12 +50,74 @@ fn cas_race_between_processes() {
             ensure_counter(&store, id).expect("create");
         }
     }
+    let (conflicts, elapsed) = race(&[path.clone().into_os_string()], &go, increments);
+    let store = SqliteStore::open(&path, SqliteOptions::new()).expect("reopen");
+    check_totals("sqlite", &store, increments, &conflicts, elapsed);
+}
 
+/// The same race on a real PostgreSQL server, the four processes each with a pool of their
+/// own, on tables under a fresh prefix (dropped at the end).
+#[test]
+fn cas_race_between_processes_on_postgres() {
+    let url = match std::env::var("EXECSTORE_PG_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ if std::env::var("EXECSTORE_PG_OPTIONAL").as_deref() == Ok("1") => {
+            eprintln!("SKIPPED: EXECSTORE_PG_URL is not set (EXECSTORE_PG_OPTIONAL=1)");
+            return;
+        }
+        _ => panic!(
+            "EXECSTORE_PG_URL is not set: this test needs a PostgreSQL server, e.g. \
+             `source scripts/lib/postgres.sh && pg_start && trap pg_stop EXIT` (or set \
+             EXECSTORE_PG_OPTIONAL=1 to skip it)"
+        ),
+    };
+    let increments = increments_per_process();
+    let prefix = format!(
+        "race{:x}_{:x}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let go = dir.path().join("go");
+    let store = PgStore::open(&url, PgOptions::new().prefix(prefix.clone())).expect("open");
+    for id in RACE_IDS {
+        ensure_counter(&store, id).expect("create");
+    }
+    let args: Vec<OsString> = ["--pg", &url, "--prefix", &prefix]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    let (conflicts, elapsed) = race(&args, &go, increments);
+    check_totals("postgres", &store, increments, &conflicts, elapsed);
+    drop(store);
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    let tables = [
+        "executions",
+        "outbox",
+        "processed_events",
+        "timers",
+        "spawns",
+        "trace",
+        "execstore_migrations",
+    ]
+    .map(|t| format!("{prefix}_{t}"))
+    .join(", ");
+    client
+        .batch_execute(&format!("DROP TABLE IF EXISTS {tables} CASCADE"))
+        .expect("drop the race tables");
+}
+
+/// Runs `PROCESSES` racers on the store `store_args` names, started together by `go`, and
+/// returns each one's conflict count and how long the race took. Panics if a racer fails
+/// (any error but a conflict ends a racer) or does not finish in 120 s.
+fn race(store_args: &[OsString], go: &Path, increments: i64) -> (Vec<u64>, Duration) {
     let mut racers: Vec<Racer> = (0..PROCESSES)
         .map(|_| {
             let mut child = Command::new(env!("CARGO_BIN_EXE_cas_racer"))
-                .arg(&path)
-                .arg(&go)
+                .args(store_args)
+                .arg(go)
                 .arg(increments.to_string())
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
@@ -78,7 +149,7 @@ fn cas_race_between_processes() {
         panic!("{why}");
     }
     // All have the store open: start them together.
-    std::fs::write(&go, b"go").expect("write the go file");
+    std::fs::write(go, b"go").expect("write the go file");
     let started = Instant::now();
     let deadline = started + Duration::from_secs(120);
     loop {
@@ -118,8 +189,18 @@ fn cas_race_between_processes() {
         conflicts.push(summary["conflicts"].as_u64().expect("conflicts"));
     }
     assert!(failures.is_empty(), "racers failed:\n{}", failures.join("\n"));
+    (conflicts, elapsed)
+}
 
-    let store = SqliteStore::open(&path, SqliteOptions::new()).expect("reopen");
+/// The counters sum to the increments made, each execution's version is its counter + 1, and
+/// the processes overlapped (there were conflicts).
+fn check_totals(
+    backend: &str,
+    store: &dyn ExecutionStore,
+    increments: i64,
+    conflicts: &[u64],
+    elapsed: Duration,
+) {
     let mut sum = 0;
     for id in RACE_IDS {
         let exe = store.load(id).expect("load").expect("stored");
@@ -134,7 +215,7 @@ fn cas_race_between_processes() {
     }
     let total: u64 = conflicts.iter().sum();
     eprintln!(
-        "cas race: {PROCESSES} processes x {increments} increments in {:.1} s, counters sum {sum}, \
+        "cas race ({backend}): {PROCESSES} processes x {increments} increments in {:.1} s, counters sum {sum}, \
          conflicts: {total} (per process {conflicts:?})",
         elapsed.as_secs_f64()
     );

@@ -136,6 +136,10 @@ pub enum BenchBackend {
     Sqlite,
     /// execstore's MemoryStore.
     Memory,
+    /// execstore-postgres on the server `--db postgres://...` names, in fresh tables: under
+    /// `--prefix` (which must not name existing tables; they are kept after the run), or
+    /// under a unique prefix whose tables are dropped after the run.
+    Postgres,
 }
 
 /// A switch of `execstore bench`.
@@ -168,7 +172,8 @@ pub enum BenchSynchronous {
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// The store to drive (`--db PATH` picks the SQLite file, which must not exist yet, nor
-    /// its -wal and -shm; default: a fresh temporary file, deleted after the run).
+    /// its -wal and -shm; default: a fresh temporary file, deleted after the run). `postgres`
+    /// needs `--db postgres://...`.
     #[arg(long, value_enum, value_name = "BACKEND", default_value_t = BenchBackend::Sqlite)]
     pub backend: BenchBackend,
 
@@ -185,7 +190,7 @@ pub struct BenchArgs {
     #[arg(long, value_enum, value_name = "on|off", default_value_t = OnOff::On)]
     pub trace: OnOff,
 
-    /// PRAGMA synchronous (default: not set, which is the store's default, FULL).
+    /// PRAGMA synchronous (default: not set, which is the store's default, FULL). SQLite only.
     #[arg(long, value_enum, value_name = "LEVEL")]
     pub synchronous: Option<BenchSynchronous>,
 

@@ -29,6 +29,7 @@ use execstore::{
     DueTimer, Effects, Event, Execution, ExecutionStore, GroupCommit, JsonObject, ListQuery, MemoryStore,
     Status, TraceStep,
 };
+use execstore_postgres::{PgOptions, PgStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Map, Value};
@@ -214,9 +215,9 @@ fn step(exe: &mut Execution, i: usize, round: &Round, in_id: String, trace: bool
 pub struct Config {
     /// The store.
     pub backend: BenchBackend,
-    /// The SQLite file (must not exist); `None`: a temporary one.
+    /// The SQLite file (must not exist; `None`: a temporary one), or the PostgreSQL URL.
     pub db: Option<PathBuf>,
-    /// The SQLite table prefix.
+    /// The table prefix (PostgreSQL: of fresh tables, kept; `None`: a unique one, dropped).
     pub prefix: Option<String>,
     /// N.
     pub executions: usize,
@@ -280,7 +281,10 @@ pub fn run(cfg: &Config) -> anyhow::Result<Value> {
             CliError::Input("--db, --prefix and --synchronous are for --backend sqlite".into()).into(),
         );
     }
-    if let Some(db) = &cfg.db {
+    if cfg.backend == BenchBackend::Postgres && cfg.synchronous.is_some() {
+        return Err(CliError::Input("--synchronous is for --backend sqlite".into()).into());
+    }
+    if let (BenchBackend::Sqlite, Some(db)) = (cfg.backend, &cfg.db) {
         if let Some(existing) = ["", "-wal", "-shm"]
             .iter()
             .map(|sfx| with_suffix(db, sfx))
@@ -333,9 +337,14 @@ pub fn run(cfg: &Config) -> anyhow::Result<Value> {
             let m = drive(store, cfg)?;
             let db_bytes = file_size(&db)?;
             let wal_bytes = file_size(&with_suffix(&db, "-wal"))?;
-            (m, db_bytes, wal_bytes, Some(rusqlite::version()))
+            (m, db_bytes, Some(wal_bytes), Some(rusqlite::version()))
         }
-        BenchBackend::Memory => (drive(MemoryStore::new(), cfg)?, 0, 0, None),
+        BenchBackend::Memory => (drive(MemoryStore::new(), cfg)?, 0, Some(0), None),
+        // The server's WAL is not the store's own: no figure.
+        BenchBackend::Postgres => {
+            let (m, db_bytes) = run_postgres(cfg)?;
+            (m, db_bytes, None, None)
+        }
     };
     let wall = wall.elapsed();
     drop(tmp);
@@ -351,6 +360,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Value> {
         Value::from(match cfg.backend {
             BenchBackend::Sqlite => "execstore-sqlite",
             BenchBackend::Memory => "execstore-memory",
+            BenchBackend::Postgres => "execstore-postgres",
         }),
     );
     put("executions", Value::from(n));
@@ -383,7 +393,10 @@ pub fn run(cfg: &Config) -> anyhow::Result<Value> {
     put("due_timers_rows", Value::from(m.due_rows));
     put("outbox_acked", Value::from(m.acked_single + m.acked_batch));
     put("read_trace_rows", Value::from(m.trace_rows));
-    put("wal_bytes_after_close", Value::from(wal_bytes));
+    put(
+        "wal_bytes_after_close",
+        wal_bytes.map_or(Value::Null, Value::from),
+    );
     put("exe0_data_sha256", m.exe0_sha256.map_or(Value::Null, Value::from));
     put("wall_s", round_to(wall.as_secs_f64(), 2));
     // Extras of this peer.
@@ -400,9 +413,111 @@ pub fn run(cfg: &Config) -> anyhow::Result<Value> {
         Value::from(match cfg.backend {
             BenchBackend::Sqlite => "sqlite",
             BenchBackend::Memory => "memory",
+            BenchBackend::Postgres => "postgres",
         }),
     );
     Ok(Value::Object(out))
+}
+
+/// The tables a [`PgStore`] makes under a prefix.
+const PG_TABLES: [&str; 7] = [
+    "executions",
+    "outbox",
+    "processed_events",
+    "timers",
+    "spawns",
+    "trace",
+    "execstore_migrations",
+];
+
+/// Drops the bench's PostgreSQL tables when it goes, unless they are to be kept.
+struct PgTables {
+    url: String,
+    names: Vec<String>,
+    keep: bool,
+}
+
+impl Drop for PgTables {
+    fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
+        if let Ok(mut client) = postgres::Client::connect(&self.url, postgres::NoTls) {
+            let _ = client.batch_execute(&format!("DROP TABLE IF EXISTS {} CASCADE", self.names.join(", ")));
+        }
+    }
+}
+
+/// W1 on PostgreSQL: the server `--db` names, fresh tables under `--prefix` (kept) or under
+/// a unique prefix (dropped at the end, on failure too). Returns the measures and `db_bytes`:
+/// the sum of `pg_total_relation_size` (heap, indexes, TOAST) of the store's tables after
+/// the run, dead rows not yet vacuumed included.
+fn run_postgres(cfg: &Config) -> anyhow::Result<(Measured, u64)> {
+    let url = match cfg.db.as_deref().and_then(Path::to_str) {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => url,
+        _ => {
+            return Err(CliError::Input(
+                "--backend postgres needs --db postgres://USER@HOST:PORT/DATABASE".into(),
+            )
+            .into())
+        }
+    };
+    let (prefix, keep) = match &cfg.prefix {
+        Some(prefix) => (prefix.clone(), true),
+        None => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            (
+                format!("execstore_bench_{:x}_{nanos:x}", std::process::id()),
+                false,
+            )
+        }
+    };
+    let names: Vec<String> = PG_TABLES.iter().map(|t| format!("{prefix}_{t}")).collect();
+    let connect_err = |e: postgres::Error| {
+        anyhow::Error::from(CliError::Store(execstore::StoreError::backend(e, true)))
+            .context(format!("cannot connect to {url}"))
+    };
+    let mut client = postgres::Client::connect(url, postgres::NoTls).map_err(connect_err)?;
+    let existing: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_catalog.pg_class c \
+             WHERE c.relname = ANY($1) AND pg_catalog.pg_table_is_visible(c.oid)",
+            &[&names.iter().map(|n| n.to_lowercase()).collect::<Vec<_>>()],
+        )
+        .map_err(connect_err)?
+        .get(0);
+    if existing > 0 {
+        return Err(CliError::Input(format!(
+            "tables with the prefix {prefix} already exist; the benchmark needs fresh tables \
+             (pick another --prefix)"
+        ))
+        .into());
+    }
+    let options = PgOptions::new()
+        .prefix(prefix.clone())
+        .max_connections(u32::try_from(cfg.clients + 1).unwrap_or(32).clamp(2, 32));
+    let store = PgStore::open(url, options)
+        .map_err(CliError::Store)
+        .with_context(|| format!("cannot create the store on {url}"))?;
+    // From here the tables exist (the prefix was valid): drop them at the end unless kept.
+    let tables = PgTables {
+        url: url.to_owned(),
+        names,
+        keep,
+    };
+    let m = drive(store, cfg)?;
+    let bytes: i64 = client
+        .query_one(
+            "SELECT COALESCE(sum(pg_catalog.pg_total_relation_size(pg_catalog.to_regclass(t))), 0)::int8 \
+             FROM unnest($1::text[]) AS t",
+            &[&tables.names],
+        )
+        .map_err(connect_err)?
+        .get(0);
+    drop(tables);
+    Ok((m, u64::try_from(bytes).unwrap_or(0)))
 }
 
 fn round_to(x: f64, places: i32) -> Value {

@@ -278,6 +278,129 @@ fn db_is_a_fresh_file_kept_after_the_run() {
     assert!(!out.status.success());
 }
 
+/// W1 on the PostgreSQL server of `EXECSTORE_PG_URL` (without it the test fails, unless
+/// `EXECSTORE_PG_OPTIONAL=1`: then it prints SKIPPED): the same rows (the spec's hash of
+/// execution 0), in fresh tables under a unique prefix that are dropped after the run; with
+/// `--prefix` the tables are kept, and a second run on them is refused.
+#[test]
+fn postgres_backend_writes_the_same_rows() {
+    let url = match std::env::var("EXECSTORE_PG_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ if std::env::var("EXECSTORE_PG_OPTIONAL").as_deref() == Ok("1") => {
+            eprintln!("SKIPPED: EXECSTORE_PG_URL is not set (EXECSTORE_PG_OPTIONAL=1)");
+            return;
+        }
+        _ => panic!(
+            "EXECSTORE_PG_URL is not set: this test needs a PostgreSQL server, e.g. \
+             `source scripts/lib/postgres.sh && pg_start && trap pg_stop EXIT` (or set \
+             EXECSTORE_PG_OPTIONAL=1 to skip it)"
+        ),
+    };
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let bench_tables = |client: &mut postgres::Client, pattern: &str| -> i64 {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename LIKE $1",
+                &[&pattern],
+            )
+            .unwrap()
+            .get(0)
+    };
+    let before = bench_tables(&mut client, "execstore\\_bench\\_%");
+    let line = bench(&[
+        "--backend",
+        "postgres",
+        "--db",
+        &url,
+        "--executions",
+        "20",
+        "--events",
+        "20",
+    ]);
+    let mut pg_line = line.clone();
+    pg_line["wal_bytes_after_close"] = 0.into();
+    check_counts(&pg_line, 20, 20, EXE0_SHA256_K20);
+    assert_eq!(line["impl"], "execstore-postgres");
+    assert_eq!(line["backend"], "postgres");
+    assert_eq!(line["sqlite"], Value::Null);
+    assert_eq!(line["synchronous"], Value::Null);
+    assert_eq!(line["wal_bytes_after_close"], Value::Null);
+    assert!(line["db_bytes"].as_u64().unwrap() > 0, "{line}");
+    // The unique prefix's tables are gone.
+    assert_eq!(bench_tables(&mut client, "execstore\\_bench\\_%"), before);
+
+    // With --prefix, concurrent clients: kept, and not reused.
+    let prefix = format!("benchtest_{}", std::process::id());
+    let args = [
+        "--backend",
+        "postgres",
+        "--db",
+        &url,
+        "--prefix",
+        &prefix,
+        "--executions",
+        "20",
+        "--events",
+        "10",
+        "--clients",
+        "3",
+    ];
+    let line = bench(&args);
+    let mut pg_line = line.clone();
+    pg_line["wal_bytes_after_close"] = 0.into();
+    check_counts(&pg_line, 20, 10, EXE0_SHA256_K10);
+    assert_eq!(line["group_commit"], true);
+    assert_eq!(bench_tables(&mut client, &format!("{prefix}\\_%")), 7);
+    let dir = tempfile::tempdir().unwrap();
+    let mut again = vec!["bench"];
+    again.extend_from_slice(&args);
+    let out = execstore(dir.path(), &again);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("already exist"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let n: i64 = client
+        .query_one(&format!("SELECT count(*) FROM {prefix}_executions"), &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 20, "the refused run touched the kept tables");
+    let tables: Vec<String> = [
+        "executions",
+        "outbox",
+        "processed_events",
+        "timers",
+        "spawns",
+        "trace",
+        "execstore_migrations",
+    ]
+    .iter()
+    .map(|t| format!("{prefix}_{t}"))
+    .collect();
+    client
+        .batch_execute(&format!("DROP TABLE {} CASCADE", tables.join(", ")))
+        .unwrap();
+
+    // No URL, or SQLite's --synchronous: refused.
+    for args in [
+        &["bench", "--backend", "postgres"][..],
+        &["bench", "--backend", "postgres", "--db", "x.db"],
+        &[
+            "bench",
+            "--backend",
+            "postgres",
+            "--db",
+            &url,
+            "--synchronous",
+            "normal",
+        ],
+    ] {
+        let out = execstore(dir.path(), args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+    }
+}
+
 #[test]
 fn bad_arguments_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -286,7 +409,7 @@ fn bad_arguments_are_usage_errors() {
         &["bench", "--seed", "4294967296"],
         &["bench", "--synchronous", "extra"],
         &["bench", "--clients", "0"],
-        &["bench", "--backend", "postgres"],
+        &["bench", "--backend", "mysql"],
     ] {
         let out = execstore(dir.path(), args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

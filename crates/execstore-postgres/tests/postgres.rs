@@ -207,3 +207,144 @@ fn rows_are_harels_shape() {
     assert_eq!(row.get::<_, String>(1), exe.to_json());
     assert_eq!(row.get::<_, i32>(2), 2);
 }
+
+/// The store's backend is terminated (`pg_terminate_backend`) while its commit waits inside
+/// the transaction: the call fails with a retryable `Backend` error, nothing of it is left
+/// (no outbox, dedupe, timer, spawn or trace row, versions unchanged), and the store works
+/// again afterwards on a fresh connection. Checked for one commit and for a batch whose first
+/// item was fully applied before the second one blocked.
+#[test]
+fn backend_terminated_mid_commit_leaves_nothing() {
+    let prefix = unique_prefix();
+    // One connection: the dead one must be replaced for the store to work again.
+    let options = PgOptions::new().prefix(prefix.clone()).max_connections(1);
+    let Some(h) = common::PgHarness::with_options(options, Some(prefix.clone())) else {
+        return;
+    };
+    let store = h.pg();
+    for id in ["kill-a", "kill-b"] {
+        store.save(&mut Execution::new(id, "d")).unwrap();
+    }
+    let effects = |id: &str| {
+        Effects::new()
+            .emit(
+                Some("elsewhere"),
+                execstore::Event::new(format!("{id}-out"), "Out"),
+            )
+            .processed(format!("{id}-in"))
+            .schedule("root.wait", 1_000.0)
+            .spawn(format!("{id}-child"), "child.root", serde_json::Map::new())
+            .trace(json!({"event_kind": "Step"}).as_object().unwrap().clone())
+    };
+    // A step without an emit, applied in full before the blocked one when in a batch.
+    let effects_no_emit = |id: &str| {
+        Effects::new()
+            .processed(format!("{id}-in"))
+            .schedule("root.wait", 1_000.0)
+            .trace(json!({"event_kind": "Step"}).as_object().unwrap().clone())
+    };
+
+    for batch in [false, true] {
+        // The blocker holds the outbox: the store's transaction does its CAS update, then
+        // waits on the outbox insert.
+        let mut blocker = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
+        let mut lock = blocker.transaction().unwrap();
+        lock.batch_execute(&format!("LOCK TABLE {prefix}_outbox IN ACCESS EXCLUSIVE MODE"))
+            .unwrap();
+        let result = std::thread::scope(|s| {
+            let committer = s.spawn(|| {
+                if batch {
+                    let a = store.load("kill-a").unwrap().unwrap();
+                    let b = store.load("kill-b").unwrap().unwrap();
+                    let mut items = [
+                        execstore::BatchItem::new(b, effects_no_emit("kill-b")),
+                        execstore::BatchItem::new(a, effects("kill-a")),
+                    ];
+                    let r = store.commit_batch(&mut items).map(|_| ());
+                    assert_eq!(items[0].execution.version, 1, "a failed batch moved a version");
+                    assert_eq!(items[1].execution.version, 1, "a failed batch moved a version");
+                    r
+                } else {
+                    let mut a = store.load("kill-a").unwrap().unwrap();
+                    let r = store.commit(&mut a, &effects("kill-a")).map(|_| ());
+                    assert_eq!(a.version, 1, "a failed commit moved the version");
+                    r
+                }
+            });
+            // The store's backend, waiting on a lock over the outbox.
+            let mut killer = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            let pid: i32 = loop {
+                let rows = killer
+                    .query(
+                        "SELECT pid FROM pg_stat_activity \
+                         WHERE pid <> pg_backend_pid() AND wait_event_type = 'Lock' \
+                         AND state = 'active' AND query LIKE '%' || $1 || '_outbox%'",
+                        &[&prefix],
+                    )
+                    .unwrap();
+                if let Some(row) = rows.first() {
+                    assert_eq!(rows.len(), 1, "more than one waiting store backend");
+                    break row.get(0);
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the store's commit never waited on the outbox lock"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            };
+            // It is inside its transaction: it already updated the execution row.
+            let in_tx: bool = killer
+                .query_one(
+                    "SELECT xact_start IS NOT NULL FROM pg_stat_activity WHERE pid = $1",
+                    &[&pid],
+                )
+                .unwrap()
+                .get(0);
+            assert!(in_tx);
+            let killed: bool = killer
+                .query_one("SELECT pg_terminate_backend($1)", &[&pid])
+                .unwrap()
+                .get(0);
+            assert!(killed);
+            committer.join().unwrap()
+        });
+        lock.rollback().unwrap();
+
+        let err = result.expect_err("the commit of a terminated backend succeeded");
+        eprintln!("terminated mid-commit (batch: {batch}): {err}");
+        assert!(
+            matches!(err, StoreError::Backend { retryable: true, .. }),
+            "batch {batch}: {err:?}"
+        );
+        // Nothing of it is left.
+        for id in ["kill-a", "kill-b"] {
+            assert_eq!(store.load(id).unwrap().unwrap().version, 1, "batch {batch}: {id}");
+            assert!(!store.is_processed(id, &format!("{id}-in")).unwrap(), "{id}");
+            assert!(store.read_trace(id).unwrap().is_empty(), "{id}");
+        }
+        assert!(store.pending_outbox(None, 100).unwrap().is_empty());
+        assert!(store.pending_spawns(None, 100).unwrap().is_empty());
+        assert!(store.due_timers(1e9, None, 100).unwrap().is_empty());
+        let mut raw = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
+        for table in ["outbox", "processed_events", "timers", "spawns", "trace"] {
+            let n: i64 = raw
+                .query_one(&format!("SELECT count(*) FROM {prefix}_{table}"), &[])
+                .unwrap()
+                .get(0);
+            assert_eq!(n, 0, "batch {batch}: {table} has rows");
+        }
+    }
+
+    // The pool replaced the dead connection: the same steps commit now.
+    let mut b = store.load("kill-b").unwrap().unwrap();
+    let mut a = store.load("kill-a").unwrap().unwrap();
+    store.commit(&mut b, &effects_no_emit("kill-b")).unwrap();
+    let seqs = store.commit(&mut a, &effects("kill-a")).unwrap();
+    assert_eq!(seqs.len(), 1);
+    assert_eq!((a.version, b.version), (2, 2));
+    assert_eq!(store.pending_outbox(None, 100).unwrap().len(), 1);
+    assert_eq!(store.pending_spawns(None, 100).unwrap().len(), 1);
+    assert_eq!(store.due_timers(1e9, None, 100).unwrap().len(), 2);
+    assert!(store.is_processed("kill-a", "kill-a-in").unwrap());
+}

@@ -1,35 +1,68 @@
-//! A child of the multi-process CAS race: opens the SQLite file, prints `ready`, waits for the
-//! go file to appear, then makes `increments` successful increments of `context.counter`,
+//! A child of the multi-process CAS race: opens the store (a SQLite file, or tables on a
+//! PostgreSQL server), prints `ready`, waits for the go file to appear, then makes `increments` successful increments of `context.counter`,
 //! alternating between the race executions and retrying on a conflict (with up to 300 µs of
 //! simulated work between each load and its commit). At the end it prints
 //! `{"conflicts": C, "increments": M}`. Any other store error is printed and ends it with exit
 //! code 3.
 //!
-//! Usage: `cas_racer <db-path> <go-file> <increments>`
+//! Usage: `cas_racer <db-path> <go-file> <increments>` (a SQLite file), or
+//! `cas_racer --pg <url> --prefix <prefix> <go-file> <increments>` (a PostgreSQL server, the
+//! tables under `prefix`).
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use execstore::ExecutionStore;
 use execstore_e2e::{increment_counter, RACE_IDS};
+use execstore_postgres::{PgOptions, PgStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 
+const USAGE: &str = "usage: cas_racer <db-path> <go-file> <increments>\n       \
+                     cas_racer --pg <url> --prefix <prefix> <go-file> <increments>";
+
+/// A store as it opened (or failed to), what it is (for messages), and the arguments left.
+type Opened<'a> = (execstore::Result<Box<dyn ExecutionStore>>, String, &'a [String]);
+
+/// Opens the store the arguments name and returns it with the rest of the arguments, or
+/// `None` (usage) if they are not understood.
+fn open(args: &[String]) -> Option<Opened<'_>> {
+    match args {
+        [flag, url, pflag, prefix, rest @ ..] if flag == "--pg" && pflag == "--prefix" => {
+            let options = PgOptions::new().prefix(prefix.clone()).max_connections(2);
+            let store = PgStore::open(url, options).map(|s| Box::new(s) as Box<dyn ExecutionStore>);
+            Some((store, format!("{url} (prefix {prefix})"), rest))
+        }
+        [flag, ..] if flag.starts_with("--") => None,
+        [path, rest @ ..] => {
+            let store =
+                SqliteStore::open(path, SqliteOptions::new()).map(|s| Box::new(s) as Box<dyn ExecutionStore>);
+            Some((store, path.clone(), rest))
+        }
+        [] => None,
+    }
+}
+
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let (Some(path), Some(go), Some(increments)) = (
-        args.next(),
-        args.next(),
-        args.next().and_then(|s| s.parse::<usize>().ok()),
-    ) else {
-        eprintln!("usage: cas_racer <db-path> <go-file> <increments>");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((store, what, rest)) = open(&args) else {
+        eprintln!("{USAGE}");
         return ExitCode::from(64);
     };
-    let store = match SqliteStore::open(&path, SqliteOptions::new()) {
+    let (Some(go), Some(increments), None) = (
+        rest.first(),
+        rest.get(1).and_then(|s| s.parse::<usize>().ok()),
+        rest.get(2),
+    ) else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(64);
+    };
+    let store = match store {
         Ok(store) => store,
         Err(e) => {
-            println!("error: open {path}: {e}");
-            eprintln!("cas_racer: open {path}: {e}");
+            println!("error: open {what}: {e}");
+            eprintln!("cas_racer: open {what}: {e}");
             return ExitCode::from(3);
         }
     };
@@ -38,7 +71,7 @@ fn main() -> ExitCode {
         return ExitCode::from(3);
     }
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !Path::new(&go).exists() {
+    while !Path::new(go).exists() {
         if Instant::now() > deadline {
             eprintln!("cas_racer: no go file after 60 s");
             return ExitCode::from(3);
@@ -52,7 +85,7 @@ fn main() -> ExitCode {
     let mut conflicts = 0;
     for i in 0..increments {
         let id = RACE_IDS[i % RACE_IDS.len()];
-        match increment_counter(&store, id, &mut think) {
+        match increment_counter(store.as_ref(), id, &mut think) {
             Ok(c) => conflicts += c,
             Err(e) => {
                 let _ = writeln!(out, "error: increment {i} of {id}: {e:?}");
