@@ -60,14 +60,7 @@ const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS {migrations} \
      (version INT PRIMARY KEY, description TEXT NOT NULL, checksum TEXT NOT NULL, \
      applied_at TIMESTAMPTZ NOT NULL DEFAULT now())";
 
-/// One schema change of execstore's own, on top of harel's tables: indexes only, which
-/// harel's writes keep valid, so harel keeps working on a migrated database.
-pub(crate) struct Migration {
-    pub(crate) version: i32,
-    pub(crate) description: &'static str,
-    /// The statements, with `{executions}`-style placeholders.
-    pub(crate) statements: &'static [&'static str],
-}
+pub(crate) use execstore::migration::Migration;
 
 /// Every migration this build knows, in order.
 ///
@@ -86,21 +79,6 @@ pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
          ON {timers} (fire_at, (execution_id COLLATE \"C\"), (path COLLATE \"C\"))",
     ],
 }];
-
-impl Migration {
-    /// A fingerprint of the statements as written (before the names are filled in, so it does
-    /// not depend on the prefix): FNV-1a, 64 bits, in hex.
-    pub(crate) fn checksum(&self) -> String {
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for stmt in self.statements {
-            for byte in stmt.bytes().chain([0u8]) {
-                hash ^= u64::from(byte);
-                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        }
-        format!("fnv1a64:{hash:016x}")
-    }
-}
 
 /// Creates harel's tables and applies every migration not yet recorded, in one transaction
 /// under harel's schema advisory lock: several processes opening the same fresh database at

@@ -45,15 +45,7 @@ const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS {migrations} \
      (version INTEGER PRIMARY KEY, description TEXT NOT NULL, checksum TEXT NOT NULL, \
      applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))";
 
-/// One schema change of execstore's own, on top of harel's tables. Migrations only add what
-/// harel's own writes keep valid (indexes over harel's columns and expressions), never
-/// columns, so harel keeps working on a migrated file.
-pub(crate) struct Migration {
-    pub(crate) version: i64,
-    pub(crate) description: &'static str,
-    /// The statements, with `{executions}`-style placeholders.
-    pub(crate) statements: &'static [&'static str],
-}
+pub(crate) use execstore::migration::Migration;
 
 /// Every migration this build knows, in order.
 ///
@@ -74,21 +66,6 @@ pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
          ON {timers} (fire_at, execution_id, path)",
     ],
 }];
-
-impl Migration {
-    /// A fingerprint of the statements as written (before the table names are filled in, so
-    /// it does not depend on the prefix): FNV-1a, 64 bits, in hex.
-    pub(crate) fn checksum(&self) -> String {
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for stmt in self.statements {
-            for byte in stmt.bytes().chain([0u8]) {
-                hash ^= u64::from(byte);
-                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        }
-        format!("fnv1a64:{hash:016x}")
-    }
-}
 
 /// Creates harel's tables and applies every migration not yet recorded, in one
 /// `BEGIN IMMEDIATE` transaction: several connections opening the same fresh file at once

@@ -16,6 +16,7 @@
 mod error;
 mod group;
 mod memory;
+pub mod migration;
 mod model;
 pub mod names;
 pub mod pyjson;
