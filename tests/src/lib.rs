@@ -99,6 +99,35 @@ pub fn step_effects(id: &str, n: i64) -> Effects {
     effects
 }
 
+/// A store a child process was told to open, what it is (for messages), and the arguments
+/// left after the ones naming it.
+pub type OpenedStore<'a> = (execstore::Result<Box<dyn ExecutionStore>>, String, &'a [String]);
+
+/// Opens the store that leads `args` for a test's child process: `<db-path>` (a SQLite file)
+/// or `--pg <url> --prefix <prefix>` (tables on a PostgreSQL server), with `trace_max` and
+/// `connections` pooled connections for Postgres. `None` if the arguments are not understood.
+pub fn open_store_args(args: &[String], trace_max: Option<u32>, connections: u32) -> Option<OpenedStore<'_>> {
+    match args {
+        [flag, url, pflag, prefix, rest @ ..] if flag == "--pg" && pflag == "--prefix" => {
+            let options = execstore_postgres::PgOptions::new()
+                .prefix(prefix.clone())
+                .trace_max(trace_max)
+                .max_connections(connections);
+            let store = execstore_postgres::PgStore::open(url, options)
+                .map(|s| Box::new(s) as Box<dyn ExecutionStore>);
+            Some((store, format!("{url} (prefix {prefix})"), rest))
+        }
+        [flag, ..] if flag.starts_with("--") => None,
+        [path, rest @ ..] => {
+            let options = execstore_sqlite::SqliteOptions::new().trace_max(trace_max);
+            let store = execstore_sqlite::SqliteStore::open(path, options)
+                .map(|s| Box::new(s) as Box<dyn ExecutionStore>);
+            Some((store, path.clone(), rest))
+        }
+        [] => None,
+    }
+}
+
 /// What one call of [`crash_step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepDone {
@@ -106,6 +135,16 @@ pub enum StepDone {
     Created,
     /// Step `n` was committed (and its outbox entry acked if [`step_acks_outbox`]).
     Step(i64),
+}
+
+impl StepDone {
+    /// The execution's version once this was committed.
+    pub fn version(self) -> i64 {
+        match self {
+            StepDone::Created => 1,
+            StepDone::Step(n) => n + 1,
+        }
+    }
 }
 
 /// One unit of the crash workload on `id`: create the execution if absent, else load it, commit
@@ -499,5 +538,111 @@ mod tests {
             "{:?}",
             report.violations
         );
+    }
+}
+
+/// The PostgreSQL server the tests run against, from the environment.
+pub mod pg {
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    /// `EXECSTORE_PG_URL`; `None` (the caller skips, saying why) only if it is unset and
+    /// `EXECSTORE_PG_OPTIONAL=1`; otherwise a missing server fails the test.
+    pub fn url_or_skip(test: &str) -> Option<String> {
+        match std::env::var("EXECSTORE_PG_URL") {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ if std::env::var("EXECSTORE_PG_OPTIONAL").as_deref() == Ok("1") => {
+                eprintln!("SKIPPED {test}: EXECSTORE_PG_URL is not set (EXECSTORE_PG_OPTIONAL=1)");
+                None
+            }
+            _ => panic!(
+                "EXECSTORE_PG_URL is not set: {test} needs a PostgreSQL server, e.g. \
+                 `source scripts/lib/postgres.sh && pg_start && trap pg_stop EXIT` (or set \
+                 EXECSTORE_PG_OPTIONAL=1 to skip it)"
+            ),
+        }
+    }
+
+    /// A table prefix no other test run uses.
+    pub fn fresh_prefix(tag: &str) -> String {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        format!("{tag}{:x}_{nanos:x}", std::process::id())
+    }
+
+    /// Drops the store tables under `prefix`.
+    pub fn drop_tables(url: &str, prefix: &str) {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+        let tables = [
+            "executions",
+            "outbox",
+            "processed_events",
+            "timers",
+            "spawns",
+            "trace",
+            "execstore_migrations",
+        ]
+        .map(|t| format!("{prefix}_{t}"))
+        .join(", ");
+        client
+            .batch_execute(&format!("DROP TABLE IF EXISTS {tables} CASCADE"))
+            .expect("drop the test tables");
+    }
+
+    /// The throwaway cluster `scripts/lib/postgres.sh` started (`EXECSTORE_PG_DIR`), which
+    /// a test may crash and restart; `None` for a server given only by URL.
+    #[derive(Debug)]
+    pub struct Cluster {
+        dir: PathBuf,
+        pg_ctl: PathBuf,
+    }
+
+    impl Cluster {
+        /// The cluster of `EXECSTORE_PG_DIR`, if it is set and PostgreSQL's `pg_ctl` is found.
+        pub fn from_env() -> Option<Self> {
+            let dir = PathBuf::from(std::env::var_os("EXECSTORE_PG_DIR")?);
+            let mut bins: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+                .ok()?
+                .filter_map(|e| e.ok().map(|e| e.path().join("bin/pg_ctl")))
+                .filter(|p| p.exists())
+                .collect();
+            bins.sort();
+            let pg_ctl = bins.pop()?;
+            dir.join("data").is_dir().then_some(Cluster { dir, pg_ctl })
+        }
+
+        fn pg_ctl(&self, args: &[&str]) {
+            let data = self.dir.join("data");
+            let log = self.dir.join("server.log");
+            // As the cluster's owner: `postgres` when we are root (scripts/lib/postgres.sh).
+            let root = Command::new("id")
+                .arg("-u")
+                .output()
+                .is_ok_and(|o| o.stdout == b"0\n");
+            let mut command = if root {
+                let mut c = Command::new("runuser");
+                c.args(["-u", "postgres", "--"]).arg(&self.pg_ctl);
+                c
+            } else {
+                Command::new(&self.pg_ctl)
+            };
+            let status = command
+                .args(args)
+                .arg("-D")
+                .arg(&data)
+                .arg("-l")
+                .arg(&log)
+                .status()
+                .expect("run pg_ctl");
+            assert!(status.success(), "pg_ctl {args:?}: {status}");
+        }
+
+        /// Crashes the server as a power cut would leave it (`pg_ctl restart -m immediate`:
+        /// every server process killed without a checkpoint) and starts it again with the
+        /// options it ran with, recovering from its WAL, waiting until it accepts connections.
+        pub fn crash_and_restart(&self) {
+            self.pg_ctl(&["restart", "-m", "immediate", "-w", "-t", "60"]);
+        }
     }
 }

@@ -8,16 +8,19 @@
 
 mod common;
 
+use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use execstore::ExecutionStore;
+use execstore_e2e::pg;
 use execstore_e2e::{
     check_crash_invariants, crash_id, crash_ids, crash_step, line_reader, step_child_id, step_event_id,
     step_input_id, CheckReport, StepDone, CRASH_TRACE_MAX,
 };
+use execstore_postgres::{PgOptions, PgStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 
 fn options() -> SqliteOptions {
@@ -33,19 +36,101 @@ fn env_u64(name: &str) -> Option<u64> {
     )
 }
 
-/// Opens a fresh store on the file, checks every crash execution, closes it.
-fn check_file(path: &Path) -> CheckReport {
-    let store = SqliteStore::open(path, options()).expect("reopen after the kill");
-    check_crash_invariants(&store, &crash_ids(), CRASH_TRACE_MAX).expect("read the store")
+/// Held by each Postgres test of this file: one of them crashes the server, which the other
+/// must not be using meanwhile.
+static SERVER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The `application_name` of the crash writer's Postgres sessions.
+const WRITER_APP: &str = "execstore_crash_writer";
+
+/// Where the crash workload runs.
+enum Target {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// Tables under a prefix on a PostgreSQL server, and the server itself if the test may
+    /// crash it.
+    Postgres {
+        url: String,
+        prefix: String,
+        cluster: Option<pg::Cluster>,
+    },
 }
 
-/// The sum of the stored versions: grows by one with every creation and every step.
-fn total_versions(path: &Path) -> i64 {
-    let store = SqliteStore::open(path, options()).expect("open");
-    crash_ids()
-        .iter()
-        .map(|id| store.load(id).expect("load").map_or(0, |e| e.version))
-        .sum()
+impl Target {
+    fn args(&self) -> Vec<OsString> {
+        match self {
+            Target::Sqlite(path) => vec![path.clone().into_os_string()],
+            Target::Postgres { url, prefix, .. } => {
+                let url = format!(
+                    "{url}{}application_name={WRITER_APP}",
+                    if url.contains('?') { '&' } else { '?' }
+                );
+                ["--pg", &url, "--prefix", prefix]
+                    .iter()
+                    .map(OsString::from)
+                    .collect()
+            }
+        }
+    }
+
+    fn open(&self) -> Box<dyn ExecutionStore> {
+        match self {
+            Target::Sqlite(path) => {
+                Box::new(SqliteStore::open(path, options()).expect("reopen after the kill"))
+            }
+            Target::Postgres { url, prefix, .. } => Box::new(
+                PgStore::open(
+                    url,
+                    PgOptions::new()
+                        .prefix(prefix.clone())
+                        .trace_max(Some(CRASH_TRACE_MAX))
+                        .max_connections(1),
+                )
+                .expect("reopen after the kill"),
+            ),
+        }
+    }
+
+    /// Returns once the server has finished with every killed writer's session: a COMMIT a
+    /// writer sent just before its kill may still be in flight, and the check reads its
+    /// tables one statement at a time.
+    fn settle(&self) {
+        let Target::Postgres { url, .. } = self else {
+            return;
+        };
+        let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let row = client
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                    &[&WRITER_APP],
+                )
+                .expect("pg_stat_activity");
+            if row.get::<_, i64>(0) == 0 {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "a killed writer's session is still open after 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Opens a fresh store, checks every crash execution, closes it.
+    fn check(&self) -> CheckReport {
+        check_crash_invariants(self.open().as_ref(), &crash_ids(), CRASH_TRACE_MAX).expect("read the store")
+    }
+
+    /// The stored version of each crash execution (0: none).
+    fn versions(&self) -> Vec<i64> {
+        let store = self.open();
+        crash_ids()
+            .iter()
+            .map(|id| store.load(id).expect("load").map_or(0, |e| e.version))
+            .collect()
+    }
 }
 
 /// What a run of trials saw.
@@ -53,9 +138,14 @@ fn total_versions(path: &Path) -> i64 {
 struct Trials {
     trials: u64,
     kills: u64,
+    /// Trials that crashed the database server instead of the writer.
+    server_crashes: u64,
     executions: usize,
     steps: u64,
     half_applied: usize,
+    /// Steps the writer was told were committed, all of which must be found.
+    acknowledged: u64,
+    lost: usize,
     /// Trials after whose kill the WAL held frames, so the reopen had to recover it.
     wal_left: u64,
     /// Trials in which the child committed something.
@@ -63,17 +153,31 @@ struct Trials {
     failures: Vec<String>,
 }
 
-/// Runs up to `trials` kill-and-check trials on one file (stopping at the first violation),
-/// the children running the workload whole or `split`.
-fn run_trials(path: &Path, trials: u64, rng: &mut fastrand::Rng, split: bool) -> Trials {
+/// Runs up to `trials` kill-and-check trials on one store (stopping at the first violation),
+/// the children running the workload whole or `split`. Every `server_crash_every`-th trial
+/// (if any, on Postgres) crashes the server mid-run instead of killing the writer.
+fn run_trials(
+    target: &Target,
+    trials: u64,
+    rng: &mut fastrand::Rng,
+    split: bool,
+    server_crash_every: Option<u64>,
+) -> Trials {
     let mut t = Trials::default();
-    let mut before = 0;
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
+    let mut before: i64 = 0;
+    let wal = match target {
+        Target::Sqlite(path) => {
+            let mut wal = path.as_os_str().to_owned();
+            wal.push("-wal");
+            Some(PathBuf::from(wal))
+        }
+        Target::Postgres { .. } => None,
+    };
+    let ids = crash_ids();
     for trial in 1..=trials {
         t.trials = trial;
         let mut command = Command::new(env!("CARGO_BIN_EXE_crash_writer"));
-        command.arg(path).arg(rng.u64(..).to_string());
+        command.args(target.args()).arg(rng.u64(..).to_string());
         if split {
             command.arg("split");
         }
@@ -101,30 +205,72 @@ fn run_trials(path: &Path, trials: u64, rng: &mut fastrand::Rng, split: bool) ->
             let err: Vec<String> = stderr.iter().collect();
             panic!("trial {trial}: crash_writer stopped before the kill: {status}, stderr {err:?}");
         }
-        child.kill().expect("SIGKILL crash_writer");
-        let status = child.wait().expect("wait");
-        assert_eq!(
-            status.signal(),
-            Some(9),
-            "trial {trial}: not ended by SIGKILL: {status}"
-        );
+        let crash_server = match (target, server_crash_every) {
+            (
+                Target::Postgres {
+                    cluster: Some(cluster),
+                    ..
+                },
+                Some(every),
+            ) if trial % every == 0 => Some(cluster),
+            _ => None,
+        };
+        if let Some(cluster) = crash_server {
+            // The writer loses its server mid-commit: it fails (exit 2) or is killed after.
+            cluster.crash_and_restart();
+            t.server_crashes += 1;
+            let _ = child.kill();
+            child.wait().expect("wait");
+        } else {
+            child.kill().expect("SIGKILL crash_writer");
+            let status = child.wait().expect("wait");
+            assert_eq!(
+                status.signal(),
+                Some(9),
+                "trial {trial}: not ended by SIGKILL: {status}"
+            );
+        }
         t.kills += 1;
-        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+        target.settle();
+        if wal
+            .as_ref()
+            .is_some_and(|wal| std::fs::metadata(wal).is_ok_and(|m| m.len() > 0))
+        {
             t.wal_left += 1;
         }
 
-        let report = check_file(path);
+        let report = target.check();
         t.executions += report.executions;
         t.steps += report.steps;
         t.half_applied += report.violations.len();
         t.failures
             .extend(report.violations.iter().map(|v| format!("trial {trial}: {v}")));
-        let integrity = common::integrity_check(path);
-        if integrity != "ok" {
-            t.failures
-                .push(format!("trial {trial}: integrity_check: {integrity}"));
+        if let Target::Sqlite(path) = target {
+            let integrity = common::integrity_check(path);
+            if integrity != "ok" {
+                t.failures
+                    .push(format!("trial {trial}: integrity_check: {integrity}"));
+            }
         }
-        let after = total_versions(path);
+        // Every step the writer was told is committed must be there.
+        let versions = target.versions();
+        for line in stdout.try_iter() {
+            let mut words = line.split(' ');
+            let (Some("committed"), Some(id), Some(version)) = (words.next(), words.next(), words.next())
+            else {
+                continue;
+            };
+            let version: i64 = version.parse().expect("a version");
+            t.acknowledged += 1;
+            let stored = ids.iter().position(|i| i == id).map_or(0, |i| versions[i]);
+            if stored < version {
+                t.lost += 1;
+                t.failures.push(format!(
+                    "trial {trial}: {id} was committed at version {version}, the store has {stored}"
+                ));
+            }
+        }
+        let after: i64 = versions.iter().sum();
         if after > before {
             t.progressed += 1;
         }
@@ -153,17 +299,20 @@ fn crash_trials() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("crash.db");
     let started = Instant::now();
-    let t = run_trials(&path, trials, &mut fastrand::Rng::with_seed(seed), false);
-    let committed = check_file(&path).steps;
+    let target = Target::Sqlite(path);
+    let t = run_trials(&target, trials, &mut fastrand::Rng::with_seed(seed), false, None);
+    let committed = target.check().steps;
     eprintln!(
-        "crash trials: {}, kills: {}, executions checked: {}, steps verified: {}, half-applied: {} \
-         (committed steps at the end: {committed}, trials with progress: {}, WAL left behind by {} kills, \
-         {:.1} s)",
+        "crash trials: {}, kills: {}, executions checked: {}, steps verified: {}, half-applied: {}, \
+         acknowledged commits checked: {}, lost: {} (committed steps at the end: {committed}, trials with \
+         progress: {}, WAL left behind by {} kills, {:.1} s)",
         t.trials,
         t.kills,
         t.executions,
         t.steps,
         t.half_applied,
+        t.acknowledged,
+        t.lost,
         t.progressed,
         t.wal_left,
         started.elapsed().as_secs_f64()
@@ -178,6 +327,85 @@ fn crash_trials() {
     );
 }
 
+/// The same trials against a real PostgreSQL server: the writer is SIGKILLed mid-commit
+/// (the server rolls back its open transaction), and, where the test owns the throwaway
+/// cluster, every fifth trial crashes the server itself (`pg_ctl restart -m immediate`) and
+/// the check runs after its WAL recovery. Nothing half-applied, nothing acknowledged lost.
+#[test]
+fn crash_trials_on_postgres() {
+    let Some(url) = pg::url_or_skip("crash_trials_on_postgres") else {
+        return;
+    };
+    let _server = SERVER.lock().unwrap_or_else(|e| e.into_inner());
+    let trials = env_u64("EXECSTORE_CRASH_TRIALS").unwrap_or(50).div_ceil(2);
+    let seed = seed();
+    let prefix = pg::fresh_prefix("crash");
+    let cluster = pg::Cluster::from_env();
+    if cluster.is_none() {
+        eprintln!("server crashes skipped: EXECSTORE_PG_DIR does not name a cluster this test may restart");
+    }
+    let target = Target::Postgres {
+        url: url.clone(),
+        prefix: prefix.clone(),
+        cluster,
+    };
+    let started = Instant::now();
+    let t = run_trials(
+        &target,
+        trials,
+        &mut fastrand::Rng::with_seed(seed),
+        false,
+        Some(5),
+    );
+    let committed = target.check().steps;
+    eprintln!(
+        "postgres crash trials: {}, writer kills: {}, server crashes: {}, executions checked: {}, \
+         steps verified: {}, half-applied: {}, acknowledged commits checked: {}, lost: {} (committed \
+         steps at the end: {committed}, trials with progress: {}, {:.1} s)",
+        t.trials,
+        t.kills - t.server_crashes,
+        t.server_crashes,
+        t.executions,
+        t.steps,
+        t.half_applied,
+        t.acknowledged,
+        t.lost,
+        t.progressed,
+        started.elapsed().as_secs_f64()
+    );
+    assert!(t.failures.is_empty(), "seed {seed}:\n{}", t.failures.join("\n"));
+    assert!(committed > 0, "no step was ever committed");
+    assert!(t.acknowledged > 0, "the writer never reported a commit");
+    assert!(
+        t.progressed * 2 > trials,
+        "the child made progress in only {} of {trials} trials",
+        t.progressed
+    );
+    pg::drop_tables(&url, &prefix);
+}
+
+/// The same catch on Postgres: a split writer killed between its two transactions.
+#[test]
+fn crash_trials_on_postgres_catch_a_split_commit() {
+    let Some(url) = pg::url_or_skip("crash_trials_on_postgres_catch_a_split_commit") else {
+        return;
+    };
+    let _server = SERVER.lock().unwrap_or_else(|e| e.into_inner());
+    let seed = seed();
+    let prefix = pg::fresh_prefix("split");
+    let target = Target::Postgres {
+        url: url.clone(),
+        prefix: prefix.clone(),
+        cluster: None,
+    };
+    let t = run_trials(&target, 40, &mut fastrand::Rng::with_seed(seed), true, None);
+    pg::drop_tables(&url, &prefix);
+    assert!(
+        t.half_applied > 0,
+        "seed {seed}: 40 kills of a split writer on Postgres, no half-applied step seen"
+    );
+}
+
 /// The trials can fail: a writer that commits each step in two transactions is caught
 /// half-way by some kill.
 #[test]
@@ -185,7 +413,13 @@ fn crash_trials_catch_a_split_commit() {
     let seed = seed();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("split.db");
-    let t = run_trials(&path, 40, &mut fastrand::Rng::with_seed(seed), true);
+    let t = run_trials(
+        &Target::Sqlite(path),
+        40,
+        &mut fastrand::Rng::with_seed(seed),
+        true,
+        None,
+    );
     eprintln!(
         "split writer: half-applied steps found after {} of 40 trials: {:?}",
         t.trials,
@@ -281,12 +515,13 @@ fn checker_catches_half_applied_rows() {
     for (what, sql, expect) in damage {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = populated(dir.path());
-        let clean = check_file(&path);
+        let target = Target::Sqlite(path.clone());
+        let clean = target.check();
         assert!(clean.violations.is_empty(), "{:?}", clean.violations);
         assert_eq!(clean.steps, 28);
         let changed = common::raw_readwrite(&path).execute(&sql, []).expect(&sql);
         assert_eq!(changed, 1, "{what}: {sql}");
-        let report = check_file(&path);
+        let report = target.check();
         assert!(
             report
                 .violations

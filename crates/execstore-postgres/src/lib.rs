@@ -34,17 +34,19 @@ mod schema;
 mod sql;
 
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use execstore::validate::{
     check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedBatch,
-    PreparedCommit,
+    PreparedCommit, MAX_PAGE,
 };
 use execstore::{
     BatchItem, Capabilities, DueTimer, Effects, Event, Execution, ExecutionPage, ExecutionStore,
     ExecutionSummary, JsonObject, ListQuery, OutboxEntry, Result, SpawnEntry, Status, StoreError, TimerOp,
-    TraceStep, DEFAULT_TRACE_MAX,
+    TraceStep, Work, DEFAULT_TRACE_MAX,
 };
+use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement, Transaction};
 
@@ -163,6 +165,8 @@ fn prepared(
 struct Tx<'a> {
     tx: Transaction<'a>,
     statements: &'a mut HashMap<String, Statement>,
+    /// The kinds of work this transaction has announced (NOTIFY once per kind).
+    notified: Vec<Work>,
 }
 
 impl Tx<'_> {
@@ -184,6 +188,22 @@ impl Tx<'_> {
     fn batch(&mut self, sql: &str) -> Result<()> {
         self.tx.batch_execute(sql).db()
     }
+
+    fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let stmt = prepared(self.statements, &mut self.tx, sql)?;
+        self.tx.query(&stmt, params).db()
+    }
+
+    /// Wakes the waiters for `work` once this transaction commits (PostgreSQL delivers a
+    /// NOTIFY at commit, and drops it on rollback).
+    fn announce(&mut self, work: Work, s: &Stmts) -> Result<()> {
+        if self.notified.contains(&work) {
+            return Ok(());
+        }
+        self.notified.push(work);
+        let channel = s.channels.of(work);
+        self.execute(&s.notify, &[&channel]).map(|_| ())
+    }
 }
 
 /// An [`ExecutionStore`] over one PostgreSQL database, through a pool of connections.
@@ -195,6 +215,11 @@ pub struct PgStore {
     pool: r2d2::Pool<Manager>,
     sql: Stmts,
     trace_max: Option<u32>,
+    /// How the pool connects, for the listening connections.
+    config: postgres::Config,
+    /// One LISTENing connection per kind of work, opened by the first wait for it (a
+    /// notification read by a waiter for one kind is never lost to a waiter for another).
+    listeners: [Mutex<Option<Client>>; 3],
 }
 
 impl std::fmt::Debug for PgStore {
@@ -232,7 +257,9 @@ impl PgStore {
             .test_on_check_out(false)
             .connection_timeout(options.connect_timeout)
             .error_handler(Box::new(r2d2::NopErrorHandler))
-            .build(Manager { config })
+            .build(Manager {
+                config: config.clone(),
+            })
             .map_err(pool_err)?;
         {
             let mut conn = pool.get().map_err(pool_err)?;
@@ -242,6 +269,8 @@ impl PgStore {
             pool,
             sql: Stmts::new(&tables),
             trace_max: options.trace_max.filter(|n| *n > 0),
+            config,
+            listeners: Default::default(),
         })
     }
 
@@ -276,7 +305,11 @@ impl PgStore {
         let mut conn = self.conn()?;
         let Conn { client, statements } = &mut *conn;
         let tx = client.transaction().db()?;
-        let mut tx = Tx { tx, statements };
+        let mut tx = Tx {
+            tx,
+            statements,
+            notified: Vec::new(),
+        };
         let out = f(&mut tx, &self.sql)?;
         tx.tx.commit().db()?;
         Ok(out)
@@ -313,6 +346,15 @@ impl PgStore {
         let mut seqs = Vec::with_capacity(p.emits.len());
         for (target_id, event) in &p.emits {
             seqs.push(tx.query_one(&s.insert_outbox, &[target_id, event])?.get(0));
+        }
+        if !p.emits.is_empty() {
+            tx.announce(Work::Outbox, s)?;
+        }
+        if !p.spawns.is_empty() {
+            tx.announce(Work::Spawns, s)?;
+        }
+        if p.timers.iter().any(|op| matches!(op, TimerOp::Schedule { .. })) {
+            tx.announce(Work::Timers, s)?;
         }
         if let Some(event_id) = &p.processed_event_id {
             tx.execute(&s.insert_processed, &[&w.id, event_id])?;
@@ -363,6 +405,115 @@ impl PgStore {
     }
 }
 
+impl PgStore {
+    /// The listening connection for `work`, locked for this waiter.
+    fn listener(&self, work: Work) -> MutexGuard<'_, Option<Client>> {
+        let slot = match work {
+            Work::Outbox => &self.listeners[0],
+            Work::Spawns => &self.listeners[1],
+            Work::Timers => &self.listeners[2],
+        };
+        // A waiter that panicked left at worst a connection with queued notifications.
+        slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Claims up to `limit` rows with `claim_sql` (row locks, SKIP LOCKED), lets `handle`
+    /// choose which to remove, removes them with `ack_sql` and commits: the claim and the
+    /// acks are one transaction.
+    fn relay<T>(
+        &self,
+        limit: usize,
+        claim_sql: &str,
+        ack_sql: &str,
+        parse: impl Fn(&Row) -> Result<T>,
+        seq_of: impl Fn(&T) -> i64,
+        handle: &mut dyn FnMut(&[T]) -> Vec<i64>,
+    ) -> Result<usize> {
+        check_limit("limit", limit)?;
+        self.write(|tx, _| {
+            let rows = tx.query(claim_sql, &[&limit_param(limit)])?;
+            if rows.is_empty() {
+                return Ok(0);
+            }
+            let entries = rows.iter().map(&parse).collect::<Result<Vec<T>>>()?;
+            let given: std::collections::HashSet<i64> = entries.iter().map(&seq_of).collect();
+            let mut done: Vec<i64> = handle(&entries)
+                .into_iter()
+                .filter(|seq| given.contains(seq))
+                .collect();
+            done.sort_unstable();
+            done.dedup();
+            if done.is_empty() {
+                return Ok(0);
+            }
+            let removed = tx.execute(ack_sql, &[&done])?;
+            Ok(usize::try_from(removed).unwrap_or(usize::MAX))
+        })
+    }
+}
+
+/// Releases a sweeper's timer locks when the sweep ends, `fire` panicking included, so the
+/// pooled connection goes back clean.
+struct TimerClaims<'a> {
+    conn: r2d2::PooledConnection<Manager>,
+    unlock_sql: &'a str,
+}
+
+impl TimerClaims<'_> {
+    fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let Conn { client, statements } = &mut *self.conn;
+        let stmt = prepared(statements, client, sql)?;
+        client.query(&stmt, params).db()
+    }
+}
+
+impl Drop for TimerClaims<'_> {
+    fn drop(&mut self) {
+        if self.conn.client.simple_query(self.unlock_sql).is_err() {
+            // The locks die with the session: make sure it ends rather than going back to
+            // the pool still holding them.
+            let _ = self
+                .conn
+                .client
+                .simple_query("SELECT pg_terminate_backend(pg_backend_pid())");
+        }
+    }
+}
+
+fn outbox_entry(row: &Row) -> Result<OutboxEntry> {
+    let seq: i64 = col(row, 0)?;
+    let event: String = col(row, 2)?;
+    let event: Event = serde_json::from_str(&event).map_err(|e| corrupt(format!("outbox entry {seq}"), e))?;
+    Ok(OutboxEntry {
+        seq,
+        target_id: col(row, 1)?,
+        event,
+    })
+}
+
+fn spawn_entry(row: &Row) -> Result<SpawnEntry> {
+    let seq: i64 = col(row, 0)?;
+    let context: String = col(row, 4)?;
+    // Python's json.dumps may have written NaN or Infinity: read them as null.
+    let context: JsonObject = execstore::pyjson::loads_object(&context)
+        .map_err(|e| corrupt(format!("spawn entry {seq} context"), e))?;
+    Ok(SpawnEntry {
+        seq,
+        parent_id: col(row, 1)?,
+        child_id: col(row, 2)?,
+        root_path: col(row, 3)?,
+        context,
+    })
+}
+
+fn due_timer(row: &Row) -> Result<DueTimer> {
+    Ok(DueTimer {
+        execution_id: col(row, 0)?,
+        path: col(row, 1)?,
+        fire_at: col(row, 2)?,
+    })
+}
+
 fn corrupt(what: String, err: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt {
         what,
@@ -402,7 +553,7 @@ fn limit_param(limit: usize) -> i64 {
 
 impl ExecutionStore for PgStore {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::DURABLE
+        Capabilities::DURABLE.with_exclusive_claims().with_wakeups()
     }
 
     fn trace_max(&self) -> Option<u32> {
@@ -478,19 +629,19 @@ impl ExecutionStore for PgStore {
         let sql = self.sql.list(
             after.is_some(),
             query.definition_id.is_some(),
-            !statuses.is_empty(),
+            statuses.len(),
             query.roots_only,
         );
         let limit = limit_param(query.limit.saturating_add(1));
-        let mut args: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(4);
+        let mut args: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(3 + statuses.len());
         if let Some(after) = &after {
             args.push(after);
         }
         if let Some(definition_id) = &query.definition_id {
             args.push(definition_id);
         }
-        if !statuses.is_empty() {
-            args.push(&statuses);
+        for status in &statuses {
+            args.push(status);
         }
         args.push(&limit);
 
@@ -531,19 +682,7 @@ impl ExecutionStore for PgStore {
             &self.sql.pending_outbox,
             &[&after.unwrap_or(i64::MIN), &limit_param(limit)],
         )?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let seq: i64 = col(row, 0)?;
-            let event: String = col(row, 2)?;
-            let event: Event =
-                serde_json::from_str(&event).map_err(|e| corrupt(format!("outbox entry {seq}"), e))?;
-            out.push(OutboxEntry {
-                seq,
-                target_id: col(row, 1)?,
-                event,
-            });
-        }
-        Ok(out)
+        rows.iter().map(outbox_entry).collect()
     }
 
     fn ack_outbox(&self, seq: i64) -> Result<()> {
@@ -569,22 +708,7 @@ impl ExecutionStore for PgStore {
             &self.sql.pending_spawns,
             &[&after.unwrap_or(i64::MIN), &limit_param(limit)],
         )?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let seq: i64 = col(row, 0)?;
-            let context: String = col(row, 4)?;
-            // Python's json.dumps may have written NaN or Infinity: read them as null.
-            let context: JsonObject = execstore::pyjson::loads_object(&context)
-                .map_err(|e| corrupt(format!("spawn entry {seq} context"), e))?;
-            out.push(SpawnEntry {
-                seq,
-                parent_id: col(row, 1)?,
-                child_id: col(row, 2)?,
-                root_path: col(row, 3)?,
-                context,
-            });
-        }
-        Ok(out)
+        rows.iter().map(spawn_entry).collect()
     }
 
     fn ack_spawn(&self, seq: i64) -> Result<()> {
@@ -605,15 +729,7 @@ impl ExecutionStore for PgStore {
                 &[&now, &a.fire_at, &a.execution_id, &a.path, &limit],
             )?,
         };
-        rows.iter()
-            .map(|row| {
-                Ok(DueTimer {
-                    execution_id: col(row, 0)?,
-                    path: col(row, 1)?,
-                    fire_at: col(row, 2)?,
-                })
-            })
-            .collect()
+        rows.iter().map(due_timer).collect()
     }
 
     fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> Result<bool> {
@@ -679,6 +795,155 @@ impl ExecutionStore for PgStore {
             Ok(deleted > 0)
         })
     }
+
+    /// `FOR UPDATE SKIP LOCKED` on the outbox rows: other relays skip them until this
+    /// transaction, which also deletes what was delivered, ends.
+    fn relay_outbox(
+        &self,
+        limit: usize,
+        deliver: &mut dyn FnMut(&[OutboxEntry]) -> Vec<i64>,
+    ) -> Result<usize> {
+        let s = &self.sql;
+        self.relay(
+            limit,
+            &s.claim_outbox,
+            &s.ack_outbox_many,
+            outbox_entry,
+            |e| e.seq,
+            deliver,
+        )
+    }
+
+    fn relay_spawns(&self, limit: usize, create: &mut dyn FnMut(&[SpawnEntry]) -> Vec<i64>) -> Result<usize> {
+        let s = &self.sql;
+        self.relay(
+            limit,
+            &s.claim_spawns,
+            &s.ack_spawns_many,
+            spawn_entry,
+            |e| e.seq,
+            create,
+        )
+    }
+
+    /// Session advisory locks, one per timer, held on one pooled connection while `fire`
+    /// runs; then a fresh read drops the timers another sweeper fired meanwhile.
+    fn sweep_timers(&self, now: f64, limit: usize, fire: &mut dyn FnMut(&[DueTimer])) -> Result<usize> {
+        check_time("now", now)?;
+        check_limit("limit", limit)?;
+        let s = &self.sql;
+        let mut claims = TimerClaims {
+            conn: self.conn()?,
+            unlock_sql: &s.unlock_claims,
+        };
+        // Look past timers other sweepers hold, up to a bound.
+        let candidates = limit_param(limit.saturating_mul(4).clamp(1, MAX_PAGE));
+        let locked = claims.query(
+            &s.claim_timers,
+            &[&now, &limit_param(limit), &candidates, &s.timer_lock_space],
+        )?;
+        if locked.is_empty() {
+            return Ok(0);
+        }
+        let locked = locked.iter().map(due_timer).collect::<Result<Vec<_>>>()?;
+        let ids: Vec<&str> = locked.iter().map(|t| t.execution_id.as_str()).collect();
+        let paths: Vec<&str> = locked.iter().map(|t| t.path.as_str()).collect();
+        let fire_ats: Vec<f64> = locked.iter().map(|t| t.fire_at).collect();
+        let mut due = claims
+            .query(&s.timers_still_due, &[&ids, &paths, &fire_ats])?
+            .iter()
+            .map(due_timer)
+            .collect::<Result<Vec<_>>>()?;
+        due.sort_by(|a, b| {
+            a.fire_at
+                .total_cmp(&b.fire_at)
+                .then_with(|| a.execution_id.cmp(&b.execution_id))
+                .then_with(|| a.path.cmp(&b.path))
+        });
+        if !due.is_empty() {
+            fire(&due);
+        }
+        drop(claims);
+        Ok(due.len())
+    }
+
+    fn wait_for_work(&self, work: Work, timeout: Duration) -> Result<bool> {
+        let mut listener = self.listener(work);
+        // Taken out while in use: a connection that fails is not put back.
+        let mut client = match listener.take() {
+            Some(client) if !client.is_closed() => client,
+            _ => {
+                let mut client = self.config.connect(NoTls).db()?;
+                let channel = self.sql.channels.of(work);
+                client
+                    .batch_execute(&format!("LISTEN \"{}\"", channel.replace('"', "\"\"")))
+                    .db()?;
+                *listener = Some(client);
+                // Whatever was committed before the LISTEN was not announced to us: the
+                // caller looks before it waits.
+                return Ok(true);
+            }
+        };
+        let woken = client
+            .notifications()
+            .timeout_iter(timeout)
+            .next()
+            .db()?
+            .is_some();
+        // Commits that came together wake the caller once: drop what is already queued.
+        {
+            let mut notifications = client.notifications();
+            let mut queued = notifications.iter();
+            while let Ok(Some(_)) = queued.next() {}
+        }
+        if client.is_closed() {
+            if !woken {
+                return Err(StoreError::Backend {
+                    message: "the listening connection closed".into(),
+                    retryable: true,
+                    source: None,
+                });
+            }
+        } else {
+            *listener = Some(client);
+        }
+        Ok(woken)
+    }
+
+    fn status_counts(&self, definition_id: Option<&str>, roots_only: bool) -> Result<Vec<(Status, u64)>> {
+        if let Some(definition_id) = definition_id {
+            check_id("definition_id", definition_id)?;
+        }
+        let sql = self.sql.status_counts(definition_id.is_some(), roots_only);
+        let rows = match definition_id {
+            Some(definition_id) => self.query(&sql, &[&definition_id])?,
+            None => self.query(&sql, &[])?,
+        };
+        let mut counts = [0u64; Status::ALL.len()];
+        for row in &rows {
+            // A row without a status reads as PENDING, as in the listing.
+            let status = match col::<Option<String>>(row, 0)? {
+                Some(s) => s
+                    .parse::<Status>()
+                    .map_err(|e| corrupt("an execution's status".to_owned(), e))?,
+                None => Status::Pending,
+            };
+            let n: i64 = col(row, 1)?;
+            if let Some(slot) = Status::ALL.iter().position(|s| *s == status) {
+                counts[slot] += u64::try_from(n).unwrap_or(0);
+            }
+        }
+        Ok(Status::ALL.into_iter().zip(counts).collect())
+    }
+
+    /// The server's transaction snapshot (`xmin:xmax:in-progress`): every transaction that
+    /// writes takes an id below the next `xmax` or leaves the in-progress list when it
+    /// commits, so a commit to these tables always moves it. Writes elsewhere on the server
+    /// move it too (a harmless extra re-read).
+    fn change_token(&self) -> Result<String> {
+        let row = self.query_one("SELECT txid_current_snapshot()::text", &[])?;
+        Ok(format!("pg:{}", col::<String>(&row, 0)?))
+    }
 }
 
 #[cfg(test)]
@@ -698,13 +963,23 @@ mod tests {
     #[test]
     fn listing_spells_the_indexed_expression() {
         let s = Stmts::new(&Tables::new(Some("harel")).unwrap());
-        let sql = s.list(true, true, true, true);
-        assert!(sql.contains(&format!(
-            "({}->>'status') = ANY($3::text[])",
-            schema::JSON_OF_DATA
-        )));
-        assert!(sql.contains("(id COLLATE \"C\") > $1"));
+        let sql = s.list(true, true, 1, true);
+        let status = format!("({}->>'status')", schema::JSON_OF_DATA);
+        assert!(
+            sql.contains(&format!("({status}, (id COLLATE \"C\")) > ($3, $1)")),
+            "{sql}"
+        );
+        assert!(sql.contains(&format!("{status} <= $3")), "{sql}");
         assert!(sql.ends_with("LIMIT $4::int8"), "{sql}");
+        let several = s.list(false, false, 3, false);
+        assert_eq!(several.matches(" UNION ALL ").count(), 2, "{several}");
+        for p in ["$1", "$2", "$3"] {
+            assert!(several.contains(&format!("->>'status') >= {p}")), "{several}");
+        }
+        assert!(
+            several.ends_with("ORDER BY (id COLLATE \"C\") LIMIT $4::int8"),
+            "{several}"
+        );
         let index = Tables::new(Some("harel"))
             .unwrap()
             .sql(schema::MIGRATIONS[0].statements[1]);

@@ -6,6 +6,30 @@ use crate::schema::{Sql, Tables};
 const LIST_COLUMNS: &str = "id, definition_id, version::int8, j->>'status', j->>'outcome', \
      j->>'active_path', j->>'parent_id', (j->>'finished_at')::float8, (j->>'updated_at')::float8";
 
+/// Tries the advisory lock of one timer (in `claim_timers`, whose `$4` is the lock space):
+/// the two-`int4` key space, apart from harel's one-`int8` schema lock. A hash collision only
+/// makes a sweeper skip a timer that a later sweep offers.
+const TIMER_LOCK_TRY: &str = "pg_try_advisory_lock(hashtext($4), hashtext(execution_id || chr(31) || path))";
+
+/// The NOTIFY channel of each kind of deferred work, named after the tables so that stores
+/// with different prefixes in one database wake only their own waiters.
+#[derive(Debug)]
+pub(crate) struct Channels {
+    pub(crate) outbox: String,
+    pub(crate) spawns: String,
+    pub(crate) timers: String,
+}
+
+impl Channels {
+    pub(crate) fn of(&self, work: execstore::Work) -> &str {
+        match work {
+            execstore::Work::Outbox => &self.outbox,
+            execstore::Work::Spawns => &self.spawns,
+            execstore::Work::Timers => &self.timers,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Stmts {
     pub(crate) update_cas: String,
@@ -37,8 +61,20 @@ pub(crate) struct Stmts {
     pub(crate) purge_execution: String,
     pub(crate) purge_companions: [String; 5],
     pub(crate) schema_version: String,
+    pub(crate) claim_outbox: String,
+    pub(crate) claim_spawns: String,
+    pub(crate) ack_spawns_many: String,
+    pub(crate) claim_timers: String,
+    pub(crate) timers_still_due: String,
+    pub(crate) unlock_claims: String,
+    /// The table name that keys the timers' advisory locks (their first `int4`).
+    pub(crate) timer_lock_space: String,
+    pub(crate) notify: String,
+    /// The NOTIFY channels of new outbox entries, spawn intents and armed timers.
+    pub(crate) channels: Channels,
     list_select: String,
     json: String,
+    status_counts_select: String,
 }
 
 impl Stmts {
@@ -126,34 +162,124 @@ impl Stmts {
                 t.sql("DELETE FROM {spawns} WHERE parent_id = $1"),
             ],
             schema_version: t.sql("SELECT COALESCE(MAX(version), 0)::int8 FROM {migrations}"),
+            // Row locks held until the claiming transaction ends, which also acks: a relay
+            // that dies releases them with its connection.
+            claim_outbox: t.sql(
+                "SELECT seq, target_id, event FROM {outbox} ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
+            ),
+            claim_spawns: t.sql(
+                "SELECT seq, parent_id, child_id, root_path, context FROM {spawns} \
+                 ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
+            ),
+            ack_spawns_many: t.sql("DELETE FROM {spawns} WHERE seq = ANY($1)"),
+            // Timers are claimed with session advisory locks, not row locks: firing a timer
+            // is an event step that cancels or re-arms that very row, from another
+            // connection, while the claim is held. The candidates are materialized first so
+            // that the lock function runs on them only, and the outer LIMIT stops taking
+            // locks once it has enough (the scan keeps the candidates' order).
+            claim_timers: t.sql(&format!(
+                "WITH due AS MATERIALIZED (SELECT execution_id, path, fire_at FROM {{timers}} \
+                 WHERE fire_at <= $1 ORDER BY fire_at, (execution_id COLLATE \"C\"), (path COLLATE \"C\") \
+                 LIMIT $3) \
+                 SELECT execution_id, path, fire_at FROM due WHERE {TIMER_LOCK_TRY} LIMIT $2"
+            )),
+            // A fresh snapshot after locking: a timer fired (removed or re-armed) by another
+            // sweeper between our read and our lock is not offered again.
+            timers_still_due: t.sql(
+                "SELECT t.execution_id, t.path, t.fire_at FROM {timers} t \
+                 JOIN unnest($1::text[], $2::text[], $3::float8[]) AS c(execution_id, path, fire_at) \
+                 ON t.execution_id = c.execution_id AND t.path = c.path AND t.fire_at = c.fire_at",
+            ),
+            unlock_claims: "SELECT pg_advisory_unlock_all()".to_owned(),
+            timer_lock_space: t.sql("{timers}"),
+            notify: "SELECT pg_notify($1, '')".to_owned(),
+            channels: Channels {
+                outbox: t.sql("{pfx}execstore_outbox"),
+                spawns: t.sql("{pfx}execstore_spawns"),
+                timers: t.sql("{pfx}execstore_timers"),
+            },
             list_select: t.sql(&format!(
                 "SELECT {LIST_COLUMNS} FROM {{executions}}, LATERAL (SELECT {{json}} AS j) AS doc"
             )),
             json: t.sql("{json}"),
+            status_counts_select: t.sql("SELECT {json}->>'status', COUNT(*)::int8 FROM {executions}"),
         }
     }
 
     /// The listing statement for one shape of filter. Its parameters, in order: the cursor id
-    /// (if `after`), the definition id (if `definition`), the status strings as one `text[]`
-    /// (if `statuses`), the limit. The filters spell the migration's indexed expressions
-    /// exactly, so PostgreSQL can use them.
-    pub(crate) fn list(&self, after: bool, definition: bool, statuses: bool, roots_only: bool) -> String {
-        let mut sql = String::with_capacity(self.list_select.len() + 240);
-        sql.push_str(&self.list_select);
+    /// (if `after`), the definition id (if `definition`), one text per status (`statuses` of
+    /// them), the limit. The filters spell the migration's indexed expressions exactly.
+    ///
+    /// A status filter is written as a range of the `(status, id)` index, ordered by it: with
+    /// `status = $s` PostgreSQL knows the status is constant, may walk the id index instead
+    /// and parse every document to filter it (it rates that parse as nearly free), which the
+    /// status-index test caught on a plain table. Several statuses are one range each,
+    /// merged by id.
+    pub(crate) fn list(&self, after: bool, definition: bool, statuses: usize, roots_only: bool) -> String {
         let mut n = 0;
         let mut param = || {
             n += 1;
             format!("${n}")
         };
-        let mut conditions: Vec<String> = Vec::new();
-        if after {
-            conditions.push(format!("(id COLLATE \"C\") > {}", param()));
-        }
+        let after = after.then(&mut param);
+        let mut common: Vec<String> = Vec::new();
         if definition {
-            conditions.push(format!("definition_id = {}", param()));
+            common.push(format!("definition_id = {}", param()));
         }
-        if statuses {
-            conditions.push(format!("({}->>'status') = ANY({}::text[])", self.json, param()));
+        if roots_only {
+            common.push(format!("({}->>'parent_id') IS NULL", self.json));
+        }
+        let status_params: Vec<String> = (0..statuses).map(|_| param()).collect();
+        let limit = format!("{}::int8", param());
+        let by_id = format!(" ORDER BY (id COLLATE \"C\") LIMIT {limit}");
+        let status = format!("({}->>'status')", self.json);
+        let select = |status_param: Option<&String>| {
+            let mut conditions = common.clone();
+            match (status_param, &after) {
+                (Some(s), Some(a)) => {
+                    conditions.push(format!("({status}, (id COLLATE \"C\")) > ({s}, {a})"));
+                    conditions.push(format!("{status} <= {s}"));
+                }
+                (Some(s), None) => {
+                    conditions.push(format!("{status} >= {s}"));
+                    conditions.push(format!("{status} <= {s}"));
+                }
+                (None, Some(a)) => conditions.push(format!("(id COLLATE \"C\") > {a}")),
+                (None, None) => {}
+            }
+            let mut sql = self.list_select.clone();
+            if !conditions.is_empty() {
+                sql.push_str(" WHERE ");
+                sql.push_str(&conditions.join(" AND "));
+            }
+            match status_param {
+                Some(_) => sql.push_str(&format!(" ORDER BY {status}, (id COLLATE \"C\") LIMIT {limit}")),
+                None => sql.push_str(&by_id),
+            }
+            sql
+        };
+        match status_params.as_slice() {
+            [] => select(None),
+            [one] => select(Some(one)),
+            several => {
+                let parts: Vec<String> = several.iter().map(|p| format!("({})", select(Some(p)))).collect();
+                format!(
+                    "SELECT * FROM ({}) AS by_status{by_id}",
+                    parts.join(" UNION ALL ")
+                )
+            }
+        }
+    }
+}
+
+impl Stmts {
+    /// The per-status count for one shape of filter (`status_counts`). Its parameter: the
+    /// definition id (if `definition`). The expressions are spelled as the indexes are.
+    pub(crate) fn status_counts(&self, definition: bool, roots_only: bool) -> String {
+        let mut sql = self.status_counts_select.clone();
+        let mut conditions = Vec::new();
+        if definition {
+            conditions.push("definition_id = $1".to_owned());
         }
         if roots_only {
             conditions.push(format!("({}->>'parent_id') IS NULL", self.json));
@@ -162,7 +288,7 @@ impl Stmts {
             sql.push_str(" WHERE ");
             sql.push_str(&conditions.join(" AND "));
         }
-        sql.push_str(&format!(" ORDER BY (id COLLATE \"C\") LIMIT {}::int8", param()));
+        sql.push_str(" GROUP BY 1");
         sql
     }
 }

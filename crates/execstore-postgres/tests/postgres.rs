@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use execstore::{Effects, Execution, ExecutionStore, ListQuery, Status, StoreError};
+use execstore::{BatchItem, Effects, Execution, ExecutionStore, ListQuery, Status, StoreError};
 use execstore_postgres::{PgOptions, PgStore};
 use serde_json::json;
 
@@ -164,6 +164,88 @@ fn reads_use_the_indexes() {
     ] {
         let p = plan(&mut client, &sql);
         assert!(p.contains(index), "{index} is not used:\n{p}");
+    }
+}
+
+/// The listing the store itself runs, with the planner's own choice (no settings changed,
+/// statistics gathered): filtering by one or several statuses is answered from the status
+/// index, not by scanning and parsing every document. Proven by the server's per-index scan
+/// counters.
+#[test]
+fn status_listing_uses_the_status_index_by_default() {
+    let h = pg_harness!(new);
+    let store = h.pg();
+    let filler = "x".repeat(1500); // W1-sized documents
+    for chunk in 0..30 {
+        let mut batch: Vec<BatchItem> = (0..100)
+            .map(|i| {
+                let n = chunk * 100 + i;
+                let mut exe = Execution::new(format!("e{n:05}"), "d");
+                exe.status = [Status::Running, Status::Done, Status::Failed, Status::Pending][n % 4];
+                exe.context.insert("filler".into(), json!(filler));
+                BatchItem::new(exe, Effects::new())
+            })
+            .collect();
+        for r in store.commit_batch(&mut batch).unwrap() {
+            r.unwrap();
+        }
+    }
+    let prefix = h.options.prefix.clone().unwrap();
+    let exe = format!("{prefix}_executions");
+    let mut client = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
+    client.batch_execute(&format!("ANALYZE {exe}")).unwrap();
+    let counters = |client: &mut postgres::Client| -> (i64, i64) {
+        client.batch_execute("SELECT pg_stat_clear_snapshot()").unwrap();
+        let row = client
+            .query_one(
+                "SELECT COALESCE((SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = $1), 0), \
+                 COALESCE((SELECT seq_scan FROM pg_stat_user_tables WHERE relname = $2), 0)",
+                &[&format!("{prefix}_execstore_exe_status"), &exe],
+            )
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    for statuses in [vec![Status::Running], vec![Status::Done, Status::Failed]] {
+        let (idx_before, seq_before) = counters(&mut client);
+        let mut query = ListQuery::new().status(statuses.clone()).limit(100);
+        let mut rows = 0;
+        loop {
+            let page = store.list_executions(&query).unwrap();
+            rows += page.items.len();
+            assert!(page.items.iter().all(|s| statuses.contains(&s.status)));
+            match page.next_cursor {
+                Some(cursor) => query = query.cursor(Some(cursor)),
+                None => break,
+            }
+        }
+        assert_eq!(rows, 750 * statuses.len());
+        // The store's sessions report their counters within about a second of going idle.
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        let (idx_after, seq_after) = loop {
+            let now = counters(&mut client);
+            if now.0 > idx_before || std::time::Instant::now() > deadline {
+                break now;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        eprintln!("{statuses:?}: idx {idx_before} -> {idx_after}, seq {seq_before} -> {seq_after}");
+        for r in client
+            .query(
+                "SELECT indexrelname, idx_scan FROM pg_stat_user_indexes WHERE relname = $1",
+                &[&exe],
+            )
+            .unwrap()
+        {
+            eprintln!("  {}: {}", r.get::<_, String>(0), r.get::<_, i64>(1));
+        }
+        assert!(
+            idx_after > idx_before,
+            "{statuses:?}: the status index was not scanned"
+        );
+        assert_eq!(
+            seq_after, seq_before,
+            "{statuses:?}: the listing scanned the table"
+        );
     }
 }
 

@@ -254,6 +254,31 @@ impl SqliteStore {
         Self::init(conn, tables, &options, false)
     }
 
+    /// wasm32 only: opens (creating if needed) the database `name` kept by the SQLite VFS
+    /// registered as `vfs`, such as sqlite-wasm-vfs's `sahpool` over the browser's Origin
+    /// Private File System (the caller installs the VFS first; it is asynchronous and needs a
+    /// dedicated worker). Same tables, migrations and statements as [`SqliteStore::open`],
+    /// but one connection for reads and writes (such a VFS serves one connection per file,
+    /// and nothing runs concurrently in a worker) and the VFS's rollback journal instead of
+    /// WAL (these VFSs have no shared memory). Committed data is durable as far as the VFS
+    /// is; `synchronous`, `prefix`, `trace_max` and `read_only` apply as on a file.
+    #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+    pub fn open_in_vfs(name: &str, vfs: &str, options: SqliteOptions) -> Result<Self> {
+        if name.is_empty() {
+            return Err(StoreError::invalid("name", "must not be empty"));
+        }
+        let tables = Tables::new(options.prefix.as_deref())?;
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if !options.read_only {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let conn = Connection::open_with_flags_and_vfs(name, flags, vfs).db()?;
+        // `false`: no WAL switch (see above); the store is durable all the same.
+        let mut store = Self::init(conn, tables, &options, false)?;
+        store.durable = true;
+        Ok(store)
+    }
+
     fn init(mut conn: Connection, tables: Tables, options: &SqliteOptions, durable: bool) -> Result<Self> {
         let wait = busy_wait(options);
         conn.busy_timeout(wait).db()?;
@@ -876,6 +901,44 @@ impl ExecutionStore for SqliteStore {
             }
             Ok(deleted > 0)
         })
+    }
+
+    fn status_counts(&self, definition_id: Option<&str>, roots_only: bool) -> Result<Vec<(Status, u64)>> {
+        if let Some(definition_id) = definition_id {
+            check_id("definition_id", definition_id)?;
+        }
+        let sql = self.sql.status_counts(definition_id.is_some(), roots_only);
+        let conn = self.read();
+        let mut stmt = conn.prepare_cached(&sql).db()?;
+        let mut rows = match definition_id {
+            Some(definition_id) => stmt.query([definition_id]),
+            None => stmt.query([]),
+        }
+        .db()?;
+        let mut counts = [0u64; Status::ALL.len()];
+        while let Some(row) = rows.next().db()? {
+            // A row without a status reads as PENDING, as in the listing.
+            let status = match row.get::<_, Option<String>>(0).db()? {
+                Some(s) => s
+                    .parse::<Status>()
+                    .map_err(|e| corrupt("an execution's status".to_owned(), e))?,
+                None => Status::Pending,
+            };
+            let n: i64 = row.get(1).db()?;
+            if let Some(slot) = Status::ALL.iter().position(|s| *s == status) {
+                counts[slot] += u64::try_from(n).unwrap_or(0);
+            }
+        }
+        Ok(Status::ALL.into_iter().zip(counts).collect())
+    }
+
+    /// `PRAGMA data_version` of the reading connection moves with every commit of any other
+    /// connection (this store's writer included, or another process), and its
+    /// `total_changes` with the writes of a store that has only one connection.
+    fn change_token(&self) -> Result<String> {
+        let conn = self.read();
+        let data_version: i64 = conn.query_row("PRAGMA data_version", [], |row| row.get(0)).db()?;
+        Ok(format!("sqlite:{data_version}:{}", conn.total_changes()))
     }
 }
 

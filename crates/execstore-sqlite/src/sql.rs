@@ -44,6 +44,7 @@ pub(crate) struct Stmts {
     pub(crate) rollback_to_savepoint: String,
     pub(crate) release_savepoint: String,
     list_select: String,
+    status_counts_select: String,
 }
 
 impl Stmts {
@@ -119,6 +120,7 @@ impl Stmts {
             rollback_to_savepoint: "ROLLBACK TO execstore_item".into(),
             release_savepoint: "RELEASE execstore_item".into(),
             list_select: t.sql(&format!("SELECT {LIST_COLUMNS} FROM {{executions}}")),
+            status_counts_select: t.sql("SELECT json_extract(data,'$.status'), COUNT(*) FROM {executions}"),
         }
     }
 
@@ -154,6 +156,27 @@ impl Stmts {
             sql.push_str("json_extract(data,'$.parent_id') IS NULL");
         }
         sql.push_str(" ORDER BY id LIMIT ?");
+        sql
+    }
+}
+
+impl Stmts {
+    /// The per-status count for one shape of filter (`status_counts`). Its parameter: the
+    /// definition id (if `definition`). The expressions are spelled as the indexes are.
+    pub(crate) fn status_counts(&self, definition: bool, roots_only: bool) -> String {
+        let mut sql = self.status_counts_select.clone();
+        let mut conditions = Vec::new();
+        if definition {
+            conditions.push("definition_id = ?1");
+        }
+        if roots_only {
+            conditions.push("json_extract(data,'$.parent_id') IS NULL");
+        }
+        if !conditions.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&conditions.join(" AND "));
+        }
+        sql.push_str(" GROUP BY 1");
         sql
     }
 }

@@ -20,7 +20,7 @@ use crate::model::{
     ChildState, DueTimer, Effects, Event, Execution, JsonObject, OutboxEntry, SpawnEntry, Status,
 };
 use crate::query::{encode_cursor, ListQuery};
-use crate::store::{BatchItem, ExecutionStore};
+use crate::store::{BatchItem, ExecutionStore, Work};
 use crate::validate::{MAX_DOCUMENT_BYTES, MAX_PAGE};
 
 /// What the suite needs from a backend's test: the store under test and, for a durable
@@ -61,16 +61,36 @@ impl<S: ExecutionStore> Harness for crate::GroupCommit<S> {
 /// execstore::conformance_tests!(ephemeral: execstore::MemoryStore::new());
 /// execstore::conformance_tests!(durable: MyHarness::new());
 /// ```
+///
+/// In wasm32-unknown-unknown, `wasm ephemeral:` and `wasm durable:` generate one async
+/// `#[wasm_bindgen_test]` per check that needs neither threads nor a clock; there
+/// `$harness` is a future of the harness (`async { execstore::MemoryStore::new() }`).
 #[macro_export]
 macro_rules! conformance_tests {
     (ephemeral: $harness:expr) => {
+        $crate::conformance_tests!(@portable checks $harness);
+        // These need threads and a clock: not on wasm32-unknown-unknown.
         $crate::conformance_tests!(@checks $harness;
+            cas_race,
+            wait_for_work_matches_capabilities,
+        );
+    };
+    (durable: $harness:expr) => {
+        $crate::conformance_tests!(ephemeral: $harness);
+        #[test]
+        fn reopen_sees_everything_committed() {
+            let mut h = $harness;
+            $crate::conformance::reopen_sees_everything_committed(&mut h);
+        }
+    };
+    // The checks that need neither threads nor a clock, so they also run in wasm32.
+    (@portable $mode:ident $harness:expr) => {
+        $crate::conformance_tests!(@$mode $harness;
             cas_insert_and_conflict,
             save_round_trips_every_field,
             commit_applies_every_effect,
             conflicting_commit_changes_nothing,
             commit_batch_per_item_outcome,
-            cas_race,
             timers_upsert_and_guarded_delete,
             trace_ring_keeps_last_trace_max,
             listing_filters_and_pagination,
@@ -82,15 +102,34 @@ macro_rules! conformance_tests {
             ids_with_prefix_is_literal,
             purge_removes_everything_keyed_by_it,
             bad_input_changes_nothing,
+            status_counts_match_the_listing,
+            change_token_moves_with_every_write,
+            relay_acks_what_was_delivered,
+            claims_match_capabilities,
         );
     };
-    (durable: $harness:expr) => {
-        $crate::conformance_tests!(ephemeral: $harness);
-        #[test]
-        fn reopen_sees_everything_committed() {
-            let mut h = $harness;
+    // wasm32-unknown-unknown (wasm-bindgen-test; the calling crate depends on
+    // `wasm-bindgen-test`): one async `#[wasm_bindgen_test]` per portable check.
+    // `$harness` is a future of a fresh Harness (an OPFS store opens asynchronously).
+    (wasm ephemeral: $harness:expr) => {
+        $crate::conformance_tests!(@portable wasm_checks $harness);
+    };
+    (wasm durable: $harness:expr) => {
+        $crate::conformance_tests!(wasm ephemeral: $harness);
+        #[::wasm_bindgen_test::wasm_bindgen_test]
+        async fn reopen_sees_everything_committed() {
+            let mut h = $harness.await;
             $crate::conformance::reopen_sees_everything_committed(&mut h);
         }
+    };
+    (@wasm_checks $harness:expr; $($check:ident,)*) => {
+        $(
+            #[::wasm_bindgen_test::wasm_bindgen_test]
+            async fn $check() {
+                let h = $harness.await;
+                $crate::conformance::$check($crate::conformance::Harness::store(&h));
+            }
+        )*
     };
     (@checks $harness:expr; $($check:ident,)*) => {
         $(
@@ -924,6 +963,81 @@ pub fn listing_filters_and_pagination(store: &dyn ExecutionStore) {
     assert!(after.iter().all(|s| s.id.as_str() > format!("{ns}010").as_str()) && !after.is_empty());
 }
 
+/// `status_counts` counts what the listing returns, per status, under the same definition
+/// and roots-only filters; a definition with nothing stored counts zeros; a bad definition id
+/// is refused.
+pub fn status_counts_match_the_listing(store: &dyn ExecutionStore) {
+    let ns = scope("counts");
+    let (d1, d2) = (format!("{ns}orders"), format!("{ns}payments"));
+    for i in 0..23 {
+        let definition = if i % 4 == 0 { &d2 } else { &d1 };
+        let mut exe = Execution::new(format!("{ns}{i:03}"), definition);
+        exe.status = Status::ALL[(i * 5) % Status::ALL.len()];
+        if i % 3 == 1 {
+            exe.parent_id = Some(format!("{ns}000"));
+        }
+        store.save(&mut exe).unwrap();
+        if i % 6 == 0 {
+            // A later write moves the status: the count follows the stored row.
+            exe.status = Status::Done;
+            store.save(&mut exe).unwrap();
+        }
+    }
+    for (definition, roots_only) in [(&d1, false), (&d1, true), (&d2, false), (&d2, true)] {
+        let listed = all_pages(
+            store,
+            ListQuery::new()
+                .definition(definition)
+                .roots_only(roots_only)
+                .limit(7),
+        );
+        let counts = store.status_counts(Some(definition), roots_only).unwrap();
+        let statuses: Vec<Status> = counts.iter().map(|(s, _)| *s).collect();
+        assert_eq!(statuses, Status::ALL, "one entry per status, in order");
+        assert_eq!(counts.iter().map(|(_, n)| n).sum::<u64>(), listed.len() as u64);
+        for (status, n) in counts {
+            let expected = listed.iter().filter(|s| s.status == status).count() as u64;
+            assert_eq!(n, expected, "{status} of {definition} (roots only: {roots_only})");
+        }
+    }
+    let nothing = store.status_counts(Some(&format!("{ns}none")), false).unwrap();
+    assert!(nothing.iter().all(|(_, n)| *n == 0));
+    // Other checks may share the store: every status counts at least ours.
+    let everything = store.status_counts(None, false).unwrap();
+    let ours = store.status_counts(Some(&d1), false).unwrap();
+    for ((status, all), (_, mine)) in everything.iter().zip(&ours) {
+        assert!(all >= mine, "{status}: {all} in the store, {mine} of {d1}");
+    }
+    assert_eq!(code(store.status_counts(Some(""), false)), "INVALID_INPUT");
+}
+
+/// `change_token` moves with each kind of write a monitor shows: a new execution, a commit
+/// with effects, an outbox ack, a spawn ack and a timer removal. (Equal tokens are not
+/// asserted: other checks may write to a shared store meanwhile.)
+pub fn change_token_moves_with_every_write(store: &dyn ExecutionStore) {
+    let ns = scope("token");
+    let moved = |what: &str, write: &mut dyn FnMut()| {
+        let before = store.change_token().unwrap();
+        write();
+        let after = store.change_token().unwrap();
+        assert_ne!(before, after, "the token did not move after {what}");
+    };
+    let mut exe = Execution::new(format!("{ns}a"), "def");
+    moved("a new execution", &mut || store.save(&mut exe).unwrap());
+    let mut seqs = Vec::new();
+    moved("a commit", &mut || {
+        let effects = Effects::new()
+            .emit(None, Event::new(format!("{ns}ev"), "Ping"))
+            .schedule("root.wait", 1_000.0)
+            .trace(obj(json!({"event_kind": "Ping"})));
+        seqs = store.commit(&mut exe, &effects).unwrap();
+    });
+    moved("an outbox ack", &mut || store.ack_outbox(seqs[0]).unwrap());
+    moved("a timer removal", &mut || {
+        assert!(store.delete_timer(&exe.id, "root.wait", 1_000.0).unwrap());
+    });
+}
+
 /// A cursor the store did not make and a page size out of range are refused.
 pub fn invalid_cursor_and_limits_rejected(store: &dyn ExecutionStore) {
     for cursor in ["not a cursor!", "", "AAAA", "eyJvZmZzZXQiOiAxMH0"] {
@@ -1464,6 +1578,285 @@ pub fn bad_input_changes_nothing(store: &dyn ExecutionStore) {
     }
     assert_eq!(snapshot(store, &probes), before, "bad input changed the store");
     assert_eq!(store.load(&id).unwrap().unwrap().version, 2);
+}
+
+/// Commits `n` emits, `n` spawn intents and `n` timers (due at 100 + i) in scope `ns`;
+/// returns the outbox seqs.
+fn deferred_work(store: &dyn ExecutionStore, ns: &str, n: usize) -> Vec<i64> {
+    let mut exe = created(store, &format!("{ns}a"), "def");
+    let mut seqs = Vec::new();
+    for i in 0..n {
+        let effects = Effects::new()
+            .emit(None, Event::new(format!("{ns}ev-{i}"), "Ping"))
+            .spawn(format!("{ns}child-{i}"), "root.r", JsonObject::new())
+            .schedule(format!("{ns}t{i}"), 100.0 + i as f64);
+        seqs.extend(store.commit(&mut exe, &effects).unwrap());
+    }
+    seqs
+}
+
+fn our_outbox<'a>(ns: &'a str) -> impl Fn(&[OutboxEntry]) -> Vec<i64> + 'a {
+    move |entries| {
+        entries
+            .iter()
+            .filter(|e| e.event.id.starts_with(ns))
+            .map(|e| e.seq)
+            .collect()
+    }
+}
+
+fn our_spawns<'a>(ns: &'a str) -> impl Fn(&[SpawnEntry]) -> Vec<i64> + 'a {
+    move |entries| {
+        entries
+            .iter()
+            .filter(|e| e.child_id.starts_with(ns))
+            .map(|e| e.seq)
+            .collect()
+    }
+}
+
+fn our_timers(ns: &str, timers: &[DueTimer]) -> Vec<DueTimer> {
+    timers
+        .iter()
+        .filter(|t| t.path.starts_with(ns))
+        .cloned()
+        .collect()
+}
+
+/// `relay_outbox` and `relay_spawns` hand out pending entries oldest first, ack exactly
+/// the seqs the handler returns (ignoring repeats and seqs it was not given) and leave the
+/// rest pending; `sweep_timers` offers the due timers soonest first, and offers again a timer
+/// the handler left in place. Bad limits and times are refused.
+pub fn relay_acks_what_was_delivered(store: &dyn ExecutionStore) {
+    let ns = scope("relay");
+    let emitted = deferred_work(store, &ns, 5);
+    let ours = our_outbox(&ns);
+
+    let mut offered = Vec::new();
+    let acked = store
+        .relay_outbox(MAX_PAGE, &mut |entries| {
+            offered = ours(entries);
+            // The first two, one of them twice, and a seq that was not offered.
+            vec![offered[0], offered[1], offered[0], i64::MAX]
+        })
+        .unwrap();
+    assert_eq!(offered, emitted, "every pending entry of ours, oldest first");
+    assert_eq!(acked, 2, "only offered seqs are acked, once");
+    let left: Vec<i64> = ours(&all_outbox(store));
+    assert_eq!(
+        left,
+        emitted[2..],
+        "what was not delivered stays pending, in order"
+    );
+    let acked = store
+        .relay_outbox(MAX_PAGE, &mut |entries| ours(entries))
+        .unwrap();
+    assert!(acked >= 3, "the rest is acked");
+    assert!(ours(&all_outbox(store)).is_empty());
+    let mut called = false;
+    store
+        .relay_outbox(MAX_PAGE, &mut |entries| {
+            called = true;
+            assert!(ours(entries).is_empty(), "acked entries are not offered again");
+            Vec::new()
+        })
+        .unwrap();
+    let _ = called;
+
+    let spawned = our_spawns(&ns)(&all_spawns(store));
+    assert_eq!(spawned.len(), 5);
+    let mut offered = Vec::new();
+    let acked = store
+        .relay_spawns(MAX_PAGE, &mut |entries| {
+            offered = our_spawns(&ns)(entries);
+            vec![offered[4]]
+        })
+        .unwrap();
+    assert_eq!(offered, spawned);
+    assert_eq!(acked, 1);
+    assert_eq!(our_spawns(&ns)(&all_spawns(store)), spawned[..4]);
+
+    // Due at 102.5: the timers at 100, 101 and 102, soonest first; the sweep deletes one.
+    let mut offered = Vec::new();
+    store
+        .sweep_timers(102.5, MAX_PAGE, &mut |timers| {
+            offered = our_timers(&ns, timers);
+            assert!(store
+                .delete_timer(&offered[1].execution_id, &offered[1].path, offered[1].fire_at)
+                .unwrap());
+        })
+        .unwrap();
+    let paths: Vec<String> = offered.iter().map(|t| t.path.clone()).collect();
+    assert_eq!(paths, [format!("{ns}t0"), format!("{ns}t1"), format!("{ns}t2")]);
+    let mut again = Vec::new();
+    store
+        .sweep_timers(102.5, MAX_PAGE, &mut |timers| again = our_timers(&ns, timers))
+        .unwrap();
+    let paths: Vec<String> = again.iter().map(|t| t.path.clone()).collect();
+    assert_eq!(
+        paths,
+        [format!("{ns}t0"), format!("{ns}t2")],
+        "a fired timer is gone; the rest are offered again"
+    );
+
+    let mut never = |_: &[OutboxEntry]| -> Vec<i64> { panic!("called on bad input") };
+    assert_eq!(code(store.relay_outbox(0, &mut never)), "INVALID_INPUT");
+    assert_eq!(
+        code(store.relay_outbox(MAX_PAGE + 1, &mut never)),
+        "INVALID_INPUT"
+    );
+    assert_eq!(
+        code(store.relay_spawns(0, &mut |_| panic!("called on bad input"))),
+        "INVALID_INPUT"
+    );
+    for now in [f64::NAN, -1.0, f64::INFINITY] {
+        assert_eq!(
+            code(store.sweep_timers(now, 10, &mut |_| panic!("called on bad input"))),
+            "INVALID_INPUT",
+            "now = {now}"
+        );
+    }
+    assert_eq!(
+        our_spawns(&ns)(&all_spawns(store)),
+        spawned[..4],
+        "bad input changed nothing"
+    );
+}
+
+/// What a claim holds. With [`crate::Capabilities::exclusive_claims`], an outbox entry,
+/// spawn intent or timer handed to one caller is not handed to a second caller while the
+/// first still holds it (the second call is made from inside the first's handler, so the
+/// overlap is certain), and is again once the first let it go undelivered. Without the
+/// capability, the second caller is handed the same entries: a backend must not claim more
+/// than it does.
+pub fn claims_match_capabilities(store: &dyn ExecutionStore) {
+    let exclusive = store.capabilities().exclusive_claims;
+    let ns = scope("claims");
+    let emitted = deferred_work(store, &ns, 3);
+    let ours = our_outbox(&ns);
+
+    let mut inner = Vec::new();
+    store
+        .relay_outbox(MAX_PAGE, &mut |entries| {
+            assert_eq!(ours(entries), emitted);
+            store
+                .relay_outbox(MAX_PAGE, &mut |entries| {
+                    inner = ours(entries);
+                    Vec::new()
+                })
+                .unwrap();
+            Vec::new()
+        })
+        .unwrap();
+    if exclusive {
+        assert!(
+            inner.is_empty(),
+            "claimed entries were handed out twice: {inner:?}"
+        );
+    } else {
+        assert_eq!(
+            inner, emitted,
+            "a store without exclusive claims hands them out again"
+        );
+    }
+    // Let go undelivered: offered again, and now acked.
+    let acked = store
+        .relay_outbox(MAX_PAGE, &mut |entries| ours(entries))
+        .unwrap();
+    assert!(acked >= emitted.len());
+    assert!(ours(&all_outbox(store)).is_empty());
+
+    let spawned = our_spawns(&ns)(&all_spawns(store));
+    let mut inner = Vec::new();
+    store
+        .relay_spawns(MAX_PAGE, &mut |entries| {
+            assert_eq!(our_spawns(&ns)(entries), spawned);
+            store
+                .relay_spawns(MAX_PAGE, &mut |entries| {
+                    inner = our_spawns(&ns)(entries);
+                    Vec::new()
+                })
+                .unwrap();
+            our_spawns(&ns)(entries)
+        })
+        .unwrap();
+    if exclusive {
+        assert!(
+            inner.is_empty(),
+            "claimed spawns were handed out twice: {inner:?}"
+        );
+    } else {
+        assert_eq!(inner, spawned);
+    }
+    assert!(our_spawns(&ns)(&all_spawns(store)).is_empty());
+
+    let mut outer = Vec::new();
+    let mut inner = Vec::new();
+    store
+        .sweep_timers(1000.0, MAX_PAGE, &mut |timers| {
+            outer = our_timers(&ns, timers);
+            store
+                .sweep_timers(1000.0, MAX_PAGE, &mut |timers| inner = our_timers(&ns, timers))
+                .unwrap();
+            // Fire the first one only.
+            let t = &outer[0];
+            assert!(store.delete_timer(&t.execution_id, &t.path, t.fire_at).unwrap());
+        })
+        .unwrap();
+    assert_eq!(outer.len(), 3);
+    if exclusive {
+        assert!(inner.is_empty(), "claimed timers were offered twice: {inner:?}");
+    } else {
+        assert_eq!(inner, outer);
+    }
+    let mut after = Vec::new();
+    store
+        .sweep_timers(1000.0, MAX_PAGE, &mut |timers| after = our_timers(&ns, timers))
+        .unwrap();
+    assert_eq!(
+        after,
+        outer[1..],
+        "the claim ended: the timers left in place are offered again"
+    );
+}
+
+/// Without [`crate::Capabilities::wakeups`], `wait_for_work` sleeps out its timeout and
+/// answers `false`. With it, a waiter (after the first, priming wait) is woken by a commit
+/// from another thread long before its timeout.
+pub fn wait_for_work_matches_capabilities(store: &dyn ExecutionStore) {
+    let ns = scope("wait");
+    if !store.capabilities().wakeups {
+        // wasm32 has no clock to time the wait with, and the default does not block there.
+        #[cfg(not(target_arch = "wasm32"))]
+        let start = std::time::Instant::now();
+        assert!(!store
+            .wait_for_work(Work::Outbox, std::time::Duration::from_millis(30))
+            .unwrap());
+        #[cfg(not(target_arch = "wasm32"))]
+        assert!(
+            start.elapsed() >= std::time::Duration::from_millis(30),
+            "it waited its timeout"
+        );
+        return;
+    }
+    let timeout = std::time::Duration::from_secs(120);
+    // The first wait starts listening and returns at once.
+    assert!(store.wait_for_work(Work::Spawns, timeout).unwrap());
+    let start = std::time::Instant::now();
+    let woken = std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| store.wait_for_work(Work::Spawns, timeout));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut exe = created(store, &format!("{ns}a"), "def");
+        store
+            .commit(
+                &mut exe,
+                &Effects::new().spawn(format!("{ns}c"), "root.r", JsonObject::new()),
+            )
+            .unwrap();
+        waiter.join().expect("the waiter panicked")
+    });
+    assert!(woken.unwrap(), "woken by the commit, not by the timeout");
+    assert!(start.elapsed() < timeout);
 }
 
 /// Durable backends: a reopened store sees every execution, outbox and spawn row, timer,

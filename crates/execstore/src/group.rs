@@ -24,7 +24,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use crate::error::{Result, StoreError};
 use crate::model::{DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep};
 use crate::query::ListQuery;
-use crate::store::{BatchItem, Capabilities, ExecutionStore};
+use crate::store::{BatchItem, Capabilities, ExecutionStore, Work};
 
 /// How many steps one batch takes at most unless told otherwise.
 pub const DEFAULT_MAX_BATCH: usize = 256;
@@ -431,6 +431,40 @@ impl<S: ExecutionStore> ExecutionStore for GroupCommit<S> {
 
     fn purge(&self, execution_id: &str, expected_version: i64) -> Result<bool> {
         self.inner.purge(execution_id, expected_version)
+    }
+
+    // The claims and wake-ups are the inner store's: its defaults would lose them.
+    fn relay_outbox(
+        &self,
+        limit: usize,
+        deliver: &mut dyn FnMut(&[OutboxEntry]) -> Vec<i64>,
+    ) -> Result<usize> {
+        self.inner.relay_outbox(limit, deliver)
+    }
+
+    fn relay_spawns(&self, limit: usize, create: &mut dyn FnMut(&[SpawnEntry]) -> Vec<i64>) -> Result<usize> {
+        self.inner.relay_spawns(limit, create)
+    }
+
+    fn sweep_timers(&self, now: f64, limit: usize, fire: &mut dyn FnMut(&[DueTimer])) -> Result<usize> {
+        self.inner.sweep_timers(now, limit, fire)
+    }
+
+    fn wait_for_work(&self, work: Work, timeout: std::time::Duration) -> Result<bool> {
+        self.inner.wait_for_work(work, timeout)
+    }
+
+    // The monitor's reads: the inner store's cheap ones, not the defaults' scans.
+    fn status_counts(
+        &self,
+        definition_id: Option<&str>,
+        roots_only: bool,
+    ) -> Result<Vec<(crate::Status, u64)>> {
+        self.inner.status_counts(definition_id, roots_only)
+    }
+
+    fn change_token(&self) -> Result<String> {
+        self.inner.change_token()
     }
 }
 

@@ -35,4 +35,4 @@ pub use model::{
     OutboxEntry, Spawn, SpawnEntry, Status, TimerOp, TraceStep,
 };
 pub use query::{decode_cursor, encode_cursor, ListQuery, DEFAULT_LIST_LIMIT};
-pub use store::{BatchItem, Capabilities, ExecutionStore, DEFAULT_TRACE_MAX};
+pub use store::{BatchItem, Capabilities, ExecutionStore, Work, DEFAULT_TRACE_MAX};

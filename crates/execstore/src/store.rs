@@ -1,5 +1,7 @@
 //! The contract every backend implements.
 
+use std::time::Duration;
+
 use crate::error::Result;
 use crate::model::{DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep};
 use crate::query::ListQuery;
@@ -16,13 +18,60 @@ pub const DEFAULT_TRACE_MAX: u32 = 200;
 pub struct Capabilities {
     /// Committed data survives closing and reopening the store.
     pub durable: bool,
+    /// [`ExecutionStore::relay_outbox`], [`ExecutionStore::relay_spawns`] and
+    /// [`ExecutionStore::sweep_timers`] hand an entry to one caller at a time, across threads
+    /// and processes: several relays and sweepers may share the work.
+    pub exclusive_claims: bool,
+    /// [`ExecutionStore::wait_for_work`] is woken by commits (of any process) instead of
+    /// only sleeping out its timeout.
+    pub wakeups: bool,
 }
 
 impl Capabilities {
     /// The capabilities of a store that keeps nothing across a restart.
-    pub const EPHEMERAL: Capabilities = Capabilities { durable: false };
+    pub const EPHEMERAL: Capabilities = Capabilities {
+        durable: false,
+        exclusive_claims: false,
+        wakeups: false,
+    };
     /// The capabilities of a store that keeps what it committed.
-    pub const DURABLE: Capabilities = Capabilities { durable: true };
+    pub const DURABLE: Capabilities = Capabilities {
+        durable: true,
+        ..Capabilities::EPHEMERAL
+    };
+
+    /// These capabilities, with exclusive claims.
+    pub const fn with_exclusive_claims(self) -> Self {
+        Capabilities {
+            exclusive_claims: true,
+            ..self
+        }
+    }
+
+    /// These capabilities, with wake-ups.
+    pub const fn with_wakeups(self) -> Self {
+        Capabilities {
+            wakeups: true,
+            ..self
+        }
+    }
+}
+
+/// A kind of deferred work that a relay, a spawner or a timer sweep waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Work {
+    /// New outbox entries.
+    Outbox,
+    /// New spawn intents.
+    Spawns,
+    /// Timers armed or re-armed (the sweep may have to wake sooner).
+    Timers,
+}
+
+/// The most entries one claim hands out (the page limit of every read).
+fn claim_limit(limit: usize) -> Result<usize> {
+    crate::validate::check_limit("limit", limit)?;
+    Ok(limit)
 }
 
 /// One event step of a [`ExecutionStore::commit_batch`]: an execution and its step's effects.
@@ -156,4 +205,180 @@ pub trait ExecutionStore: Send + Sync {
     /// on. If no execution is stored, leftover rows keyed by the id are removed and `false`
     /// is returned.
     fn purge(&self, execution_id: &str, expected_version: i64) -> Result<bool>;
+
+    /// The relay's step: claims up to `limit` undelivered outbox entries, oldest first, calls
+    /// `deliver` with them, and acks (removes) the seqs `deliver` returns, the claim released
+    /// in the same transaction. Seqs `deliver` returns that it was not given are ignored;
+    /// entries it does not return stay pending. Returns how many were acked.
+    ///
+    /// Where [`Capabilities::exclusive_claims`] holds, an entry claimed by one caller is not
+    /// handed to another (thread or process) until that claim ends, so several relays can
+    /// share the outbox; a relay that dies mid-delivery releases its claim and the entries
+    /// are delivered again (at least once, never concurrently). `deliver` must not ack or
+    /// purge the entries it was given through the store itself: they are locked by the claim.
+    ///
+    /// This default reads a page and acks it, with no claim: one relay per store.
+    fn relay_outbox(
+        &self,
+        limit: usize,
+        deliver: &mut dyn FnMut(&[OutboxEntry]) -> Vec<i64>,
+    ) -> Result<usize> {
+        let entries = self.pending_outbox(None, claim_limit(limit)?)?;
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let delivered = offered(&entries, |e| e.seq, deliver(&entries));
+        self.ack_outbox_many(&delivered)
+    }
+
+    /// The spawner's step, as [`ExecutionStore::relay_outbox`] is the relay's: claims up to
+    /// `limit` pending spawn intents, calls `create` with them, and acks the seqs it returns.
+    /// Returns how many were acked.
+    fn relay_spawns(&self, limit: usize, create: &mut dyn FnMut(&[SpawnEntry]) -> Vec<i64>) -> Result<usize> {
+        let entries = self.pending_spawns(None, claim_limit(limit)?)?;
+        let mut acked = 0;
+        for seq in offered(&entries, |e| e.seq, create(&entries)) {
+            match self.ack_spawn(seq) {
+                Ok(()) => acked += 1,
+                // Acked by someone else meanwhile: not this caller's to count.
+                Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(acked)
+    }
+
+    /// The timer sweep's step: claims up to `limit` timers due at `now`, soonest first, and
+    /// calls `fire` with them while the claim is held. `fire` fires each timer the engine's
+    /// way (an event step that cancels or re-arms it, or [`ExecutionStore::delete_timer`]);
+    /// a timer it leaves in place is offered again by a later sweep. Returns how many timers
+    /// were offered.
+    ///
+    /// Where [`Capabilities::exclusive_claims`] holds, a timer claimed by one sweeper is not
+    /// offered to another until `fire` returned, and one that `fire` removed is not offered
+    /// again. This default reads one page, with no claim: one sweeper per store.
+    fn sweep_timers(&self, now: f64, limit: usize, fire: &mut dyn FnMut(&[DueTimer])) -> Result<usize> {
+        let timers = self.due_timers(now, None, claim_limit(limit)?)?;
+        if !timers.is_empty() {
+            fire(&timers);
+        }
+        Ok(timers.len())
+    }
+
+    /// Waits until `work` may be pending or `timeout` passed; returns `true` if woken by a
+    /// commit (or by the first wait, which starts listening and returns at once so the caller
+    /// looks again before sleeping), `false` on timeout. A relay polls with it:
+    /// `loop { if relay_outbox(..)? == 0 { wait_for_work(Work::Outbox, t)?; } }`.
+    ///
+    /// Where [`Capabilities::wakeups`] does not hold, this sleeps out `timeout` and returns
+    /// `false` (this default). On `wasm32`, where a thread cannot block, it returns `false`
+    /// at once: the caller's event loop does the waiting.
+    fn wait_for_work(&self, work: Work, timeout: Duration) -> Result<bool> {
+        let _ = work;
+        #[cfg(not(target_arch = "wasm32"))]
+        std::thread::sleep(timeout);
+        #[cfg(target_arch = "wasm32")]
+        let _ = timeout;
+        Ok(false)
+    }
+
+    /// How many executions have each status, for a monitor's overview: one entry per status,
+    /// in [`crate::Status::ALL`] order (zeros included), counting the executions of
+    /// `definition_id` (all when `None`) and, with `roots_only`, only those without a parent,
+    /// as [`ExecutionStore::list_executions`] filters. A definition id that cannot be one
+    /// (empty, too long) is [`crate::StoreError::InvalidInput`]. This default pages through
+    /// the listing; a backend overrides it with one aggregate query.
+    fn status_counts(
+        &self,
+        definition_id: Option<&str>,
+        roots_only: bool,
+    ) -> Result<Vec<(crate::Status, u64)>> {
+        use crate::Status;
+        if let Some(definition_id) = definition_id {
+            crate::validate::check_id("definition_id", definition_id)?;
+        }
+        let mut counts = [0u64; Status::ALL.len()];
+        let mut query = ListQuery::new()
+            .roots_only(roots_only)
+            .limit(crate::validate::MAX_PAGE);
+        query.definition_id = definition_id.map(str::to_owned);
+        loop {
+            let page = self.list_executions(&query)?;
+            for summary in &page.items {
+                if let Some(slot) = Status::ALL.iter().position(|s| *s == summary.status) {
+                    counts[slot] += 1;
+                }
+            }
+            match page.next_cursor {
+                Some(next) => query.cursor = Some(next),
+                None => break,
+            }
+        }
+        Ok(Status::ALL.into_iter().zip(counts).collect())
+    }
+
+    /// A token that changes whenever what the store holds may have changed: a monitor polls
+    /// it and reads again only when it moved. Two equal tokens from one store value mean no
+    /// execution, outbox entry, timer or spawn intent changed in between; a token may also
+    /// move when nothing did (never the reverse). This default hashes every execution's id
+    /// and version, the outbox, the spawns and the timers, a scan of the whole store (a trace
+    /// step appended outside a commit is not seen); a backend overrides it with something
+    /// that costs next to nothing.
+    fn change_token(&self) -> Result<String> {
+        use std::hash::{Hash, Hasher};
+        // Stable within one process, which is all a token promises.
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        let page = crate::validate::MAX_PAGE;
+        let mut query = ListQuery::new().limit(page);
+        loop {
+            let listed = self.list_executions(&query)?;
+            for s in &listed.items {
+                (&s.id, s.version).hash(&mut hasher);
+            }
+            match listed.next_cursor {
+                Some(next) => query.cursor = Some(next),
+                None => break,
+            }
+        }
+        for (tag, spawns) in [(0u8, false), (1u8, true)] {
+            tag.hash(&mut hasher);
+            let mut after = None;
+            loop {
+                let seqs: Vec<i64> = if spawns {
+                    self.pending_spawns(after, page)?.iter().map(|e| e.seq).collect()
+                } else {
+                    self.pending_outbox(after, page)?.iter().map(|e| e.seq).collect()
+                };
+                seqs.hash(&mut hasher);
+                match seqs.last() {
+                    Some(&last) if seqs.len() == page => after = Some(last),
+                    _ => break,
+                }
+            }
+        }
+        2u8.hash(&mut hasher);
+        let mut after: Option<DueTimer> = None;
+        loop {
+            // The latest time there is: every armed timer is due by then.
+            let timers = self.due_timers(f64::MAX, after.as_ref(), page)?;
+            for t in &timers {
+                (&t.execution_id, &t.path, t.fire_at.to_bits()).hash(&mut hasher);
+            }
+            match timers.last() {
+                Some(last) if timers.len() == page => after = Some(last.clone()),
+                _ => break,
+            }
+        }
+        Ok(format!("scan:{:016x}", hasher.finish()))
+    }
+}
+
+/// The seqs in `returned` that are among `entries`, in the order returned, without repeats.
+pub(crate) fn offered<T>(entries: &[T], seq_of: impl Fn(&T) -> i64, returned: Vec<i64>) -> Vec<i64> {
+    let given: std::collections::HashSet<i64> = entries.iter().map(seq_of).collect();
+    let mut seen = std::collections::HashSet::with_capacity(returned.len());
+    returned
+        .into_iter()
+        .filter(|seq| given.contains(seq) && seen.insert(*seq))
+        .collect()
 }

@@ -14,39 +14,14 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use execstore::ExecutionStore;
-use execstore_e2e::{increment_counter, RACE_IDS};
-use execstore_postgres::{PgOptions, PgStore};
-use execstore_sqlite::{SqliteOptions, SqliteStore};
+use execstore_e2e::{increment_counter, open_store_args, RACE_IDS};
 
 const USAGE: &str = "usage: cas_racer <db-path> <go-file> <increments>\n       \
                      cas_racer --pg <url> --prefix <prefix> <go-file> <increments>";
 
-/// A store as it opened (or failed to), what it is (for messages), and the arguments left.
-type Opened<'a> = (execstore::Result<Box<dyn ExecutionStore>>, String, &'a [String]);
-
-/// Opens the store the arguments name and returns it with the rest of the arguments, or
-/// `None` (usage) if they are not understood.
-fn open(args: &[String]) -> Option<Opened<'_>> {
-    match args {
-        [flag, url, pflag, prefix, rest @ ..] if flag == "--pg" && pflag == "--prefix" => {
-            let options = PgOptions::new().prefix(prefix.clone()).max_connections(2);
-            let store = PgStore::open(url, options).map(|s| Box::new(s) as Box<dyn ExecutionStore>);
-            Some((store, format!("{url} (prefix {prefix})"), rest))
-        }
-        [flag, ..] if flag.starts_with("--") => None,
-        [path, rest @ ..] => {
-            let store =
-                SqliteStore::open(path, SqliteOptions::new()).map(|s| Box::new(s) as Box<dyn ExecutionStore>);
-            Some((store, path.clone(), rest))
-        }
-        [] => None,
-    }
-}
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some((store, what, rest)) = open(&args) else {
+    let Some((store, what, rest)) = open_store_args(&args, Some(execstore::DEFAULT_TRACE_MAX), 2) else {
         eprintln!("{USAGE}");
         return ExitCode::from(64);
     };
