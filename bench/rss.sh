@@ -154,7 +154,7 @@ log "(a) listed $listed executions ($(wc -c <"$dir/list.json") bytes of JSON)"
 out_db="$dir/outbox.db"
 rm -f "$out_db" "$out_db-wal" "$out_db-shm"
 log "(b) making a store with execstore demo, then filling its outbox with $outbox rows"
-"$bin" demo --db "$out_db" --executions 20 >/dev/null
+"$bin" demo --no-serve --db "$out_db" --executions 20 >/dev/null
 out_prefix=$(table_prefix "$out_db")
 python3 "$here/fill_outbox.py" "$out_db" "$outbox" ${out_prefix:+--prefix "$out_prefix"}
 pending() {

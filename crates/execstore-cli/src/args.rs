@@ -1,5 +1,6 @@
 //! The command line.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -48,8 +49,12 @@ pub enum Command {
     /// List pending child creations (orthogonal forks), oldest first.
     Spawns(SeqPageArgs),
     /// Write a realistic demo store (three statecharts, every status, parents and children,
-    /// timers, outbox, spawns and timelines) to a new SQLite file.
+    /// timers, outbox, spawns and timelines) to a new SQLite file, then serve the monitor
+    /// over it (unless --no-serve).
     Demo(DemoArgs),
+    /// Serve the monitor, a web dashboard of the store (`--db FILE` or `--db
+    /// postgres://...`), and print its URL. Read-only unless given a token.
+    Monitor(ServeArgs),
     /// Run benchmark workload W1 (shared/bench/WORKLOAD.md) and print one JSON line: the same
     /// deterministic rows, phases and keys as the Python reference peer's bench.py.
     Bench(BenchArgs),
@@ -127,6 +132,37 @@ pub struct DemoArgs {
     /// Replace the file (and its -wal and -shm companions) if it exists.
     #[arg(long)]
     pub force: bool,
+
+    /// Only write the store: do not serve the monitor afterwards.
+    #[arg(long)]
+    pub no_serve: bool,
+
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// How the monitor is served.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on. The default, loopback, keeps the store on this machine: the
+    /// monitor has no login, only a write token.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+
+    /// The port; 0 takes any free port [default: 8421, or a free port if that is taken].
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+
+    /// Allow writes (ack an outbox entry or a spawn intent, remove a timer) to requests that
+    /// carry `Authorization: Bearer TOKEN`. Without it the monitor is read-only (and opens a
+    /// SQLite file read-only).
+    #[arg(
+        long,
+        env = "EXECSTORE_MONITOR_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
 }
 
 /// The store `execstore bench` drives.

@@ -5,6 +5,7 @@ mod bench;
 mod commands;
 mod demo;
 mod error;
+mod monitor;
 mod table;
 mod time;
 
@@ -12,15 +13,18 @@ use std::ffi::OsString;
 use std::io::{self, BufWriter, ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
+use execstore::ExecutionStore;
+use execstore_postgres::{PgOptions, PgStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::args::{BenchArgs, Cli, Command, DemoArgs, OnOff, DEMO_DB};
+use crate::args::{BenchArgs, Cli, Command, DemoArgs, OnOff, ServeArgs, DEMO_DB};
 use crate::error::CliError;
 
 fn main() -> ExitCode {
@@ -69,6 +73,10 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
             run_demo(&db, prefix, args, json, &mut out)?;
         }
         Command::Bench(args) => run_bench(db, prefix, args, &mut out)?,
+        Command::Monitor(args) => {
+            let db = db.context("no store given")?;
+            run_monitor(&db, prefix, args, &mut out)?;
+        }
         command => {
             let db = db.context("no store given")?;
             let store = open_existing(&db, prefix)?;
@@ -79,7 +87,7 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
                 Command::Outbox(args) => commands::outbox(&store, args, json, &mut out)?,
                 Command::Timers(args) => commands::timers(&store, args, json, &mut out)?,
                 Command::Spawns(args) => commands::spawns(&store, args, json, &mut out)?,
-                Command::Demo(_) | Command::Bench(_) => unreachable!("handled above"),
+                Command::Demo(_) | Command::Bench(_) | Command::Monitor(_) => unreachable!("handled above"),
             }
         }
     }
@@ -98,11 +106,17 @@ fn options(prefix: Option<&str>) -> SqliteOptions {
 /// refused (opening it would create an empty store and hide a typo), and nothing is ever
 /// created or migrated in a file that may belong to a running harel.
 fn open_existing(db: &Path, prefix: Option<&str>) -> anyhow::Result<SqliteStore> {
+    open_existing_file(db, prefix, true)
+}
+
+/// Opens the existing store file at `db`, read-only or (for a monitor given a write token)
+/// read-write, which applies execstore's migrations (indexes only, harel keeps working).
+fn open_existing_file(db: &Path, prefix: Option<&str>, read_only: bool) -> anyhow::Result<SqliteStore> {
     match std::fs::metadata(db) {
         Ok(meta) if meta.is_dir() => {
             Err(CliError::Input(format!("{} is a directory, not a store file", db.display())).into())
         }
-        Ok(_) => SqliteStore::open(db, options(prefix).read_only(true))
+        Ok(_) => SqliteStore::open(db, options(prefix).read_only(read_only))
             .map_err(CliError::Store)
             .with_context(|| format!("cannot open the store {}", db.display())),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(CliError::Input(format!(
@@ -206,7 +220,11 @@ fn run_demo(
         }
         serde_json::to_writer_pretty(&mut *out, &value).map_err(CliError::from)?;
         writeln!(out).map_err(CliError::Io)?;
-        return Ok(());
+        if args.no_serve {
+            return Ok(());
+        }
+        let config = monitor_config(&args.serve, db.display().to_string(), "sqlite", prefix)?;
+        return serve_monitor(Arc::new(store), &config, out);
     }
     let by_status: Vec<String> = summary
         .by_status
@@ -246,7 +264,11 @@ fn run_demo(
         spawns = summary.spawns,
     );
     out.write_all(text.as_bytes()).map_err(CliError::Io)?;
-    Ok(())
+    if args.no_serve {
+        return Ok(());
+    }
+    let config = monitor_config(&args.serve, db.display().to_string(), "sqlite", prefix)?;
+    serve_monitor(Arc::new(store), &config, out)
 }
 
 /// `execstore bench`: runs workload W1 and prints its one JSON line (always JSON, in the
@@ -284,4 +306,65 @@ fn shell_word(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
     }
+}
+
+/// `execstore monitor`: opens the store (`postgres://...` or a SQLite file that must exist,
+/// read-only unless writes are allowed) and serves the monitor over it.
+fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let name = db.to_string_lossy();
+    let (store, config): (Arc<dyn ExecutionStore>, _) =
+        if name.starts_with("postgres://") || name.starts_with("postgresql://") {
+            let mut options = PgOptions::new();
+            if let Some(prefix) = prefix {
+                options = options.prefix(prefix);
+            }
+            let store = PgStore::open(&name, options)
+                .map_err(CliError::Store)
+                .with_context(|| format!("cannot open the store {}", monitor::redact_url(&name)))?;
+            let config = monitor_config(args, monitor::redact_url(&name), "postgres", prefix)?;
+            (Arc::new(store), config)
+        } else {
+            let config = monitor_config(args, db.display().to_string(), "sqlite", prefix)?;
+            let store = open_existing_file(db, prefix, config.token.is_none())?;
+            (Arc::new(store), config)
+        };
+    serve_monitor(store, &config, out)
+}
+
+fn monitor_config(
+    args: &ServeArgs,
+    store_label: String,
+    backend: &'static str,
+    prefix: Option<&str>,
+) -> anyhow::Result<monitor::Config> {
+    if args.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(CliError::Input("the monitor's --token must not be empty".into()).into());
+    }
+    Ok(monitor::Config {
+        bind: args.bind,
+        port: args.port,
+        token: args.token.clone(),
+        store_label,
+        backend,
+        prefix: prefix.map(str::to_owned),
+    })
+}
+
+/// Serves until Ctrl-C, printing the URL (flushed, so a script reading it sees it at once).
+fn serve_monitor(
+    store: Arc<dyn ExecutionStore>,
+    config: &monitor::Config,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let mode = if config.token.is_some() {
+        "writes allowed with the token"
+    } else {
+        "read-only"
+    };
+    let mut printed = Ok(());
+    monitor::serve(store, config, &mut |url| {
+        printed = writeln!(out, "monitor: {url}  ({mode}; Ctrl-C stops it)").and_then(|()| out.flush());
+    })?;
+    printed.map_err(CliError::Io)?;
+    Ok(())
 }

@@ -59,6 +59,7 @@ impl Demo {
             dir.path(),
             &[
                 "demo",
+                "--no-serve",
                 "--db",
                 db.to_str().unwrap(),
                 "--executions",
@@ -113,7 +114,7 @@ fn now() -> f64 {
 #[test]
 fn demo_writes_a_file_and_prints_what_it_wrote() {
     let dir = tempfile::tempdir().unwrap();
-    let out = execstore(dir.path(), &["demo", "--executions", "60"]);
+    let out = execstore(dir.path(), &["demo", "--no-serve", "--executions", "60"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let db = dir.path().join("execstore-demo.db");
     assert!(db.is_file(), "the default demo file was not written");
@@ -453,7 +454,7 @@ fn demo_refuses_an_existing_file_unless_forced() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("mine.db");
     std::fs::write(&db, "precious").unwrap();
-    let out = execstore(dir.path(), &["demo", "--db", "mine.db"]);
+    let out = execstore(dir.path(), &["demo", "--no-serve", "--db", "mine.db"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("already exists; pass --force"),
@@ -464,7 +465,15 @@ fn demo_refuses_an_existing_file_unless_forced() {
 
     let out = execstore(
         dir.path(),
-        &["demo", "--db", "mine.db", "--force", "--executions", "25"],
+        &[
+            "demo",
+            "--no-serve",
+            "--db",
+            "mine.db",
+            "--force",
+            "--executions",
+            "25",
+        ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let page = json(dir.path(), &["--db", "mine.db", "--json", "list", "--all"]);
@@ -487,7 +496,7 @@ fn the_environment_names_the_store_but_never_the_demo_file() {
     // `demo --force` with EXECSTORE_DB set writes the default file, not the store it names.
     let before = std::fs::read(&demo.db).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_execstore"))
-        .args(["demo", "--force", "--executions", "20"])
+        .args(["demo", "--no-serve", "--force", "--executions", "20"])
         .current_dir(demo.dir.path())
         .env("EXECSTORE_DB", &demo.db)
         .output()

@@ -1,0 +1,58 @@
+//! The UI's static files (`web/` at the repository's root), embedded in the binary so the
+//! monitor is one file to run.
+
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+use super::AppState;
+
+/// Each file: its URL path, its media type and its bytes.
+const FILES: &[(&str, &str, &str)] = &[
+    (
+        "/",
+        "text/html; charset=utf-8",
+        include_str!("../../../../web/index.html"),
+    ),
+    (
+        "/app.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/app.js"),
+    ),
+    (
+        "/api.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/api.js"),
+    ),
+    (
+        "/style.css",
+        "text/css; charset=utf-8",
+        include_str!("../../../../web/style.css"),
+    ),
+    (
+        "/favicon.svg",
+        "image/svg+xml",
+        include_str!("../../../../web/favicon.svg"),
+    ),
+];
+
+pub(super) fn routes() -> Router<AppState> {
+    let mut router = Router::new();
+    for &(path, media_type, body) in FILES {
+        router = router.route(path, get(move || async move { file(media_type, body) }));
+    }
+    router
+}
+
+fn file(media_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(media_type)),
+            // Embedded in this very binary: a browser may keep them only until it asks again.
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        body,
+    )
+        .into_response()
+}

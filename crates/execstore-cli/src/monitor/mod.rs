@@ -1,0 +1,231 @@
+//! `execstore monitor` (and the end of `execstore demo`): a web dashboard of a store, served
+//! by axum over any [`ExecutionStore`].
+//!
+//! The server is a thin JSON API over the store's own reads (documented in README.md, under
+//! "Monitor") plus the static UI of `web/`, embedded in the binary. Store calls are blocking,
+//! so each runs on tokio's blocking pool. Writes (acks, timer removal) need the token given
+//! at start; without one every write answers 403.
+//!
+//! Live updates are polled, not pushed: the UI asks `/api/changes` for the store's change
+//! token every couple of seconds and reads again only when it moved. A push channel would
+//! still have to poll the store (another process, harel for one, writes the file and
+//! announces nothing), and the same UI must run over the edge `fetch` handler and the
+//! in-browser store, where a plain request and response is all there is.
+
+mod api;
+mod assets;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use execstore::ExecutionStore;
+use sha2::{Digest, Sha256};
+
+/// The port tried first when none is given (a free one is taken if it is busy).
+pub const DEFAULT_PORT: u16 = 8421;
+
+/// How the monitor is served.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The address to listen on.
+    pub bind: IpAddr,
+    /// The port; `None`: [`DEFAULT_PORT`], or any free port if that one is taken; `Some(0)`:
+    /// any free port.
+    pub port: Option<u16>,
+    /// The token writes need; `None`: read-only.
+    pub token: Option<String>,
+    /// What the store is, for the UI's header (a path, or a server without its password).
+    pub store_label: String,
+    /// `sqlite` or `postgres`.
+    pub backend: &'static str,
+    /// The table-name prefix, if any.
+    pub prefix: Option<String>,
+}
+
+/// What every request handler shares.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub(crate) store: Arc<dyn ExecutionStore>,
+    /// SHA-256 of the write token: compared in constant time, whatever its length.
+    pub(crate) token_digest: Option<[u8; 32]>,
+    pub(crate) info: Arc<serde_json::Value>,
+}
+
+/// Serves the monitor over `store` until Ctrl-C. `announce` is called with the URL once the
+/// socket listens (so a caller printing it never prints a URL that does not answer yet).
+pub fn serve(
+    store: Arc<dyn ExecutionStore>,
+    config: &Config,
+    announce: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(16)
+        .enable_io()
+        .build()
+        .context("cannot start the server's runtime")?;
+    runtime.block_on(async {
+        let listener = bind(config).await?;
+        let addr = listener.local_addr().context("cannot read the bound address")?;
+        let app = router(store, config, addr);
+        announce(&url_of(addr));
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                // No signal handler (rare): serve until killed.
+                if tokio::signal::ctrl_c().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            })
+            .await
+            .context("the server failed")
+    })
+}
+
+async fn bind(config: &Config) -> anyhow::Result<tokio::net::TcpListener> {
+    let at = |port| SocketAddr::new(config.bind, port);
+    match config.port {
+        Some(port) => tokio::net::TcpListener::bind(at(port))
+            .await
+            .with_context(|| format!("cannot listen on {}", at(port))),
+        None => match tokio::net::TcpListener::bind(at(DEFAULT_PORT)).await {
+            Ok(listener) => Ok(listener),
+            Err(_) => tokio::net::TcpListener::bind(at(0))
+                .await
+                .with_context(|| format!("cannot listen on {}", at(0))),
+        },
+    }
+}
+
+/// The URL a browser opens for `addr`.
+fn url_of(addr: SocketAddr) -> String {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
+        IpAddr::V6(ip) => format!("[{ip}]"),
+        IpAddr::V4(ip) => ip.to_string(),
+    };
+    format!("http://{host}:{}/", addr.port())
+}
+
+fn router(store: Arc<dyn ExecutionStore>, config: &Config, addr: SocketAddr) -> Router {
+    let info = serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "store": config.store_label,
+        "backend": config.backend,
+        "prefix": config.prefix,
+        "writable": config.token.is_some(),
+    });
+    let state = AppState {
+        store,
+        token_digest: config.token.as_deref().map(digest),
+        info: Arc::new(info),
+    };
+    let hosts = Arc::new(allowed_hosts(addr));
+    api::routes()
+        .merge(assets::routes())
+        .with_state(state)
+        .layer(middleware::from_fn(security_headers))
+        .layer(middleware::from_fn_with_state(hosts, check_host))
+}
+
+pub(crate) fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// The `Host` headers a loopback-bound monitor answers (`None`: any, when bound to another
+/// address on purpose). A page on another site that rebinds its DNS name to 127.0.0.1
+/// sends its own name and is refused, so it cannot read the store through the browser.
+fn allowed_hosts(addr: SocketAddr) -> Option<Vec<String>> {
+    if !addr.ip().is_loopback() {
+        return None;
+    }
+    let port = addr.port();
+    Some(vec![
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        addr.to_string(),
+    ])
+}
+
+async fn check_host(State(hosts): State<Arc<Option<Vec<String>>>>, request: Request, next: Next) -> Response {
+    if let Some(allowed) = hosts.as_ref() {
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        if !allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) {
+            return api::ApiError::new(
+                StatusCode::MISDIRECTED_REQUEST,
+                "BAD_HOST",
+                format!("this monitor answers {} only", allowed.join(", ")),
+            )
+            .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// Headers every answer carries: the UI loads only its own files and never runs inline
+/// code (so even a rendering bug could not run a stored `onerror=`), nothing is framed,
+/// and API answers are never cached.
+async fn security_headers(request: Request, next: Next) -> Response {
+    let is_api = request.uri().path().starts_with("/api/");
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+             connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        ),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    if is_api {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}
+
+/// `url` without its password, for display.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_not_shown() {
+        assert_eq!(
+            redact_url("postgres://me:secret@db:5432/x"),
+            "postgres://me@db:5432/x"
+        );
+        assert_eq!(redact_url("postgres://db/x"), "postgres://db/x");
+        assert_eq!(redact_url("/tmp/a@b.db"), "/tmp/a@b.db");
+    }
+
+    #[test]
+    fn urls_name_a_reachable_host() {
+        assert_eq!(url_of("0.0.0.0:80".parse().unwrap()), "http://127.0.0.1:80/");
+        assert_eq!(url_of("[::1]:8".parse().unwrap()), "http://[::1]:8/");
+    }
+}

@@ -1,0 +1,101 @@
+# shellcheck shell=bash
+# scripts/lib/browser.sh: the monitor's browser tests (tests/browser: Playwright's
+# playwright-core driving Debian's Chromium, run by `node --test`). Source it; it only defines
+# things. scripts/test calls, in order:
+#
+#   browser_install     Debian's `chromium` (for /usr/bin/chromium) and `python3` (the tests'
+#                       second writer) from apt if missing; checks Node >= 20 and npm; runs
+#                       `npm ci` in tests/browser when its node_modules does not match its
+#                       package-lock.json (playwright-core, pinned there). Never downloads a
+#                       browser of Playwright's own.
+#   browser_test        builds `execstore` (cargo build -p execstore-cli) and runs the tests
+#                       against that fresh binary; screenshots go to test-artifacts/. Prints
+#                       the measured time to first render of the list at 100,000 executions.
+#
+# Environment:
+#   EXECSTORE_CHROMIUM       the browser (default /usr/bin/chromium)
+#   EXECSTORE_ARTIFACTS      where screenshots go (default test-artifacts/)
+#   EXECSTORE_SKIP_BROWSER   a reason: both functions say so and do nothing
+#
+# Works as root on Debian 12 (apt-get), or as a user who has Chromium and Node already.
+
+BROWSER_TESTS_DIR=tests/browser
+BROWSER_NODE_MAJOR_MIN=20
+
+_browser_say() { printf '    %s\n' "$*"; }
+
+_browser_skipped() {
+	if [ -n "${EXECSTORE_SKIP_BROWSER:-}" ]; then
+		_browser_say "skipped: $EXECSTORE_SKIP_BROWSER (EXECSTORE_SKIP_BROWSER)"
+		return 0
+	fi
+	return 1
+}
+
+_browser_apt_install() { # PACKAGE... installs what apt knows by these names
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "browser.sh: $* missing and not root: install them (apt-get install $*)" >&2
+		return 1
+	fi
+	_browser_say "installing $* from Debian's packages"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+}
+
+browser_install() {
+	_browser_skipped && return 0
+	local chromium="${EXECSTORE_CHROMIUM:-/usr/bin/chromium}" missing=()
+	[ -x "$chromium" ] || missing+=(chromium)
+	command -v python3 >/dev/null || missing+=(python3)
+	if [ ${#missing[@]} -gt 0 ]; then
+		_browser_apt_install "${missing[@]}" || return 1
+	fi
+	[ -x "$chromium" ] || {
+		echo "browser.sh: no browser at $chromium" >&2
+		return 1
+	}
+	_browser_say "$("$chromium" --version 2>/dev/null | head -n 1)"
+
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		echo "browser.sh: node and npm (Node >= $BROWSER_NODE_MAJOR_MIN) are needed for the browser tests" >&2
+		return 1
+	fi
+	local major
+	major=$(node -p 'process.versions.node.split(".")[0]')
+	if [ "$major" -lt "$BROWSER_NODE_MAJOR_MIN" ]; then
+		echo "browser.sh: Node $(node --version) is too old: playwright-core needs >= $BROWSER_NODE_MAJOR_MIN" >&2
+		return 1
+	fi
+	_browser_say "node $(node --version), npm $(npm --version)"
+
+	# npm ci only when the installed tree is not the locked one (npm keeps its own copy of
+	# the lock in node_modules/.package-lock.json).
+	if cmp -s "$BROWSER_TESTS_DIR/package-lock.json" "$BROWSER_TESTS_DIR/node_modules/.package-lock.json" 2>/dev/null ||
+		node -e '
+			const lock = require(process.argv[1] + "/package-lock.json");
+			const want = lock.packages["node_modules/playwright-core"].version;
+			const have = require(process.argv[1] + "/node_modules/playwright-core/package.json").version;
+			process.exit(want === have ? 0 : 1);
+		' "$PWD/$BROWSER_TESTS_DIR" 2>/dev/null; then
+		_browser_say "playwright-core present in $BROWSER_TESTS_DIR/node_modules"
+	else
+		_browser_say "npm ci in $BROWSER_TESTS_DIR"
+		(cd "$BROWSER_TESTS_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+	fi
+}
+
+browser_test() {
+	_browser_skipped && return 0
+	cargo build -p execstore-cli || return 1
+	local bin log rc=0
+	bin="$PWD/target/debug/execstore"
+	log=$(mktemp)
+	EXECSTORE_BIN="$bin" node --test --test-concurrency=1 --test-reporter=spec "$BROWSER_TESTS_DIR/" 2>&1 |
+		tee "$log" || rc=${PIPESTATUS[0]}
+	local first_render
+	first_render=$(grep -m1 -o 'list first render at 100,000 executions: .*' "$log" || true)
+	[ -n "$first_render" ] && _browser_say "$first_render"
+	_browser_say "screenshots: ${EXECSTORE_ARTIFACTS:-test-artifacts}/monitor-*.png"
+	rm -f "$log"
+	return "$rc"
+}

@@ -1,0 +1,1070 @@
+// The execstore monitor UI: plain DOM, no framework.
+//
+// Rule of this file: stored data only ever reaches the page as text (text nodes via `h()`
+// and `textContent`); no HTML string is ever parsed. URLs built here are always relative
+// query strings ("?view=..."), never taken from stored data.
+
+import { ApiError, createClient, token } from "./api.js";
+
+const STATUSES = ["PENDING", "RUNNING", "DONE", "CANCELLED", "SUSPENDED", "CANCELLING", "FAILED"];
+const VIEWS = ["executions", "outbox", "timers", "spawns"];
+const PAGE_SIZES = [25, 50, 100, 200];
+const POLL_MS = 2000;
+/** An outbox entry or a spawn intent older than this is highlighted: the relay is late. */
+const OVERDUE_S = 300;
+const KNOWN_STEP_KEYS = new Set([
+  "index", "event_kind", "event_data", "from_path", "to_path", "guards", "actions",
+  "context_in", "context_out", "timestamp", "assigned", "note",
+]);
+
+// ---------------------------------------------------------------------------------------------
+// DOM helpers: everything is built as elements and text nodes.
+
+function h(tag, props, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "dataset") Object.assign(el.dataset, v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  add(el, children);
+  return el;
+}
+
+function add(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+function clear(el, ...children) {
+  el.replaceChildren();
+  return add(el, children);
+}
+
+const $ = (sel, root = document) => root.querySelector(sel);
+
+// ---------------------------------------------------------------------------------------------
+// Formatting
+
+const pad = (n, w = 2) => String(n).padStart(w, "0");
+
+function toSeconds(t) {
+  if (typeof t === "number" && isFinite(t)) return t;
+  if (typeof t === "string") {
+    const ms = Date.parse(t);
+    return isNaN(ms) ? null : ms / 1000;
+  }
+  return null;
+}
+
+function absTime(t) {
+  const s = toSeconds(t);
+  if (s === null) return "–";
+  const d = new Date(s * 1000);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+function span(seconds) {
+  const s = Math.abs(seconds);
+  if (s < 1) return `${Math.round(s * 1000)}ms`;
+  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${pad(Math.floor(s % 60))}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${pad(Math.floor((s % 3600) / 60))}m`;
+  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
+}
+
+function ago(t) {
+  const s = toSeconds(t);
+  return s === null ? "–" : `${span(now() - s)} ago`;
+}
+
+/** Seconds from now until `t`: "in 5m" or "overdue by 5m". */
+function until(t) {
+  const d = t - now();
+  return d >= 0 ? `in ${span(d)}` : `overdue by ${span(d)}`;
+}
+
+function timeEl(t, text = ago(t)) {
+  return h("time", { title: absTime(t), datetime: toSeconds(t) ? new Date(toSeconds(t) * 1000).toISOString() : null }, text);
+}
+
+const compact = (v) => (v === undefined ? "" : JSON.stringify(v));
+
+function shortJson(v, max = 140) {
+  const s = compact(v);
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+/** The server's clock (epoch seconds), as last seen, advanced by the local clock. */
+let clockSkew = 0;
+const now = () => Date.now() / 1000 + clockSkew;
+
+// ---------------------------------------------------------------------------------------------
+// Routes: everything the page shows is in its URL.
+
+function parseRoute(search) {
+  const p = new URLSearchParams(search);
+  const limit = Number(p.get("limit"));
+  return {
+    view: VIEWS.includes(p.get("view")) ? p.get("view") : "executions",
+    status: (p.get("status") || "").split(",").filter((s) => STATUSES.includes(s)),
+    definition: p.get("definition") || "",
+    roots: p.get("roots") === "1",
+    q: p.get("q") || "",
+    cursor: p.get("cursor") || "",
+    id: p.get("id") || "",
+    limit: PAGE_SIZES.includes(limit) ? limit : 50,
+    after: p.get("after") || "",
+    due: p.get("due") === "1",
+  };
+}
+
+function routeSearch(r) {
+  const p = new URLSearchParams();
+  if (r.view !== "executions") p.set("view", r.view);
+  if (r.status.length) p.set("status", r.status.join(","));
+  if (r.definition) p.set("definition", r.definition);
+  if (r.roots) p.set("roots", "1");
+  if (r.q) p.set("q", r.q);
+  if (r.limit !== 50) p.set("limit", String(r.limit));
+  if (r.cursor) p.set("cursor", r.cursor);
+  if (r.after) p.set("after", r.after);
+  if (r.due) p.set("due", "1");
+  if (r.id) p.set("id", r.id);
+  const s = p.toString();
+  return s ? `?${s}` : location.pathname;
+}
+
+function linkTo(changes) {
+  return routeSearch({ ...parseRoute(""), ...changes });
+}
+
+// ---------------------------------------------------------------------------------------------
+// State
+
+let api;
+const state = {
+  route: parseRoute(location.search),
+  info: null,
+  /** Cursors of the pages before this one (executions: list cursors; others: `after`). */
+  stack: [],
+  list: null,
+  counts: null,
+  selected: -1,
+  versions: new Map(),
+  definitions: new Set(),
+  changeToken: null,
+  lastCheck: 0,
+  live: true,
+  firstListRender: false,
+};
+let listSeq = 0;
+let detailSeq = 0;
+let viewSeq = 0;
+
+function navigate(changes, { replace = false } = {}) {
+  const before = state.route;
+  const next = { ...before, ...changes };
+  const filtersMoved = ["view", "status", "definition", "roots", "q", "limit", "due"].some(
+    (k) => String(before[k]) !== String(next[k]),
+  );
+  if (filtersMoved) {
+    state.stack = [];
+    if (!("cursor" in changes)) next.cursor = "";
+    if (!("after" in changes)) next.after = "";
+  }
+  history[replace ? "replaceState" : "pushState"](null, "", routeSearch(next));
+  state.route = next;
+  render(before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Banner: errors that are not about one panel.
+
+function describe(error) {
+  if (error instanceof ApiError) return `${error.message} (${error.code})`;
+  return String(error && error.message ? error.message : error);
+}
+
+function showBanner(message, retry) {
+  const banner = $("#banner");
+  clear(
+    banner,
+    h("span", { class: "msg" }, message),
+    retry ? h("button", { type: "button", onclick: () => { banner.hidden = true; retry(); } }, "Retry") : null,
+    h("button", { type: "button", class: "ghost", onclick: () => { banner.hidden = true; }, "aria-label": "Dismiss" }, "×"),
+  );
+  banner.hidden = false;
+}
+
+function errorBox(error, retry) {
+  return h(
+    "div",
+    { class: "state error", role: "alert" },
+    h("strong", null, error instanceof ApiError && error.status === 404 ? "Not found" : "Could not load this"),
+    h("p", null, describe(error)),
+    retry ? h("button", { type: "button", onclick: retry }, "Retry") : null,
+  );
+}
+
+function emptyBox(title, text, action) {
+  return h("div", { class: "state empty" }, h("strong", null, title), text ? h("p", null, text) : null, action);
+}
+
+/** Shows "Loading…" in `el` only if the data takes more than a moment (no flicker). */
+function loadingLater(el, text = "Loading…") {
+  const timer = setTimeout(() => {
+    if (!el.querySelector(".state.loading")) {
+      el.prepend(h("div", { class: "state loading", "aria-busy": "true" }, h("span", { class: "spinner" }), text));
+    }
+  }, 150);
+  return () => {
+    clearTimeout(timer);
+    const shown = el.querySelector(".state.loading");
+    if (shown) shown.remove();
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared pieces
+
+function statusPill(status) {
+  return h("span", { class: `pill s-${String(status).toLowerCase()}` }, status);
+}
+
+function execLink(id, text = id, extra = {}) {
+  return h(
+    "a",
+    {
+      href: linkTo({ ...keepListFilters(), id }),
+      class: "exec-link",
+      title: id,
+      onclick: (e) => {
+        if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
+        e.preventDefault();
+        navigate({ view: "executions", id, ...extra });
+      },
+    },
+    text,
+  );
+}
+
+function keepListFilters() {
+  const r = state.route;
+  return { status: r.status, definition: r.definition, roots: r.roots, q: r.q, limit: r.limit, cursor: r.view === "executions" ? r.cursor : "" };
+}
+
+function writeButton(label, run, what) {
+  if (!state.info || !state.info.writable) return null;
+  let armed = null;
+  const button = h("button", {
+    type: "button",
+    class: "danger small",
+    title: what,
+    onclick: async () => {
+      if (!token.get()) {
+        $("#token-input") && $("#token-input").focus();
+        showBanner("Enter the monitor's write token (top right) to do this.");
+        return;
+      }
+      if (!armed) {
+        button.textContent = "Confirm?";
+        armed = setTimeout(() => { armed = null; button.textContent = label; }, 3000);
+        return;
+      }
+      clearTimeout(armed);
+      armed = null;
+      button.disabled = true;
+      try {
+        await run();
+        refresh();
+      } catch (e) {
+        button.disabled = false;
+        button.textContent = label;
+        showBanner(describe(e));
+      }
+    },
+  }, label);
+  return button;
+}
+
+function table(columns, rows, { rowProps } = {}) {
+  return h(
+    "table",
+    { class: "grid" },
+    h("thead", null, h("tr", null, columns.map((c) => h("th", { class: c.class }, c.label)))),
+    h("tbody", null, rows.map((row, i) => h("tr", rowProps ? rowProps(row, i) : null, columns.map((c) => h("td", { class: c.class }, c.cell(row, i)))))),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON tree (collapsible); deeper levels are built when first opened.
+
+function jsonTree(value, { key, depth = 0, open = 1 } = {}) {
+  const label = key === undefined ? null : h("span", { class: "k" }, `${key}: `);
+  if (value !== null && typeof value === "object") {
+    const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+    const shape = Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`;
+    if (!entries.length) return h("div", { class: "jl" }, label, h("span", { class: "v empty" }, Array.isArray(value) ? "[]" : "{}"));
+    const details = h("details", { class: "jt", open: depth < open }, h("summary", null, label, h("span", { class: "shape" }, shape), h("span", { class: "peek" }, ` ${shortJson(value, 80)}`)));
+    const build = () => {
+      if (details.dataset.built) return;
+      details.dataset.built = "1";
+      details.append(h("div", { class: "jc" }, entries.map(([k, v]) => jsonTree(v, { key: k, depth: depth + 1, open }))));
+    };
+    if (depth < open) build();
+    else details.addEventListener("toggle", build);
+    return details;
+  }
+  const type = value === null ? "null" : typeof value;
+  return h("div", { class: "jl" }, label, h("span", { class: `v ${type}` }, compact(value)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Executions view: filters, status chart, the list and the detail.
+
+let shell = null;
+
+function executionsShell() {
+  if (shell) return shell;
+  const search = h("input", {
+    type: "search", id: "q", placeholder: "id starts with…", autocomplete: "off", spellcheck: "false",
+    "aria-label": "Search by id prefix",
+  });
+  const definition = h("input", {
+    type: "search", id: "definition", placeholder: "any definition", list: "definitions", autocomplete: "off",
+    "aria-label": "Definition",
+  });
+  const roots = h("input", { type: "checkbox", id: "roots" });
+  const limit = h("select", { id: "limit", "aria-label": "Page size" }, PAGE_SIZES.map((n) => h("option", { value: n }, `${n} / page`)));
+  let debounce;
+  const later = (f) => { clearTimeout(debounce); debounce = setTimeout(f, 300); };
+  search.addEventListener("input", () => later(() => navigate({ q: search.value.trim(), id: state.route.id }, { replace: true })));
+  definition.addEventListener("input", () => later(() => navigate({ definition: definition.value.trim() }, { replace: true })));
+  roots.addEventListener("change", () => navigate({ roots: roots.checked }));
+  limit.addEventListener("change", () => navigate({ limit: Number(limit.value) }));
+  const chart = h("div", { class: "chart", id: "chart", role: "group", "aria-label": "Executions per status: click to filter" });
+  const tableWrap = h("div", { class: "table-wrap", id: "list", tabindex: "-1" });
+  const pager = h("div", { class: "pager", id: "pager" });
+  const detail = h("aside", { class: "detail", id: "detail", "aria-label": "Execution detail" });
+  const listPane = h(
+    "section",
+    { class: "list-pane" },
+    h(
+      "div",
+      { class: "filters" },
+      h("label", { class: "field grow" }, h("span", null, "Search"), search),
+      h("label", { class: "field" }, h("span", null, "Definition"), definition, h("datalist", { id: "definitions" })),
+      h("label", { class: "check" }, roots, " roots only"),
+      limit,
+      h("button", { type: "button", class: "ghost", id: "clear", onclick: () => navigate({ status: [], definition: "", roots: false, q: "" }) }, "Clear filters"),
+    ),
+    chart,
+    tableWrap,
+    pager,
+  );
+  shell = { root: h("div", { class: "executions" }, listPane, detail), search, definition, roots, limit, chart, tableWrap, pager, detail };
+  return shell;
+}
+
+function syncFilters() {
+  const r = state.route;
+  const s = executionsShell();
+  if (document.activeElement !== s.search) s.search.value = r.q;
+  if (document.activeElement !== s.definition) s.definition.value = r.definition;
+  s.roots.checked = r.roots;
+  s.limit.value = String(r.limit);
+  $("#clear").hidden = !(r.status.length || r.definition || r.roots || r.q);
+  s.root.classList.toggle("with-detail", Boolean(r.id));
+}
+
+async function loadCounts({ quiet = false } = {}) {
+  const r = state.route;
+  const seq = listSeq;
+  try {
+    const counts = await api.get("api/counts", { definition: r.definition, roots_only: r.roots });
+    if (seq !== listSeq) return;
+    state.counts = counts;
+    renderChart();
+    renderPager();
+    if (!state.firstCountsRender) {
+      state.firstCountsRender = true;
+      performance.mark("execstore:counts-rendered");
+    }
+  } catch (e) {
+    if (!quiet) clear(executionsShell().chart, h("span", { class: "muted" }, `counts unavailable: ${describe(e)}`));
+  }
+}
+
+function renderChart() {
+  const { chart } = executionsShell();
+  const counts = state.counts ? state.counts.counts : {};
+  const max = Math.max(1, ...STATUSES.map((s) => counts[s] || 0));
+  const selected = state.route.status;
+  clear(
+    chart,
+    STATUSES.map((s) => {
+      const n = counts[s] || 0;
+      const bar = h("span", { class: `bar s-${s.toLowerCase()}` });
+      bar.style.height = `${n ? Math.max(4, Math.round((n / max) * 100)) : 0}%`;
+      const on = selected.includes(s);
+      return h(
+        "button",
+        {
+          type: "button",
+          class: `col${on ? " on" : ""}${selected.length && !on ? " dim" : ""}`,
+          "aria-pressed": on ? "true" : "false",
+          title: `${n.toLocaleString()} ${s}: click to ${on ? "remove from" : "add to"} the filter`,
+          dataset: { status: s },
+          onclick: () => navigate({ status: on ? selected.filter((x) => x !== s) : STATUSES.filter((x) => x === s || selected.includes(x)) }),
+        },
+        h("span", { class: "n" }, n.toLocaleString()),
+        h("span", { class: "track" }, bar),
+        h("span", { class: "label" }, s),
+      );
+    }),
+    h("div", { class: "total" }, h("strong", null, state.counts ? state.counts.total.toLocaleString() : "…"), h("span", null, state.route.definition || state.route.roots ? " matching definition / roots" : " executions")),
+  );
+}
+
+async function loadList({ quiet = false } = {}) {
+  const r = state.route;
+  const seq = ++listSeq;
+  const { tableWrap } = executionsShell();
+  const done = quiet ? () => {} : loadingLater(tableWrap);
+  try {
+    const page = await api.get("api/executions", {
+      status: r.status.join(","), definition: r.definition, roots_only: r.roots, q: r.q, cursor: r.cursor, limit: r.limit,
+    });
+    if (seq !== listSeq) return;
+    done();
+    const previous = state.versions;
+    state.versions = new Map(page.items.map((e) => [e.id, e.version]));
+    state.list = page;
+    renderTable(quiet ? previous : null);
+    renderPager();
+    if (!state.firstListRender) {
+      state.firstListRender = true;
+      performance.mark("execstore:list-rendered");
+    }
+  } catch (e) {
+    if (seq !== listSeq) return;
+    done();
+    if (quiet) return;
+    state.list = null;
+    clear(tableWrap, errorBox(e, () => loadList()));
+    renderPager();
+  }
+}
+
+function renderTable(previousVersions) {
+  const { tableWrap } = executionsShell();
+  const page = state.list;
+  const r = state.route;
+  if (!page.items.length) {
+    const filtered = r.status.length || r.definition || r.roots || r.q;
+    clear(
+      tableWrap,
+      filtered
+        ? emptyBox("No executions match these filters", r.q ? `No id starts with "${r.q}" among them.` : null,
+          h("button", { type: "button", onclick: () => navigate({ status: [], definition: "", roots: false, q: "" }) }, "Clear filters"))
+        : r.cursor
+          ? emptyBox("No more executions", "This page is past the end.", h("button", { type: "button", onclick: () => navigate({ cursor: "" }) }, "First page"))
+          : emptyBox("This store has no executions yet", state.info && !state.info.prefix ? "A file written by harel 0.9 needs --prefix harel." : null),
+    );
+    return;
+  }
+  for (const e of page.items) state.definitions.add(e.definition_id);
+  clear($("#definitions"), [...state.definitions].sort().map((d) => h("option", { value: d })));
+  const selectedIndex = page.items.findIndex((e) => e.id === r.id);
+  if (selectedIndex >= 0) state.selected = selectedIndex;
+  else if (state.selected >= page.items.length) state.selected = page.items.length - 1;
+  const columns = [
+    { label: "Id", class: "id mono", cell: (e) => h("span", { title: e.id }, e.parent_id ? h("span", { class: "child-mark", title: `child of ${e.parent_id}` }, "↳ ") : null, e.id) },
+    { label: "Definition", class: "def", cell: (e) => e.definition_id },
+    { label: "Status", class: "status", cell: (e) => statusPill(e.status) },
+    { label: "Outcome", class: "outcome", cell: (e) => e.outcome || h("span", { class: "muted" }, "–") },
+    { label: "Active state", class: "path mono", cell: (e) => e.active_path || h("span", { class: "muted" }, "–") },
+    { label: "Ver", class: "num", cell: (e) => e.version },
+    { label: "Updated", class: "when", cell: (e) => (e.updated_at ? timeEl(e.updated_at) : h("span", { class: "muted" }, "–")) },
+  ];
+  const grid = table(columns, page.items, {
+    rowProps: (e, i) => ({
+      class: [
+        e.id === r.id ? "open" : "",
+        i === state.selected ? "sel" : "",
+        previousVersions && previousVersions.get(e.id) !== e.version ? "changed" : "",
+      ].join(" ").trim() || null,
+      dataset: { id: e.id, index: i },
+      "aria-selected": i === state.selected ? "true" : "false",
+      onclick: (ev) => {
+        if (ev.target.closest("a,button")) return;
+        state.selected = i;
+        navigate({ id: e.id });
+      },
+    }),
+  });
+  grid.classList.add("executions-grid");
+  clear(tableWrap, grid);
+}
+
+function renderPager() {
+  const { pager } = executionsShell();
+  const r = state.route;
+  const page = state.list;
+  const pageNo = r.cursor ? (state.stack.length ? state.stack.length + 1 : null) : 1;
+  let total = null;
+  if (state.counts && !r.q) {
+    const c = state.counts.counts;
+    total = (r.status.length ? r.status : STATUSES).reduce((sum, s) => sum + (c[s] || 0), 0);
+  }
+  let range = "";
+  if (page && page.items.length && pageNo) {
+    const from = (pageNo - 1) * r.limit + 1;
+    range = `${from.toLocaleString()}–${(from + page.items.length - 1).toLocaleString()}`;
+  } else if (page && page.items.length) {
+    range = `${page.items.length} rows`;
+  }
+  clear(
+    pager,
+    h("button", { type: "button", id: "first", disabled: !r.cursor, onclick: () => { state.stack = []; navigate({ cursor: "" }); } }, "« First"),
+    h("button", { type: "button", id: "prev", disabled: !r.cursor, onclick: prevPage }, "◀ Prev"),
+    h("span", { class: "where", id: "range" }, range, total !== null ? ` of ${total.toLocaleString()}` : "", pageNo ? ` · page ${pageNo}` : ""),
+    h("button", { type: "button", id: "next", disabled: !(page && page.next_cursor), onclick: nextPage }, "Next ▶"),
+  );
+}
+
+function nextPage() {
+  const page = state.list;
+  if (!page || !page.next_cursor) return;
+  state.stack.push(state.route.cursor);
+  state.selected = 0;
+  navigate({ cursor: page.next_cursor });
+}
+
+function prevPage() {
+  if (!state.route.cursor) return;
+  const previous = state.stack.length ? state.stack.pop() : "";
+  state.selected = 0;
+  navigate({ cursor: previous });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Execution detail
+
+async function loadDetail({ quiet = false } = {}) {
+  const id = state.route.id;
+  const { detail } = executionsShell();
+  if (!id) {
+    detail.replaceChildren();
+    return;
+  }
+  const seq = ++detailSeq;
+  const path = `api/executions/${encodeURIComponent(id)}`;
+  if (!quiet && detail.dataset.id !== id) {
+    clear(detail, detailHeader(id, null));
+  }
+  const done = quiet ? () => {} : loadingLater(detail, "Loading the execution…");
+  try {
+    const [one, trace, pending] = await Promise.all([api.get(path), api.get(`${path}/trace`), api.get(`${path}/pending`)]);
+    if (seq !== detailSeq) return;
+    done();
+    const open = rememberOpen(detail);
+    detail.dataset.id = id;
+    clear(detail, renderDetail(one, trace, pending));
+    restoreOpen(detail, open);
+  } catch (e) {
+    if (seq !== detailSeq) return;
+    done();
+    if (quiet) return;
+    delete detail.dataset.id;
+    clear(detail, detailHeader(id, null), errorBox(e, () => loadDetail()));
+  }
+}
+
+/** Which collapsible sections the user opened or closed, kept across a live refresh. */
+function rememberOpen(root) {
+  const open = new Map();
+  for (const d of root.querySelectorAll("details[data-key]")) open.set(d.dataset.key, d.open);
+  return open;
+}
+
+function restoreOpen(root, open) {
+  for (const d of root.querySelectorAll("details[data-key]")) {
+    if (open.has(d.dataset.key)) d.open = open.get(d.dataset.key);
+  }
+}
+
+function detailHeader(id, exe) {
+  return h(
+    "div",
+    { class: "detail-head" },
+    h("button", { type: "button", class: "ghost close", title: "Close (Esc)", "aria-label": "Close", onclick: () => navigate({ id: "" }) }, "×"),
+    h("div", { class: "title" }, h("span", { class: "mono id", id: "detail-id" }, id), exe ? statusPill(exe.status) : null),
+    exe ? h("div", { class: "sub" }, exe.definition_id, exe.active_path ? h("span", { class: "mono" }, ` · ${exe.active_path}`) : null) : null,
+  );
+}
+
+function section(key, title, count, body, { open = true } = {}) {
+  return h(
+    "details",
+    { class: "section", open, dataset: { key } },
+    h("summary", null, h("span", null, title), count !== null && count !== undefined ? h("span", { class: "count" }, count) : null),
+    body,
+  );
+}
+
+function renderDetail(one, trace, pending) {
+  const exe = one.execution;
+  clockSkew = pending.now - Date.now() / 1000;
+  const field = (label, value) => (value === null || value === undefined || value === "" ? null : [h("dt", null, label), h("dd", null, value)]);
+  const summary = h(
+    "dl",
+    { class: "summary" },
+    field("Definition", exe.definition_id),
+    field("Definition FQN", exe.definition_fqn),
+    field("Status", statusPill(exe.status)),
+    field("Outcome", exe.outcome),
+    field("Active state", exe.active_path && h("span", { class: "mono" }, exe.active_path)),
+    field("Root path", exe.root_path && h("span", { class: "mono" }, exe.root_path)),
+    field("Version", String(exe.version)),
+    field("Events", String(exe.processed_events)),
+    field("Priority", exe.priority ? String(exe.priority) : null),
+    field("Created", exe.created_at && [absTime(exe.created_at), " ", h("span", { class: "muted" }, `(${ago(exe.created_at)})`)]),
+    field("Updated", exe.updated_at && [absTime(exe.updated_at), " ", h("span", { class: "muted" }, `(${ago(exe.updated_at)})`)]),
+    field("Finished", exe.finished_at && absTime(exe.finished_at)),
+    field("Expires", exe.expires_at && [absTime(exe.expires_at), " ", h("span", { class: "muted" }, `(${until(exe.expires_at)})`)]),
+    field("Deferred", exe.deferred && exe.deferred.length ? `${exe.deferred.length} events` : null),
+  );
+  const error = exe.error ? h("div", { class: "error-box" }, h("strong", null, "Error"), h("pre", null, exe.error)) : null;
+  const timersOverdue = pending.timers.filter((t) => t.fire_at < pending.now).length;
+  return [
+    detailHeader(exe.id, exe),
+    error,
+    summary,
+    renderFamily(one),
+    section("timeline", "Timeline", `${trace.items.length} steps`, renderTimeline(trace)),
+    section("context", "Context", `${Object.keys(exe.context || {}).length} keys`, h("div", { class: "json", id: "context" }, jsonTree(exe.context, { open: 2 }))),
+    section("timers", "Timers", timersOverdue ? `${pending.timers.length} (${timersOverdue} overdue)` : pending.timers.length, renderTimers(pending.timers, { withExecution: false })),
+    section("outbox", "Outbox (addressed to it)", pending.outbox.length, renderOutbox(pending.outbox, { withTarget: false })),
+    section("spawns", "Spawns (pending children)", pending.spawns.length, renderSpawns(pending.spawns, { withParent: false })),
+    pending.truncated ? h("p", { class: "muted" }, "Only the first 200,000 timers, outbox entries and spawns of the store were looked through.") : null,
+    section("raw", "Stored JSON", null, h("div", { class: "json" }, jsonTree(exe, { open: 1 })), { open: false }),
+  ];
+}
+
+function renderFamily(one) {
+  const exe = one.execution;
+  if (!one.ancestors.length && !one.children.length) return null;
+  const node = (id, summary, current, join) =>
+    h(
+      "div",
+      { class: `node${current ? " current" : ""}` },
+      current ? h("span", { class: "mono" }, id) : execLink(id),
+      summary ? statusPill(summary.status) : h("span", { class: "muted" }, current ? "" : " not created yet"),
+      summary && summary.active_path ? h("span", { class: "mono muted" }, ` ${summary.active_path}`) : null,
+      join ? h("span", { class: `join${join.finished ? " finished" : ""}` }, join.finished ? `joined${join.outcome ? `: ${join.outcome}` : ""}` : "not joined", join.root_path ? ` · ${join.root_path}` : "") : null,
+    );
+  const tree = h("ul", { class: "tree" });
+  let level = tree;
+  for (const a of one.ancestors) {
+    const li = h("li", null, node(a.id, a.summary, false));
+    level.append(li);
+    const ul = h("ul");
+    li.append(ul);
+    level = ul;
+  }
+  const self = h("li", null, node(exe.id, exe, true));
+  level.append(self);
+  if (one.children.length) {
+    self.append(h("ul", null, one.children.map((c) => h("li", null, node(c.id, c.summary, false, c.join)))));
+  }
+  return section("family", "Parent and children", one.children_total ? `${one.children_total} children` : "child", h("div", { class: "family" }, tree));
+}
+
+function diffContext(before, after) {
+  const out = [];
+  if (!after || typeof after !== "object") return out;
+  for (const [k, v] of Object.entries(after)) {
+    if (!before || !(k in before)) out.push({ op: "+", key: k, value: v });
+    else if (compact(before[k]) !== compact(v)) out.push({ op: "~", key: k, old: before[k], value: v });
+  }
+  if (before && typeof before === "object") {
+    for (const k of Object.keys(before)) if (!(k in after)) out.push({ op: "-", key: k, old: before[k] });
+  }
+  return out;
+}
+
+function chips(label, items, cls) {
+  if (!Array.isArray(items) || !items.length) return null;
+  return h("div", { class: "chips" }, h("span", { class: "chip-label" }, label), items.map((x) => h("span", { class: `chip ${cls}` }, typeof x === "string" ? x : compact(x))));
+}
+
+function renderTimeline(trace) {
+  const steps = trace.items;
+  if (!steps.length) return emptyBox("No trace steps", "The engine recorded no timeline for this execution (or it was written without tracing).");
+  const first = steps[0];
+  const evicted = typeof first.index === "number" && first.index > 0;
+  const list = h("ol", { class: "timeline", id: "timeline" });
+  let previousOut = evicted ? undefined : {};
+  let previousT = null;
+  for (const step of steps) {
+    const t = toSeconds(step.timestamp);
+    const before = step.context_in !== undefined ? step.context_in : previousOut;
+    const diff = before === undefined ? null : diffContext(before, step.context_out);
+    const failed = typeof step.note === "string" && step.note.startsWith("failed");
+    const extra = Object.entries(step).filter(([k]) => !KNOWN_STEP_KEYS.has(k));
+    list.append(
+      h(
+        "li",
+        { class: `step${failed ? " failed" : ""}`, dataset: { index: step.index } },
+        h("span", { class: "dot", "aria-hidden": "true" }),
+        h(
+          "div",
+          { class: "step-head" },
+          h("span", { class: "idx" }, `#${step.index ?? "?"}`),
+          h("span", { class: "kind" }, step.event_kind ?? "(no event)"),
+          t !== null ? h("time", { title: absTime(t) }, absTime(t).slice(11)) : null,
+          t !== null && previousT !== null ? h("span", { class: "delta" }, `+${span(t - previousT)}`) : null,
+        ),
+        h(
+          "div",
+          { class: "move mono" },
+          step.from_path ? h("span", { class: "from" }, step.from_path) : h("span", { class: "muted" }, "(start)"),
+          h("span", { class: "arrow", "aria-label": "to" }, " → "),
+          h("span", { class: "to" }, step.to_path ?? "?"),
+        ),
+        chips("guards", step.guards, "guard"),
+        chips("actions", step.actions, "action"),
+        step.event_data && Object.keys(step.event_data).length ? h("div", { class: "kv" }, h("span", { class: "chip-label" }, "event data"), h("code", { class: "mono", title: compact(step.event_data) }, shortJson(step.event_data, 200))) : null,
+        diff === null
+          ? h("div", { class: "diff muted" }, "context before this step is not kept (earlier steps were evicted)")
+          : diff.length
+            ? h("ul", { class: "diff" }, diff.map((d) => h(
+              "li",
+              { class: `op-${d.op === "+" ? "add" : d.op === "-" ? "del" : "chg"}` },
+              h("span", { class: "op" }, d.op),
+              h("span", { class: "k" }, d.key),
+              d.op === "~" ? [h("span", { class: "old", title: compact(d.old) }, shortJson(d.old, 60)), " → "] : null,
+              h("span", { class: d.op === "-" ? "old" : "new", title: compact(d.op === "-" ? d.old : d.value) }, shortJson(d.op === "-" ? d.old : d.value, 100)),
+            )))
+            : h("div", { class: "diff muted" }, "context unchanged"),
+        step.note ? h("div", { class: "note" }, String(step.note)) : null,
+        extra.length ? h("div", { class: "kv" }, extra.map(([k, v]) => [h("span", { class: "chip-label" }, k), h("code", { class: "mono" }, shortJson(v, 120))])) : null,
+      ),
+    );
+    if (step.context_out !== undefined) previousOut = step.context_out;
+    if (t !== null) previousT = t;
+  }
+  return [
+    evicted ? h("p", { class: "muted" }, `Steps before #${first.index} were evicted (the store keeps the last ${trace.trace_max ?? "N"}).`) : null,
+    list,
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outbox, timers and spawns (store-wide views and an execution's own)
+
+function renderTimers(items, { withExecution = true } = {}) {
+  if (!items.length) return emptyBox("No armed timers", null);
+  return table(
+    [
+      withExecution ? { label: "Execution", class: "id mono", cell: (t) => execLink(t.execution_id) } : null,
+      { label: "State", class: "path mono", cell: (t) => t.path },
+      { label: "Fires at", class: "when", cell: (t) => absTime(t.fire_at) },
+      { label: "", class: "due", cell: (t) => h("span", { class: t.fire_at < now() ? "overdue-text" : "muted" }, until(t.fire_at)) },
+      state.info && state.info.writable
+        ? { label: "", class: "act", cell: (t) => writeButton("Delete", () => api.del("api/timers", { execution_id: t.execution_id, path: t.path, fire_at: t.fire_at }), "Remove this timer (only if it still fires at this time)") }
+        : null,
+    ].filter(Boolean),
+    items,
+    { rowProps: (t) => ({ class: t.fire_at < now() ? "overdue" : null }) },
+  );
+}
+
+function outboxAge(e) {
+  return toSeconds(e.event.created_time);
+}
+
+function renderOutbox(items, { withTarget = true } = {}) {
+  if (!items.length) return emptyBox("Nothing waiting in the outbox", "Every event emitted so far was delivered.");
+  return table(
+    [
+      { label: "Seq", class: "num", cell: (e) => e.seq },
+      withTarget ? { label: "Target", class: "id mono", cell: (e) => (e.target_id ? execLink(e.target_id) : h("span", { class: "muted" }, "(broadcast)")) } : null,
+      { label: "Event", class: "kind", cell: (e) => h("span", { class: "chip action" }, e.event.kind) },
+      { label: "Event id", class: "mono small", cell: (e) => e.event.id },
+      { label: "Created", class: "when", cell: (e) => (outboxAge(e) !== null ? timeEl(outboxAge(e)) : h("span", { class: "muted" }, "–")) },
+      { label: "Data", class: "data mono", cell: (e) => h("code", { title: compact(e.event.data) }, shortJson(e.event.data, 90)) },
+      state.info && state.info.writable
+        ? { label: "", class: "act", cell: (e) => writeButton("Ack", () => api.post(`api/outbox/${e.seq}/ack`), "Mark delivered: removes it from the outbox") }
+        : null,
+    ].filter(Boolean),
+    items,
+    { rowProps: (e) => ({ class: outboxAge(e) !== null && now() - outboxAge(e) > OVERDUE_S ? "overdue" : null, dataset: { seq: e.seq } }) },
+  );
+}
+
+function renderSpawns(items, { withParent = true } = {}) {
+  if (!items.length) return emptyBox("No pending spawns", "Every forked child was created.");
+  const since = (s) => (typeof s.parent_updated_at === "number" ? s.parent_updated_at : null);
+  return table(
+    [
+      { label: "Seq", class: "num", cell: (s) => s.seq },
+      withParent ? { label: "Parent", class: "id mono", cell: (s) => execLink(s.parent_id) } : null,
+      { label: "Child to create", class: "id mono", cell: (s) => s.child_id },
+      { label: "Runs", class: "path mono", cell: (s) => s.root_path },
+      withParent ? { label: "Waiting", class: "when", cell: (s) => (since(s) !== null ? h("span", { title: "at least since the parent's last commit" }, `≥ ${span(now() - since(s))}`) : "–") } : null,
+      { label: "Seed context", class: "data mono", cell: (s) => h("code", { title: compact(s.context) }, shortJson(s.context, 90)) },
+      state.info && state.info.writable
+        ? { label: "", class: "act", cell: (s) => writeButton("Ack", () => api.post(`api/spawns/${s.seq}/ack`), "Mark created: removes the intent") }
+        : null,
+    ].filter(Boolean),
+    items,
+    { rowProps: (s) => ({ class: since(s) !== null && now() - since(s) > OVERDUE_S ? "overdue" : null }) },
+  );
+}
+
+async function loadStoreView({ quiet = false } = {}) {
+  const r = state.route;
+  const seq = ++viewSeq;
+  const main = $("#main");
+  let root = $(".store-view", main);
+  if (!root || root.dataset.view !== r.view) {
+    const titles = {
+      outbox: ["Outbox", "Events committed but not yet delivered by the relay, oldest first. Older than 5 minutes: highlighted."],
+      timers: ["Timers", "Armed timers, soonest first. Past their time and not fired yet: highlighted."],
+      spawns: ["Spawns", "Children forked but not yet created by the relay, oldest first."],
+    };
+    const [title, blurb] = titles[r.view];
+    root = h(
+      "section",
+      { class: "store-view", dataset: { view: r.view } },
+      h("div", { class: "view-head" }, h("h1", null, title), h("p", { class: "muted" }, blurb),
+        r.view === "timers" ? h("label", { class: "check" }, h("input", { type: "checkbox", id: "due-only", checked: r.due, onchange: (e) => navigate({ due: e.target.checked }) }), " due only") : null),
+      h("div", { class: "table-wrap", id: "store-list" }),
+      h("div", { class: "pager", id: "store-pager" }),
+    );
+    clear(main, root);
+  }
+  const list = $("#store-list", root);
+  const done = quiet ? () => {} : loadingLater(list);
+  try {
+    let page;
+    if (r.view === "timers") page = await api.get("api/timers", { cursor: r.after, limit: r.limit, due_before: r.due ? "now" : "" });
+    else page = await api.get(`api/${r.view}`, { after: r.after, limit: r.limit });
+    if (seq !== viewSeq) return;
+    done();
+    clockSkew = page.now - Date.now() / 1000;
+    const render = { outbox: renderOutbox, timers: renderTimers, spawns: renderSpawns }[r.view];
+    clear(list, render(page.items));
+    const next = r.view === "timers" ? page.next_cursor : page.next_after;
+    const overdue = list.querySelectorAll("tr.overdue").length;
+    clear(
+      $("#store-pager", root),
+      h("button", { type: "button", disabled: !r.after, onclick: () => { state.stack = []; navigate({ after: "" }); } }, "« First"),
+      h("button", { type: "button", disabled: !r.after, onclick: () => navigate({ after: state.stack.pop() || "" }) }, "◀ Prev"),
+      h("span", { class: "where" }, `${page.items.length} shown`, overdue ? h("span", { class: "overdue-text" }, ` · ${overdue} overdue`) : ""),
+      h("button", { type: "button", id: "next", disabled: next === null || next === undefined, onclick: () => { state.stack.push(r.after); navigate({ after: String(next) }); } }, "Next ▶"),
+    );
+  } catch (e) {
+    if (seq !== viewSeq) return;
+    done();
+    if (!quiet) clear(list, errorBox(e, () => loadStoreView()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering a route
+
+function render(before) {
+  const r = state.route;
+  for (const a of document.querySelectorAll("[data-view]")) {
+    a.classList.toggle("active", a.dataset.view === r.view);
+    a.setAttribute("aria-current", a.dataset.view === r.view ? "page" : "false");
+  }
+  document.title = r.id ? `${r.id} · execstore` : `${r.view === "executions" ? "Executions" : r.view[0].toUpperCase() + r.view.slice(1)} · execstore`;
+  if (r.view !== "executions") {
+    shell && shell.root.remove();
+    loadStoreView();
+    return;
+  }
+  const s = executionsShell();
+  const main = $("#main");
+  if (s.root.parentNode !== main) clear(main, s.root);
+  syncFilters();
+  const listMoved = !before || before.view !== "executions" ||
+    ["status", "definition", "roots", "q", "limit", "cursor"].some((k) => String(before[k]) !== String(r[k]));
+  const countsMoved = !before || before.view !== "executions" || before.definition !== r.definition || before.roots !== r.roots;
+  if (listMoved) loadList();
+  else if (state.list) renderTable();
+  if (countsMoved) loadCounts();
+  else renderChart();
+  if (!before || before.id !== r.id || before.view !== "executions") loadDetail();
+}
+
+/** Reads the current view again, quietly (live refresh, after a write, or `r`). */
+function refresh() {
+  const r = state.route;
+  if (r.view === "executions") {
+    loadList({ quiet: true });
+    loadCounts({ quiet: true });
+    if (r.id) loadDetail({ quiet: true });
+  } else {
+    loadStoreView({ quiet: true });
+  }
+  const pulse = $("#pulse");
+  pulse.classList.remove("beat");
+  void pulse.offsetWidth;
+  pulse.classList.add("beat");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Live updates: poll the store's change token; read again only when it moved.
+
+async function poll() {
+  if (state.live && !document.hidden) {
+    try {
+      const { token: changeToken, now: serverNow } = await api.get("api/changes");
+      clockSkew = serverNow - Date.now() / 1000;
+      if (state.changeToken !== null && changeToken !== state.changeToken) refresh();
+      state.changeToken = changeToken;
+      state.lastCheck = Date.now();
+      $("#banner").dataset.kind === "poll" && ($("#banner").hidden = true);
+    } catch (e) {
+      showBanner(`Live refresh failed: ${describe(e)}`);
+      $("#banner").dataset.kind = "poll";
+    }
+  }
+  updateFresh();
+  setTimeout(poll, POLL_MS);
+}
+
+function updateFresh() {
+  const fresh = $("#fresh");
+  if (!state.live) fresh.textContent = "paused";
+  else if (state.lastCheck) {
+    const age = (Date.now() - state.lastCheck) / 1000;
+    fresh.textContent = age < 1.5 ? "up to date" : `checked ${span(age)} ago`;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keyboard
+
+function onKey(e) {
+  const tag = (e.target && e.target.tagName) || "";
+  // Keys go to text fields; a focused checkbox or button leaves them to the list.
+  const typing = tag === "SELECT" || tag === "TEXTAREA" ||
+    (tag === "INPUT" && !["checkbox", "radio", "button"].includes(e.target.type));
+  if (e.key === "Escape") {
+    if (typing) { e.target.blur(); return; }
+    if (state.route.id) navigate({ id: "" });
+    return;
+  }
+  if (typing || e.metaKey || e.ctrlKey || e.altKey) return;
+  const r = state.route;
+  const rows = state.list && r.view === "executions" ? state.list.items : [];
+  const move = (delta) => {
+    if (!rows.length) return;
+    state.selected = Math.max(0, Math.min(rows.length - 1, (state.selected < 0 ? (delta > 0 ? -1 : rows.length) : state.selected) + delta));
+    for (const tr of document.querySelectorAll(".executions-grid tbody tr")) {
+      const on = Number(tr.dataset.index) === state.selected;
+      tr.classList.toggle("sel", on);
+      tr.setAttribute("aria-selected", on ? "true" : "false");
+      if (on) tr.scrollIntoView({ block: "nearest" });
+    }
+  };
+  switch (e.key) {
+    case "j": case "ArrowDown": move(1); break;
+    case "k": case "ArrowUp": move(-1); break;
+    case "Enter": case "o":
+      if (rows[state.selected]) navigate({ id: rows[state.selected].id });
+      break;
+    case "n": case "ArrowRight":
+      if (r.view === "executions") nextPage(); else $("#store-pager #next") && $("#store-pager #next").click();
+      break;
+    case "p": case "ArrowLeft":
+      if (r.view === "executions") prevPage();
+      break;
+    case "/":
+      if (r.view === "executions") { $("#q").focus(); }
+      break;
+    case "l": case "L":
+      $("#live").click();
+      break;
+    case "r":
+      refresh();
+      break;
+    default:
+      return;
+  }
+  e.preventDefault();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start
+
+async function loadInfo() {
+  try {
+    state.info = await api.get("api/info");
+    clockSkew = state.info.now - Date.now() / 1000;
+    const label = `${state.info.backend}: ${state.info.store}${state.info.prefix ? ` (prefix ${state.info.prefix})` : ""}`;
+    $("#store").textContent = label;
+    $("#store").title = label;
+    const mode = $("#mode");
+    if (state.info.writable) {
+      const input = h("input", { type: "password", id: "token-input", placeholder: "write token", autocomplete: "off", "aria-label": "Write token", value: token.get() || null });
+      input.addEventListener("change", () => token.set(input.value.trim()));
+      clear(mode, h("span", { class: "badge write" }, "writes on"), input);
+    } else {
+      clear(mode, h("span", { class: "badge", title: "Started without --token: nothing can be changed from here" }, "read-only"));
+    }
+  } catch (e) {
+    showBanner(`Cannot read the monitor's info: ${describe(e)}`, () => location.reload());
+  }
+}
+
+/** Starts the UI over `transport` (default: this page's server). */
+export async function start({ transport } = {}) {
+  api = createClient(transport ? { transport } : {});
+  // A token handed over in the fragment (#token=...) is kept for the tab, then dropped from
+  // the address bar so it is not bookmarked or shared.
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  if (fragment.get("token")) {
+    token.set(fragment.get("token"));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  window.addEventListener("popstate", () => {
+    const before = state.route;
+    state.route = parseRoute(location.search);
+    if (state.route.cursor !== before.cursor && state.stack[state.stack.length - 1] === state.route.cursor) state.stack.pop();
+    render(before);
+  });
+  document.addEventListener("keydown", onKey);
+  $("#live").addEventListener("change", (e) => {
+    state.live = e.target.checked;
+    document.body.classList.toggle("paused", !state.live);
+    updateFresh();
+    if (state.live) refresh();
+  });
+  for (const a of document.querySelectorAll("[data-view], [data-nav]")) {
+    a.addEventListener("click", (e) => {
+      if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
+      e.preventDefault();
+      const view = a.dataset.view || a.dataset.nav;
+      state.stack = [];
+      navigate({ ...parseRoute(""), view });
+    });
+  }
+  await loadInfo();
+  render(null);
+  poll();
+}
+
+if (!window.EXECSTORE_MANUAL_START) start();
