@@ -314,14 +314,15 @@ fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn 
     let name = db.to_string_lossy();
     let (store, config): (Arc<dyn ExecutionStore>, _) =
         if name.starts_with("postgres://") || name.starts_with("postgresql://") {
-            let mut options = PgOptions::new();
+            let config = monitor_config(args, monitor::redact_url(&name), "postgres", prefix)?;
+            // Without a token nothing is written: no tables created, sessions read-only.
+            let mut options = PgOptions::new().read_only(config.token.is_none());
             if let Some(prefix) = prefix {
                 options = options.prefix(prefix);
             }
             let store = PgStore::open(&name, options)
                 .map_err(CliError::Store)
                 .with_context(|| format!("cannot open the store {}", monitor::redact_url(&name)))?;
-            let config = monitor_config(args, monitor::redact_url(&name), "postgres", prefix)?;
             (Arc::new(store), config)
         } else {
             let config = monitor_config(args, db.display().to_string(), "sqlite", prefix)?;

@@ -30,9 +30,9 @@ pub(crate) fn retryable_state(code: &SqlState) -> bool {
 /// connection (retryable) unless it is a conversion of a value (permanent). The original
 /// error stays reachable as the source.
 pub(crate) fn map_err(err: postgres::Error) -> StoreError {
-    if let Some(code) = err.code() {
+    if let Some(code) = err.code().cloned() {
         if matches!(
-            *code,
+            code,
             SqlState::INVALID_TEXT_REPRESENTATION | SqlState::UNTRANSLATABLE_CHARACTER
         ) {
             return StoreError::Corrupt {
@@ -40,8 +40,17 @@ pub(crate) fn map_err(err: postgres::Error) -> StoreError {
                 reason: err.to_string(),
             };
         }
-        let retryable = retryable_state(code);
-        return StoreError::backend(err, retryable);
+        let retryable = retryable_state(&code);
+        // `postgres::Error` displays only "db error": say what the server said.
+        let message = match err.as_db_error() {
+            Some(db) => format!("{}: {} (SQLSTATE {})", db.severity(), db.message(), code.code()),
+            None => err.to_string(),
+        };
+        return StoreError::Backend {
+            message,
+            retryable,
+            source: Some(Box::new(err)),
+        };
     }
     let io = std::error::Error::source(&err).is_some_and(|s| s.is::<std::io::Error>());
     let retryable = err.is_closed() || io || err.to_string().contains("connection");

@@ -69,6 +69,10 @@ pub struct PgOptions {
     /// How long opening a connection, or waiting for a free one, may take before the
     /// operation fails with a retryable [`StoreError::Backend`].
     pub connect_timeout: Duration,
+    /// Opens the store for reading only (a monitor, a report): no table is created and no
+    /// migration applied (tables that are missing are an error), and every session is
+    /// `default_transaction_read_only`, so any write fails in the server.
+    pub read_only: bool,
 }
 
 impl Default for PgOptions {
@@ -78,6 +82,7 @@ impl Default for PgOptions {
             trace_max: Some(DEFAULT_TRACE_MAX),
             max_connections: 8,
             connect_timeout: Duration::from_secs(10),
+            read_only: false,
         }
     }
 }
@@ -109,6 +114,12 @@ impl PgOptions {
     /// Sets the connect (and pool wait) timeout.
     pub fn connect_timeout(mut self, connect_timeout: Duration) -> Self {
         self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// Opens for reading only (see [`PgOptions::read_only`]).
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
         self
     }
 }
@@ -246,6 +257,10 @@ impl PgStore {
         if config.get_application_name().is_none() {
             config.application_name("execstore");
         }
+        if options.read_only {
+            let given = config.get_options().unwrap_or_default().to_owned();
+            config.options(format!("{given} -c default_transaction_read_only=on").trim_start());
+        }
         if options.max_connections == 0 {
             return Err(StoreError::invalid("max_connections", "must be at least 1"));
         }
@@ -263,7 +278,11 @@ impl PgStore {
             .map_err(pool_err)?;
         {
             let mut conn = pool.get().map_err(pool_err)?;
-            schema::migrate(&mut conn.client, &tables)?;
+            if options.read_only {
+                schema::check_present(&mut conn.client, &tables)?;
+            } else {
+                schema::migrate(&mut conn.client, &tables)?;
+            }
         }
         Ok(PgStore {
             pool,

@@ -430,3 +430,43 @@ fn backend_terminated_mid_commit_leaves_nothing() {
     assert_eq!(store.due_timers(1e9, None, 100).unwrap().len(), 2);
     assert!(store.is_processed("kill-a", "kill-a-in").unwrap());
 }
+
+/// A read-only open creates nothing (missing tables are an error) and can write nothing,
+/// while reading what is there.
+#[test]
+fn read_only_opens_create_and_write_nothing() {
+    let h = pg_harness!(new);
+    let mut exe = Execution::new("ro-1", "d");
+    h.pg().save(&mut exe).unwrap();
+    let prefix = h.options.prefix.clone().unwrap();
+
+    let ro = PgStore::open(&h.url, PgOptions::new().prefix(prefix.clone()).read_only(true)).unwrap();
+    assert_eq!(ro.load("ro-1").unwrap().map(|e| e.version), Some(1));
+    let mut exe = ro.load("ro-1").unwrap().unwrap();
+    match ro.save(&mut exe) {
+        Err(StoreError::Backend {
+            retryable: false,
+            message,
+            ..
+        }) => {
+            assert!(message.contains("read-only"), "{message}")
+        }
+        other => panic!("a write through a read-only store: {other:?}"),
+    }
+    assert_eq!(h.pg().load("ro-1").unwrap().map(|e| e.version), Some(1));
+
+    let missing = format!("{prefix}_none");
+    match PgStore::open(&h.url, PgOptions::new().prefix(missing.clone()).read_only(true)) {
+        Err(StoreError::NotFound { key, .. }) => assert_eq!(key, format!("{missing}_executions")),
+        other => panic!("read-only open of missing tables: {other:?}"),
+    }
+    let mut client = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
+    let created: Option<String> = client
+        .query_one(
+            "SELECT to_regclass($1)::text",
+            &[&format!("{missing}_executions")],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(created, None, "nothing was created");
+}
