@@ -66,19 +66,29 @@ pub(crate) use execstore::migration::Migration;
 ///
 /// Ids order as bytes (`COLLATE "C"`) whatever the database's collation, as in SQLite and
 /// Rust; the listing and sweep spell the indexed expressions exactly as written here.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "indexes for listing by id, status and definition, and the timer sweep",
-    statements: &[
-        "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_id_c ON {executions} ((id COLLATE \"C\"))",
-        "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_status \
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "indexes for listing by id, status and definition, and the timer sweep",
+        statements: &[
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_id_c ON {executions} ((id COLLATE \"C\"))",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_status \
          ON {executions} (({json}->>'status'), (id COLLATE \"C\"))",
-        "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_definition \
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_definition \
          ON {executions} (definition_id, (id COLLATE \"C\"))",
-        "CREATE INDEX IF NOT EXISTS {pfx}execstore_timers_due \
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_timers_due \
          ON {timers} (fire_at, (execution_id COLLATE \"C\"), (path COLLATE \"C\"))",
-    ],
-}];
+        ],
+    },
+    Migration {
+        version: 2,
+        description: "a partial status index of root executions, for listing roots only",
+        // Without it, roots-only listing takes every execution of the status from the status
+        // index and parses each document for its parent (W1: 180 ms a page of 100).
+        statements: &["CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_root_status \
+         ON {executions} (({json}->>'status'), (id COLLATE \"C\")) WHERE ({json}->>'parent_id') IS NULL"],
+    },
+];
 
 /// Creates harel's tables and applies every migration not yet recorded, in one transaction
 /// under harel's schema advisory lock: several processes opening the same fresh database at

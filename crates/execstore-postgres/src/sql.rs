@@ -3,8 +3,14 @@
 use crate::schema::{Sql, Tables};
 
 /// The summary projection of `list_executions`: scalars only, never `data` itself.
-const LIST_COLUMNS: &str = "id, definition_id, version::int8, j->>'status', j->>'outcome', \
-     j->>'active_path', j->>'parent_id', (j->>'finished_at')::float8, (j->>'updated_at')::float8";
+const LIST_COLUMNS: &str = "id, definition_id, version::int8, doc.status, doc.outcome, \
+     doc.active_path, doc.parent_id, doc.finished_at, doc.updated_at";
+
+/// The summary's fields, read in one pass over the document: each `->>` on `json` re-parses
+/// the text from its start, and the timestamps come after the context, so six of them cost
+/// over three times this.
+const LIST_FIELDS: &str = "status text, outcome text, active_path text, parent_id text, \
+     finished_at float8, updated_at float8";
 
 /// Tries the advisory lock of one timer (in `claim_timers`, whose `$4` is the lock space):
 /// the two-`int4` key space, apart from harel's one-`int8` schema lock. A hash collision only
@@ -199,7 +205,7 @@ impl Stmts {
                 timers: t.sql("{pfx}execstore_timers"),
             },
             list_select: t.sql(&format!(
-                "SELECT {LIST_COLUMNS} FROM {{executions}}, LATERAL (SELECT {{json}} AS j) AS doc"
+                "SELECT {LIST_COLUMNS} FROM {{executions}}, LATERAL json_to_record({{json}}) AS doc({LIST_FIELDS})"
             )),
             json: t.sql("{json}"),
             status_counts_select: t.sql("SELECT {json}->>'status', COUNT(*)::int8 FROM {executions}"),
