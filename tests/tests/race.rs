@@ -14,7 +14,7 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use execstore::ExecutionStore;
-use execstore_e2e::{ensure_counter, line_reader, RACE_IDS};
+use execstore_e2e::{ensure_counter, line_reader, pg, RACE_IDS};
 use execstore_postgres::{PgOptions, PgStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
@@ -59,26 +59,11 @@ fn cas_race_between_processes() {
 /// own, on tables under a fresh prefix (dropped at the end).
 #[test]
 fn cas_race_between_processes_on_postgres() {
-    let url = match std::env::var("EXECSTORE_PG_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ if std::env::var("EXECSTORE_PG_OPTIONAL").as_deref() == Ok("1") => {
-            eprintln!("SKIPPED: EXECSTORE_PG_URL is not set (EXECSTORE_PG_OPTIONAL=1)");
-            return;
-        }
-        _ => panic!(
-            "EXECSTORE_PG_URL is not set: this test needs a PostgreSQL server, e.g. \
-             `source scripts/lib/postgres.sh && pg_start && trap pg_stop EXIT` (or set \
-             EXECSTORE_PG_OPTIONAL=1 to skip it)"
-        ),
+    let Some(url) = pg::url_or_skip("cas_race_between_processes_on_postgres") else {
+        return;
     };
     let increments = increments_per_process();
-    let prefix = format!(
-        "race{:x}_{:x}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos())
-    );
+    let prefix = pg::fresh_prefix("race");
     let dir = tempfile::tempdir().expect("tempdir");
     let go = dir.path().join("go");
     let store = PgStore::open(&url, PgOptions::new().prefix(prefix.clone())).expect("open");
@@ -92,21 +77,7 @@ fn cas_race_between_processes_on_postgres() {
     let (conflicts, elapsed) = race(&args, &go, increments);
     check_totals("postgres", &store, increments, &conflicts, elapsed);
     drop(store);
-    let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
-    let tables = [
-        "executions",
-        "outbox",
-        "processed_events",
-        "timers",
-        "spawns",
-        "trace",
-        "execstore_migrations",
-    ]
-    .map(|t| format!("{prefix}_{t}"))
-    .join(", ");
-    client
-        .batch_execute(&format!("DROP TABLE IF EXISTS {tables} CASCADE"))
-        .expect("drop the race tables");
+    pg::drop_tables(&url, &prefix);
 }
 
 /// Runs `PROCESSES` racers on the store `store_args` names, started together by `go`, and
