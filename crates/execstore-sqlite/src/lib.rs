@@ -259,9 +259,12 @@ impl SqliteStore {
     /// Private File System (the caller installs the VFS first; it is asynchronous and needs a
     /// dedicated worker). Same tables, migrations and statements as [`SqliteStore::open`],
     /// but one connection for reads and writes (such a VFS serves one connection per file,
-    /// and nothing runs concurrently in a worker) and the VFS's rollback journal instead of
-    /// WAL (these VFSs have no shared memory). Committed data is durable as far as the VFS
-    /// is; `synchronous`, `prefix`, `trace_max` and `read_only` apply as on a file.
+    /// and nothing runs concurrently in a worker), holding the file in exclusive locking
+    /// mode: so WAL works without shared memory (which these VFSs lack; the WAL index stays
+    /// in the connection's memory) and a commit costs one sync, not a rollback journal's
+    /// several. A VFS that cannot do WAL keeps its rollback journal. Committed data is
+    /// durable as far as the VFS is; `synchronous`, `prefix`, `trace_max` and `read_only`
+    /// apply as on a file. Close the store before opening the database again.
     #[cfg(all(target_family = "wasm", target_os = "unknown"))]
     pub fn open_in_vfs(name: &str, vfs: &str, options: SqliteOptions) -> Result<Self> {
         if name.is_empty() {
@@ -273,7 +276,13 @@ impl SqliteStore {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
         let conn = Connection::open_with_flags_and_vfs(name, flags, vfs).db()?;
-        // `false`: no WAL switch (see above); the store is durable all the same.
+        if !options.read_only {
+            conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE").db()?;
+            // Answers the mode in force: `wal`, or the VFS's journal if it cannot do WAL.
+            conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0))
+                .db()?;
+        }
+        // `false`: not `set_wal` (which needs shared memory); the store is durable all the same.
         let mut store = Self::init(conn, tables, &options, false)?;
         store.durable = true;
         Ok(store)

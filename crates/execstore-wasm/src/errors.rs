@@ -1,0 +1,103 @@
+//! Store errors as JS `Error`s with a stable `code`.
+
+use execstore::StoreError;
+use js_sys::Reflect;
+use wasm_bindgen::JsValue;
+
+/// What an operation of the package fails with: a store error, or an OPFS store another
+/// worker or tab owns.
+#[derive(Debug, thiserror::Error)]
+pub enum WasmError {
+    /// An error of the store itself (the core's kinds).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The OPFS store is open elsewhere (another worker, tab, or an earlier open in this
+    /// worker) and was not released within the wait allowed.
+    #[error("the OPFS store {name:?} is open in another worker or tab (not released within {waited_ms} ms)")]
+    Locked {
+        /// The store's name.
+        name: String,
+        /// How long the open waited for it.
+        waited_ms: f64,
+    },
+}
+
+impl WasmError {
+    /// The stable code JS sees: the core's (`CONFLICT`, `INVALID_INPUT`, `NOT_FOUND`,
+    /// `CORRUPT`, `BACKEND`) or `LOCKED`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            WasmError::Store(e) => e.code(),
+            WasmError::Locked { .. } => "LOCKED",
+        }
+    }
+
+    /// A JS `Error` named `StoreError` with `code`, the readable message, and the fields of
+    /// its kind: `id`, `expected`, `found` (a number or `null`) for `CONFLICT`; `field` and
+    /// `reason` for `INVALID_INPUT`; `what` and `key` for `NOT_FOUND`; `what` and `reason`
+    /// for `CORRUPT`; `retryable` for `BACKEND`; `store` (its name) for `LOCKED`.
+    pub fn to_js(&self) -> JsValue {
+        let error = js_sys::Error::new(&self.to_string());
+        error.set_name("StoreError");
+        let mut fields: Vec<(&str, JsValue)> = vec![("code", self.code().into())];
+        match self {
+            WasmError::Store(StoreError::Conflict { id, expected, found }) => {
+                fields.push(("id", id.as_str().into()));
+                fields.push(("expected", (*expected as f64).into()));
+                fields.push(("found", found.map_or(JsValue::NULL, |v| (v as f64).into())));
+            }
+            WasmError::Store(StoreError::InvalidInput { field, reason }) => {
+                fields.push(("field", field.as_str().into()));
+                fields.push(("reason", reason.as_str().into()));
+            }
+            WasmError::Store(StoreError::NotFound { what, key }) => {
+                fields.push(("what", (*what).into()));
+                fields.push(("key", key.as_str().into()));
+            }
+            WasmError::Store(StoreError::Corrupt { what, reason }) => {
+                fields.push(("what", what.as_str().into()));
+                fields.push(("reason", reason.as_str().into()));
+            }
+            WasmError::Store(StoreError::Backend { retryable, .. }) => {
+                fields.push(("retryable", (*retryable).into()));
+            }
+            WasmError::Store(_) => {}
+            WasmError::Locked { name, .. } => fields.push(("store", name.as_str().into())),
+        }
+        for (key, value) in fields {
+            // Setting a property on a fresh Error object cannot fail.
+            let _ = Reflect::set(&error, &key.into(), &value);
+        }
+        error.into()
+    }
+}
+
+impl From<WasmError> for JsValue {
+    fn from(error: WasmError) -> JsValue {
+        error.to_js()
+    }
+}
+
+/// A backend failure outside the store (an OPFS or JS call that failed).
+pub(crate) fn backend(message: impl Into<String>) -> WasmError {
+    WasmError::Store(StoreError::Backend {
+        message: message.into(),
+        retryable: false,
+        source: None,
+    })
+}
+
+/// `INVALID_INPUT` for `field`.
+pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> WasmError {
+    WasmError::Store(StoreError::invalid(field, reason))
+}
+
+/// The text of a thrown JS value (an `Error`'s `name: message`, or the value itself).
+pub(crate) fn describe(value: &JsValue) -> String {
+    let text = |key: &str| Reflect::get(value, &key.into()).ok().and_then(|v| v.as_string());
+    match (text("name"), text("message")) {
+        (Some(name), Some(message)) => format!("{name}: {message}"),
+        (_, Some(message)) => message,
+        _ => value.as_string().unwrap_or_else(|| format!("{value:?}")),
+    }
+}

@@ -1,0 +1,672 @@
+//! The JS `Store` class: every operation of the contract over a memory, SQLite-in-memory or
+//! OPFS store.
+
+use std::cell::RefCell;
+
+use execstore::{
+    BatchItem, DueTimer, Effects, Execution, ExecutionStore, ListQuery, MemoryStore, Status, TraceStep,
+    DEFAULT_LIST_LIMIT,
+};
+use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
+use js_sys::{Array, Function, Object, Reflect};
+use serde::Deserialize;
+use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::convert::{self, object, Unknown};
+use crate::errors::{backend, invalid, WasmError};
+use crate::opfs::{OpfsOptions, OpfsStore};
+
+type JsResult<T> = Result<T, JsValue>;
+
+/// Where a store keeps its data.
+enum Backend {
+    Memory(MemoryStore),
+    SqliteMemory(SqliteStore),
+    Opfs(OpfsStore),
+    Closed,
+}
+
+/// An execution store. Make one with `Store.memory()`, `Store.sqliteMemory()` or
+/// `await Store.openOpfs(name)` (in a dedicated worker). Every method is synchronous and
+/// throws a `StoreError` (an `Error` with `code`) on failure; bad input changes nothing.
+#[wasm_bindgen]
+pub struct Store {
+    backend: Backend,
+}
+
+/// Options of `Store.memory()` and `Store.sqliteMemory()`.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct LocalOptions {
+    trace_max: Option<u32>,
+    prefix: Option<String>,
+}
+
+/// Options of `Store.openOpfs()`.
+#[derive(Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct OpfsJsOptions {
+    wait_ms: f64,
+    trace_max: Option<u32>,
+    prefix: Option<String>,
+    synchronous: Option<String>,
+    read_only: bool,
+}
+
+impl Default for OpfsJsOptions {
+    fn default() -> Self {
+        OpfsJsOptions {
+            wait_ms: OpfsOptions::default().wait_ms,
+            trace_max: None,
+            prefix: None,
+            synchronous: None,
+            read_only: false,
+        }
+    }
+}
+
+/// A list query as JS passes it: every key optional, snake_case as in the core.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct JsListQuery {
+    status: Option<Vec<Status>>,
+    definition_id: Option<String>,
+    roots_only: bool,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+/// One item of `commitBatch`.
+#[derive(Deserialize)]
+struct JsBatchItem {
+    execution: Execution,
+    #[serde(default)]
+    effects: Option<Effects>,
+}
+
+/// The options object: `undefined` or `null` gives the defaults.
+fn options<T: Default + serde::de::DeserializeOwned>(value: &JsValue) -> Result<T, WasmError> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(T::default());
+    }
+    object(value, "options", Unknown::Refuse)
+}
+
+fn sqlite_options(trace_max: Option<u32>, prefix: Option<String>) -> SqliteOptions {
+    let mut options = SqliteOptions::new();
+    if let Some(n) = trace_max {
+        options = options.trace_max(Some(n));
+    }
+    if let Some(prefix) = prefix {
+        options = options.prefix(prefix);
+    }
+    options
+}
+
+/// Sets `version` on the caller's object after a committed write, so an execution can be
+/// changed and committed again. A frozen object keeps its old version (the return value
+/// still says the new one).
+fn set_version(target: &JsValue, version: i64) {
+    let _ = Reflect::set(target, &"version".into(), &(version as f64).into());
+}
+
+/// Runs a JS callback from inside a store operation: its result, or the error it threw kept
+/// in `failure` (the operation then sees an empty answer and acks nothing).
+fn call_back(callback: &Function, arg: JsValue, failure: &RefCell<Option<JsValue>>) -> Option<JsValue> {
+    if failure.borrow().is_some() {
+        return None;
+    }
+    match callback.call1(&JsValue::UNDEFINED, &arg) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            *failure.borrow_mut() = Some(e);
+            None
+        }
+    }
+}
+
+fn callback(value: &JsValue, field: &str) -> Result<Function, WasmError> {
+    value
+        .clone()
+        .dyn_into::<Function>()
+        .map_err(|_| invalid(field, "must be a function"))
+}
+
+#[wasm_bindgen]
+impl Store {
+    /// A store in memory (the core's MemoryStore): fast, gone with the page or process.
+    /// Options: `traceMax` (trace steps kept per execution, default 200; `0` keeps all).
+    pub fn memory(
+        #[wasm_bindgen(unchecked_optional_param_type = "MemoryOptions")] options: JsValue,
+    ) -> JsResult<Store> {
+        let options: LocalOptions = self::options(&options)?;
+        if options.prefix.is_some() {
+            return Err(invalid("options.prefix", "applies to SQLite stores only").into());
+        }
+        let store = match options.trace_max {
+            Some(0) => MemoryStore::with_trace_max(None),
+            Some(n) => MemoryStore::with_trace_max(Some(n)),
+            None => MemoryStore::new(),
+        };
+        Ok(Store {
+            backend: Backend::Memory(store),
+        })
+    }
+
+    /// A SQLite database (SQLite compiled to wasm, the same adapter and SQL as native) kept
+    /// in memory, not persisted. Options: `traceMax`, `prefix` (table prefix, e.g. "harel").
+    #[wasm_bindgen(js_name = sqliteMemory)]
+    pub fn sqlite_memory(
+        #[wasm_bindgen(unchecked_optional_param_type = "SqliteMemoryOptions")] options: JsValue,
+    ) -> JsResult<Store> {
+        let options: LocalOptions = self::options(&options)?;
+        let store = SqliteStore::open_in_memory(sqlite_options(options.trace_max, options.prefix))
+            .map_err(WasmError::from)?;
+        Ok(Store {
+            backend: Backend::SqliteMemory(store),
+        })
+    }
+
+    /// Opens (creating if needed) the SQLite store `name` kept in the browser's Origin
+    /// Private File System; only in a dedicated worker. One worker or tab at a time owns a
+    /// store: another opener waits up to `options.waitMs` (default 5000; 0 fails at once)
+    /// for it to be closed, then throws `LOCKED`. Other options: `traceMax`, `prefix`,
+    /// `synchronous` ("off" | "normal" | "full" | "extra", default "full"), `readOnly`.
+    #[wasm_bindgen(js_name = openOpfs)]
+    pub async fn open_opfs(
+        #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "OpfsOptions")] options: JsValue,
+    ) -> JsResult<Store> {
+        let name = convert::string(&name, "name")?;
+        let js: OpfsJsOptions = self::options(&options)?;
+        let mut sqlite = sqlite_options(js.trace_max, js.prefix).read_only(js.read_only);
+        if let Some(level) = js.synchronous {
+            let level: Synchronous = level.parse().map_err(|_| {
+                invalid(
+                    "options.synchronous",
+                    format!("{level:?} is not one of off normal full extra"),
+                )
+            })?;
+            sqlite = sqlite.synchronous(level);
+        }
+        let store = OpfsStore::open(
+            &name,
+            OpfsOptions {
+                wait_ms: js.wait_ms,
+                sqlite,
+            },
+        )
+        .await?;
+        Ok(Store {
+            backend: Backend::Opfs(store),
+        })
+    }
+
+    /// `"memory"`, `"sqlite-memory"`, `"opfs"`, or `"closed"`.
+    #[wasm_bindgen(getter, unchecked_return_type = "StoreKind")]
+    pub fn kind(&self) -> String {
+        match &self.backend {
+            Backend::Memory(_) => "memory",
+            Backend::SqliteMemory(_) => "sqlite-memory",
+            Backend::Opfs(_) => "opfs",
+            Backend::Closed => "closed",
+        }
+        .into()
+    }
+
+    /// Closes the store: an OPFS store's database, its files and its lock are released, so
+    /// another worker or tab can open it. Every later call throws. Closing twice is fine.
+    pub fn close(&mut self) {
+        self.backend = Backend::Closed;
+    }
+
+    fn inner(&self) -> Result<&dyn ExecutionStore, WasmError> {
+        match &self.backend {
+            Backend::Memory(s) => Ok(s),
+            Backend::SqliteMemory(s) => Ok(s),
+            Backend::Opfs(s) => Ok(s.store()?),
+            Backend::Closed => Err(backend("the store is closed")),
+        }
+    }
+
+    /// What the store can do: `{durable, exclusive_claims, wakeups}`.
+    #[wasm_bindgen(unchecked_return_type = "Capabilities")]
+    pub fn capabilities(&self) -> JsResult<JsValue> {
+        let caps = self.inner()?.capabilities();
+        let out = Object::new();
+        for (key, value) in [
+            ("durable", caps.durable),
+            ("exclusive_claims", caps.exclusive_claims),
+            ("wakeups", caps.wakeups),
+        ] {
+            Reflect::set(&out, &key.into(), &value.into())?;
+        }
+        Ok(out.into())
+    }
+
+    /// How many trace steps are kept per execution (`null`: all).
+    #[wasm_bindgen(js_name = traceMax)]
+    pub fn trace_max(&self) -> JsResult<Option<u32>> {
+        Ok(self.inner()?.trace_max())
+    }
+
+    /// Writes `execution` at `version + 1` iff the stored one is still at `version` (a new
+    /// execution has version 0). Returns the new version and sets it on `execution`.
+    #[wasm_bindgen(unchecked_return_type = "number")]
+    pub fn save(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ExecutionInput")] execution: JsValue,
+    ) -> JsResult<JsValue> {
+        let mut exe: Execution = object(&execution, "execution", Unknown::Keep)?;
+        self.inner()?.save(&mut exe).map_err(WasmError::from)?;
+        set_version(&execution, exe.version);
+        Ok((exe.version as f64).into())
+    }
+
+    /// The event step: the CAS write of `execution` and, in one transaction, `effects`
+    /// (outbox emits, the processed event id, timer changes, spawns, a trace step). Returns
+    /// the outbox seq of each emit and sets the new version on `execution`. A lost CAS
+    /// throws `CONFLICT` (with `id`, `expected`, `found`) and writes nothing.
+    #[wasm_bindgen(unchecked_return_type = "number[]")]
+    pub fn commit(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ExecutionInput")] execution: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "Effects")] effects: JsValue,
+    ) -> JsResult<JsValue> {
+        let mut exe: Execution = object(&execution, "execution", Unknown::Keep)?;
+        let effects: Effects = if effects.is_undefined() || effects.is_null() {
+            Effects::new()
+        } else {
+            object(&effects, "effects", Unknown::Refuse)?
+        };
+        let seqs = self
+            .inner()?
+            .commit(&mut exe, &effects)
+            .map_err(WasmError::from)?;
+        set_version(&execution, exe.version);
+        Ok(convert::to_js(&seqs)?)
+    }
+
+    /// Commits many event steps in one transaction (one sync: what makes OPFS writes fast).
+    /// Each item has its own outcome, in order: `{ok: true, seqs, version}` (the new version
+    /// is also set on the item's `execution`) or `{ok: false, error}` (a `CONFLICT` or
+    /// `INVALID_INPUT` of that item only, which left no trace). A thrown error means nothing
+    /// was committed.
+    #[wasm_bindgen(js_name = commitBatch, unchecked_return_type = "BatchOutcome[]")]
+    pub fn commit_batch(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "BatchItem[]")] items: JsValue,
+    ) -> JsResult<JsValue> {
+        if !Array::is_array(&items) {
+            return Err(invalid("items", "must be an array").into());
+        }
+        let parsed: Vec<JsBatchItem> = object(&items, "items", Unknown::Refuse)?;
+        let mut batch: Vec<BatchItem> = parsed
+            .into_iter()
+            .map(|item| BatchItem::new(item.execution, item.effects.unwrap_or_default()))
+            .collect();
+        let outcomes = self.inner()?.commit_batch(&mut batch).map_err(WasmError::from)?;
+        let items = Array::from(&items);
+        let out = Array::new();
+        for (i, (outcome, item)) in outcomes.into_iter().zip(&batch).enumerate() {
+            let entry = Object::new();
+            match outcome {
+                Ok(seqs) => {
+                    let version = item.execution.version;
+                    set_version(&Reflect::get(&items.get(i as u32), &"execution".into())?, version);
+                    Reflect::set(&entry, &"ok".into(), &JsValue::TRUE)?;
+                    Reflect::set(&entry, &"seqs".into(), &convert::to_js(&seqs)?)?;
+                    Reflect::set(&entry, &"version".into(), &(version as f64).into())?;
+                }
+                Err(e) => {
+                    Reflect::set(&entry, &"ok".into(), &JsValue::FALSE)?;
+                    Reflect::set(&entry, &"error".into(), &WasmError::from(e).to_js())?;
+                }
+            }
+            out.push(&entry);
+        }
+        Ok(out.into())
+    }
+
+    /// The stored execution, or `null`.
+    #[wasm_bindgen(unchecked_return_type = "Execution | null")]
+    pub fn load(&self, #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue) -> JsResult<JsValue> {
+        let id = convert::string(&id, "id")?;
+        let exe = self.inner()?.load(&id).map_err(WasmError::from)?;
+        Ok(convert::to_js(&exe)?)
+    }
+
+    /// The stored execution (or `null`) and whether it already processed `eventId`, read
+    /// together.
+    #[wasm_bindgen(js_name = loadForEvent, unchecked_return_type = "LoadedForEvent")]
+    pub fn load_for_event(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string", js_name = eventId)] event_id: JsValue,
+    ) -> JsResult<JsValue> {
+        let id = convert::string(&id, "id")?;
+        let event_id = convert::string(&event_id, "eventId")?;
+        let (exe, processed) = self
+            .inner()?
+            .load_for_event(&id, &event_id)
+            .map_err(WasmError::from)?;
+        let out = Object::new();
+        Reflect::set(&out, &"execution".into(), &convert::to_js(&exe)?)?;
+        Reflect::set(&out, &"processed".into(), &processed.into())?;
+        Ok(out.into())
+    }
+
+    /// Whether `executionId` already processed `eventId`.
+    #[wasm_bindgen(js_name = isProcessed)]
+    pub fn is_processed(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string", js_name = executionId)] execution_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string", js_name = eventId)] event_id: JsValue,
+    ) -> JsResult<bool> {
+        let id = convert::string(&execution_id, "executionId")?;
+        let event_id = convert::string(&event_id, "eventId")?;
+        Ok(self
+            .inner()?
+            .is_processed(&id, &event_id)
+            .map_err(WasmError::from)?)
+    }
+
+    /// One page of summaries ordered by id. Pass the page's `next_cursor` as the next
+    /// query's `cursor`; a cursor this store did not make is `INVALID_INPUT`.
+    #[wasm_bindgen(js_name = listExecutions, unchecked_return_type = "ExecutionPage")]
+    pub fn list_executions(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "ListQuery")] query: JsValue,
+    ) -> JsResult<JsValue> {
+        let js: JsListQuery = if query.is_undefined() || query.is_null() {
+            JsListQuery::default()
+        } else {
+            object(&query, "query", Unknown::Refuse)?
+        };
+        let mut q = ListQuery::new()
+            .roots_only(js.roots_only)
+            .limit(js.limit.unwrap_or(DEFAULT_LIST_LIMIT))
+            .cursor(js.cursor);
+        if let Some(status) = js.status {
+            q = q.status(status);
+        }
+        if let Some(definition) = js.definition_id {
+            q = q.definition(definition);
+        }
+        let page = self.inner()?.list_executions(&q).map_err(WasmError::from)?;
+        Ok(convert::to_js(&page)?)
+    }
+
+    /// Undelivered outbox entries with `seq > after`, oldest first, at most `limit`
+    /// (default 100).
+    #[wasm_bindgen(js_name = pendingOutbox, unchecked_return_type = "OutboxEntry[]")]
+    pub fn pending_outbox(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] after: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] limit: JsValue,
+    ) -> JsResult<JsValue> {
+        let after = convert::opt_integer(&after, "after")?;
+        let limit = convert::limit(&limit, "limit", DEFAULT_LIST_LIMIT)?;
+        let entries = self
+            .inner()?
+            .pending_outbox(after, limit)
+            .map_err(WasmError::from)?;
+        Ok(convert::to_js(&entries)?)
+    }
+
+    /// Removes the delivered outbox entry `seq`; `NOT_FOUND` if there is none.
+    #[wasm_bindgen(js_name = ackOutbox)]
+    pub fn ack_outbox(&self, #[wasm_bindgen(unchecked_param_type = "number")] seq: JsValue) -> JsResult<()> {
+        let seq = convert::integer(&seq, "seq")?;
+        Ok(self.inner()?.ack_outbox(seq).map_err(WasmError::from)?)
+    }
+
+    /// Removes the delivered outbox entries `seqs` in one transaction; returns how many were
+    /// removed (already-acked seqs are skipped).
+    #[wasm_bindgen(js_name = ackOutboxMany)]
+    pub fn ack_outbox_many(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number[]")] seqs: JsValue,
+    ) -> JsResult<f64> {
+        let seqs = convert::integers(&seqs, "seqs")?;
+        Ok(self.inner()?.ack_outbox_many(&seqs).map_err(WasmError::from)? as f64)
+    }
+
+    /// Pending child creations with `seq > after`, oldest first, at most `limit` (default
+    /// 100).
+    #[wasm_bindgen(js_name = pendingSpawns, unchecked_return_type = "SpawnEntry[]")]
+    pub fn pending_spawns(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] after: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] limit: JsValue,
+    ) -> JsResult<JsValue> {
+        let after = convert::opt_integer(&after, "after")?;
+        let limit = convert::limit(&limit, "limit", DEFAULT_LIST_LIMIT)?;
+        let entries = self
+            .inner()?
+            .pending_spawns(after, limit)
+            .map_err(WasmError::from)?;
+        Ok(convert::to_js(&entries)?)
+    }
+
+    /// Removes the done spawn intent `seq`; `NOT_FOUND` if there is none.
+    #[wasm_bindgen(js_name = ackSpawn)]
+    pub fn ack_spawn(&self, #[wasm_bindgen(unchecked_param_type = "number")] seq: JsValue) -> JsResult<()> {
+        let seq = convert::integer(&seq, "seq")?;
+        Ok(self.inner()?.ack_spawn(seq).map_err(WasmError::from)?)
+    }
+
+    /// Timers with `fire_at <= now` (epoch seconds), soonest first, at most `limit` (default
+    /// 100), after `after` (the last timer of the previous page).
+    #[wasm_bindgen(js_name = dueTimers, unchecked_return_type = "DueTimer[]")]
+    pub fn due_timers(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "DueTimer | null")] after: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] limit: JsValue,
+    ) -> JsResult<JsValue> {
+        let now = convert::number(&now, "now")?;
+        let after: Option<DueTimer> = if after.is_undefined() || after.is_null() {
+            None
+        } else {
+            Some(object(&after, "after", Unknown::Refuse)?)
+        };
+        let limit = convert::limit(&limit, "limit", DEFAULT_LIST_LIMIT)?;
+        let timers = self
+            .inner()?
+            .due_timers(now, after.as_ref(), limit)
+            .map_err(WasmError::from)?;
+        Ok(convert::to_js(&timers)?)
+    }
+
+    /// Removes the timer of `(executionId, path)` only if it still fires at `fireAt`;
+    /// returns whether one was removed.
+    #[wasm_bindgen(js_name = deleteTimer)]
+    pub fn delete_timer(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string", js_name = executionId)] execution_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number", js_name = fireAt)] fire_at: JsValue,
+    ) -> JsResult<bool> {
+        let id = convert::string(&execution_id, "executionId")?;
+        let path = convert::string(&path, "path")?;
+        let fire_at = convert::number(&fire_at, "fireAt")?;
+        Ok(self
+            .inner()?
+            .delete_timer(&id, &path, fire_at)
+            .map_err(WasmError::from)?)
+    }
+
+    /// The execution's kept trace steps, oldest first, each with its `index`.
+    #[wasm_bindgen(js_name = readTrace, unchecked_return_type = "TraceStep[]")]
+    pub fn read_trace(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string", js_name = executionId)] execution_id: JsValue,
+    ) -> JsResult<JsValue> {
+        let id = convert::string(&execution_id, "executionId")?;
+        let steps = self.inner()?.read_trace(&id).map_err(WasmError::from)?;
+        Ok(convert::to_js(&steps)?)
+    }
+
+    /// Appends a trace step outside an event step; returns its index. `NOT_FOUND` if no
+    /// execution is stored under `executionId`.
+    #[wasm_bindgen(js_name = appendTrace)]
+    pub fn append_trace(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string", js_name = executionId)] execution_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "TraceStep")] step: JsValue,
+    ) -> JsResult<f64> {
+        let id = convert::string(&execution_id, "executionId")?;
+        let step: TraceStep = object(&step, "step", Unknown::Keep)?;
+        Ok(self.inner()?.append_trace(&id, &step).map_err(WasmError::from)? as f64)
+    }
+
+    /// The ids of every stored execution that starts with `prefix` (exactly, case
+    /// sensitive), ordered.
+    #[wasm_bindgen(js_name = idsWithPrefix, unchecked_return_type = "string[]")]
+    pub fn ids_with_prefix(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] prefix: JsValue,
+    ) -> JsResult<JsValue> {
+        let prefix = convert::string(&prefix, "prefix")?;
+        let ids = self.inner()?.ids_with_prefix(&prefix).map_err(WasmError::from)?;
+        Ok(convert::to_js(&ids)?)
+    }
+
+    /// Deletes the execution and everything keyed by it iff it is still at
+    /// `expectedVersion`; returns whether it did.
+    pub fn purge(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string", js_name = executionId)] execution_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number", js_name = expectedVersion)] expected_version: JsValue,
+    ) -> JsResult<bool> {
+        let id = convert::string(&execution_id, "executionId")?;
+        let expected = convert::integer(&expected_version, "expectedVersion")?;
+        Ok(self.inner()?.purge(&id, expected).map_err(WasmError::from)?)
+    }
+
+    /// How many executions are in each status (every status listed, in the core's order),
+    /// optionally of one definition and of roots only.
+    #[wasm_bindgen(js_name = statusCounts, unchecked_return_type = "StatusCounts")]
+    pub fn status_counts(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "string | null", js_name = definitionId)]
+        definition_id: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean", js_name = rootsOnly)] roots_only: JsValue,
+    ) -> JsResult<JsValue> {
+        let definition = convert::opt_string(&definition_id, "definitionId")?;
+        let roots_only = convert::opt_bool(&roots_only, "rootsOnly", false)?;
+        let counts = self
+            .inner()?
+            .status_counts(definition.as_deref(), roots_only)
+            .map_err(WasmError::from)?;
+        let out = Object::new();
+        for (status, n) in counts {
+            Reflect::set(&out, &status.as_str().into(), &(n as f64).into())?;
+        }
+        Ok(out.into())
+    }
+
+    /// A token that changes whenever the store's content may have changed (for a monitor's
+    /// polling); opaque.
+    #[wasm_bindgen(js_name = changeToken)]
+    pub fn change_token(&self) -> JsResult<String> {
+        Ok(self.inner()?.change_token().map_err(WasmError::from)?)
+    }
+
+    /// The relay's step: hands up to `limit` pending outbox entries to `deliver` and acks
+    /// the seqs it returns; returns how many were acked. `deliver` must not call this store
+    /// (the entries are claimed while it runs); if it throws, nothing is acked and the error
+    /// is rethrown.
+    #[wasm_bindgen(js_name = relayOutbox)]
+    pub fn relay_outbox(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] limit: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "(entries: OutboxEntry[]) => number[]")] deliver: JsValue,
+    ) -> JsResult<f64> {
+        let limit = convert::limit(&limit, "limit", DEFAULT_LIST_LIMIT)?;
+        let deliver = callback(&deliver, "deliver")?;
+        let failure = RefCell::new(None);
+        let acked = self.inner()?.relay_outbox(limit, &mut |entries| {
+            returned_seqs(&deliver, convert::to_js(entries), &failure)
+        });
+        finish_relay(acked, failure)
+    }
+
+    /// The spawner's step, as `relayOutbox` is the relay's: hands up to `limit` pending
+    /// spawn intents to `create` and acks the seqs it returns.
+    #[wasm_bindgen(js_name = relaySpawns)]
+    pub fn relay_spawns(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] limit: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "(entries: SpawnEntry[]) => number[]")] create: JsValue,
+    ) -> JsResult<f64> {
+        let limit = convert::limit(&limit, "limit", DEFAULT_LIST_LIMIT)?;
+        let create = callback(&create, "create")?;
+        let failure = RefCell::new(None);
+        let acked = self.inner()?.relay_spawns(limit, &mut |entries| {
+            returned_seqs(&create, convert::to_js(entries), &failure)
+        });
+        finish_relay(acked, failure)
+    }
+
+    /// The timer sweep's step: hands up to `limit` timers due at `now` to `fire` (which
+    /// fires them the engine's way, e.g. with `deleteTimer` after the sweep); returns how
+    /// many were offered.
+    #[wasm_bindgen(js_name = sweepTimers)]
+    pub fn sweep_timers(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] now: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] limit: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "(timers: DueTimer[]) => void")] fire: JsValue,
+    ) -> JsResult<f64> {
+        let now = convert::number(&now, "now")?;
+        let limit = convert::limit(&limit, "limit", DEFAULT_LIST_LIMIT)?;
+        let fire = callback(&fire, "fire")?;
+        let failure = RefCell::new(None);
+        let offered = self.inner()?.sweep_timers(now, limit, &mut |timers| {
+            match convert::to_js(timers) {
+                Ok(arg) => {
+                    call_back(&fire, arg, &failure);
+                }
+                Err(e) => *failure.borrow_mut() = Some(e.to_js()),
+            };
+        });
+        finish_relay(offered, failure)
+    }
+}
+
+/// The seqs a relay callback returned (none if it threw or returned something else; the
+/// problem is kept in `failure` and rethrown once the store let go of the entries).
+fn returned_seqs(
+    callback: &Function,
+    arg: Result<JsValue, WasmError>,
+    failure: &RefCell<Option<JsValue>>,
+) -> Vec<i64> {
+    let arg = match arg {
+        Ok(arg) => arg,
+        Err(e) => {
+            *failure.borrow_mut() = Some(e.to_js());
+            return Vec::new();
+        }
+    };
+    let Some(returned) = call_back(callback, arg, failure) else {
+        return Vec::new();
+    };
+    match convert::integers(&returned, "returned seqs") {
+        Ok(seqs) => seqs,
+        Err(e) => {
+            *failure.borrow_mut() = Some(e.to_js());
+            Vec::new()
+        }
+    }
+}
+
+fn finish_relay(result: execstore::Result<usize>, failure: RefCell<Option<JsValue>>) -> JsResult<f64> {
+    let n = result.map_err(WasmError::from)?;
+    match failure.into_inner() {
+        Some(error) => Err(error),
+        None => Ok(n as f64),
+    }
+}

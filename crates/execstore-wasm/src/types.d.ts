@@ -1,0 +1,269 @@
+
+// ---- Shapes (the core's JSON: snake_case keys, harel 0.9's fields) ----------------------
+
+/** A JSON value as the store keeps it. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+/** A JSON object; its key order is kept. */
+export type JsonObject = { [key: string]: JsonValue };
+
+/** An execution's lifecycle status. */
+export type Status = "PENDING" | "RUNNING" | "DONE" | "CANCELLED" | "SUSPENDED" | "CANCELLING" | "FAILED";
+
+/** A stimulus of a state machine; unknown keys (a newer engine's) are kept. */
+export interface Event {
+  id: string;
+  kind: string;
+  created_time?: string | null;
+  received_time?: string | null;
+  data?: JsonObject;
+  [extra: string]: unknown;
+}
+
+/** A region child's join state. */
+export interface ChildState {
+  root_path: string;
+  finished?: boolean;
+  outcome?: string | null;
+  result?: JsonObject;
+  submachine?: boolean;
+  key?: string;
+  [extra: string]: unknown;
+}
+
+/**
+ * An execution as `commit`/`save` take it: `id` and `definition_id` are required, the rest
+ * defaults as in the core. Unknown keys are kept and written back in order.
+ */
+export interface ExecutionInput {
+  id: string;
+  definition_id: string;
+  definition_fqn?: string | null;
+  root_path?: string;
+  status?: Status;
+  outcome?: string | null;
+  error?: string | null;
+  active_path?: string | null;
+  history?: JsonObject;
+  context?: JsonObject;
+  processed_events?: number;
+  /** The optimistic-concurrency token: 0 for a new execution; set to the new version by a write. */
+  version?: number;
+  /** 0 (normal) to 4 (highest). */
+  priority?: number;
+  parent_id?: string | null;
+  child_id?: string | null;
+  deferred?: Event[];
+  children?: { [childId: string]: ChildState };
+  invoke_seq?: { [path: string]: number };
+  created_at?: number | null;
+  updated_at?: number | null;
+  finished_at?: number | null;
+  expires_at?: number | null;
+  [extra: string]: unknown;
+}
+
+/** An execution as the store returns it: every field present. */
+export interface Execution extends ExecutionInput {
+  definition_fqn: string | null;
+  root_path: string;
+  status: Status;
+  outcome: string | null;
+  error: string | null;
+  active_path: string | null;
+  history: JsonObject;
+  context: JsonObject;
+  processed_events: number;
+  version: number;
+  priority: number;
+  parent_id: string | null;
+  child_id: string | null;
+  deferred: Event[];
+  children: { [childId: string]: ChildState };
+  invoke_seq: { [path: string]: number };
+  created_at: number | null;
+  updated_at: number | null;
+  finished_at: number | null;
+  expires_at: number | null;
+}
+
+/** An event to put in the outbox with a commit. */
+export interface Emit {
+  target_id: string | null;
+  event: Event;
+}
+
+/** A durable-timer change of a commit; times are epoch seconds. */
+export type TimerOp = { action: "schedule"; path: string; fire_at: number } | { action: "cancel"; path: string };
+
+/** A child to create after a commit. */
+export interface Spawn {
+  child_id: string;
+  root_path: string;
+  context: JsonObject;
+}
+
+/** A timeline step (`read_trace` adds its `index`). */
+export type TraceStep = JsonObject;
+
+/** Everything one event step defers, committed with the execution's new state. Unknown keys are refused. */
+export interface Effects {
+  emits?: Emit[];
+  processed_event_id?: string | null;
+  timers?: TimerOp[];
+  spawns?: Spawn[];
+  trace?: TraceStep | null;
+}
+
+/** One step of `commitBatch`. */
+export interface BatchItem {
+  execution: ExecutionInput;
+  effects?: Effects | null;
+}
+
+/** The outcome of one `commitBatch` item. */
+export type BatchOutcome = { ok: true; seqs: number[]; version: number } | { ok: false; error: StoreError };
+
+/** A list query; every key optional. Unknown keys are refused. */
+export interface ListQuery {
+  /** Keep these statuses (an empty array keeps none). */
+  status?: Status[] | null;
+  definition_id?: string | null;
+  roots_only?: boolean;
+  /** 1 to 10000; default 100. */
+  limit?: number;
+  /** The previous page's `next_cursor`. */
+  cursor?: string | null;
+}
+
+/** A list view's projection of an execution. */
+export interface ExecutionSummary {
+  id: string;
+  definition_id: string;
+  status: Status;
+  outcome: string | null;
+  active_path: string | null;
+  version: number;
+  parent_id: string | null;
+  finished_at: number | null;
+  updated_at: number | null;
+}
+
+/** One page of `listExecutions`. */
+export interface ExecutionPage {
+  items: ExecutionSummary[];
+  /** `null` on the last page. */
+  next_cursor: string | null;
+}
+
+/** An outbox entry awaiting delivery. */
+export interface OutboxEntry {
+  seq: number;
+  target_id: string | null;
+  event: Event;
+}
+
+/** A pending child creation. */
+export interface SpawnEntry {
+  seq: number;
+  parent_id: string;
+  child_id: string;
+  root_path: string;
+  context: JsonObject;
+}
+
+/** A due timer; pass `fire_at` back to `deleteTimer`. */
+export interface DueTimer {
+  execution_id: string;
+  path: string;
+  fire_at: number;
+}
+
+/** What `loadForEvent` returns. */
+export interface LoadedForEvent {
+  execution: Execution | null;
+  processed: boolean;
+}
+
+/** How many executions are in each status. */
+export type StatusCounts = { [S in Status]: number };
+
+/** What a store can do beyond the contract. */
+export interface Capabilities {
+  durable: boolean;
+  exclusive_claims: boolean;
+  wakeups: boolean;
+}
+
+/** Where a store keeps its data. */
+export type StoreKind = "memory" | "sqlite-memory" | "opfs" | "closed";
+
+// ---- Options (JS API: camelCase) ----------------------------------------------------------
+
+/** Options of `Store.memory()`. */
+export interface MemoryOptions {
+  /** Trace steps kept per execution; default 200, 0 keeps all. */
+  traceMax?: number;
+}
+
+/** Options of `Store.sqliteMemory()`. */
+export interface SqliteMemoryOptions extends MemoryOptions {
+  /** Table prefix (e.g. "harel" for harel's `harel_executions`, ...). */
+  prefix?: string;
+}
+
+/** Options of `Store.openOpfs()`. */
+export interface OpfsOptions extends SqliteMemoryOptions {
+  /** How long to wait for a store another worker or tab holds, in ms; default 5000, 0 fails at once with LOCKED. */
+  waitMs?: number;
+  /** SQLite's `PRAGMA synchronous`; default "full". */
+  synchronous?: "off" | "normal" | "full" | "extra";
+  /** Open for reading only. */
+  readOnly?: boolean;
+}
+
+// ---- Errors --------------------------------------------------------------------------------
+
+/** The stable codes of a `StoreError`. */
+export type StoreErrorCode = "CONFLICT" | "INVALID_INPUT" | "NOT_FOUND" | "CORRUPT" | "BACKEND" | "LOCKED";
+
+interface StoreErrorBase extends Error {
+  name: "StoreError";
+}
+/** A lost CAS write: nothing was written. `found` is `null` when no execution is stored. */
+export interface ConflictError extends StoreErrorBase {
+  code: "CONFLICT";
+  id: string;
+  expected: number;
+  found: number | null;
+}
+/** Refused input (`field` names it, e.g. `effects.timers[0].fire_at`): nothing changed. */
+export interface InvalidInputError extends StoreErrorBase {
+  code: "INVALID_INPUT";
+  field: string;
+  reason: string;
+}
+/** Names something that is not stored. */
+export interface NotFoundError extends StoreErrorBase {
+  code: "NOT_FOUND";
+  what: string;
+  key: string;
+}
+/** Stored data that does not parse. */
+export interface CorruptError extends StoreErrorBase {
+  code: "CORRUPT";
+  what: string;
+  reason: string;
+}
+/** The backend failed (SQLite, OPFS, a closed store). */
+export interface BackendError extends StoreErrorBase {
+  code: "BACKEND";
+  retryable: boolean;
+}
+/** The OPFS store is open in another worker or tab. */
+export interface LockedError extends StoreErrorBase {
+  code: "LOCKED";
+  /** The store's name. */
+  store: string;
+}
+/** What every operation throws: an `Error` with a stable `code`. */
+export type StoreError = ConflictError | InvalidInputError | NotFoundError | CorruptError | BackendError | LockedError;

@@ -1,0 +1,40 @@
+//! The core's behaviour suite in wasm32, under Node (`wasm-pack test --node -- --test
+//! conformance_node`): the memory store and the SQLite adapter with SQLite compiled to wasm.
+//! (The checks that need threads or a clock do not run in wasm32; see `conformance_tests!`.)
+#![cfg(all(target_family = "wasm", target_os = "unknown"))]
+
+use execstore::conformance::Harness;
+use execstore::ExecutionStore;
+use execstore_sqlite::{SqliteOptions, SqliteStore};
+
+/// A private in-memory SQLite database (nothing to reopen).
+struct SqliteMemory(SqliteStore);
+
+impl Harness for SqliteMemory {
+    fn store(&self) -> &dyn ExecutionStore {
+        &self.0
+    }
+    fn reopen(&mut self) -> bool {
+        false
+    }
+}
+
+fn sqlite_memory(options: SqliteOptions) -> SqliteMemory {
+    SqliteMemory(SqliteStore::open_in_memory(options).expect("open an in-memory SQLite database"))
+}
+
+mod memory {
+    execstore::conformance_tests!(wasm ephemeral: async { execstore::MemoryStore::new() });
+}
+
+mod sqlite_memory {
+    execstore::conformance_tests!(wasm ephemeral: async {
+        super::sqlite_memory(execstore_sqlite::SqliteOptions::new())
+    });
+}
+
+mod sqlite_memory_harel_prefix {
+    execstore::conformance_tests!(wasm ephemeral: async {
+        super::sqlite_memory(execstore_sqlite::SqliteOptions::new().prefix("harel"))
+    });
+}

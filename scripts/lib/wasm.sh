@@ -1,0 +1,155 @@
+# shellcheck shell=bash
+# scripts/lib/wasm.sh: the store in WebAssembly (crates/execstore-wasm, the npm package
+# `execstore`). Source it; it only defines things. scripts/test calls, in order:
+#
+#   wasm_install   what the wasm build and tests need, each skipped when present: the rust
+#                  target wasm32-unknown-unknown; Debian's clang (sqlite-wasm-rs compiles
+#                  SQLite's C with it), chromium and chromium-driver; wasm-bindgen-cli at the
+#                  version of `wasm-bindgen` in Cargo.lock and wasm-pack $WASM_PACK_VERSION
+#                  (cargo install: wasm-pack then uses that wasm-bindgen and downloads
+#                  nothing); Node >= 20 and `npm ci` at the root (playwright-core, typescript;
+#                  node_modules/execstore links to crates/execstore-wasm/npm). No wasm-opt:
+#                  Debian's binaryen makes wasm that does not load (wasm-opt = false in the
+#                  crate's metadata).
+#   wasm_test      the core's behaviour suite compiled to wasm under `wasm-pack test --node`
+#                  (memory, SQLite in wasm) and `--headless --chrome` (OPFS in a dedicated
+#                  worker); then builds the package (`npm run build:wasm`) and runs
+#                  `node --test tests/js/` (the package in Node, its TypeScript declarations,
+#                  and Playwright + Chromium: OPFS through the main-thread client, reload,
+#                  LOCKED).
+#   wasm_bench     (not part of the test command) the wasm file sizes and W1 commits/s in Node
+#                  and Chromium beside native `execstore bench` (bench/js/w1.mjs).
+#
+# Environment:
+#   EXECSTORE_WASM_TARGET_DIR  cargo's target dir for wasm builds (default target/wasm)
+#   EXECSTORE_CHROMIUM         the browser (default /usr/bin/chromium)
+#   EXECSTORE_SKIP_WASM        a reason: every function says so and does nothing
+#
+# Works as root on Debian 12 (apt-get), or as a user who has the packages already.
+
+WASM_PACK_VERSION=0.15.1
+WASM_RUST_TARGET=wasm32-unknown-unknown
+WASM_NODE_MAJOR_MIN=20
+
+_wasm_say() { printf '    %s\n' "$*"; }
+
+_wasm_skipped() {
+	if [ -n "${EXECSTORE_SKIP_WASM:-}" ]; then
+		_wasm_say "skipped: $EXECSTORE_SKIP_WASM (EXECSTORE_SKIP_WASM)"
+		return 0
+	fi
+	return 1
+}
+
+_wasm_target_dir() { printf '%s\n' "${EXECSTORE_WASM_TARGET_DIR:-$PWD/target/wasm}"; }
+
+# The version of the `wasm-bindgen` crate that Cargo.lock pins.
+_wasm_bindgen_locked() {
+	awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock
+}
+
+_wasm_apt_install() { # PACKAGE...
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "wasm.sh: $* missing and not root: install them (apt-get install $*)" >&2
+		return 1
+	fi
+	_wasm_say "installing $* from Debian's packages"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+}
+
+wasm_install() {
+	_wasm_skipped && return 0
+	local started=$SECONDS
+	if command -v rustup >/dev/null; then
+		if rustup target list --installed | grep -qx "$WASM_RUST_TARGET"; then
+			_wasm_say "rust target $WASM_RUST_TARGET present"
+		else
+			rustup target add "$WASM_RUST_TARGET" || return 1
+		fi
+	fi
+
+	local chromium="${EXECSTORE_CHROMIUM:-/usr/bin/chromium}" missing=()
+	command -v clang >/dev/null || missing+=(clang)
+	[ -x "$chromium" ] || missing+=(chromium)
+	[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+	if [ ${#missing[@]} -gt 0 ]; then
+		_wasm_apt_install "${missing[@]}" || return 1
+	else
+		_wasm_say "clang, chromium, chromium-driver present"
+	fi
+
+	local want have
+	want=$(_wasm_bindgen_locked)
+	[ -n "$want" ] || {
+		echo "wasm.sh: no wasm-bindgen in Cargo.lock" >&2
+		return 1
+	}
+	have=$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }')
+	if [ "$have" = "$want" ]; then
+		_wasm_say "wasm-bindgen-cli $want present"
+	else
+		# Not --locked: the CLI's own lock file does not build here.
+		_wasm_say "cargo install wasm-bindgen-cli $want (Cargo.lock's wasm-bindgen)"
+		cargo install wasm-bindgen-cli --version "=$want" || return 1
+	fi
+	have=$(wasm-pack --version 2>/dev/null | awk '{ print $2 }')
+	if [ "$have" = "$WASM_PACK_VERSION" ]; then
+		_wasm_say "wasm-pack $WASM_PACK_VERSION present"
+	else
+		_wasm_say "cargo install wasm-pack $WASM_PACK_VERSION"
+		cargo install wasm-pack --version "=$WASM_PACK_VERSION" || return 1
+	fi
+
+	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+		echo "wasm.sh: node and npm (Node >= $WASM_NODE_MAJOR_MIN) are needed" >&2
+		return 1
+	fi
+	local major
+	major=$(node -p 'process.versions.node.split(".")[0]')
+	if [ "$major" -lt "$WASM_NODE_MAJOR_MIN" ]; then
+		echo "wasm.sh: Node $(node --version) is too old: the package needs >= $WASM_NODE_MAJOR_MIN" >&2
+		return 1
+	fi
+	# npm ci only when the installed tree is not the locked one (npm keeps its own copy of
+	# the lock, less the root entry, in node_modules/.package-lock.json).
+	if node -e '
+		const fs = require("fs");
+		const want = JSON.parse(fs.readFileSync("package-lock.json", "utf8")).packages;
+		const have = JSON.parse(fs.readFileSync("node_modules/.package-lock.json", "utf8")).packages;
+		delete want[""];
+		process.exit(Object.keys(want).length === Object.keys(have).length &&
+			Object.keys(want).every((k) => have[k] && want[k].version === have[k].version) ? 0 : 1);
+	' 2>/dev/null; then
+		_wasm_say "node_modules matches package-lock.json"
+	else
+		_wasm_say "npm ci (playwright-core, typescript)"
+		npm ci --no-audit --no-fund --loglevel=error || return 1
+	fi
+	_wasm_say "tools ready in $((SECONDS - started)) s"
+}
+
+wasm_test() {
+	_wasm_skipped && return 0
+	local target_dir rc=0
+	target_dir=$(_wasm_target_dir)
+	_wasm_say "behaviour suite in wasm32 under Node: memory, SQLite in wasm"
+	CARGO_TARGET_DIR="$target_dir" wasm-pack test --node crates/execstore-wasm --test conformance_node || rc=1
+	_wasm_say "behaviour suite in wasm32 in headless Chromium: OPFS in a dedicated worker"
+	CARGO_TARGET_DIR="$target_dir" CHROMEDRIVER=/usr/bin/chromedriver \
+		wasm-pack test --headless --chrome crates/execstore-wasm --test conformance_opfs || rc=1
+	_wasm_say "npm package: build (wasm-pack, --target web)"
+	CARGO_TARGET_DIR="$target_dir" npm run --silent build:wasm || return 1
+	_wasm_say "npm package: node --test tests/js/ (Node, TypeScript, Playwright + Chromium)"
+	EXECSTORE_REQUIRE_BROWSER=1 node --test --test-concurrency=1 --test-reporter=spec tests/js/ || rc=1
+	return "$rc"
+}
+
+wasm_bench() {
+	_wasm_skipped && return 0
+	local wasm=crates/execstore-wasm/npm/wasm/execstore_bg.wasm
+	[ -f "$wasm" ] || CARGO_TARGET_DIR="$(_wasm_target_dir)" npm run --silent build:wasm || return 1
+	_wasm_say "$wasm: $(wc -c <"$wasm") bytes, $(gzip -9 -c "$wasm" | wc -c) gzipped"
+	cargo build --release -p execstore-cli || return 1
+	node bench/js/w1.mjs --native target/release/execstore --browser "$@"
+}
