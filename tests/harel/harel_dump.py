@@ -1,10 +1,14 @@
-"""Shared by the interop scripts: what harel 0.9 reads from a SQLite store, as JSON.
+"""Shared by the interop scripts: what harel 0.9 reads from a SQLite or PostgreSQL store, as JSON.
 
-`dump(store, path)` returns harel's view of the database at `path` through harel's own
-`SqliteStore` (every execution loaded and dumped with `model_dump(mode="json")`, the
-listings, outbox, spawns, timers, traces, dedupe markers, prefix lookups) plus the raw
-column text of every table and, for each raw row, the text harel itself would write for
-the object it parses from that row. Any failure raises: the scripts exit non-zero.
+A store is named by DB: a SQLite file's path, or a `postgres://` / `postgresql://` URL, whose
+tables are those under a prefix (`--prefix`, default "harel"); `open_store` opens it with
+harel's own `SqliteStore` or `PostgresStore` (psycopg 3, harel's optional dependency).
+
+`view(store, db, prefix)` returns harel's view of the store through harel's own store (every
+execution loaded and dumped with `model_dump(mode="json")`, the listings, outbox, spawns,
+timers, traces, dedupe markers, prefix lookups) plus the raw column text of every table and,
+for each raw row, the text harel itself would write for the object it parses from that row.
+Any failure raises: the scripts exit non-zero.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sqlite3
 import sys
 
 HAREL_VERSION = "0.9.0"
+DEFAULT_PREFIX = "harel"
 
 # The prefixes `ids_with_prefix` is asked about (LIKE metacharacters, a case variant, a tree).
 ID_PREFIXES = ["pfx_", "PFX_", "pfx%", "par-001:", "par-101:", "ord-", "ünï"]
@@ -54,24 +59,82 @@ def _listing(store, **kwargs) -> list[dict]:
             return items
 
 
-def raw_tables(path: str, prefix: str = "harel") -> dict:
-    """Every row of harel's six tables, columns as stored, in primary-key order."""
+def is_postgres(db: str) -> bool:
+    """Whether DB names a PostgreSQL server (a URL) rather than a SQLite file."""
+    return db.startswith(("postgres://", "postgresql://"))
+
+
+def open_store(db: str, prefix: str = DEFAULT_PREFIX, *, create_schema: bool = True):
+    """harel's own store on DB: `SqliteStore(db)` (prefix "harel", as harel's default) or
+    `PostgresStore.from_dsn(db, prefix=...)`; `create_schema=False` creates nothing (PostgreSQL)."""
+    if is_postgres(db):
+        from harel.engine.store.postgres import PostgresStore
+
+        return PostgresStore.from_dsn(db, connect_retries=1, prefix=prefix, create_schema=create_schema)
+    from harel.engine.store import SqliteStore
+
+    if prefix != DEFAULT_PREFIX:
+        raise SystemExit(f"--prefix {prefix}: the SQLite scripts use harel's default prefix only")
+    return SqliteStore(db)
+
+
+def pg_has_store(dsn: str, prefix: str) -> bool:
+    """Whether the PostgreSQL database at `dsn` has a store's executions table under `prefix`."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{prefix}_executions",)).fetchone()[0]
+
+
+_RAW_QUERIES = {
+    "executions": "SELECT id, definition_id, data, version FROM {p}_executions ORDER BY id",
+    "outbox": "SELECT seq, target_id, event FROM {p}_outbox ORDER BY seq",
+    "processed_events": "SELECT execution_id, event_id FROM {p}_processed_events ORDER BY execution_id, event_id",
+    "timers": "SELECT execution_id, path, fire_at FROM {p}_timers ORDER BY execution_id, path",
+    "spawns": "SELECT seq, parent_id, child_id, root_path, context FROM {p}_spawns ORDER BY seq",
+    "trace": "SELECT execution_id, idx, entry FROM {p}_trace ORDER BY execution_id, idx",
+}
+
+
+def raw_tables(path: str, prefix: str = DEFAULT_PREFIX) -> dict:
+    """Every row of harel's six tables, columns as stored, in primary-key order (ids ordered as
+    bytes), and the schema objects: "sqlite_master" (SQLite) or "pg_objects" (PostgreSQL: each
+    relation and function whose name starts with `prefix`, as [kind, name])."""
+    if is_postgres(path):
+        return _raw_tables_pg(path, prefix)
     conn = sqlite3.connect(path)
     try:
         q = lambda sql: [list(r) for r in conn.execute(sql.format(p=prefix)).fetchall()]  # noqa: E731
-        return {
-            "executions": q("SELECT id, definition_id, data, version FROM {p}_executions ORDER BY id"),
-            "outbox": q("SELECT seq, target_id, event FROM {p}_outbox ORDER BY seq"),
-            "processed_events": q(
-                "SELECT execution_id, event_id FROM {p}_processed_events ORDER BY execution_id, event_id"
-            ),
-            "timers": q("SELECT execution_id, path, fire_at FROM {p}_timers ORDER BY execution_id, path"),
-            "spawns": q("SELECT seq, parent_id, child_id, root_path, context FROM {p}_spawns ORDER BY seq"),
-            "trace": q("SELECT execution_id, idx, entry FROM {p}_trace ORDER BY execution_id, idx"),
-            "sqlite_master": q("SELECT type, name FROM sqlite_master ORDER BY type, name"),
-        }
+        raw = {table: q(sql) for table, sql in _RAW_QUERIES.items()}
+        raw["sqlite_master"] = q("SELECT type, name FROM sqlite_master ORDER BY type, name")
+        return raw
     finally:
         conn.close()
+
+
+def _raw_tables_pg(dsn: str, prefix: str) -> dict:
+    import psycopg
+
+    # text keys ordered as bytes, as SQLite orders them (whatever the database's collation)
+    def bytewise(sql: str) -> str:
+        head, keys = sql.split(" ORDER BY ")
+        keys = [k.strip() for k in keys.split(",")]
+        return head + " ORDER BY " + ", ".join(k if k in ("seq", "idx") else f'{k} COLLATE "C"' for k in keys)
+
+    with psycopg.connect(dsn) as conn:
+        q = lambda sql, params=None: [list(r) for r in conn.execute(sql, params).fetchall()]  # noqa: E731
+        raw = {table: q(bytewise(sql.format(p=prefix))) for table, sql in _RAW_QUERIES.items()}
+        raw["pg_objects"] = q(
+            "SELECT kind, name FROM ("
+            " SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'i' THEN 'index' WHEN 'S' THEN 'sequence'"
+            "  ELSE c.relkind::text END AS kind, c.relname::text AS name"
+            "  FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace"
+            " UNION ALL SELECT 'function', p.proname::text"
+            "  FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace"
+            ') o WHERE starts_with(name, %s) ORDER BY kind, name COLLATE "C"',
+            (prefix + "_",),
+        )
+        return raw
 
 
 def harel_would_write(raw: dict) -> dict:
@@ -89,9 +152,9 @@ def harel_would_write(raw: dict) -> dict:
     }
 
 
-def view(store, path: str) -> dict:
-    """What harel reads through `store` (a harel `SqliteStore` on `path`)."""
-    raw = raw_tables(path)
+def view(store, path: str, prefix: str = DEFAULT_PREFIX) -> dict:
+    """What harel reads through `store` (harel's own store on `path`, tables under `prefix`)."""
+    raw = raw_tables(path, prefix)
     summaries = _listing(store)
     ids = [s["id"] for s in summaries]
     executions = {}

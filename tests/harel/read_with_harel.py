@@ -1,10 +1,14 @@
 """harel 0.9 reads a database another writer (execstore) made; optionally commits to it.
 
-    read_with_harel.py DB OUT_JSON [--commit EXECUTION_ID]
+    read_with_harel.py DB OUT_JSON [--commit EXECUTION_ID] [--prefix PREFIX]
 
-Opens DB with harel's own `SqliteStore` (default prefix "harel"), loads every execution
-(ids from `list_executions`), the outbox, spawns, due timers and traces, and writes what it
-read to OUT_JSON as "view" (see `harel_dump.view`). Any failure exits non-zero.
+DB is a SQLite file or a PostgreSQL URL (tables under PREFIX, default "harel"); either must
+exist already: harel opens it without creating anything (SQLite: the file; PostgreSQL:
+`create_schema=False`, so harel finds its tables as the other writer made them).
+
+Opens DB with harel's own `SqliteStore` (default prefix "harel") or `PostgresStore`, loads
+every execution (ids from `list_executions`), the outbox, spawns, due timers and traces, and
+writes what it read to OUT_JSON as "view" (see `harel_dump.view`). Any failure exits non-zero.
 
 With `--commit ID` harel then keeps writing to the file: it loads ID, changes it and commits
 it with an emit, a dedupe marker, a timer, a spawn and a trace step, and writes what it did
@@ -62,18 +66,21 @@ def main() -> None:
     ap.add_argument("db")
     ap.add_argument("out")
     ap.add_argument("--commit", metavar="EXECUTION_ID")
+    ap.add_argument("--prefix", default=harel_dump.DEFAULT_PREFIX)
     args = ap.parse_args()
     harel_dump.check_version()
-    from harel.engine.store import SqliteStore
 
-    # harel would create an empty database at a wrong path; this script only reads existing ones
-    with open(args.db, "rb"):
-        pass
-    store = SqliteStore(args.db)
-    doc = {"view": harel_dump.view(store, args.db)}
+    if harel_dump.is_postgres(args.db):
+        store = harel_dump.open_store(args.db, args.prefix, create_schema=False)
+    else:
+        # harel would create an empty database at a wrong path; this script only reads existing ones
+        with open(args.db, "rb"):
+            pass
+        store = harel_dump.open_store(args.db)
+    doc = {"view": harel_dump.view(store, args.db, args.prefix)}
     if args.commit:
         doc["commit"] = harel_commit(store, args.commit)
-        doc["view_after"] = harel_dump.view(store, args.db)
+        doc["view_after"] = harel_dump.view(store, args.db, args.prefix)
     store.close()
     harel_dump.write_json(args.out, doc)
 

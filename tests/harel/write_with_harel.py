@@ -1,12 +1,14 @@
 """harel 0.9 writes a database; then dumps what it reads back.
 
-    write_with_harel.py DB OUT_JSON
+    write_with_harel.py DB OUT_JSON [--prefix PREFIX]
 
-Writes through harel's own `SqliteStore` (default prefix "harel") a fixed, deterministic
-variety: executions saved and committed, every status, parents with `ChildState` children,
-targeted and untargeted emits (events with data and datetimes), dedupe markers, timers
-scheduled, re-scheduled and cancelled, spawn intents, trace steps (past the 200-step ring),
-non-ASCII text and awkward floats, acks, a guarded timer delete, a purge and a lost CAS.
+DB is a SQLite file (which must not exist yet) or a PostgreSQL URL (whose tables under PREFIX,
+default "harel", must not exist yet). Writes through harel's own `SqliteStore` (default prefix
+"harel") or `PostgresStore` (tables under PREFIX) a fixed, deterministic variety: executions
+saved and committed, every status, parents with `ChildState` children, targeted and
+untargeted emits (events with data and datetimes), dedupe markers, timers scheduled,
+re-scheduled and cancelled, spawn intents, trace steps (past the 200-step ring), non-ASCII text
+and awkward floats, acks, a guarded timer delete, a purge and a lost CAS.
 
 OUT_JSON holds:
   "ops"  -- every store call made, with its inputs as JSON (the execution as it was before the
@@ -16,6 +18,7 @@ OUT_JSON holds:
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import os
 import sys
@@ -279,18 +282,23 @@ def scenario(r: Recorder) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    db, out = sys.argv[1], sys.argv[2]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("db")
+    ap.add_argument("out")
+    ap.add_argument("--prefix", default=harel_dump.DEFAULT_PREFIX)
+    args = ap.parse_args()
+    db, out = args.db, args.out
     harel_dump.check_version()
-    from harel.engine.store import SqliteStore
 
-    if os.path.exists(db):
+    if harel_dump.is_postgres(db):
+        if harel_dump.pg_has_store(db, args.prefix):
+            sys.exit(f"{args.prefix}_executions exists: write_with_harel.py makes a new store")
+    elif os.path.exists(db):
         sys.exit(f"{db} exists: write_with_harel.py makes a new database")
-    store = SqliteStore(db)
+    store = harel_dump.open_store(db, args.prefix)
     rec = Recorder(store)
     scenario(rec)
-    doc = {"ops": rec.ops, "view": harel_dump.view(store, db)}
+    doc = {"ops": rec.ops, "view": harel_dump.view(store, db, args.prefix)}
     store.close()
     harel_dump.write_json(out, doc)
 

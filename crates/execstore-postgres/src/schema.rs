@@ -88,6 +88,37 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         statements: &["CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_root_status \
          ON {executions} (({json}->>'status'), (id COLLATE \"C\")) WHERE ({json}->>'parent_id') IS NULL"],
     },
+    Migration {
+        version: 3,
+        description: "harel 0.9's commit_cas function, unless one is there",
+        // harel's state-only save calls `<prefix>_commit_cas`; a harel opening tables that
+        // execstore created, with `create_schema=False` (a migration tool owns the schema),
+        // would fail without it. Created only if absent: a newer harel's own version is kept.
+        // The body is harel 0.9's (`harel.engine.schema._PG_STORE`), statement for statement.
+        statements: &["DO $execstore$ BEGIN \
+         IF NOT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
+         WHERE p.proname = '{pfx}commit_cas' AND n.nspname = current_schema()) THEN \
+         EXECUTE $fn$CREATE FUNCTION {pfx}commit_cas(p_id text, p_defn text, p_data text, p_old bigint, p_event text)
+RETURNS boolean AS $$
+DECLARE n int; row_exists boolean;
+BEGIN
+  UPDATE {executions} SET data = p_data, version = p_old + 1 WHERE id = p_id AND version = p_old;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n = 0 THEN
+    SELECT EXISTS (SELECT 1 FROM {executions} WHERE id = p_id) INTO row_exists;
+    IF p_old = 0 AND NOT row_exists THEN
+      INSERT INTO {executions} (id, definition_id, data, version) VALUES (p_id, p_defn, p_data, 1);
+    ELSE
+      RETURN false;
+    END IF;
+  END IF;
+  IF p_event <> '' THEN
+    INSERT INTO {processed_events} (execution_id, event_id) VALUES (p_id, p_event) ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN true;
+END; $$ LANGUAGE plpgsql$fn$; \
+         END IF; END $execstore$"],
+    },
 ];
 
 /// Creates harel's tables and applies every migration not yet recorded, in one transaction

@@ -53,7 +53,7 @@ fn concurrent_opens_migrate_once() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for store in &stores {
-        assert_eq!(store.schema_version().unwrap(), 2);
+        assert_eq!(store.schema_version().unwrap(), 3);
     }
     drop(stores);
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
@@ -64,7 +64,7 @@ fn concurrent_opens_migrate_once() {
         )
         .unwrap()
         .get(0);
-    assert_eq!(n, 2, "each migration recorded once");
+    assert_eq!(n, 3, "each migration recorded once");
     common::drop_tables(&url, Some(&prefix));
 }
 
@@ -466,4 +466,37 @@ fn read_only_opens_create_and_write_nothing() {
         .unwrap()
         .get(0);
     assert_eq!(created, None, "nothing was created");
+}
+
+/// The tables execstore creates carry harel 0.9's `<prefix>_commit_cas` function, so a harel
+/// that opens them without creating its schema can still make its state-only saves; it
+/// behaves as harel's (insert at version 0, CAS, dedupe marker, `false` on a conflict).
+#[test]
+fn harels_commit_cas_function_is_there() {
+    let h = pg_harness!(new);
+    let prefix = h.options.prefix.clone().unwrap();
+    let mut client = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
+    let mut cas = |old: i64, event: &str| -> bool {
+        // harel writes the document at its new version, the function moves the column.
+        let mut exe = Execution::new("fn-1", "d");
+        exe.version = old + 1;
+        let data = serde_json::to_string(&exe).unwrap();
+        client
+            .query_one(
+                &format!("SELECT {prefix}_commit_cas($1, $2, $3, $4, $5)"),
+                &[&"fn-1", &"d", &data, &old, &event],
+            )
+            .unwrap()
+            .get(0)
+    };
+    assert!(cas(0, ""), "inserts at version 1");
+    assert!(cas(1, "ev-1"), "CAS 1 -> 2 with a dedupe marker");
+    assert!(!cas(1, "ev-2"), "a stale version is a conflict");
+    let store = h.pg();
+    assert_eq!(
+        store.load_for_event("fn-1", "ev-1").unwrap().0.map(|e| e.version),
+        Some(2)
+    );
+    assert!(store.is_processed("fn-1", "ev-1").unwrap());
+    assert!(!store.is_processed("fn-1", "ev-2").unwrap());
 }

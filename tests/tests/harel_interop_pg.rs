@@ -1,0 +1,442 @@
+//! Interop with the real harel 0.9 engine on PostgreSQL: harel's own `PostgresStore`
+//! (psycopg 3) and execstore's `PgStore` read and write the same tables, under one prefix.
+//!
+//! The same scripts and comparisons as the SQLite interop test (`harel_interop.rs`, helpers in
+//! `harel_common`), pointed at a PostgreSQL database:
+//!
+//! * `harel_writes_pg_execstore_reads`: tables harel wrote, read by execstore, first opened
+//!   read-only (harel's tables alone, no execstore migration) and then read-write.
+//! * `execstore_replays_harel_calls_pg_byte_for_byte`: the calls harel made, replayed through
+//!   execstore under another prefix, give the same rows, byte for byte.
+//! * `execstore_writes_pg_harel_reads`: tables execstore made and wrote, read by harel (which
+//!   opens them with `create_schema=False`, so it finds them as execstore made them); then
+//!   harel commits on them and execstore reads that back, and writes on after harel.
+//! * `execstore_commits_on_harel_pg_tables`: execstore writes to tables harel made; harel
+//!   reads them.
+//!
+//! The server is `EXECSTORE_PG_URL` (required unless `EXECSTORE_PG_OPTIONAL=1`); each test
+//! uses tables under a fresh prefix and drops them (left in place for inspection when the
+//! test fails). harel comes from `EXECSTORE_HAREL_PYTHON` as in `harel_interop.rs`, and must
+//! import psycopg (`scripts/lib/harel.sh` installs it into the venv).
+//!
+//! harel's PostgreSQL listing orders by `id` in the database's collation, execstore's by bytes
+//! (`COLLATE "C"`): the listings agree on a database whose collation is `C` (as
+//! `scripts/lib/postgres.sh` makes it), which `harel_writes_pg_execstore_reads` checks first.
+
+#[macro_use]
+mod harel_common;
+
+use std::collections::BTreeSet;
+use std::io::Write as _;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use execstore::{Effects, Event, Execution, ExecutionStore, Status, StoreError};
+use execstore_e2e::pg::{drop_tables, fresh_prefix, url_or_skip};
+use execstore_postgres::{PgOptions, PgStore};
+use harel_common::*;
+use serde_json::{json, Value};
+
+/// The psycopg harel's `PostgresStore` runs on (`PSYCOPG_VERSION` in scripts/lib/harel.sh).
+const PSYCOPG_VERSION: &str = "3.3.9";
+
+/// harel 0.9.0 with psycopg, or `None` (test skipped) when either is missing and neither is
+/// required (as in `harel()`).
+fn pg_harel() -> Option<&'static Harel> {
+    static READY: OnceLock<bool> = OnceLock::new();
+    let harel = harel()?;
+    let ready = READY.get_or_init(|| {
+        let out = Command::new(&harel.python)
+            .current_dir(std::env::temp_dir())
+            .args([
+                "-c",
+                "import importlib.metadata, psycopg; print(importlib.metadata.version('psycopg'))",
+            ])
+            .output();
+        let why = match out {
+            Ok(o) if o.status.success() => {
+                let found = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+                if found == PSYCOPG_VERSION {
+                    return true;
+                }
+                format!("psycopg {found}, not {PSYCOPG_VERSION}")
+            }
+            Ok(o) => format!(
+                "cannot import psycopg: {}",
+                String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("")
+            ),
+            Err(e) => format!("cannot run: {e}"),
+        };
+        let required = std::env::var("EXECSTORE_REQUIRE_HAREL").is_ok_and(|v| v == "1")
+            || std::env::var_os("EXECSTORE_HAREL_PYTHON").is_some_and(|p| !p.is_empty());
+        assert!(
+            !required,
+            "{}: {why} (scripts/lib/harel.sh's add_psycopg installs it)",
+            harel.python.display()
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: harel_interop_pg: {} has no usable psycopg [{why}]",
+            harel.python.display()
+        );
+        false
+    });
+    ready.then_some(harel)
+}
+
+/// Tables under a fresh prefix on the test server, dropped with harel's `commit_cas`
+/// function when the test is done (kept for inspection when it fails).
+struct Tables {
+    url: String,
+    prefix: String,
+    dir: tempfile::TempDir,
+}
+
+impl Tables {
+    fn new(url: &str, tag: &str) -> Self {
+        Tables {
+            url: url.to_owned(),
+            prefix: fresh_prefix(tag),
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn open(&self) -> PgStore {
+        PgStore::open(&self.url, PgOptions::new().prefix(&self.prefix)).expect("open PgStore")
+    }
+
+    fn open_read_only(&self) -> PgStore {
+        PgStore::open(&self.url, PgOptions::new().prefix(&self.prefix).read_only(true))
+            .expect("open PgStore read-only")
+    }
+
+    /// Runs `tests/harel/<script>` on these tables.
+    fn harel(&self, harel: &Harel, script: &str, extra: &[&str]) -> Value {
+        harel.run_pg(script, &self.url, &self.prefix, self.dir.path(), extra)
+    }
+}
+
+impl Drop for Tables {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "harel_interop_pg: the tables {}_* are left for inspection",
+                self.prefix
+            );
+            return;
+        }
+        drop_tables(&self.url, &self.prefix);
+        let mut client = postgres::Client::connect(&self.url, postgres::NoTls).expect("connect");
+        client
+            .batch_execute(&format!(
+                "DROP FUNCTION IF EXISTS {}_commit_cas(text, text, text, bigint, text)",
+                self.prefix
+            ))
+            .expect("drop harel's commit_cas function");
+    }
+}
+
+/// The objects under the prefix beyond the ones harel 0.9's `PostgresStore` creates.
+fn extra_pg_objects(view: &Value, prefix: &str) -> Vec<String> {
+    let tables = [
+        "executions",
+        "outbox",
+        "processed_events",
+        "spawns",
+        "timers",
+        "trace",
+    ];
+    let harel_own: BTreeSet<String> = tables
+        .iter()
+        .flat_map(|t| [format!("table {prefix}_{t}"), format!("index {prefix}_{t}_pkey")])
+        .chain([
+            format!("sequence {prefix}_outbox_seq_seq"),
+            format!("sequence {prefix}_spawns_seq_seq"),
+            format!("function {prefix}_commit_cas"),
+        ])
+        .collect();
+    view["raw"]["pg_objects"]
+        .as_array()
+        .expect("pg_objects")
+        .iter()
+        .map(|r| format!("{} {}", s(&r[0]), s(&r[1])))
+        .filter(|n| !harel_own.contains(n))
+        .collect()
+}
+
+fn database_collation(url: &str) -> String {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    client
+        .query_one(
+            "SELECT datcollate::text FROM pg_database WHERE datname = current_database()",
+            &[],
+        )
+        .expect("the database's collation")
+        .get(0)
+}
+
+// --- the tests -----------------------------------------------------------------------------
+
+#[test]
+fn harel_writes_pg_execstore_reads() {
+    let Some(url) = url_or_skip("harel_writes_pg_execstore_reads") else {
+        return;
+    };
+    let Some(harel) = pg_harel() else { return };
+    let collation = database_collation(&url);
+    assert!(
+        collation == "C" || collation == "POSIX",
+        "the test database's collation is {collation}: harel's listing (ORDER BY id) orders ids by \
+         it, execstore's by bytes, so the listings compared here would differ by design"
+    );
+    let tables = Tables::new(&url, "hpgw");
+    let written = tables.harel(harel, "write_with_harel.py", &[]);
+    let view = &written["view"];
+    assert_eq!(
+        extra_pg_objects(view, &tables.prefix),
+        Vec::<String>::new(),
+        "harel's tables alone"
+    );
+
+    // read-only: harel's tables as harel made them, no execstore migration applied
+    {
+        let store = tables.open_read_only();
+        assert_matches_harel(&store, view, "harel wrote, execstore reads (read-only)");
+    }
+    let read = tables.harel(harel, "read_with_harel.py", &[]);
+    assert_eq!(
+        extra_pg_objects(&read["view"], &tables.prefix),
+        Vec::<String>::new(),
+        "a read-only open creates nothing"
+    );
+
+    // read-write: execstore applies its migrations to harel's tables, and reads the same
+    let store = tables.open();
+    assert_matches_harel(&store, view, "harel wrote, execstore reads");
+    let read = tables.harel(harel, "read_with_harel.py", &[]);
+    assert_eq!(read["view"]["raw"]["executions"], view["raw"]["executions"]);
+    let _ = writeln!(
+        std::io::stderr(),
+        "harel_interop_pg: schema execstore adds to harel's tables: {:?}",
+        extra_pg_objects(&read["view"], &tables.prefix)
+    );
+
+    // spot checks of what the scenario is about, so a vacuous view cannot pass
+    let exes = view["executions"].as_object().unwrap();
+    let statuses: BTreeSet<&str> = exes.values().map(|e| s(&e["status"])).collect();
+    assert_eq!(
+        statuses.len(),
+        Status::ALL.len(),
+        "every status is present: {statuses:?}"
+    );
+    let ord = store.load("ord-001").unwrap().unwrap();
+    assert_eq!(ord.version, 3);
+    assert_eq!(ord.context["note"], json!(TEXT));
+    assert_eq!(ord.context["floats"], floats());
+    let trace = store.read_trace("trc-001").unwrap();
+    assert_eq!(
+        (trace.len(), &trace[0]["index"]),
+        (200, &json!(5)),
+        "harel's 200-step ring"
+    );
+    assert!(store.load("tmp-001").unwrap().is_none(), "purged by harel");
+    assert_eq!(view["outbox"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn execstore_replays_harel_calls_pg_byte_for_byte() {
+    let Some(url) = url_or_skip("execstore_replays_harel_calls_pg_byte_for_byte") else {
+        return;
+    };
+    let Some(harel) = pg_harel() else { return };
+    let harels = Tables::new(&url, "hpgh");
+    let ours = Tables::new(&url, "hpge");
+    let written = harels.harel(harel, "write_with_harel.py", &[]);
+    {
+        let store = ours.open();
+        for (n, op) in written["ops"].as_array().expect("ops").iter().enumerate() {
+            replay(&store, op, n);
+        }
+    }
+    let read = ours.harel(harel, "read_with_harel.py", &[]);
+    assert_same_rows_and_reads(&read["view"], &written["view"]);
+    let store = ours.open();
+    assert_matches_harel(&store, &read["view"], "execstore replayed harel's calls");
+}
+
+#[test]
+fn execstore_writes_pg_harel_reads() {
+    let Some(url) = url_or_skip("execstore_writes_pg_harel_reads") else {
+        return;
+    };
+    let Some(harel) = pg_harel() else { return };
+    let tables = Tables::new(&url, "hpgx");
+    let store = tables.open();
+    write_variety(&store);
+
+    // harel reads everything execstore wrote, and reads it as execstore does
+    let read = tables.harel(harel, "read_with_harel.py", &[]);
+    let view = &read["view"];
+    assert_matches_harel(&store, view, "execstore wrote, harel reads");
+    let exes = view["executions"].as_object().unwrap();
+    assert_eq!(exes.len(), 17);
+    let statuses: BTreeSet<&str> = exes.values().map(|e| s(&e["status"])).collect();
+    assert_eq!(
+        statuses.len(),
+        Status::ALL.len(),
+        "every status is present: {statuses:?}"
+    );
+    assert_eq!(exes["ord-101"]["context"]["note"], json!(TEXT));
+    assert_eq!(exes["ord-101"]["context"]["floats"], floats());
+    assert!(
+        exes["ext-101"].get("future_field").is_none(),
+        "harel ignores unknown fields"
+    );
+    let raw_ext = view["raw"]["executions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[0] == json!("ext-101"))
+        .unwrap();
+    assert!(s(&raw_ext[2]).contains(r#""future_field":{"nested":[1,"ü"]}"#));
+    assert_eq!(view["trace"]["trc-101"].as_array().unwrap().len(), 200);
+    assert_eq!(view["trace"]["trc-101"][0]["index"], json!(5));
+
+    // harel keeps writing to the tables execstore made (its migration table and indexes present)
+    let read = tables.harel(harel, "read_with_harel.py", &["--commit", "ext-101"]);
+    let commit = &read["commit"];
+    assert_eq!(
+        (i(&commit["version_before"]), i(&commit["version_after"])),
+        (1, 2)
+    );
+    // execstore reads harel's write, through the store it kept open and through a new one
+    for (label, store) in [("the open store", &store), ("a new store", &tables.open())] {
+        let ctx = format!("harel committed, execstore re-reads ({label})");
+        assert_matches_harel(store, &read["view_after"], &ctx);
+        let exe = store.load("ext-101").unwrap().unwrap();
+        assert_eq!(exe.version, 2, "{ctx}");
+        assert_eq!(
+            exe.context["touched_by"],
+            json!("written by harel ✓ — ünï 😀"),
+            "{ctx}"
+        );
+        assert_eq!(
+            to_value!(&exe),
+            commit["exe"],
+            "{ctx}: harel dropped the unknown fields on its write"
+        );
+        let seqs: Vec<i64> = commit["seqs"].as_array().unwrap().iter().map(i).collect();
+        let outbox = store.pending_outbox(None, ALL).unwrap();
+        let last_two: Vec<i64> = outbox.iter().rev().take(2).map(|e| e.seq).rev().collect();
+        assert_eq!(last_two, seqs, "{ctx}");
+        assert!(
+            store.is_processed("ext-101", "harel-processed-1").unwrap(),
+            "{ctx}"
+        );
+        let spawned = store.pending_spawns(None, ALL).unwrap();
+        assert_eq!(spawned.last().unwrap().child_id, "ext-101:harel:0", "{ctx}");
+        let trace = store.read_trace("ext-101").unwrap();
+        assert_eq!(trace.last().unwrap()["event_kind"], json!("FromHarel"), "{ctx}");
+    }
+
+    // and execstore writes on after harel: the CAS continues from harel's version, the outbox
+    // sequence from harel's last seq
+    let mut exe = store.load("ext-101").unwrap().unwrap();
+    exe.context.insert("after_harel".into(), json!(true));
+    let seqs = store
+        .commit(
+            &mut exe,
+            &Effects::new().emit(None, Event::new("es-after-harel", "After")),
+        )
+        .expect("commit after harel");
+    assert_eq!(exe.version, 3);
+    let last_harel_seq = i(commit["seqs"].as_array().unwrap().last().unwrap());
+    assert_eq!(seqs, [last_harel_seq + 1]);
+    let read = tables.harel(harel, "read_with_harel.py", &[]);
+    assert_matches_harel(&store, &read["view"], "execstore wrote after harel");
+}
+
+#[test]
+fn execstore_commits_on_harel_pg_tables() {
+    let Some(url) = url_or_skip("execstore_commits_on_harel_pg_tables") else {
+        return;
+    };
+    let Some(harel) = pg_harel() else { return };
+    let tables = Tables::new(&url, "hpgc");
+    tables.harel(harel, "write_with_harel.py", &[]);
+    let store = tables.open();
+
+    let mut ord = store.load("ord-001").unwrap().expect("harel's ord-001");
+    assert_eq!(ord.version, 3);
+    ord.context.insert("by".into(), json!("execstore ✓ — 😀"));
+    ord.context.insert("f".into(), floats());
+    ord.active_path = Some("order.shipped".into());
+    ord.processed_events += 1;
+    ord.updated_at = Some(T0 + 10.5);
+    let mut ev =
+        Event::new("es-on-harel-1", "Ship").with_data(obj(json!({"huge": 1e20, "tiny": 1e-7, "t": TEXT})));
+    ev.created_time = Some("2024-03-04T05:06:07.000008Z".into());
+    let seqs = store
+        .commit(
+            &mut ord,
+            &Effects::new()
+                .emit(Some("pay-001"), ev)
+                .emit(None, Event::new("es-on-harel-2", "Shipped"))
+                .processed("es-on-harel-ev")
+                .schedule("order.waiting", T0 + 90.75)
+                .schedule("order.es", T0 + 45.0)
+                .cancel("order.reminder")
+                .spawn(
+                    "ord-001:es:0",
+                    "order.es",
+                    obj(json!({"by": "execstore ✓", "f": 1e20})),
+                )
+                .trace(step(
+                    "Ship",
+                    json!({"t": TEXT}),
+                    Some("order.paid"),
+                    "order.shipped",
+                    &["ship"],
+                    json!({"f": floats()}),
+                    T0 + 10.5,
+                )),
+        )
+        .expect("execstore commits on harel's tables");
+    // harel's last outbox seq was 6 (purged since): the BIGSERIAL goes on from there
+    assert_eq!(seqs, [7, 8]);
+    assert_eq!(ord.version, 4);
+    let mut ext = Execution::new("ext-201", "order");
+    ext.extra = obj(json!({"future_field": [1, 2]}));
+    store.save(&mut ext).expect("save ext-201");
+    store.ack_outbox(1).expect("ack harel's seq 1");
+    store.ack_spawn(1).expect("ack harel's spawn 1");
+    assert!(store
+        .delete_timer("pay-001", "payment.retry", T0 + 30.5)
+        .expect("delete harel's timer"));
+    assert_eq!(
+        store
+            .append_trace("trc-001", &step("Tick", json!({}), None, "s", &[], json!({}), T0))
+            .unwrap(),
+        205
+    );
+    assert!(store.purge("can-001", 1).expect("purge harel's can-001"));
+    let mut stale = store.load("pay-001").unwrap().unwrap();
+    stale.version -= 1;
+    assert!(matches!(store.save(&mut stale), Err(StoreError::Conflict { .. })));
+
+    let read = tables.harel(harel, "read_with_harel.py", &[]);
+    let view = &read["view"];
+    assert_matches_harel(&store, view, "execstore wrote to harel's tables, harel reads");
+    assert_eq!(
+        view["executions"]["ord-001"]["context"]["by"],
+        json!("execstore ✓ — 😀")
+    );
+    assert_eq!(view["executions"]["ord-001"]["version"], json!(4));
+    assert!(view["executions"].get("can-001").is_none());
+    let trace = view["trace"]["trc-001"].as_array().unwrap();
+    assert_eq!(
+        (trace.len(), &trace[0]["index"], &trace[199]["index"]),
+        (200, &json!(6), &json!(205))
+    );
+}
