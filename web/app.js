@@ -7,6 +7,10 @@
 import { ApiError, createClient, token } from "./api.js";
 
 const STATUSES = ["PENDING", "RUNNING", "DONE", "CANCELLED", "SUSPENDED", "CANCELLING", "FAILED"];
+/** The chart's labels where a column is too narrow for the full name: each one distinct. */
+const STATUS_SHORT = {
+  PENDING: "PEND", RUNNING: "RUN", DONE: "DONE", CANCELLED: "CNCLD", SUSPENDED: "SUSP", CANCELLING: "CNCLG", FAILED: "FAIL",
+};
 const VIEWS = ["executions", "outbox", "timers", "spawns"];
 const PAGE_SIZES = [25, 50, 100, 200];
 const POLL_MS = 2000;
@@ -425,7 +429,7 @@ function renderChart() {
         },
         h("span", { class: "n" }, n.toLocaleString()),
         h("span", { class: "track" }, bar),
-        h("span", { class: "label" }, s),
+        h("span", { class: "label", "aria-label": s }, h("span", { class: "full" }, s), h("span", { class: "short", "aria-hidden": "true" }, STATUS_SHORT[s])),
       );
     }),
     h("div", { class: "total" }, h("strong", null, state.counts ? state.counts.total.toLocaleString() : "…"), h("span", null, state.route.definition || state.route.roots ? " matching definition / roots" : " executions")),

@@ -13,10 +13,14 @@
 #                  crate's metadata).
 #   wasm_test      the core's behaviour suite compiled to wasm under `wasm-pack test --node`
 #                  (memory, SQLite in wasm) and `--headless --chrome` (OPFS in a dedicated
-#                  worker); then builds the package (`npm run build:wasm`) and runs
+#                  worker); then builds the package (`npm run build:wasm`) and the native
+#                  `execstore` (cargo build -p execstore-cli: demo files, and the native
+#                  monitor the edge handler's answers are compared with), and runs
 #                  `node --test tests/js/` (the package in Node, its TypeScript declarations,
-#                  and Playwright + Chromium: OPFS through the main-thread client, reload,
-#                  LOCKED).
+#                  the edge handler web/edge/ in Node, and Playwright + Chromium: OPFS through
+#                  the main-thread client, reload, LOCKED, Store.importOpfs, the in-browser
+#                  monitor web/local.html). Prints the in-browser monitor's time from import
+#                  to the list's first render.
 #   wasm_bench     (not part of the test command) the wasm file sizes and W1 commits/s in Node
 #                  and Chromium beside native `execstore bench` (bench/js/w1.mjs).
 #
@@ -89,16 +93,19 @@ wasm_install() {
 	if [ "$have" = "$want" ]; then
 		_wasm_say "wasm-bindgen-cli $want present"
 	else
-		# Not --locked: the CLI's own lock file does not build here.
-		_wasm_say "cargo install wasm-bindgen-cli $want (Cargo.lock's wasm-bindgen)"
-		cargo install wasm-bindgen-cli --version "=$want" || return 1
+		# Not --locked: the CLI's own lock file does not build here. --debug: measured on 2
+		# cores, 2m14s instead of 5m13s to install, and a package build's bindgen takes 2.6 s
+		# instead of 1.0 s; tools, not what we ship.
+		_wasm_say "cargo install --debug wasm-bindgen-cli $want (Cargo.lock's wasm-bindgen)"
+		cargo install --debug wasm-bindgen-cli --version "=$want" || return 1
 	fi
 	have=$(wasm-pack --version 2>/dev/null | awk '{ print $2 }')
 	if [ "$have" = "$WASM_PACK_VERSION" ]; then
 		_wasm_say "wasm-pack $WASM_PACK_VERSION present"
 	else
-		_wasm_say "cargo install wasm-pack $WASM_PACK_VERSION"
-		cargo install wasm-pack --version "=$WASM_PACK_VERSION" || return 1
+		# --debug as above: 2m23s instead of 5m39s.
+		_wasm_say "cargo install --debug wasm-pack $WASM_PACK_VERSION"
+		cargo install --debug wasm-pack --version "=$WASM_PACK_VERSION" || return 1
 	fi
 
 	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -140,8 +147,17 @@ wasm_test() {
 		wasm-pack test --headless --chrome crates/execstore-wasm --test conformance_opfs || rc=1
 	_wasm_say "npm package: build (wasm-pack, --target web)"
 	CARGO_TARGET_DIR="$target_dir" npm run --silent build:wasm || return 1
-	_wasm_say "npm package: node --test tests/js/ (Node, TypeScript, Playwright + Chromium)"
-	EXECSTORE_REQUIRE_BROWSER=1 node --test --test-concurrency=1 --test-reporter=spec tests/js/ || rc=1
+	_wasm_say "native execstore for the JS tests (cargo build -p execstore-cli)"
+	cargo build -p execstore-cli || return 1
+	_wasm_say "npm package: node --test tests/js/ (Node, TypeScript, edge handler, Playwright + Chromium)"
+	local log
+	log=$(mktemp)
+	EXECSTORE_BIN="$PWD/target/debug/execstore" EXECSTORE_REQUIRE_BIN=1 EXECSTORE_REQUIRE_BROWSER=1 \
+		node --test --test-concurrency=1 --test-reporter=spec tests/js/ 2>&1 | tee "$log" || rc=1
+	local first_render
+	first_render=$(grep -o 'in-browser monitor: .*render: [0-9]* ms' "$log" || true)
+	[ -n "$first_render" ] && printf '%s\n' "$first_render" | while IFS= read -r line; do _wasm_say "$line"; done
+	rm -f "$log"
 	return "$rc"
 }
 

@@ -13,6 +13,8 @@ const TYPES = {
   ".mjs": "text/javascript; charset=utf-8",
   ".json": "application/json",
   ".wasm": "application/wasm",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
 };
 
 /** Starts the server; resolves with `{url, close()}`. */

@@ -5,4 +5,4 @@ import { initSync } from "./wasm/execstore.js";
 
 initSync({ module: readFileSync(new URL("./wasm/execstore_bg.wasm", import.meta.url)) });
 
-export { Store } from "./wasm/execstore.js";
+export { MonitorApi, Store } from "./wasm/execstore.js";

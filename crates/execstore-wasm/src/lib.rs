@@ -10,6 +10,13 @@
 //!   Private File System, through sqlite-wasm-vfs's `sahpool` VFS, in a dedicated worker.
 //!   The database survives reloads; one worker at a time owns it (Web Locks, and the
 //!   pool's own access-handle lease), a second opener gets `LOCKED` or waits a bounded time.
+//!   `await Store.importOpfs(name, bytes)` makes one from a SQLite file's bytes;
+//! * `Store.sqliteFromBytes(bytes)`: the SQLite adapter on a database file's bytes, kept in
+//!   wasm memory (anywhere: Node, edge runtimes, pages).
+//!
+//! `MonitorApi` answers the monitor's JSON API over a store, with the very code of the
+//! native `execstore monitor` (`execstore-monitor-api`): the edge handler and the
+//! in-browser monitor of `web/` use it.
 //!
 //! Every operation is synchronous, as in better-sqlite3, and takes and returns plain JS
 //! objects shaped like the core's JSON (snake_case keys, key order kept). Errors are JS
@@ -23,10 +30,13 @@
 
 mod convert;
 mod errors;
+pub mod image;
+mod monitor;
 pub mod opfs;
 mod store;
 
 pub use errors::WasmError;
+pub use monitor::MonitorApi;
 pub use store::Store;
 
 use wasm_bindgen::prelude::wasm_bindgen;

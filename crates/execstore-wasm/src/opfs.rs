@@ -15,6 +15,8 @@ use std::rc::Rc;
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use js_sys::futures::JsFuture;
 use js_sys::{Function, Object, Promise, Reflect};
+use sqlite_wasm_rs::vfs::transfer::DbTransfer;
+use sqlite_wasm_rs::vfs::VfsFilesManager;
 use sqlite_wasm_rs::WasmOsCallback;
 use sqlite_wasm_vfs::sahpool::{install, OpfsSAHError, OpfsSAHPoolCfgBuilder, OpfsSAHPoolUtil};
 use wasm_bindgen::closure::Closure;
@@ -73,53 +75,49 @@ impl OpfsStore {
     /// most 64) in this dedicated worker: takes the Web Lock (waiting up to
     /// `options.wait_ms`), installs or resumes its pool, and opens the database.
     pub async fn open(name: &str, options: OpfsOptions) -> Result<Self, WasmError> {
-        check_name(name)?;
-        if !(options.wait_ms >= 0.0 && options.wait_ms.is_finite()) {
+        let (lease, vfs) = Lease::take(name, options.wait_ms).await?;
+        Self::open_leased(lease, vfs, options.sqlite)
+    }
+
+    /// Imports the SQLite database file `image` as the OPFS store `name` and opens it, as
+    /// [`OpfsStore::open`] does. A store of that name already there is replaced only if
+    /// `replace` (its files removed first); otherwise `INVALID_INPUT`. Check the image
+    /// first (`image::checked_image`): this copies it as it is, with its header set to
+    /// rollback-journal mode, and opens it.
+    pub async fn import(
+        name: &str,
+        image: &[u8],
+        options: OpfsOptions,
+        replace: bool,
+    ) -> Result<Self, WasmError> {
+        let (lease, vfs) = Lease::take(name, options.wait_ms).await?;
+        let pool = &lease.pool;
+        let opfs = |e: OpfsSAHError| backend(format!("cannot import into the OPFS store {name:?}: {e}"));
+        if !replace && pool.contains(DB_FILE).map_err(opfs)? {
             return Err(invalid(
-                "options.waitMs",
-                "must be a finite number of milliseconds, 0 or more",
+                "name",
+                format!("the OPFS store {name:?} exists: pass replace: true to overwrite it"),
             ));
         }
-        let started = js_sys::Date::now();
-        let lock = WebLock::acquire(&format!("execstore:opfs:{name}"), options.wait_ms)
-            .await?
-            .ok_or_else(|| WasmError::Locked {
-                name: name.to_owned(),
-                waited_ms: options.wait_ms,
-            })?;
-        let vfs = format!("execstore-opfs-{name}");
-        let config = OpfsSAHPoolCfgBuilder::new()
-            .vfs_name(&vfs)
-            .directory(&format!("execstore/{name}"))
-            .build();
-        let deadline = started + options.wait_ms.max(HANDOVER_MS);
-        let pool = loop {
-            let attempt = match install::<WasmOsCallback>(&config, false).await {
-                Ok(pool) if pool.is_paused() => pool.resume().await.map(|()| pool),
-                other => other,
-            };
-            match attempt {
-                Ok(pool) => break pool,
-                Err(e) if held_elsewhere(&e) && js_sys::Date::now() < deadline => sleep_ms(50.0).await?,
-                Err(e) if held_elsewhere(&e) => {
-                    return Err(WasmError::Locked {
-                        name: name.to_owned(),
-                        waited_ms: js_sys::Date::now() - started,
-                    })
-                }
-                Err(OpfsSAHError::NotSupported) => {
-                    return Err(backend(
-                        "OPFS stores need a dedicated worker in a browser (a secure context with OPFS sync access handles)",
-                    ))
-                }
-                Err(e) => return Err(backend(format!("cannot open the OPFS pool of {name:?}: {e}"))),
-            }
-        };
-        let lease = Lease { pool, _lock: lock };
-        let store = SqliteStore::open_in_vfs(DB_FILE, &vfs, options.sqlite.clone())?;
+        for file in [
+            DB_FILE.to_owned(),
+            format!("{DB_FILE}-wal"),
+            format!("{DB_FILE}-journal"),
+        ] {
+            pool.remove(&file).map_err(opfs)?;
+        }
+        pool.import_db(DB_FILE, image).map_err(|e| match e {
+            OpfsSAHError::Transfer(e) => invalid("bytes", format!("not a SQLite database file: {e}")),
+            e => opfs(e),
+        })?;
+        Self::open_leased(lease, vfs, options.sqlite)
+    }
+
+    fn open_leased(lease: Lease, vfs: String, sqlite: SqliteOptions) -> Result<Self, WasmError> {
+        let store = SqliteStore::open_in_vfs(DB_FILE, &vfs, sqlite.clone())?;
         Ok(OpfsStore {
             store: Some(store),
-            options: options.sqlite,
+            options: sqlite,
             vfs,
             lease,
         })
@@ -157,6 +155,56 @@ impl OpfsStore {
 struct Lease {
     pool: OpfsSAHPoolUtil,
     _lock: WebLock,
+}
+
+impl Lease {
+    /// Takes the Web Lock of the store `name` (waiting up to `wait_ms`) and installs or
+    /// resumes its pool; returns the lease and the pool's VFS name.
+    async fn take(name: &str, wait_ms: f64) -> Result<(Lease, String), WasmError> {
+        check_name(name)?;
+        if !(wait_ms >= 0.0 && wait_ms.is_finite()) {
+            return Err(invalid(
+                "options.waitMs",
+                "must be a finite number of milliseconds, 0 or more",
+            ));
+        }
+        let started = js_sys::Date::now();
+        let lock = WebLock::acquire(&format!("execstore:opfs:{name}"), wait_ms)
+            .await?
+            .ok_or_else(|| WasmError::Locked {
+                name: name.to_owned(),
+                waited_ms: wait_ms,
+            })?;
+        let vfs = format!("execstore-opfs-{name}");
+        let config = OpfsSAHPoolCfgBuilder::new()
+            .vfs_name(&vfs)
+            .directory(&format!("execstore/{name}"))
+            .build();
+        let deadline = started + wait_ms.max(HANDOVER_MS);
+        let pool = loop {
+            let attempt = match install::<WasmOsCallback>(&config, false).await {
+                Ok(pool) if pool.is_paused() => pool.resume().await.map(|()| pool),
+                other => other,
+            };
+            match attempt {
+                Ok(pool) => break pool,
+                Err(e) if held_elsewhere(&e) && js_sys::Date::now() < deadline => sleep_ms(50.0).await?,
+                Err(e) if held_elsewhere(&e) => {
+                    return Err(WasmError::Locked {
+                        name: name.to_owned(),
+                        waited_ms: js_sys::Date::now() - started,
+                    })
+                }
+                Err(OpfsSAHError::NotSupported) => {
+                    return Err(backend(
+                        "OPFS stores need a dedicated worker in a browser (a secure context with OPFS sync access handles)",
+                    ))
+                }
+                Err(e) => return Err(backend(format!("cannot open the OPFS pool of {name:?}: {e}"))),
+            }
+        };
+        Ok((Lease { pool, _lock: lock }, vfs))
+    }
 }
 
 impl Drop for Lease {

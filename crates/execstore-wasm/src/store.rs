@@ -8,13 +8,14 @@ use execstore::{
     DEFAULT_LIST_LIMIT,
 };
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
-use js_sys::{Array, Function, Object, Reflect};
+use js_sys::{Array, ArrayBuffer, Function, Object, Reflect, Uint8Array};
 use serde::Deserialize;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::convert::{self, object, Unknown};
 use crate::errors::{backend, invalid, WasmError};
+use crate::image::{checked_image, ImageStore};
 use crate::opfs::{OpfsOptions, OpfsStore};
 
 type JsResult<T> = Result<T, JsValue>;
@@ -24,6 +25,7 @@ enum Backend {
     Memory(MemoryStore),
     SqliteMemory(SqliteStore),
     Opfs(OpfsStore),
+    Image(ImageStore),
     Closed,
 }
 
@@ -63,6 +65,56 @@ impl Default for OpfsJsOptions {
             synchronous: None,
             read_only: false,
         }
+    }
+}
+
+/// Options of `Store.sqliteFromBytes()` (less `wal`, taken apart).
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct BytesOptions {
+    trace_max: Option<u32>,
+    prefix: Option<String>,
+    read_only: bool,
+}
+
+/// Options of `Store.importOpfs()` (less `wal`, taken apart): those of `openOpfs`, and
+/// `replace`.
+#[derive(Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ImportJsOptions {
+    wait_ms: f64,
+    trace_max: Option<u32>,
+    prefix: Option<String>,
+    synchronous: Option<String>,
+    read_only: bool,
+    replace: bool,
+}
+
+impl Default for ImportJsOptions {
+    fn default() -> Self {
+        let open = OpfsJsOptions::default();
+        ImportJsOptions {
+            wait_ms: open.wait_ms,
+            trace_max: open.trace_max,
+            prefix: open.prefix,
+            synchronous: open.synchronous,
+            read_only: open.read_only,
+            replace: false,
+        }
+    }
+}
+
+impl ImportJsOptions {
+    /// The options of the open that follows the import, and `replace`.
+    fn split(self) -> (OpfsJsOptions, bool) {
+        let open = OpfsJsOptions {
+            wait_ms: self.wait_ms,
+            trace_max: self.trace_max,
+            prefix: self.prefix,
+            synchronous: self.synchronous,
+            read_only: self.read_only,
+        };
+        (open, self.replace)
     }
 }
 
@@ -133,6 +185,46 @@ fn callback(value: &JsValue, field: &str) -> Result<Function, WasmError> {
         .map_err(|_| invalid(field, "must be a function"))
 }
 
+/// The bytes of a file: a `Uint8Array` (a Node `Buffer` is one) or an `ArrayBuffer`,
+/// copied into wasm memory.
+fn bytes(value: &JsValue, field: &str) -> Result<Vec<u8>, WasmError> {
+    if value.is_instance_of::<Uint8Array>() || value.is_instance_of::<ArrayBuffer>() {
+        Ok(Uint8Array::new(value).to_vec())
+    } else {
+        Err(invalid(field, "must be a Uint8Array or an ArrayBuffer"))
+    }
+}
+
+/// Splits `options.wal` (the bytes of a `-wal` sidecar) from the other options, which are
+/// JSON-shaped and parsed as such.
+fn take_wal(options: &JsValue, field: &str) -> Result<(JsValue, Option<Vec<u8>>), WasmError> {
+    if !options.is_object() {
+        return Ok((options.clone(), None));
+    }
+    let wal = Reflect::get(options, &"wal".into()).unwrap_or(JsValue::UNDEFINED);
+    if wal.is_undefined() || wal.is_null() {
+        return Ok((options.clone(), None));
+    }
+    let wal = bytes(&wal, &format!("{field}.wal"))?;
+    let rest = Object::assign(&Object::new(), options.unchecked_ref());
+    let _ = Reflect::delete_property(&rest, &"wal".into());
+    Ok((rest.into(), Some(wal)))
+}
+
+fn opfs_sqlite_options(js: &OpfsJsOptions) -> Result<SqliteOptions, WasmError> {
+    let mut sqlite = sqlite_options(js.trace_max, js.prefix.clone()).read_only(js.read_only);
+    if let Some(level) = &js.synchronous {
+        let level: Synchronous = level.parse().map_err(|_| {
+            invalid(
+                "options.synchronous",
+                format!("{level:?} is not one of off normal full extra"),
+            )
+        })?;
+        sqlite = sqlite.synchronous(level);
+    }
+    Ok(sqlite)
+}
+
 #[wasm_bindgen]
 impl Store {
     /// A store in memory (the core's MemoryStore): fast, gone with the page or process.
@@ -180,16 +272,7 @@ impl Store {
     ) -> JsResult<Store> {
         let name = convert::string(&name, "name")?;
         let js: OpfsJsOptions = self::options(&options)?;
-        let mut sqlite = sqlite_options(js.trace_max, js.prefix).read_only(js.read_only);
-        if let Some(level) = js.synchronous {
-            let level: Synchronous = level.parse().map_err(|_| {
-                invalid(
-                    "options.synchronous",
-                    format!("{level:?} is not one of off normal full extra"),
-                )
-            })?;
-            sqlite = sqlite.synchronous(level);
-        }
+        let sqlite = opfs_sqlite_options(&js)?;
         let store = OpfsStore::open(
             &name,
             OpfsOptions {
@@ -203,12 +286,68 @@ impl Store {
         })
     }
 
+    /// A SQLite store in wasm memory loaded from a database file's bytes (a `Uint8Array` or
+    /// `ArrayBuffer`; e.g. a file written by `execstore demo` or harel), for Node, edge
+    /// runtimes and pages: the file itself is not touched, changes stay in memory. Options:
+    /// `prefix` (`"harel"` for harel's tables), `traceMax`, `readOnly`, and `wal`: the bytes
+    /// of the file's `-wal` sidecar, if it has one with content (commits still there are
+    /// recovered into the image first). Not a SQLite file: `INVALID_INPUT`; read-only on a
+    /// file without the store's tables (a wrong prefix?): `NOT_FOUND`.
+    #[wasm_bindgen(js_name = sqliteFromBytes)]
+    pub fn sqlite_from_bytes(
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array | ArrayBuffer")] bytes: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "BytesOptions")] options: JsValue,
+    ) -> JsResult<Store> {
+        let bytes = self::bytes(&bytes, "bytes")?;
+        let (options, wal) = take_wal(&options, "options")?;
+        let js: BytesOptions = self::options(&options)?;
+        let sqlite = sqlite_options(js.trace_max, js.prefix).read_only(js.read_only);
+        let store = ImageStore::load(&bytes, wal.as_deref(), sqlite)?;
+        Ok(Store {
+            backend: Backend::Image(store),
+        })
+    }
+
+    /// Imports a SQLite database file's bytes as the OPFS store `name` and opens it (in a
+    /// dedicated worker, as `openOpfs`). The bytes are checked first (a SQLite file with
+    /// the store's tables under `prefix`); a bad file changes nothing. An existing store
+    /// `name` is replaced only with `replace: true` (else `INVALID_INPUT`). Options: those
+    /// of `openOpfs`, `replace`, and `wal` (the bytes of the file's `-wal` sidecar, whose
+    /// commits are recovered into the import).
+    #[wasm_bindgen(js_name = importOpfs)]
+    pub async fn import_opfs(
+        #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array | ArrayBuffer")] bytes: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "ImportOptions")] options: JsValue,
+    ) -> JsResult<Store> {
+        let name = convert::string(&name, "name")?;
+        let bytes = self::bytes(&bytes, "bytes")?;
+        let (options, wal) = take_wal(&options, "options")?;
+        let (js, replace): (OpfsJsOptions, bool) = self::options::<ImportJsOptions>(&options)?.split();
+        let sqlite = opfs_sqlite_options(&js)?;
+        let image = checked_image(&bytes, wal.as_deref(), sqlite.clone())?;
+        drop(bytes);
+        let store = OpfsStore::import(
+            &name,
+            &image,
+            OpfsOptions {
+                wait_ms: js.wait_ms,
+                sqlite,
+            },
+            replace,
+        )
+        .await?;
+        Ok(Store {
+            backend: Backend::Opfs(store),
+        })
+    }
+
     /// `"memory"`, `"sqlite-memory"`, `"opfs"`, or `"closed"`.
     #[wasm_bindgen(getter, unchecked_return_type = "StoreKind")]
     pub fn kind(&self) -> String {
         match &self.backend {
             Backend::Memory(_) => "memory",
-            Backend::SqliteMemory(_) => "sqlite-memory",
+            Backend::SqliteMemory(_) | Backend::Image(_) => "sqlite-memory",
             Backend::Opfs(_) => "opfs",
             Backend::Closed => "closed",
         }
@@ -221,11 +360,12 @@ impl Store {
         self.backend = Backend::Closed;
     }
 
-    fn inner(&self) -> Result<&dyn ExecutionStore, WasmError> {
+    pub(crate) fn inner(&self) -> Result<&dyn ExecutionStore, WasmError> {
         match &self.backend {
             Backend::Memory(s) => Ok(s),
             Backend::SqliteMemory(s) => Ok(s),
             Backend::Opfs(s) => Ok(s.store()?),
+            Backend::Image(s) => Ok(s.store()?),
             Backend::Closed => Err(backend("the store is closed")),
         }
     }

@@ -221,6 +221,40 @@ export interface OpfsOptions extends SqliteMemoryOptions {
   readOnly?: boolean;
 }
 
+/** Options of `Store.sqliteFromBytes()`. */
+export interface BytesOptions extends SqliteMemoryOptions {
+  /** Open for reading only. */
+  readOnly?: boolean;
+  /** The bytes of the file's `-wal` sidecar, if it has one with content: its commits are recovered into the image. */
+  wal?: Uint8Array | ArrayBuffer;
+}
+
+/** Options of `Store.importOpfs()`. */
+export interface ImportOptions extends OpfsOptions {
+  /** Overwrite an OPFS store of the same name (default false: INVALID_INPUT if one exists). */
+  replace?: boolean;
+  /** The bytes of the file's `-wal` sidecar, if it has one with content: its commits are recovered into the import. */
+  wal?: Uint8Array | ArrayBuffer;
+}
+
+/** Options of `new MonitorApi()`. */
+export interface MonitorApiOptions {
+  /** What the UI shows as the store (a file name...). */
+  store?: string;
+  /** `/api/info`'s backend; default "sqlite". */
+  backend?: string;
+  /** The table prefix the store was opened with. */
+  prefix?: string | null;
+  /** The token writes need (`Authorization: Bearer <token>`); none: read-only, writes answer 403. */
+  token?: string;
+}
+
+/** One answer of `MonitorApi.handle()`: the HTTP status and the JSON text of the body. */
+export interface ApiAnswer {
+  status: number;
+  body: string;
+}
+
 // ---- Errors --------------------------------------------------------------------------------
 
 /** The stable codes of a `StoreError`. */

@@ -1,10 +1,11 @@
 //! `execstore monitor` (and the end of `execstore demo`): a web dashboard of a store, served
 //! by axum over any [`ExecutionStore`].
 //!
-//! The server is a thin JSON API over the store's own reads (documented in README.md, under
-//! "Monitor") plus the static UI of `web/`, embedded in the binary. Store calls are blocking,
-//! so each runs on tokio's blocking pool. Writes (acks, timer removal) need the token given
-//! at start; without one every write answers 403.
+//! The server is the JSON API of [`execstore_monitor_api`] (documented in README.md, under
+//! "Monitor"; the same code answers the edge handler and the in-browser monitor) plus the
+//! static UI of `web/`, embedded in the binary. Store calls are blocking, so each runs on
+//! tokio's blocking pool. Writes (acks, timer removal) need the token given at start;
+//! without one every write answers 403.
 //!
 //! Live updates are polled, not pushed: the UI asks `/api/changes` for the store's change
 //! token every couple of seconds and reads again only when it moved. A push channel would
@@ -22,10 +23,10 @@ use anyhow::Context as _;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Router;
 use execstore::ExecutionStore;
-use sha2::{Digest, Sha256};
+use execstore_monitor_api::MonitorApi;
 
 /// The port tried first when none is given (a free one is taken if it is busy).
 pub const DEFAULT_PORT: u16 = 8421;
@@ -52,9 +53,8 @@ pub struct Config {
 #[derive(Clone)]
 pub(crate) struct AppState {
     pub(crate) store: Arc<dyn ExecutionStore>,
-    /// SHA-256 of the write token: compared in constant time, whatever its length.
-    pub(crate) token_digest: Option<[u8; 32]>,
-    pub(crate) info: Arc<serde_json::Value>,
+    /// The API over the store: what `/api/info` says, and the write token.
+    pub(crate) api: Arc<MonitorApi>,
 }
 
 /// Serves the monitor over `store` until Ctrl-C. `announce` is called with the URL once the
@@ -113,17 +113,14 @@ fn url_of(addr: SocketAddr) -> String {
 }
 
 fn router(store: Arc<dyn ExecutionStore>, config: &Config, addr: SocketAddr) -> Router {
-    let info = serde_json::json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "store": config.store_label,
-        "backend": config.backend,
-        "prefix": config.prefix,
-        "writable": config.token.is_some(),
-    });
+    let mut info = serde_json::Map::new();
+    info.insert("version".into(), env!("CARGO_PKG_VERSION").into());
+    info.insert("store".into(), config.store_label.clone().into());
+    info.insert("backend".into(), config.backend.into());
+    info.insert("prefix".into(), config.prefix.clone().into());
     let state = AppState {
         store,
-        token_digest: config.token.as_deref().map(digest),
-        info: Arc::new(info),
+        api: Arc::new(MonitorApi::new(info, config.token.as_deref())),
     };
     let hosts = Arc::new(allowed_hosts(addr));
     api::routes()
@@ -131,10 +128,6 @@ fn router(store: Arc<dyn ExecutionStore>, config: &Config, addr: SocketAddr) -> 
         .with_state(state)
         .layer(middleware::from_fn(security_headers))
         .layer(middleware::from_fn_with_state(hosts, check_host))
-}
-
-pub(crate) fn digest(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
 }
 
 /// The `Host` headers a loopback-bound monitor answers (`None`: any, when bound to another
@@ -161,12 +154,11 @@ async fn check_host(State(hosts): State<Arc<Option<Vec<String>>>>, request: Requ
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
         if !allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) {
-            return api::ApiError::new(
+            return api::error_response(
                 StatusCode::MISDIRECTED_REQUEST,
                 "BAD_HOST",
                 format!("this monitor answers {} only", allowed.join(", ")),
-            )
-            .into_response();
+            );
         }
     }
     next.run(request).await

@@ -1,0 +1,309 @@
+//! The endpoints: each a read (or a write) of the store, answered as JSON.
+
+use std::collections::{HashMap, HashSet};
+
+use execstore::validate::MAX_PAGE;
+use execstore::{encode_cursor, DueTimer, ExecutionPage, ExecutionStore, ExecutionSummary, ListQuery};
+use serde_json::{json, Value};
+
+use crate::params::{check_id, decode_timer_cursor, encode_timer_cursor, seq_in_path, Params};
+use crate::{decode, ApiError, ApiResult, Call, ALL_TIMERS};
+
+/// How many entries of each kind an execution's own timers, outbox and spawns are looked
+/// for among (the store lists them store-wide only); past that the answer says `truncated`.
+const SCAN_CAP: usize = 200_000;
+/// How far up the parent chain a detail goes.
+const MAX_ANCESTORS: usize = 64;
+/// How many children a detail loads the summaries of.
+const MAX_CHILDREN: usize = 500;
+
+impl Call<'_> {
+    fn params(&self, known: &[&str]) -> Result<Params, ApiError> {
+        Params::new(self.request.query, known, self.now)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Writes
+
+    pub(crate) fn ack_outbox(&self, raw_seq: &str) -> ApiResult {
+        self.api.authorize(self.request.authorization)?;
+        let seq = seq_in_path(&decode(raw_seq)?)?;
+        self.store.ack_outbox(seq)?;
+        Ok(json!({ "acked": seq }))
+    }
+
+    pub(crate) fn ack_spawn(&self, raw_seq: &str) -> ApiResult {
+        self.api.authorize(self.request.authorization)?;
+        let seq = seq_in_path(&decode(raw_seq)?)?;
+        self.store.ack_spawn(seq)?;
+        Ok(json!({ "acked": seq }))
+    }
+
+    pub(crate) fn delete_timer(&self) -> ApiResult {
+        self.api.authorize(self.request.authorization)?;
+        let params = self.params(&["execution_id", "path", "fire_at"])?;
+        let required = |name: &str| {
+            params
+                .get(name)
+                .ok_or_else(|| ApiError::bad_request(format!("{name} is required")))
+        };
+        let execution_id = required("execution_id")?;
+        let path = required("path")?;
+        let fire_at = params
+            .time("fire_at")?
+            .ok_or_else(|| ApiError::bad_request("fire_at is required"))?;
+        if !self.store.delete_timer(execution_id, path, fire_at)? {
+            return Err(ApiError::not_found(format!(
+                "no timer of {execution_id} at {path} firing at {fire_at} (fired or re-armed meanwhile?)"
+            )));
+        }
+        Ok(json!({ "deleted": true }))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Reads
+
+    pub(crate) fn info(&self) -> Value {
+        let mut info = self.api.info.clone();
+        info.insert("writable".into(), json!(self.api.writable()));
+        info.insert("now".into(), json!(self.now));
+        Value::Object(info)
+    }
+
+    pub(crate) fn changes(&self) -> ApiResult {
+        let token = self.store.change_token()?;
+        Ok(json!({ "token": token, "now": self.now }))
+    }
+
+    pub(crate) fn counts(&self) -> ApiResult {
+        let params = self.params(&["definition", "roots_only"])?;
+        let counts = self
+            .store
+            .status_counts(params.get("definition"), params.flag("roots_only")?)?;
+        let total: u64 = counts.iter().map(|(_, n)| n).sum();
+        let by_status: serde_json::Map<String, Value> = counts
+            .into_iter()
+            .map(|(status, n)| (status.as_str().to_owned(), json!(n)))
+            .collect();
+        Ok(json!({ "counts": by_status, "total": total }))
+    }
+
+    pub(crate) fn executions(&self) -> ApiResult {
+        let params = self.params(&["status", "definition", "roots_only", "q", "limit", "cursor"])?;
+        let mut list = ListQuery::new()
+            .limit(params.limit()?)
+            .roots_only(params.flag("roots_only")?)
+            .cursor(params.get("cursor").map(str::to_owned));
+        if let Some(statuses) = params.statuses()? {
+            list = list.status(statuses);
+        }
+        if let Some(definition) = params.get("definition") {
+            list = list.definition(definition);
+        }
+        let page = match params.get("q") {
+            Some(prefix) => search(self.store, list, prefix)?,
+            None => self.store.list_executions(&list)?,
+        };
+        Ok(json!({ "items": page.items, "next_cursor": page.next_cursor }))
+    }
+
+    pub(crate) fn execution(&self, id: String) -> ApiResult {
+        check_id(&id)?;
+        let store = self.store;
+        let exe = store
+            .load(&id)?
+            .ok_or_else(|| ApiError::not_found(format!("no execution {id}")))?;
+        // The parent chain, root first.
+        let mut ancestors = Vec::new();
+        let mut parent = exe.parent_id.clone();
+        let mut seen = HashSet::from([exe.id.clone()]);
+        while let Some(pid) = parent {
+            if ancestors.len() >= MAX_ANCESTORS || !seen.insert(pid.clone()) {
+                break;
+            }
+            match store.load(&pid)? {
+                Some(p) => {
+                    parent = p.parent_id.clone();
+                    ancestors.push(json!({ "id": pid, "summary": ExecutionSummary::of(&p) }));
+                }
+                None => {
+                    ancestors.push(json!({ "id": pid, "summary": null }));
+                    break;
+                }
+            }
+        }
+        ancestors.reverse();
+        let mut children = Vec::new();
+        for (child_id, join) in exe.children.iter().take(MAX_CHILDREN) {
+            let summary = store.load(child_id)?.map(|c| ExecutionSummary::of(&c));
+            children.push(json!({ "id": child_id, "join": join, "summary": summary }));
+        }
+        Ok(json!({
+            "execution": exe,
+            "ancestors": ancestors,
+            "children": children,
+            "children_total": exe.children.len(),
+        }))
+    }
+
+    pub(crate) fn trace(&self, id: String) -> ApiResult {
+        check_id(&id)?;
+        if self.store.load(&id)?.is_none() {
+            return Err(ApiError::not_found(format!("no execution {id}")));
+        }
+        let steps = self.store.read_trace(&id)?;
+        Ok(json!({ "items": steps, "trace_max": self.store.trace_max() }))
+    }
+
+    /// An execution's armed timers, the outbox entries addressed to it and the spawn
+    /// intents it issued. The store lists these store-wide only, so they are picked out of
+    /// its listings (oldest first), at most [`SCAN_CAP`] entries of each read.
+    pub(crate) fn pending(&self, id: String) -> ApiResult {
+        check_id(&id)?;
+        let store = self.store;
+        if store.load(&id)?.is_none() {
+            return Err(ApiError::not_found(format!("no execution {id}")));
+        }
+        let mut truncated = false;
+        let mut timers = Vec::new();
+        let mut after: Option<DueTimer> = None;
+        let mut scanned = 0;
+        loop {
+            let page = store.due_timers(ALL_TIMERS, after.as_ref(), MAX_PAGE)?;
+            scanned += page.len();
+            let full = page.len() == MAX_PAGE;
+            after = page.last().cloned();
+            timers.extend(page.into_iter().filter(|t| t.execution_id == id));
+            if !full {
+                break;
+            }
+            if scanned >= SCAN_CAP {
+                truncated = true;
+                break;
+            }
+        }
+        let mut outbox = Vec::new();
+        let (mut after, mut scanned) = (None, 0);
+        loop {
+            let page = store.pending_outbox(after, MAX_PAGE)?;
+            scanned += page.len();
+            let full = page.len() == MAX_PAGE;
+            after = page.last().map(|e| e.seq);
+            outbox.extend(
+                page.into_iter()
+                    .filter(|e| e.target_id.as_deref() == Some(id.as_str())),
+            );
+            if !full {
+                break;
+            }
+            if scanned >= SCAN_CAP {
+                truncated = true;
+                break;
+            }
+        }
+        let mut spawns = Vec::new();
+        let (mut after, mut scanned) = (None, 0);
+        loop {
+            let page = store.pending_spawns(after, MAX_PAGE)?;
+            scanned += page.len();
+            let full = page.len() == MAX_PAGE;
+            after = page.last().map(|e| e.seq);
+            spawns.extend(page.into_iter().filter(|e| e.parent_id == id));
+            if !full {
+                break;
+            }
+            if scanned >= SCAN_CAP {
+                truncated = true;
+                break;
+            }
+        }
+        Ok(json!({
+            "timers": timers,
+            "outbox": outbox,
+            "spawns": spawns,
+            "truncated": truncated,
+            "now": self.now,
+        }))
+    }
+
+    pub(crate) fn outbox(&self) -> ApiResult {
+        let params = self.params(&["after", "limit"])?;
+        let (after, limit) = (params.seq("after")?, params.limit()?);
+        let items = self.store.pending_outbox(after, limit)?;
+        let next_after = (items.len() == limit)
+            .then(|| items.last().map(|e| e.seq))
+            .flatten();
+        Ok(json!({ "items": items, "next_after": next_after, "now": self.now }))
+    }
+
+    pub(crate) fn spawns(&self) -> ApiResult {
+        let params = self.params(&["after", "limit"])?;
+        let (after, limit) = (params.seq("after")?, params.limit()?);
+        let entries = self.store.pending_spawns(after, limit)?;
+        let next_after = (entries.len() == limit)
+            .then(|| entries.last().map(|e| e.seq))
+            .flatten();
+        // A spawn intent has no time of its own: its parent's last commit is a lower bound
+        // of how long it has waited (the fork was that commit or an earlier one).
+        let mut parents: HashMap<String, Option<f64>> = HashMap::new();
+        let mut items = Vec::with_capacity(entries.len());
+        for entry in entries {
+            if !parents.contains_key(&entry.parent_id) {
+                let updated = self.store.load(&entry.parent_id)?.and_then(|p| p.updated_at);
+                parents.insert(entry.parent_id.clone(), updated);
+            }
+            let mut item = serde_json::to_value(&entry).map_err(|e| ApiError::internal(e.to_string()))?;
+            if let Some(map) = item.as_object_mut() {
+                map.insert("parent_updated_at".into(), json!(parents[&entry.parent_id]));
+            }
+            items.push(item);
+        }
+        Ok(json!({ "items": items, "next_after": next_after, "now": self.now }))
+    }
+
+    pub(crate) fn timers(&self) -> ApiResult {
+        let params = self.params(&["due_before", "cursor", "limit"])?;
+        let due_before = params.time("due_before")?.unwrap_or(ALL_TIMERS);
+        let limit = params.limit()?;
+        let after = params.get("cursor").map(decode_timer_cursor).transpose()?;
+        let items = self.store.due_timers(due_before, after.as_ref(), limit)?;
+        let next_cursor = (items.len() == limit)
+            .then(|| items.last().map(encode_timer_cursor))
+            .flatten();
+        Ok(json!({ "items": items, "next_cursor": next_cursor, "now": self.now }))
+    }
+}
+
+/// The executions whose id starts with `prefix` that pass the query's filters, one page at
+/// a time, by the store's keyset: ids starting with `prefix` are one run in id order, right
+/// after `prefix` itself (its exact match is read on its own on the first page).
+fn search(store: &dyn ExecutionStore, mut query: ListQuery, prefix: &str) -> Result<ExecutionPage, ApiError> {
+    execstore::validate::check_id("q", prefix)?;
+    let mut items = Vec::new();
+    if query.cursor.is_none() {
+        query.validated_after()?;
+        if let Some(exe) = store.load(prefix)? {
+            if query.matches(exe.status, &exe.definition_id, exe.parent_id.as_deref()) {
+                items.push(ExecutionSummary::of(&exe));
+            }
+        }
+        query.cursor = Some(encode_cursor(prefix));
+        if items.len() == query.limit {
+            return Ok(ExecutionPage {
+                items,
+                next_cursor: query.cursor,
+            });
+        }
+        query.limit -= items.len();
+    }
+    let page = store.list_executions(&query)?;
+    let mut next_cursor = page.next_cursor;
+    for summary in page.items {
+        if !summary.id.starts_with(prefix) {
+            next_cursor = None;
+            break;
+        }
+        items.push(summary);
+    }
+    Ok(ExecutionPage { items, next_cursor })
+}

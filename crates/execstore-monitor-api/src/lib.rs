@@ -1,0 +1,397 @@
+//! The execstore monitor's JSON API, as a plain function: a store and a request in, a status
+//! and a JSON body out.
+//!
+//! One implementation behind every way the monitor is served: the native server
+//! (`execstore monitor`, axum, in `execstore-cli`), the edge `fetch` handler and the
+//! in-browser monitor (both over the wasm package's `MonitorApi`). The routes, parameters,
+//! errors and JSON shapes are documented in README.md, under "Monitor".
+//!
+//! Nothing here serves HTTP, spawns a thread or reads a clock: the caller hands over the
+//! request's method, path, query and `Authorization` header, and the time (epoch seconds).
+//! Store calls are blocking; a server runs [`MonitorApi::handle`] where blocking is fine.
+//! Every failure is `{"error": {"code": ..., "message": ...}}` with a 4xx or 5xx status.
+#![deny(missing_docs)]
+
+mod handlers;
+mod params;
+
+use execstore::{ExecutionStore, StoreError};
+use percent_encoding::percent_decode_str;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// Page size when a request does not say.
+pub const DEFAULT_LIMIT: usize = 50;
+
+/// The `due_before` of "every timer": the end of year 9999, past any timer a store holds.
+pub const ALL_TIMERS: f64 = 253_402_300_799.0;
+
+/// One API request, as the server received it.
+#[derive(Clone, Copy, Debug)]
+pub struct ApiRequest<'a> {
+    /// `GET`, `POST`, `DELETE`... (`HEAD` is answered as `GET`; the server drops the body).
+    pub method: &'a str,
+    /// The path as sent, still percent-encoded, starting with `/api/`.
+    pub path: &'a str,
+    /// The query string as sent, without the `?` (empty: none).
+    pub query: &'a str,
+    /// The `Authorization` header's value, if any (writes need `Bearer <token>`).
+    pub authorization: Option<&'a str>,
+}
+
+impl<'a> ApiRequest<'a> {
+    /// A request for `target`, a path with an optional `?query` as in an HTTP request line.
+    pub fn from_target(method: &'a str, target: &'a str, authorization: Option<&'a str>) -> Self {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        ApiRequest {
+            method,
+            path,
+            query,
+            authorization,
+        }
+    }
+}
+
+/// The answer: an HTTP status and a JSON body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiResponse {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The JSON body (an error is `{"error": {"code", "message"}}`).
+    pub body: Value,
+}
+
+/// The monitor's API over any store: what `/api/info` says about it, and the write token.
+#[derive(Clone, Debug)]
+pub struct MonitorApi {
+    info: Map<String, Value>,
+    /// SHA-256 of the write token: compared in constant time, whatever its length.
+    token_digest: Option<[u8; 32]>,
+}
+
+impl MonitorApi {
+    /// An API whose `/api/info` answers `info` (the UI shows `store`, `backend`, `prefix`,
+    /// `version`), plus `writable` and `now`. Writes need `token`; `None`: read-only, every
+    /// write answers 403.
+    pub fn new(info: Map<String, Value>, token: Option<&str>) -> Self {
+        MonitorApi {
+            info,
+            token_digest: token.map(digest),
+        }
+    }
+
+    /// Whether writes are allowed (a token was given).
+    pub fn writable(&self) -> bool {
+        self.token_digest.is_some()
+    }
+
+    /// Answers `request` from `store`. `now` is the wall clock in epoch seconds (answers
+    /// carry it, and `due_before=now` means it).
+    pub fn handle(&self, store: &dyn ExecutionStore, request: &ApiRequest<'_>, now: f64) -> ApiResponse {
+        let call = Call {
+            api: self,
+            store,
+            request,
+            now,
+        };
+        match call.route() {
+            Ok(body) => ApiResponse { status: 200, body },
+            Err(e) => e.into_response(),
+        }
+    }
+
+    /// Writes need `Authorization: Bearer <token>` with the token given at start; without
+    /// one the monitor is read-only.
+    fn authorize(&self, authorization: Option<&str>) -> Result<(), ApiError> {
+        let Some(expected) = &self.token_digest else {
+            return Err(ApiError::new(
+                403,
+                "READ_ONLY",
+                "this monitor is read-only: start it with --token (or EXECSTORE_MONITOR_TOKEN) to allow writes",
+            ));
+        };
+        let given = authorization
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        match given {
+            Some(token) if bool::from(digest(token).ct_eq(expected)) => Ok(()),
+            _ => Err(ApiError::new(
+                401,
+                "UNAUTHORIZED",
+                "writes need the header `Authorization: Bearer <token>` with the monitor's token",
+            )),
+        }
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// A failed request: its status and the JSON error body.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    status: u16,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(400, "BAD_REQUEST", message)
+    }
+
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
+        ApiError::new(404, "NOT_FOUND", message)
+    }
+
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        ApiError::new(500, "INTERNAL", message)
+    }
+
+    fn into_response(self) -> ApiResponse {
+        ApiResponse {
+            status: self.status,
+            body: json!({ "error": { "code": self.code, "message": self.message } }),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        let status = match &e {
+            StoreError::InvalidInput { .. } => 400,
+            StoreError::NotFound { .. } => 404,
+            StoreError::Conflict { .. } => 409,
+            StoreError::Backend { retryable: true, .. } => 503,
+            _ => 500,
+        };
+        ApiError::new(status, e.code(), e.to_string())
+    }
+}
+
+pub(crate) type ApiResult = Result<Value, ApiError>;
+
+// ---------------------------------------------------------------------------------------------
+// Routing
+
+/// One request being answered.
+pub(crate) struct Call<'a> {
+    pub(crate) api: &'a MonitorApi,
+    pub(crate) store: &'a dyn ExecutionStore,
+    pub(crate) request: &'a ApiRequest<'a>,
+    pub(crate) now: f64,
+}
+
+/// An endpoint, with its path parameter (still percent-encoded).
+enum Route<'p> {
+    Info,
+    Changes,
+    Counts,
+    Executions,
+    Execution(&'p str),
+    Trace(&'p str),
+    Pending(&'p str),
+    Outbox,
+    AckOutbox(&'p str),
+    Spawns,
+    AckSpawn(&'p str),
+    Timers,
+}
+
+impl Route<'_> {
+    /// The methods the endpoint answers (`HEAD` counts as `GET`).
+    fn methods(&self) -> &'static [&'static str] {
+        match self {
+            Route::AckOutbox(_) | Route::AckSpawn(_) => &["POST"],
+            Route::Timers => &["GET", "DELETE"],
+            _ => &["GET"],
+        }
+    }
+}
+
+impl Call<'_> {
+    fn route(&self) -> ApiResult {
+        let path = self.request.path;
+        let no_such_endpoint = || {
+            ApiError::not_found(format!(
+                "no endpoint {} (see README.md, \"Monitor\")",
+                decode_lossy(path)
+            ))
+        };
+        let Some(rest) = path.strip_prefix("/api/") else {
+            return Err(no_such_endpoint());
+        };
+        let segments: Vec<&str> = rest.split('/').collect();
+        // A path parameter is one whole, non-empty segment, as in the native router.
+        let route = match segments.as_slice() {
+            ["info"] => Route::Info,
+            ["changes"] => Route::Changes,
+            ["counts"] => Route::Counts,
+            ["executions"] => Route::Executions,
+            ["executions", id] if !id.is_empty() => Route::Execution(id),
+            ["executions", id, "trace"] if !id.is_empty() => Route::Trace(id),
+            ["executions", id, "pending"] if !id.is_empty() => Route::Pending(id),
+            ["outbox"] => Route::Outbox,
+            ["outbox", seq, "ack"] if !seq.is_empty() => Route::AckOutbox(seq),
+            ["spawns"] => Route::Spawns,
+            ["spawns", seq, "ack"] if !seq.is_empty() => Route::AckSpawn(seq),
+            ["timers"] => Route::Timers,
+            _ => return Err(no_such_endpoint()),
+        };
+        let method = match self.request.method {
+            "HEAD" => "GET",
+            m => m,
+        };
+        if !route.methods().contains(&method) {
+            return Err(ApiError::new(
+                405,
+                "METHOD_NOT_ALLOWED",
+                format!(
+                    "{} answers {} only, not {}",
+                    decode_lossy(path),
+                    route.methods().join(" and "),
+                    self.request.method
+                ),
+            ));
+        }
+        match route {
+            Route::Info => Ok(self.info()),
+            Route::Changes => self.changes(),
+            Route::Counts => self.counts(),
+            Route::Executions => self.executions(),
+            Route::Execution(id) => self.execution(decode(id)?),
+            Route::Trace(id) => self.trace(decode(id)?),
+            Route::Pending(id) => self.pending(decode(id)?),
+            Route::Outbox => self.outbox(),
+            Route::AckOutbox(seq) => self.ack_outbox(seq),
+            Route::Spawns => self.spawns(),
+            Route::AckSpawn(seq) => self.ack_spawn(seq),
+            Route::Timers if method == "DELETE" => self.delete_timer(),
+            Route::Timers => self.timers(),
+        }
+    }
+}
+
+/// A path segment, percent-decoded; not UTF-8 is a 400.
+pub(crate) fn decode(segment: &str) -> Result<String, ApiError> {
+    percent_decode_str(segment)
+        .decode_utf8()
+        .map(|s| s.into_owned())
+        .map_err(|_| ApiError::bad_request(format!("Invalid URL: {segment:?} is not UTF-8 once decoded")))
+}
+
+fn decode_lossy(s: &str) -> String {
+    percent_decode_str(s).decode_utf8_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use execstore::{Execution, MemoryStore};
+
+    fn api(token: Option<&str>) -> MonitorApi {
+        let mut info = Map::new();
+        info.insert("store".into(), json!("test"));
+        MonitorApi::new(info, token)
+    }
+
+    fn get(api: &MonitorApi, store: &MemoryStore, target: &str) -> ApiResponse {
+        api.handle(
+            store,
+            &ApiRequest::from_target("GET", target, None),
+            1_700_000_000.0,
+        )
+    }
+
+    fn store_with(ids: &[&str]) -> MemoryStore {
+        let store = MemoryStore::new();
+        for id in ids {
+            let mut exe: Execution =
+                serde_json::from_value(json!({ "id": id, "definition_id": "d", "status": "RUNNING" }))
+                    .unwrap();
+            store.save(&mut exe).unwrap();
+        }
+        store
+    }
+
+    #[test]
+    fn routes_answer_and_unknown_ones_are_json_404s() {
+        let store = store_with(&["a b", "c"]);
+        let api = api(None);
+        let info = get(&api, &store, "/api/info");
+        assert_eq!(info.status, 200);
+        assert_eq!(info.body["writable"], false);
+        assert_eq!(info.body["now"], 1_700_000_000.0);
+        // A percent-encoded id is decoded, as a server decodes a path segment.
+        let one = get(&api, &store, "/api/executions/a%20b");
+        assert_eq!(one.status, 200, "{:?}", one.body);
+        assert_eq!(one.body["execution"]["id"], "a b");
+        for target in [
+            "/api/nope",
+            "/api/executions/",
+            "/api/executions/c/nope",
+            "/api",
+            "/x",
+        ] {
+            let a = get(&api, &store, target);
+            assert_eq!(a.status, 404, "{target}");
+            assert_eq!(a.body["error"]["code"], "NOT_FOUND", "{target}");
+        }
+        let bad = get(&api, &store, "/api/executions/%FF");
+        assert_eq!(bad.status, 400);
+    }
+
+    #[test]
+    fn methods_are_checked_and_writes_need_the_token() {
+        let store = store_with(&["x"]);
+        let read_only = api(None);
+        let post = |api: &MonitorApi, target: &str, auth: Option<&str>| {
+            api.handle(&store, &ApiRequest::from_target("POST", target, auth), 0.0)
+        };
+        assert_eq!(post(&read_only, "/api/info", None).status, 405);
+        assert_eq!(
+            post(&read_only, "/api/outbox/1/ack", None).body["error"]["code"],
+            "READ_ONLY"
+        );
+        let writable = api(Some("s3cret"));
+        assert_eq!(post(&writable, "/api/outbox/1/ack", None).status, 401);
+        assert_eq!(
+            post(&writable, "/api/outbox/1/ack", Some("Bearer nope")).status,
+            401
+        );
+        // Authorized: the store answers (no such entry).
+        let a = post(&writable, "/api/outbox/1/ack", Some("Bearer s3cret"));
+        assert_eq!(a.status, 404, "{:?}", a.body);
+        let head = read_only.handle(&store, &ApiRequest::from_target("HEAD", "/api/counts", None), 0.0);
+        assert_eq!(head.status, 200);
+        assert_eq!(head.body["total"], 1);
+    }
+
+    #[test]
+    fn bad_parameters_are_400s() {
+        let store = store_with(&[]);
+        let api = api(None);
+        for target in [
+            "/api/executions?limit=0",
+            "/api/executions?colour=red",
+            "/api/executions?limit=5&limit=6",
+            "/api/timers?due_before=yesterday",
+        ] {
+            assert_eq!(get(&api, &store, target).status, 400, "{target}");
+        }
+        assert_eq!(get(&api, &store, "/api/timers?due_before=now").status, 200);
+    }
+}

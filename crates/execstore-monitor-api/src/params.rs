@@ -1,0 +1,168 @@
+//! A request's query parameters.
+
+use std::collections::HashSet;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use execstore::validate::MAX_PAGE;
+use execstore::{DueTimer, Status};
+use serde_json::json;
+
+use crate::{ApiError, DEFAULT_LIMIT};
+
+/// A request's query parameters: each known name at most once, any other name refused (a
+/// misspelt filter is an error, not a silently unfiltered answer).
+pub(crate) struct Params {
+    pairs: Vec<(String, String)>,
+    now: f64,
+}
+
+impl Params {
+    /// Parses `query` (form encoding, as servers do: `+` is a space) against `known`.
+    pub(crate) fn new(query: &str, known: &[&str], now: f64) -> Result<Self, ApiError> {
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
+            .map_err(|e| ApiError::bad_request(format!("Failed to deserialize query string: {e}")))?;
+        let mut seen = HashSet::new();
+        for (name, _) in &pairs {
+            if !known.contains(&name.as_str()) {
+                return Err(ApiError::bad_request(format!(
+                    "unknown parameter {name:?} (known: {})",
+                    known.join(", ")
+                )));
+            }
+            if !seen.insert(name.as_str()) {
+                return Err(ApiError::bad_request(format!("parameter {name:?} given twice")));
+            }
+        }
+        Ok(Params { pairs, now })
+    }
+
+    /// The value of `name`; an empty value counts as absent.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    }
+
+    pub(crate) fn limit(&self) -> Result<usize, ApiError> {
+        match self.get("limit") {
+            None => Ok(DEFAULT_LIMIT),
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
+                _ => Err(ApiError::bad_request(format!(
+                    "limit {v:?} is not a whole number in 1..={MAX_PAGE}"
+                ))),
+            },
+        }
+    }
+
+    pub(crate) fn flag(&self, name: &str) -> Result<bool, ApiError> {
+        match self.get(name) {
+            None | Some("false" | "0") => Ok(false),
+            Some("true" | "1") => Ok(true),
+            Some(v) => Err(ApiError::bad_request(format!(
+                "{name} {v:?} is not true, false, 1 or 0"
+            ))),
+        }
+    }
+
+    pub(crate) fn seq(&self, name: &str) -> Result<Option<i64>, ApiError> {
+        self.get(name)
+            .map(|v| {
+                v.parse::<i64>()
+                    .ok()
+                    .filter(|n| *n >= 0)
+                    .ok_or_else(|| ApiError::bad_request(format!("{name} {v:?} is not a sequence number")))
+            })
+            .transpose()
+    }
+
+    /// Epoch seconds, or `now`.
+    pub(crate) fn time(&self, name: &str) -> Result<Option<f64>, ApiError> {
+        self.get(name)
+            .map(|v| {
+                if v.eq_ignore_ascii_case("now") {
+                    return Ok(self.now);
+                }
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|t| t.is_finite() && *t >= 0.0)
+                    .ok_or_else(|| {
+                        ApiError::bad_request(format!("{name} {v:?} is not epoch seconds or \"now\""))
+                    })
+            })
+            .transpose()
+    }
+
+    pub(crate) fn statuses(&self) -> Result<Option<Vec<Status>>, ApiError> {
+        self.get("status")
+            .map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().parse::<Status>().map_err(ApiError::from))
+                    .collect()
+            })
+            .transpose()
+    }
+}
+
+/// An outbox or spawn seq in a path (`/api/outbox/{seq}/ack`).
+pub(crate) fn seq_in_path(raw: &str) -> Result<i64, ApiError> {
+    raw.parse::<i64>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| ApiError::bad_request(format!("{raw:?} is not a sequence number")))
+}
+
+/// An execution id in a path: one the store would refuse is a 400, not a 404.
+pub(crate) fn check_id(id: &str) -> Result<(), ApiError> {
+    execstore::validate::check_id("id", id)?;
+    Ok(())
+}
+
+/// The opaque cursor of the timers listing: the last timer of the page, as JSON.
+pub(crate) fn encode_timer_cursor(timer: &DueTimer) -> String {
+    URL_SAFE_NO_PAD.encode(json!([timer.execution_id, timer.path, timer.fire_at]).to_string())
+}
+
+pub(crate) fn decode_timer_cursor(cursor: &str) -> Result<DueTimer, ApiError> {
+    let bad = || ApiError::bad_request(format!("{cursor:?} is not a cursor of this listing"));
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
+    let (execution_id, path, fire_at): (String, String, f64) =
+        serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    Ok(DueTimer {
+        execution_id,
+        path,
+        fire_at,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timer_cursors_round_trip_and_refuse_garbage() {
+        let t = DueTimer {
+            execution_id: "a\"b".into(),
+            path: "x.y".into(),
+            fire_at: 1.5,
+        };
+        assert_eq!(decode_timer_cursor(&encode_timer_cursor(&t)).unwrap(), t);
+        assert!(decode_timer_cursor("!!").is_err());
+        assert!(decode_timer_cursor(&URL_SAFE_NO_PAD.encode("[1]")).is_err());
+    }
+
+    #[test]
+    fn known_names_once_each() {
+        assert!(Params::new("limit=5&q=a+b", &["limit", "q"], 0.0).is_ok());
+        assert_eq!(Params::new("q=a+b", &["q"], 0.0).unwrap().get("q"), Some("a b"));
+        assert!(Params::new("limit=5&limit=6", &["limit"], 0.0).is_err());
+        assert!(Params::new("colour=red", &["limit"], 0.0).is_err());
+        assert_eq!(
+            Params::new("t=now", &["t"], 42.0).unwrap().time("t").unwrap(),
+            Some(42.0)
+        );
+    }
+}

@@ -1,0 +1,189 @@
+//! Stores loaded from a SQLite database file's bytes (an "image"): kept in wasm memory by
+//! SQLite's in-memory VFS (`memvfs`, sqlite-wasm-rs's default), so they work anywhere the
+//! package does, Node and edge runtimes included. Also how an OPFS import checks a file
+//! before it replaces anything.
+//!
+//! Only the main database file is an image. Commits still in a `-wal` sidecar (a file
+//! copied while its writer had it open) are not in it; given the sidecar's bytes too, the
+//! image is recovered from both first, as SQLite would on open, and checkpointed into one
+//! file.
+
+use std::cell::Cell;
+
+use execstore_sqlite::{SqliteOptions, SqliteStore};
+use rusqlite::{Connection, OpenFlags};
+use sqlite_wasm_rs::vfs::memvfs::{MemVfsError, MemVfsUtil};
+use sqlite_wasm_rs::vfs::transfer::DbTransfer;
+use sqlite_wasm_rs::vfs::VfsFilesManager;
+
+use crate::errors::{backend, invalid, WasmError};
+
+/// The VFS the images live in.
+const MEMVFS: &str = "memvfs";
+
+thread_local! {
+    /// Numbers the images of this agent: each is a file of its own in the memvfs.
+    static NEXT_IMAGE: Cell<u64> = const { Cell::new(1) };
+}
+
+/// The memvfs's file manager.
+fn memvfs() -> Result<MemVfsUtil, WasmError> {
+    // SAFETY: wasm32-unknown-unknown runs one thread per agent; every SQLite call of this
+    // package (the memvfs registration included) happens on it. `sqlite3_initialize` is
+    // idempotent and installs the memvfs, as any first connection would.
+    unsafe {
+        if sqlite_wasm_rs::sqlite3_initialize() != sqlite_wasm_rs::SQLITE_OK {
+            return Err(backend("SQLite failed to initialize"));
+        }
+        MemVfsUtil::get().map_err(|e| backend(format!("SQLite's memory VFS: {e}")))
+    }
+}
+
+fn bad_image(e: MemVfsError) -> WasmError {
+    match e {
+        MemVfsError::Transfer(e) => invalid("bytes", format!("not a SQLite database file: {e}")),
+        e => backend(format!("cannot load the database image: {e}")),
+    }
+}
+
+/// A SQLite store on a database image in wasm memory; its memory is freed when dropped.
+#[derive(Debug)]
+pub struct ImageStore {
+    // Declared (so dropped) before the file is removed in `drop`.
+    store: Option<SqliteStore>,
+    name: String,
+}
+
+impl ImageStore {
+    /// Loads the database file `bytes` (and the `-wal` sidecar `wal`, if there is one with
+    /// content) and opens the store on it with `options` (`prefix`, `trace_max`,
+    /// `read_only`...). Not a SQLite file: `INVALID_INPUT` (field `bytes`); a SQLite file
+    /// without the store's tables, opened read-only: `NOT_FOUND` (the table).
+    pub fn load(bytes: &[u8], wal: Option<&[u8]>, options: SqliteOptions) -> Result<Self, WasmError> {
+        let image = Image::load(bytes, wal)?;
+        let store = SqliteStore::open_in_vfs(&image.name, MEMVFS, options)?;
+        Ok(ImageStore {
+            store: Some(store),
+            name: image.release(),
+        })
+    }
+
+    /// The SQLite store.
+    pub fn store(&self) -> Result<&SqliteStore, WasmError> {
+        self.store.as_ref().ok_or_else(|| backend("the store is closed"))
+    }
+}
+
+impl Drop for ImageStore {
+    fn drop(&mut self) {
+        self.store = None;
+        remove_files(&self.name);
+    }
+}
+
+/// Checks `bytes` (and `wal`) as the database of a store opened with `options`, and
+/// returns the single-file image to import: `bytes` itself, or the recovered and
+/// checkpointed image when a `-wal` sidecar with content was given.
+pub fn checked_image(bytes: &[u8], wal: Option<&[u8]>, options: SqliteOptions) -> Result<Vec<u8>, WasmError> {
+    let image = Image::load(bytes, wal)?;
+    // Read-only: checks the store's tables are there, and changes nothing.
+    drop(SqliteStore::open_in_vfs(
+        &image.name,
+        MEMVFS,
+        options.read_only(true),
+    )?);
+    if image.merged {
+        memvfs()?
+            .export_db(&image.name)
+            .map_err(|e| backend(format!("cannot read the recovered database back: {e}")))
+    } else {
+        Ok(bytes.to_vec())
+    }
+}
+
+/// A database file in the memvfs, removed when dropped unless released.
+struct Image {
+    name: String,
+    merged: bool,
+    keep: bool,
+}
+
+impl Image {
+    fn load(bytes: &[u8], wal: Option<&[u8]>) -> Result<Self, WasmError> {
+        let util = memvfs()?;
+        let id = NEXT_IMAGE.with(|n| n.replace(n.get() + 1));
+        let mut image = Image {
+            name: format!("execstore-image-{id}.db"),
+            merged: false,
+            keep: false,
+        };
+        match wal.filter(|w| !w.is_empty()) {
+            None => util.import_db(&image.name, bytes).map_err(bad_image)?,
+            Some(wal) => {
+                // The main file as it is (its header still says WAL), the log beside it, and
+                // one connection that recovers, checkpoints and leaves a rollback-journal
+                // file. Exclusive locking first: recovery then needs no shared memory.
+                util.import_db(&image.name, bytes).map_err(bad_image)?;
+                // The checked import set the header to rollback mode: back to WAL (bytes
+                // 18 and 19 are 2), so the log is read.
+                util.remove(&image.name)
+                    .map_err(|e| backend(format!("memvfs: {e:?}")))?;
+                let mut wal_header = bytes.to_vec();
+                wal_header[18] = 2;
+                wal_header[19] = 2;
+                util.import_db_unchecked(&image.name, &wal_header)
+                    .map_err(bad_image)?;
+                util.import_db_unchecked(&format!("{}-wal", image.name), wal)
+                    .map_err(bad_image)?;
+                image.merged = true;
+                merge_wal(&image.name)?;
+            }
+        }
+        Ok(image)
+    }
+
+    /// Keeps the file (its owner removes it) and returns its name.
+    fn release(mut self) -> String {
+        self.keep = true;
+        std::mem::take(&mut self.name)
+    }
+}
+
+impl Drop for Image {
+    fn drop(&mut self) {
+        if !self.keep {
+            remove_files(&self.name);
+        }
+    }
+}
+
+/// Recovers the commits of `name`'s `-wal` log into the file and leaves it in rollback
+/// journal mode, as one file.
+fn merge_wal(name: &str) -> Result<(), WasmError> {
+    let sqlite = |e: rusqlite::Error| invalid("wal", format!("cannot recover the -wal sidecar: {e}"));
+    let conn = Connection::open_with_flags_and_vfs(
+        name,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        MEMVFS,
+    )
+    .map_err(sqlite)?;
+    conn.query_row("PRAGMA locking_mode = EXCLUSIVE", [], |_| Ok(()))
+        .map_err(sqlite)?;
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get::<_, i64>(0))
+        .map_err(sqlite)?;
+    conn.query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()))
+        .map_err(sqlite)?;
+    conn.close().map_err(|(_, e)| sqlite(e))?;
+    Ok(())
+}
+
+/// Removes an image and any journal SQLite left beside it.
+fn remove_files(name: &str) {
+    if let Ok(util) = memvfs() {
+        for file in [name.to_owned(), format!("{name}-wal"), format!("{name}-journal")] {
+            // Nothing to do when a file is already gone; removal of a memory file cannot
+            // otherwise fail.
+            let _ = util.remove(&file);
+        }
+    }
+}

@@ -1,0 +1,226 @@
+// The edge handler (web/edge/handler.js) under Node 20: real Request objects through its
+// `fetch(request)`, over a demo store file's bytes loaded into the wasm store. Its API
+// answers equal the native `execstore monitor`'s on the same file (one implementation,
+// execstore-monitor-api, behind both); it serves the UI's files, JSON 400/404 errors, and
+// is read-only unless given a token. Also Store.sqliteFromBytes's handling of a -wal
+// sidecar and of a harel-prefixed file.
+// Run: node --test tests/js/  (needs `npm run build:wasm` and target/debug/execstore)
+import assert from "node:assert/strict";
+import { copyFileSync, existsSync, readFileSync, statSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+import * as execstore from "execstore";
+import { createHandler } from "../../web/edge/handler.js";
+import { binMissing, cliJson, demo, nativeMonitor, tempDir } from "./native.mjs";
+
+const WEB = fileURLToPath(new URL("../../web/", import.meta.url));
+const files = (name) => readFile(join(WEB, name));
+const ORIGIN = "https://edge.example";
+
+/** The answer's JSON without the clock (`now`), which differs between two calls. */
+function timeless(body) {
+  if (body && typeof body === "object" && !Array.isArray(body)) {
+    const { now: _now, ...rest } = body;
+    return rest;
+  }
+  return body;
+}
+
+async function call(handler, path, init = {}) {
+  const response = await handler(new Request(`${ORIGIN}${path}`, init));
+  const text = await response.text();
+  return { response, status: response.status, text, body: text && response.headers.get("content-type")?.includes("json") ? JSON.parse(text) : null };
+}
+
+describe("the edge handler", { skip: binMissing() }, () => {
+  let tmp;
+  let db;
+  let native;
+  let handler;
+
+  before(async () => {
+    tmp = tempDir();
+    db = demo(tmp.dir, { executions: 300, seed: 3 });
+    native = await nativeMonitor(db);
+    handler = createHandler({ execstore, bytes: readFileSync(db), label: "demo.db", files });
+  });
+
+  after(async () => {
+    await native?.stop();
+    tmp?.cleanup();
+  });
+
+  async function nativeGet(path, init = {}) {
+    const response = await fetch(`${native.url}${path.slice(1)}`, init);
+    return { status: response.status, body: await response.json() };
+  }
+
+  test("API answers equal the native server's on the same file", async () => {
+    const first = (await nativeGet("/api/executions?limit=50")).body.items;
+    const parent = (await nativeGet("/api/executions?limit=1000")).body.items.find((e) => e.parent_id)?.parent_id;
+    assert.ok(parent, "the demo has children");
+    const page1 = (await nativeGet("/api/executions?limit=7&status=RUNNING,FAILED")).body;
+    assert.ok(page1.next_cursor, "a second page");
+    const timer = (await nativeGet("/api/timers?limit=1")).body.items[0];
+    const paths = [
+      "/api/counts",
+      "/api/counts?roots_only=true",
+      "/api/counts?definition=orders",
+      "/api/executions",
+      "/api/executions?limit=7&status=RUNNING,FAILED",
+      `/api/executions?limit=7&status=RUNNING,FAILED&cursor=${encodeURIComponent(page1.next_cursor)}`,
+      "/api/executions?roots_only=1&definition=orders&limit=20",
+      `/api/executions?q=${first[3].id.slice(0, 2)}`,
+      `/api/executions/${first[0].id}`,
+      `/api/executions/${parent}`,
+      `/api/executions/${parent}/trace`,
+      `/api/executions/${parent}/pending`,
+      `/api/executions/${timer.execution_id}/pending`,
+      "/api/outbox?limit=10",
+      "/api/outbox?after=3&limit=5",
+      "/api/spawns",
+      "/api/timers?limit=15",
+      "/api/timers?due_before=now",
+      // Errors: the same status and the same JSON, message included.
+      "/api/executions?limit=0",
+      "/api/executions?status=SLEEPING",
+      "/api/executions?colour=red",
+      "/api/executions?limit=5&limit=6",
+      "/api/timers?cursor=garbage",
+      "/api/outbox?after=-1",
+      "/api/executions/no-such-execution",
+      "/api/executions/no-such-execution/trace",
+      "/api/no-such-endpoint",
+    ];
+    for (const path of paths) {
+      const want = await nativeGet(path);
+      const got = await call(handler, path);
+      assert.equal(got.status, want.status, path);
+      assert.deepEqual(timeless(got.body), timeless(want.body), path);
+      assert.equal(got.response.headers.get("content-type"), "application/json", path);
+      assert.equal(got.response.headers.get("cache-control"), "no-store", path);
+    }
+    for (const [path, method] of [["/api/outbox/1/ack", "POST"], ["/api/info", "POST"], ["/api/timers?execution_id=a&path=b&fire_at=1", "DELETE"]]) {
+      const want = await nativeGet(path, { method });
+      const got = await call(handler, path, { method });
+      assert.equal(got.status, want.status, `${method} ${path}`);
+      assert.deepEqual(got.body, want.body, `${method} ${path}`);
+    }
+    const info = (await call(handler, "/api/info")).body;
+    const nativeInfo = (await nativeGet("/api/info")).body;
+    assert.deepEqual(Object.keys(info), Object.keys(nativeInfo));
+    assert.equal(info.store, "demo.db");
+    assert.equal(info.writable, false);
+    assert.equal(info.backend, "sqlite");
+  });
+
+  test("400 and 404 are JSON errors", async () => {
+    for (const [path, status, code] of [
+      ["/api/executions?limit=abc", 400, "BAD_REQUEST"],
+      ["/api/executions?cursor=not-a-cursor", 400, "INVALID_INPUT"],
+      [`/api/executions/${"x".repeat(5000)}`, 400, "INVALID_INPUT"],
+      ["/api/executions/%FF", 400, "BAD_REQUEST"],
+      ["/api/executions/nope/pending", 404, "NOT_FOUND"],
+      ["/api/", 404, "NOT_FOUND"],
+    ]) {
+      const a = await call(handler, path);
+      assert.equal(a.status, status, path);
+      assert.equal(a.body.error.code, code, path);
+      assert.equal(typeof a.body.error.message, "string", path);
+    }
+  });
+
+  test("serves the UI's files with the native server's headers", async () => {
+    const index = await call(handler, "/");
+    assert.equal(index.status, 200);
+    assert.equal(index.response.headers.get("content-type"), "text/html; charset=utf-8");
+    assert.equal(index.text, readFileSync(join(WEB, "index.html"), "utf8"));
+    const nativeIndex = await fetch(native.url);
+    for (const header of ["content-security-policy", "x-content-type-options", "referrer-policy"]) {
+      assert.equal(index.response.headers.get(header), nativeIndex.headers.get(header), header);
+    }
+    await nativeIndex.arrayBuffer();
+    for (const [path, type] of [["/app.js", "text/javascript"], ["/api.js", "text/javascript"], ["/style.css", "text/css"], ["/favicon.svg", "image/svg+xml"]]) {
+      const a = await call(handler, path);
+      assert.equal(a.status, 200, path);
+      assert.ok(a.response.headers.get("content-type").startsWith(type), path);
+      assert.equal(a.text, readFileSync(join(WEB, path.slice(1)), "utf8"), path);
+    }
+    const head = await call(handler, "/app.js", { method: "HEAD" });
+    assert.equal(head.status, 200);
+    assert.equal(head.text, "");
+    assert.equal((await call(handler, "/nope.js")).status, 404);
+    assert.equal((await call(handler, "/local.html")).status, 404, "only the server-backed UI is served");
+  });
+
+  test("read-only by default; with a token writes need it and change only the copy in memory", async () => {
+    const before = readFileSync(db);
+    const seq = (await call(handler, "/api/outbox?limit=1")).body.items[0].seq;
+    const denied = await call(handler, `/api/outbox/${seq}/ack`, { method: "POST", headers: { authorization: "Bearer guess" } });
+    assert.equal(denied.status, 403);
+    assert.equal(denied.body.error.code, "READ_ONLY");
+
+    const writable = createHandler({ execstore, bytes: before, token: "s3cret", files });
+    assert.equal((await call(writable, "/api/info")).body.writable, true);
+    const outbox = (await call(writable, "/api/outbox?limit=10000")).body.items.length;
+    const anonymous = await call(writable, `/api/outbox/${seq}/ack`, { method: "POST" });
+    assert.equal(anonymous.status, 401);
+    assert.equal(anonymous.body.error.code, "UNAUTHORIZED");
+    const acked = await call(writable, `/api/outbox/${seq}/ack`, { method: "POST", headers: { authorization: "Bearer s3cret" } });
+    assert.equal(acked.status, 200);
+    assert.deepEqual(acked.body, { acked: seq });
+    assert.equal((await call(writable, "/api/outbox?limit=10000")).body.items.length, outbox - 1);
+    assert.equal((await call(handler, "/api/outbox?limit=10000")).body.items.length, outbox, "the read-only handler's copy is untouched");
+    assert.ok(readFileSync(db).equals(before), "the file is untouched");
+  });
+
+  test("Store.sqliteFromBytes: a -wal sidecar's commits are recovered; a harel file needs its prefix; garbage is refused", async () => {
+    // A monitor with a token keeps the file open read-write: an ack lands in the -wal file
+    // and stays there until it exits. Copy both while it runs.
+    const live = join(tmp.dir, "live.db");
+    copyFileSync(db, live);
+    const writer = await nativeMonitor(live, ["--token", "t0k"]);
+    let copied;
+    try {
+      const before = (await (await fetch(`${writer.url}api/outbox?limit=10000`)).json()).items;
+      const ack = await fetch(`${writer.url}api/outbox/${before[0].seq}/ack`, { method: "POST", headers: { authorization: "Bearer t0k" } });
+      assert.equal(ack.status, 200);
+      assert.ok(existsSync(`${live}-wal`) && statSync(`${live}-wal`).size > 0, "the ack is in the -wal file");
+      copied = { db: readFileSync(live), wal: readFileSync(`${live}-wal`), outbox: before.length };
+    } finally {
+      await writer.stop();
+    }
+    const { Store } = execstore;
+    const mainOnly = Store.sqliteFromBytes(copied.db, { readOnly: true });
+    assert.equal(mainOnly.pendingOutbox(null, 10000).length, copied.outbox, "without the -wal the ack is missing");
+    const recovered = Store.sqliteFromBytes(copied.db, { readOnly: true, wal: copied.wal });
+    assert.equal(recovered.pendingOutbox(null, 10000).length, copied.outbox - 1, "with the -wal the ack is there");
+    mainOnly.close();
+    recovered.close();
+
+    const harel = demo(tmp.dir, { name: "harel.db", executions: 40, prefix: "harel" });
+    const bytes = readFileSync(harel);
+    const wrong = (() => {
+      try {
+        Store.sqliteFromBytes(bytes, { readOnly: true });
+      } catch (e) {
+        return e;
+      }
+    })();
+    assert.equal(wrong?.code, "NOT_FOUND");
+    assert.equal(wrong?.key, "executions");
+    const harelHandler = createHandler({ execstore, bytes, prefix: "harel", files });
+    const counts = (await call(harelHandler, "/api/counts")).body;
+    const listed = cliJson(["list", "--db", harel, "--prefix", "harel", "--all"]).items;
+    assert.equal(counts.total, listed.length);
+    assert.equal((await call(harelHandler, "/api/info")).body.prefix, "harel");
+
+    for (const garbage of [new Uint8Array(4096), new TextEncoder().encode("SQLite format 3\0 but not really".padEnd(1024, "x"))]) {
+      assert.throws(() => Store.sqliteFromBytes(garbage), (e) => e.code === "INVALID_INPUT" && e.field === "bytes");
+    }
+    assert.throws(() => createHandler({ execstore, bytes: new Uint8Array(10) }), (e) => e.code === "INVALID_INPUT");
+  });
+});

@@ -1,0 +1,110 @@
+// The execstore monitor at the edge: a standard `fetch(request) -> Response` handler (an ES
+// module, no Node APIs) that serves the monitor's JSON API and its UI over the wasm store.
+//
+// The API is the wasm package's `MonitorApi`: the very code of the native `execstore
+// monitor` (crates/execstore-monitor-api), so routes, parameters, errors and JSON shapes
+// are the same (README.md, "Monitor"). The store lives in the isolate's memory: a SQLite
+// store file's bytes given at start (`Store.sqliteFromBytes`), or any `Store` you pass.
+//
+//   import * as execstore from "execstore";
+//   import { createHandler } from "./web/edge/handler.js";
+//   const handler = createHandler({ execstore, bytes: storeFileBytes, label: "demo.db" });
+//   export default { fetch: handler };          // Workers, Deno, Bun, Node's own server...
+//
+// Read-only unless `token` is given (then writes need `Authorization: Bearer <token>`, and
+// change only the in-memory copy).
+
+/** The UI's files (web/), by URL path: the same set the native server embeds. */
+const FILES = {
+  "/": ["index.html", "text/html; charset=utf-8"],
+  "/app.js": ["app.js", "text/javascript; charset=utf-8"],
+  "/api.js": ["api.js", "text/javascript; charset=utf-8"],
+  "/style.css": ["style.css", "text/css; charset=utf-8"],
+  "/favicon.svg": ["favicon.svg", "image/svg+xml"],
+};
+
+/** The headers every answer carries, as the native server's (see its security_headers). */
+const SECURITY_HEADERS = {
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
+
+/**
+ * Loads a UI file by name ("index.html", "app.js"...) from beside this module (`web/`), by
+ * `fetch` of its URL: where the runtime or its bundler can (Deno, Bun, workers with
+ * bundled assets). Elsewhere (Node), pass `files`.
+ */
+async function fetchBeside(name) {
+  const response = await fetch(new URL(`../${name}`, import.meta.url));
+  return response.ok ? await response.arrayBuffer() : null;
+}
+
+/**
+ * Makes the handler.
+ *
+ * @param {object} options
+ * @param {object} options.execstore  the loaded `execstore` package (`import * as execstore from "execstore"`)
+ * @param {Uint8Array|ArrayBuffer} [options.bytes]  a SQLite store file to serve (a copy is kept in memory)
+ * @param {Uint8Array|ArrayBuffer} [options.wal]  its `-wal` sidecar, if it has one with content
+ * @param {string} [options.prefix]  the table prefix (`"harel"` for harel's files)
+ * @param {object} [options.store]  a `Store` to serve instead of `bytes` (default: an empty `Store.memory()`)
+ * @param {string} [options.token]  allows writes to requests with `Authorization: Bearer <token>`
+ * @param {string} [options.label]  what the UI shows as the store
+ * @param {(name: string) => Promise<string|Uint8Array|ArrayBuffer|null>} [options.files]  loads a UI file by name
+ * @returns {(request: Request) => Promise<Response>}
+ */
+export function createHandler(options) {
+  const { execstore, bytes, wal, prefix, token, files = fetchBeside } = options;
+  if (!execstore || !execstore.Store || !execstore.MonitorApi) {
+    throw new TypeError("createHandler needs options.execstore, the loaded `execstore` package");
+  }
+  let store = options.store;
+  let backend = "memory";
+  if (!store && bytes) {
+    store = execstore.Store.sqliteFromBytes(bytes, { prefix, wal, readOnly: !token });
+    backend = "sqlite";
+  } else if (store) {
+    backend = store.kind === "memory" ? "memory" : "sqlite";
+  } else {
+    store = execstore.Store.memory();
+  }
+  const api = new execstore.MonitorApi({
+    store: options.label ?? (bytes ? "store file (in memory)" : store.kind),
+    backend,
+    prefix: prefix ?? null,
+    token,
+  });
+  const cache = new Map();
+
+  async function file(path) {
+    const [name, type] = FILES[path];
+    if (!cache.has(name)) cache.set(name, files(name));
+    const body = await cache.get(name);
+    if (body === null || body === undefined) return null;
+    return { body, type };
+  }
+
+  function respond(status, body, headers, method) {
+    return new Response(method === "HEAD" ? null : body, {
+      status,
+      headers: { ...SECURITY_HEADERS, ...headers },
+    });
+  }
+
+  return async function handle(request) {
+    const url = new URL(request.url);
+    const method = request.method.toUpperCase();
+    if (url.pathname.startsWith("/api/")) {
+      const { status, body } = api.handle(store, method, url.pathname + url.search, request.headers.get("authorization"));
+      return respond(status, body, { "content-type": "application/json", "cache-control": "no-store" }, method);
+    }
+    if (Object.hasOwn(FILES, url.pathname) && (method === "GET" || method === "HEAD")) {
+      const found = await file(url.pathname);
+      if (found) return respond(200, found.body, { "content-type": found.type, "cache-control": "no-cache" }, method);
+    }
+    return respond(404, "not found", { "content-type": "text/plain; charset=utf-8" }, method);
+  };
+}
