@@ -230,63 +230,7 @@ fn execstore_commits_on_harel_file() {
     harel.run("write_with_harel.py", &db, &[]);
     let store = open(&db);
 
-    let mut ord = store.load("ord-001").unwrap().expect("harel's ord-001");
-    assert_eq!(ord.version, 3);
-    ord.context.insert("by".into(), json!("execstore ✓ — 😀"));
-    ord.context.insert("f".into(), floats());
-    ord.active_path = Some("order.shipped".into());
-    ord.processed_events += 1;
-    ord.updated_at = Some(T0 + 10.5);
-    let mut ev =
-        Event::new("es-on-harel-1", "Ship").with_data(obj(json!({"huge": 1e20, "tiny": 1e-7, "t": TEXT})));
-    ev.created_time = Some("2024-03-04T05:06:07.000008Z".into());
-    let seqs = store
-        .commit(
-            &mut ord,
-            &Effects::new()
-                .emit(Some("pay-001"), ev)
-                .emit(None, Event::new("es-on-harel-2", "Shipped"))
-                .processed("es-on-harel-ev")
-                .schedule("order.waiting", T0 + 90.75)
-                .schedule("order.es", T0 + 45.0)
-                .cancel("order.reminder")
-                .spawn(
-                    "ord-001:es:0",
-                    "order.es",
-                    obj(json!({"by": "execstore ✓", "f": 1e20})),
-                )
-                .trace(step(
-                    "Ship",
-                    json!({"t": TEXT}),
-                    Some("order.paid"),
-                    "order.shipped",
-                    &["ship"],
-                    json!({"f": floats()}),
-                    T0 + 10.5,
-                )),
-        )
-        .expect("execstore commits on harel's file");
-    // harel's last outbox seq was 6 (purged since): AUTOINCREMENT goes on from there
-    assert_eq!(seqs, [7, 8]);
-    assert_eq!(ord.version, 4);
-    let mut ext = Execution::new("ext-201", "order");
-    ext.extra = obj(json!({"future_field": [1, 2]}));
-    store.save(&mut ext).expect("save ext-201");
-    store.ack_outbox(1).expect("ack harel's seq 1");
-    store.ack_spawn(1).expect("ack harel's spawn 1");
-    assert!(store
-        .delete_timer("pay-001", "payment.retry", T0 + 30.5)
-        .expect("delete harel's timer"));
-    assert_eq!(
-        store
-            .append_trace("trc-001", &step("Tick", json!({}), None, "s", &[], json!({}), T0))
-            .unwrap(),
-        205
-    );
-    assert!(store.purge("can-001", 1).expect("purge harel's can-001"));
-    let mut stale = store.load("pay-001").unwrap().unwrap();
-    stale.version -= 1;
-    assert!(matches!(store.save(&mut stale), Err(StoreError::Conflict { .. })));
+    commit_on_harels_data(&store);
 
     let read = harel.run("read_with_harel.py", &db, &[]);
     let view = &read["view"];
