@@ -571,23 +571,9 @@ pub mod pg {
         format!("{tag}{:x}_{nanos:x}", std::process::id())
     }
 
-    /// Drops the store tables under `prefix`.
+    /// Drops the store under `prefix`.
     pub fn drop_tables(url: &str, prefix: &str) {
-        let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
-        let tables = [
-            "executions",
-            "outbox",
-            "processed_events",
-            "timers",
-            "spawns",
-            "trace",
-            "execstore_migrations",
-        ]
-        .map(|t| format!("{prefix}_{t}"))
-        .join(", ");
-        client
-            .batch_execute(&format!("DROP TABLE IF EXISTS {tables} CASCADE"))
-            .expect("drop the test tables");
+        execstore_postgres::drop_store(url, Some(prefix)).expect("drop the test tables");
     }
 
     /// The throwaway cluster `scripts/lib/postgres.sh` started (`EXECSTORE_PG_DIR`), which

@@ -419,20 +419,10 @@ pub fn run(cfg: &Config) -> anyhow::Result<Value> {
     Ok(Value::Object(out))
 }
 
-/// The tables a [`PgStore`] makes under a prefix.
-const PG_TABLES: [&str; 7] = [
-    "executions",
-    "outbox",
-    "processed_events",
-    "timers",
-    "spawns",
-    "trace",
-    "execstore_migrations",
-];
-
 /// Drops the bench's PostgreSQL tables when it goes, unless they are to be kept.
 struct PgTables {
     url: String,
+    prefix: String,
     names: Vec<String>,
     keep: bool,
 }
@@ -442,9 +432,8 @@ impl Drop for PgTables {
         if self.keep {
             return;
         }
-        if let Ok(mut client) = postgres::Client::connect(&self.url, postgres::NoTls) {
-            let _ = client.batch_execute(&format!("DROP TABLE IF EXISTS {} CASCADE", self.names.join(", ")));
-        }
+        // Best effort: the run's result is already out.
+        let _ = execstore_postgres::drop_store(&self.url, Some(&self.prefix));
     }
 }
 
@@ -474,7 +463,9 @@ fn run_postgres(cfg: &Config) -> anyhow::Result<(Measured, u64)> {
             )
         }
     };
-    let names: Vec<String> = PG_TABLES.iter().map(|t| format!("{prefix}_{t}")).collect();
+    let names = execstore_postgres::table_names(Some(&prefix))
+        .map_err(CliError::Store)
+        .context("--prefix")?;
     let connect_err = |e: postgres::Error| {
         anyhow::Error::from(CliError::Store(execstore::StoreError::backend(e, true)))
             .context(format!("cannot connect to {url}"))
@@ -504,6 +495,7 @@ fn run_postgres(cfg: &Config) -> anyhow::Result<(Measured, u64)> {
     // From here the tables exist (the prefix was valid): drop them at the end unless kept.
     let tables = PgTables {
         url: url.to_owned(),
+        prefix,
         names,
         keep,
     };

@@ -695,18 +695,5 @@ fn postgres_is_served_too() {
     store.save(&mut exe).unwrap();
     assert_ne!(m.ok("api/changes")["token"], token);
     drop(m);
-    if let Ok(mut client) = postgres::Client::connect(&url, postgres::NoTls) {
-        let tables = [
-            "executions",
-            "outbox",
-            "processed_events",
-            "timers",
-            "spawns",
-            "trace",
-            "execstore_migrations",
-        ]
-        .map(|t| format!("{prefix}_{t}"))
-        .join(", ");
-        let _ = client.batch_execute(&format!("DROP TABLE IF EXISTS {tables} CASCADE"));
-    }
+    execstore_postgres::drop_store(&url, Some(&prefix)).expect("drop the test store");
 }

@@ -242,6 +242,37 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
+/// The tables of a store under `prefix` (`None`: the bare names): harel's six and execstore's
+/// record of its migrations.
+pub fn table_names(prefix: Option<&str>) -> Result<Vec<String>> {
+    let t = Tables::new(prefix)?;
+    Ok(vec![
+        t.executions,
+        t.outbox,
+        t.processed_events,
+        t.timers,
+        t.spawns,
+        t.trace,
+        t.migrations,
+    ])
+}
+
+/// Drops the store under `prefix` from the database at `url`: its tables (with their
+/// indexes and every row) and harel's `commit_cas` function, in one transaction. For
+/// benchmarks, tests and tearing down; there is no undo.
+pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
+    let tables = table_names(prefix)?;
+    let function = format!("{}commit_cas", Tables::new(prefix)?.pfx);
+    let mut client = Client::connect(url, NoTls).db()?;
+    let mut tx = client.transaction().db()?;
+    tx.batch_execute(&format!(
+        "DROP TABLE IF EXISTS {} CASCADE; DROP FUNCTION IF EXISTS {function}",
+        tables.join(", ")
+    ))
+    .db()?;
+    tx.commit().db()
+}
+
 impl PgStore {
     /// Connects to the database at `url` (`postgres://user@host:port/db?...`, or the
     /// `key=value` form), creates harel's tables if they are missing and applies execstore's

@@ -40,23 +40,8 @@ pub fn unique_prefix() -> String {
 
 /// Drops every table and index made under `prefix` (`None`: the bare names).
 pub fn drop_tables(url: &str, prefix: Option<&str>) {
-    let pfx = prefix.map(|p| format!("{p}_")).unwrap_or_default();
-    let Ok(mut client) = postgres::Client::connect(url, postgres::NoTls) else {
-        return;
-    };
-    let tables: Vec<String> = [
-        "executions",
-        "outbox",
-        "processed_events",
-        "timers",
-        "spawns",
-        "trace",
-        "execstore_migrations",
-    ]
-    .iter()
-    .map(|t| format!("{pfx}{t}"))
-    .collect();
-    let _ = client.batch_execute(&format!("DROP TABLE IF EXISTS {} CASCADE", tables.join(", ")));
+    // Best effort: a test that failed may have left the server unreachable.
+    let _ = execstore_postgres::drop_store(url, prefix);
 }
 
 /// A store on the test server under a table prefix of its own (or the given one, in a schema
