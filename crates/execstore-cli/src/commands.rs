@@ -11,9 +11,8 @@ use crate::error::Result;
 use crate::table::{clean, fit, Table};
 use crate::time;
 
-/// The bound `timers` uses when not given one: every armed timer fires before
-/// 9999-12-31T23:59:59Z.
-pub const ALL_TIMERS: f64 = 253_402_300_799.0;
+/// The bound `timers` uses when not given one.
+pub use execstore::validate::LATEST_TIME as ALL_TIMERS;
 
 fn write_json(out: &mut dyn Write, value: &impl Serialize) -> Result<()> {
     serde_json::to_writer_pretty(&mut *out, value)?;

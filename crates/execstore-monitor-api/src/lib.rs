@@ -24,8 +24,8 @@ use subtle::ConstantTimeEq;
 /// Page size when a request does not say.
 pub const DEFAULT_LIMIT: usize = 50;
 
-/// The `due_before` of "every timer": the end of year 9999, past any timer a store holds.
-pub const ALL_TIMERS: f64 = 253_402_300_799.0;
+/// The `due_before` of "every timer".
+pub use execstore::validate::LATEST_TIME as ALL_TIMERS;
 
 /// One API request, as the server received it.
 #[derive(Clone, Copy, Debug)]

@@ -73,6 +73,10 @@ pub fn check_id(field: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
+/// 9999-12-31T23:59:59Z in epoch seconds, the latest instant a date-time names: the `now`
+/// that lists every timer an engine arms in practice (the CLI's and monitor's "all timers").
+pub const LATEST_TIME: f64 = 253_402_300_799.0;
+
 /// Checks a time in epoch seconds: finite and not negative.
 pub fn check_time(field: &str, value: f64) -> Result<()> {
     if !value.is_finite() {
