@@ -139,26 +139,12 @@ pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
             .query_opt(&select, &[&migration.version])
             .db()?
             .map(|row| row.get(0));
-        match applied {
-            Some(found) if found == checksum => {}
-            Some(found) => {
-                return Err(StoreError::Backend {
-                    message: format!(
-                        "migration {} in {} was applied with checksum {found}, but this build's is \
-                         {checksum}: the database was migrated by an incompatible build",
-                        migration.version, tables.migrations
-                    ),
-                    retryable: false,
-                    source: None,
-                });
+        if migration.needs_applying(applied.as_deref(), &tables.migrations)? {
+            for stmt in migration.statements {
+                tx.batch_execute(&tables.sql(stmt)).db()?;
             }
-            None => {
-                for stmt in migration.statements {
-                    tx.batch_execute(&tables.sql(stmt)).db()?;
-                }
-                tx.execute(&insert, &[&migration.version, &migration.description, &checksum])
-                    .db()?;
-            }
+            tx.execute(&insert, &[&migration.version, &migration.description, &checksum])
+                .db()?;
         }
     }
     tx.commit().db()

@@ -1,6 +1,6 @@
 //! Table names, harel 0.9's tables and execstore's own migrations.
 
-use execstore::{Result, StoreError};
+use execstore::Result;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::error::Db;
@@ -85,29 +85,15 @@ pub(crate) fn migrate(conn: &mut Connection, tables: &Tables) -> Result<()> {
             .query_row(&select, [migration.version], |row| row.get(0))
             .optional()
             .db()?;
-        match applied {
-            Some(found) if found == checksum => {}
-            Some(found) => {
-                return Err(StoreError::Backend {
-                    message: format!(
-                        "migration {} in {} was applied with checksum {found}, but this build's is \
-                         {checksum}: the file was migrated by an incompatible build",
-                        migration.version, tables.migrations
-                    ),
-                    retryable: false,
-                    source: None,
-                });
+        if migration.needs_applying(applied.as_deref(), &tables.migrations)? {
+            for stmt in migration.statements {
+                tx.execute_batch(&tables.sql(stmt)).db()?;
             }
-            None => {
-                for stmt in migration.statements {
-                    tx.execute_batch(&tables.sql(stmt)).db()?;
-                }
-                tx.execute(
-                    &insert,
-                    params![migration.version, migration.description, checksum],
-                )
-                .db()?;
-            }
+            tx.execute(
+                &insert,
+                params![migration.version, migration.description, checksum],
+            )
+            .db()?;
         }
     }
     tx.commit().db()

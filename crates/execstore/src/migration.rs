@@ -2,6 +2,8 @@
 //! backend keeps its statements (SQL lives in adapters) and records the applied ones, with
 //! their checksum, in its migrations table (`TableNames::migrations`).
 
+use crate::error::{Result, StoreError};
+
 /// One schema change of execstore's own, on top of harel's tables. Migrations only add what
 /// harel's own writes keep valid (indexes over harel's columns and expressions), never
 /// columns, so harel keeps working on a migrated database.
@@ -28,5 +30,51 @@ impl Migration {
             }
         }
         format!("fnv1a64:{hash:016x}")
+    }
+
+    /// Whether this migration still has to be applied, given the checksum recorded for it in
+    /// `table` (`None`: not applied yet). A different recorded checksum means the store was
+    /// migrated by an incompatible build: a permanent [`StoreError::Backend`].
+    pub fn needs_applying(&self, recorded: Option<&str>, table: &str) -> Result<bool> {
+        let checksum = self.checksum();
+        match recorded {
+            None => Ok(true),
+            Some(found) if found == checksum => Ok(false),
+            Some(found) => Err(StoreError::Backend {
+                message: format!(
+                    "migration {} in {table} was applied with checksum {found}, but this build's is \
+                     {checksum}: the store was migrated by an incompatible build",
+                    self.version
+                ),
+                retryable: false,
+                source: None,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn applies_once_and_refuses_a_changed_migration() {
+        let m = Migration {
+            version: 7,
+            description: "x",
+            statements: &["CREATE INDEX a ON t (c)"],
+        };
+        assert!(m.needs_applying(None, "t_migrations").unwrap());
+        assert!(!m.needs_applying(Some(&m.checksum()), "t_migrations").unwrap());
+        match m.needs_applying(Some("fnv1a64:0000000000000000"), "t_migrations") {
+            Err(StoreError::Backend {
+                retryable: false,
+                message,
+                ..
+            }) => {
+                assert!(message.contains("migration 7 in t_migrations"), "{message}")
+            }
+            other => panic!("a changed migration: {other:?}"),
+        }
     }
 }
