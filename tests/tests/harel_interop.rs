@@ -171,53 +171,10 @@ fn execstore_writes_harel_reads() {
     for (label, store) in [("the open store", &store), ("a new store", &open(&db))] {
         let ctx = format!("harel committed, execstore re-reads ({label})");
         assert_matches_harel(store, &read["view_after"], &ctx);
-        let exe = store.load("ext-101").unwrap().unwrap();
-        assert_eq!(exe.version, 2, "{ctx}");
-        assert_eq!(
-            exe.context["touched_by"],
-            json!("written by harel ✓ — ünï 😀"),
-            "{ctx}"
-        );
-        assert_eq!(
-            to_value!(&exe),
-            commit["exe"],
-            "{ctx}: harel dropped the unknown fields on its write"
-        );
-        let seqs: Vec<i64> = commit["seqs"].as_array().unwrap().iter().map(i).collect();
-        let outbox = store.pending_outbox(None, ALL).unwrap();
-        assert_eq!(
-            outbox
-                .iter()
-                .rev()
-                .take(2)
-                .map(|e| e.seq)
-                .rev()
-                .collect::<Vec<_>>(),
-            seqs,
-            "{ctx}"
-        );
-        assert!(
-            store.is_processed("ext-101", "harel-processed-1").unwrap(),
-            "{ctx}"
-        );
-        let spawned = store.pending_spawns(None, ALL).unwrap();
-        assert_eq!(spawned.last().unwrap().child_id, "ext-101:harel:0", "{ctx}");
-        let trace = store.read_trace("ext-101").unwrap();
-        assert_eq!(trace.last().unwrap()["event_kind"], json!("FromHarel"), "{ctx}");
+        check_harels_commit(store, commit, &ctx);
     }
 
-    // and execstore writes on after harel: the CAS continues from harel's version
-    let mut exe = store.load("ext-101").unwrap().unwrap();
-    exe.context.insert("after_harel".into(), json!(true));
-    let seqs = store
-        .commit(
-            &mut exe,
-            &Effects::new().emit(None, Event::new("es-after-harel", "After")),
-        )
-        .expect("commit after harel");
-    assert_eq!(exe.version, 3);
-    let last_harel_seq = i(commit["seqs"].as_array().unwrap().last().unwrap());
-    assert_eq!(seqs, [last_harel_seq + 1]);
+    commit_after_harel(&store, commit);
     let read = harel.run("read_with_harel.py", &db, &[]);
     assert_matches_harel(&store, &read["view"], "execstore wrote after harel");
 }

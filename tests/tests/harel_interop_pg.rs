@@ -31,7 +31,7 @@ use std::io::Write as _;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use execstore::{Effects, Event, ExecutionStore, Status};
+use execstore::{ExecutionStore, Status};
 use execstore_e2e::pg::{drop_tables, fresh_prefix, url_or_skip};
 use execstore_postgres::{PgOptions, PgStore};
 use harel_common::*;
@@ -314,45 +314,10 @@ fn execstore_writes_pg_harel_reads() {
     for (label, store) in [("the open store", &store), ("a new store", &tables.open())] {
         let ctx = format!("harel committed, execstore re-reads ({label})");
         assert_matches_harel(store, &read["view_after"], &ctx);
-        let exe = store.load("ext-101").unwrap().unwrap();
-        assert_eq!(exe.version, 2, "{ctx}");
-        assert_eq!(
-            exe.context["touched_by"],
-            json!("written by harel ✓ — ünï 😀"),
-            "{ctx}"
-        );
-        assert_eq!(
-            to_value!(&exe),
-            commit["exe"],
-            "{ctx}: harel dropped the unknown fields on its write"
-        );
-        let seqs: Vec<i64> = commit["seqs"].as_array().unwrap().iter().map(i).collect();
-        let outbox = store.pending_outbox(None, ALL).unwrap();
-        let last_two: Vec<i64> = outbox.iter().rev().take(2).map(|e| e.seq).rev().collect();
-        assert_eq!(last_two, seqs, "{ctx}");
-        assert!(
-            store.is_processed("ext-101", "harel-processed-1").unwrap(),
-            "{ctx}"
-        );
-        let spawned = store.pending_spawns(None, ALL).unwrap();
-        assert_eq!(spawned.last().unwrap().child_id, "ext-101:harel:0", "{ctx}");
-        let trace = store.read_trace("ext-101").unwrap();
-        assert_eq!(trace.last().unwrap()["event_kind"], json!("FromHarel"), "{ctx}");
+        check_harels_commit(store, commit, &ctx);
     }
 
-    // and execstore writes on after harel: the CAS continues from harel's version, the outbox
-    // sequence from harel's last seq
-    let mut exe = store.load("ext-101").unwrap().unwrap();
-    exe.context.insert("after_harel".into(), json!(true));
-    let seqs = store
-        .commit(
-            &mut exe,
-            &Effects::new().emit(None, Event::new("es-after-harel", "After")),
-        )
-        .expect("commit after harel");
-    assert_eq!(exe.version, 3);
-    let last_harel_seq = i(commit["seqs"].as_array().unwrap().last().unwrap());
-    assert_eq!(seqs, [last_harel_seq + 1]);
+    commit_after_harel(&store, commit);
     let read = tables.harel(harel, "read_with_harel.py", &[]);
     assert_matches_harel(&store, &read["view"], "execstore wrote after harel");
 }

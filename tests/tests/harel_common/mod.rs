@@ -934,3 +934,59 @@ pub fn commit_on_harels_data(store: &dyn ExecutionStore) {
     stale.version -= 1;
     assert!(matches!(store.save(&mut stale), Err(StoreError::Conflict { .. })));
 }
+
+/// Harel's commit on `ext-101` (`read_with_harel.py --commit ext-101`, whose output holds it
+/// as `commit`), as execstore reads it: the new version and context, harel's own JSON of the
+/// execution (it drops unknown fields), its outbox seqs last, its dedupe marker, spawn and
+/// trace step.
+pub fn check_harels_commit(store: &dyn ExecutionStore, commit: &Value, ctx: &str) {
+    let exe = store.load("ext-101").unwrap().unwrap();
+    assert_eq!(exe.version, 2, "{ctx}");
+    assert_eq!(
+        exe.context["touched_by"],
+        json!("written by harel ✓ — ünï 😀"),
+        "{ctx}"
+    );
+    assert_eq!(
+        to_value!(&exe),
+        commit["exe"],
+        "{ctx}: harel dropped the unknown fields on its write"
+    );
+    let seqs: Vec<i64> = commit["seqs"].as_array().unwrap().iter().map(i).collect();
+    let outbox = store.pending_outbox(None, ALL).unwrap();
+    assert_eq!(
+        outbox
+            .iter()
+            .rev()
+            .take(2)
+            .map(|e| e.seq)
+            .rev()
+            .collect::<Vec<_>>(),
+        seqs,
+        "{ctx}"
+    );
+    assert!(
+        store.is_processed("ext-101", "harel-processed-1").unwrap(),
+        "{ctx}"
+    );
+    let spawned = store.pending_spawns(None, ALL).unwrap();
+    assert_eq!(spawned.last().unwrap().child_id, "ext-101:harel:0", "{ctx}");
+    let trace = store.read_trace("ext-101").unwrap();
+    assert_eq!(trace.last().unwrap()["event_kind"], json!("FromHarel"), "{ctx}");
+}
+
+/// execstore writes on `ext-101` after harel's commit: the CAS continues from harel's
+/// version, the outbox sequence from harel's last seq.
+pub fn commit_after_harel(store: &dyn ExecutionStore, commit: &Value) {
+    let mut exe = store.load("ext-101").unwrap().unwrap();
+    exe.context.insert("after_harel".into(), json!(true));
+    let seqs = store
+        .commit(
+            &mut exe,
+            &Effects::new().emit(None, Event::new("es-after-harel", "After")),
+        )
+        .expect("commit after harel");
+    assert_eq!(exe.version, 3);
+    let last_harel_seq = i(commit["seqs"].as_array().unwrap().last().unwrap());
+    assert_eq!(seqs, [last_harel_seq + 1]);
+}
