@@ -423,7 +423,6 @@ pub fn run(cfg: &Config) -> anyhow::Result<Value> {
 struct PgTables {
     url: String,
     prefix: String,
-    names: Vec<String>,
     keep: bool,
 }
 
@@ -463,23 +462,10 @@ fn run_postgres(cfg: &Config) -> anyhow::Result<(Measured, u64)> {
             )
         }
     };
-    let names = execstore_postgres::table_names(Some(&prefix))
+    let existing = execstore_postgres::store_exists(url, Some(&prefix))
         .map_err(CliError::Store)
-        .context("--prefix")?;
-    let connect_err = |e: postgres::Error| {
-        anyhow::Error::from(CliError::Store(execstore::StoreError::backend(e, true)))
-            .context(format!("cannot connect to {url}"))
-    };
-    let mut client = postgres::Client::connect(url, postgres::NoTls).map_err(connect_err)?;
-    let existing: i64 = client
-        .query_one(
-            "SELECT count(*) FROM pg_catalog.pg_class c \
-             WHERE c.relname = ANY($1) AND pg_catalog.pg_table_is_visible(c.oid)",
-            &[&names.iter().map(|n| n.to_lowercase()).collect::<Vec<_>>()],
-        )
-        .map_err(connect_err)?
-        .get(0);
-    if existing > 0 {
+        .with_context(|| format!("cannot connect to {url}"))?;
+    if existing {
         return Err(CliError::Input(format!(
             "tables with the prefix {prefix} already exist; the benchmark needs fresh tables \
              (pick another --prefix)"
@@ -496,20 +482,14 @@ fn run_postgres(cfg: &Config) -> anyhow::Result<(Measured, u64)> {
     let tables = PgTables {
         url: url.to_owned(),
         prefix,
-        names,
         keep,
     };
     let m = drive(store, cfg)?;
-    let bytes: i64 = client
-        .query_one(
-            "SELECT COALESCE(sum(pg_catalog.pg_total_relation_size(pg_catalog.to_regclass(t))), 0)::int8 \
-             FROM unnest($1::text[]) AS t",
-            &[&tables.names],
-        )
-        .map_err(connect_err)?
-        .get(0);
+    let bytes = execstore_postgres::store_bytes(url, Some(&tables.prefix))
+        .map_err(CliError::Store)
+        .context("measure the store's size")?;
     drop(tables);
-    Ok((m, u64::try_from(bytes).unwrap_or(0)))
+    Ok((m, bytes))
 }
 
 fn round_to(x: f64, places: i32) -> Value {

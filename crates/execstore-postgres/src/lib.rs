@@ -257,6 +257,36 @@ pub fn table_names(prefix: Option<&str>) -> Result<Vec<String>> {
     ])
 }
 
+/// Whether any table of the store under `prefix` exists (visible on the search path) in the
+/// database at `url`.
+pub fn store_exists(url: &str, prefix: Option<&str>) -> Result<bool> {
+    let names: Vec<String> = table_names(prefix)?.iter().map(|n| n.to_lowercase()).collect();
+    let mut client = Client::connect(url, NoTls).db()?;
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c \
+             WHERE c.relname = ANY($1) AND pg_catalog.pg_table_is_visible(c.oid))",
+            &[&names],
+        )
+        .db()?;
+    Ok(row.get(0))
+}
+
+/// The disk the store under `prefix` takes in the database at `url`: its tables' heap,
+/// indexes and TOAST (`pg_total_relation_size`), dead rows not yet vacuumed included.
+pub fn store_bytes(url: &str, prefix: Option<&str>) -> Result<u64> {
+    let names = table_names(prefix)?;
+    let mut client = Client::connect(url, NoTls).db()?;
+    let row = client
+        .query_one(
+            "SELECT COALESCE(sum(pg_catalog.pg_total_relation_size(pg_catalog.to_regclass(t))), 0)::int8 \
+             FROM unnest($1::text[]) AS t",
+            &[&names],
+        )
+        .db()?;
+    Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+}
+
 /// Drops the store under `prefix` from the database at `url`: its tables (with their
 /// indexes and every row) and harel's `commit_cas` function, in one transaction. For
 /// benchmarks, tests and tearing down; there is no undo.

@@ -288,6 +288,22 @@ impl SqliteStore {
         Ok(store)
     }
 
+    /// wasm32 only: recovers the commits of the database `name`'s `-wal` log (kept by the VFS
+    /// `vfs`) into the database file, and leaves it in rollback-journal mode, one file. For a
+    /// store file imported with its `-wal` sidecar.
+    #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+    pub fn merge_wal_in_vfs(name: &str, vfs: &str) -> Result<()> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags_and_vfs(name, flags, vfs).db()?;
+        conn.query_row("PRAGMA locking_mode = EXCLUSIVE", [], |_| Ok(()))
+            .db()?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get::<_, i64>(0))
+            .db()?;
+        conn.query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()))
+            .db()?;
+        conn.close().map_err(|(_, e)| e).db()
+    }
+
     fn init(mut conn: Connection, tables: Tables, options: &SqliteOptions, durable: bool) -> Result<Self> {
         let wait = busy_wait(options);
         conn.busy_timeout(wait).db()?;

@@ -11,7 +11,6 @@
 use std::cell::Cell;
 
 use execstore_sqlite::{SqliteOptions, SqliteStore};
-use rusqlite::{Connection, OpenFlags};
 use sqlite_wasm_rs::vfs::memvfs::{MemVfsError, MemVfsUtil};
 use sqlite_wasm_rs::vfs::transfer::DbTransfer;
 use sqlite_wasm_rs::vfs::VfsFilesManager;
@@ -160,21 +159,8 @@ impl Drop for Image {
 /// Recovers the commits of `name`'s `-wal` log into the file and leaves it in rollback
 /// journal mode, as one file.
 fn merge_wal(name: &str) -> Result<(), WasmError> {
-    let sqlite = |e: rusqlite::Error| invalid("wal", format!("cannot recover the -wal sidecar: {e}"));
-    let conn = Connection::open_with_flags_and_vfs(
-        name,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        MEMVFS,
-    )
-    .map_err(sqlite)?;
-    conn.query_row("PRAGMA locking_mode = EXCLUSIVE", [], |_| Ok(()))
-        .map_err(sqlite)?;
-    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get::<_, i64>(0))
-        .map_err(sqlite)?;
-    conn.query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()))
-        .map_err(sqlite)?;
-    conn.close().map_err(|(_, e)| sqlite(e))?;
-    Ok(())
+    SqliteStore::merge_wal_in_vfs(name, MEMVFS)
+        .map_err(|e| invalid("wal", format!("cannot recover the -wal sidecar: {e}")))
 }
 
 /// Removes an image and any journal SQLite left beside it.
