@@ -5,7 +5,7 @@
 //! `&dyn ExecutionStore`, so one comparison serves every backend.
 #![allow(dead_code)] // each test crate uses a part of this module
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -989,4 +989,30 @@ pub fn commit_after_harel(store: &dyn ExecutionStore, commit: &Value) {
     assert_eq!(exe.version, 3);
     let last_harel_seq = i(commit["seqs"].as_array().unwrap().last().unwrap());
     assert_eq!(seqs, [last_harel_seq + 1]);
+}
+
+/// Harel's view of what `write_variety` wrote: its 17 executions in every status, the text
+/// and floats as written, unknown fields ignored. Returns harel's raw row of `ext-101`.
+pub fn check_harel_read_the_variety(view: &Value) -> &Value {
+    let exes = view["executions"].as_object().unwrap();
+    assert_eq!(exes.len(), 17);
+    let statuses: BTreeSet<&str> = exes.values().map(|e| s(&e["status"])).collect();
+    assert_eq!(
+        statuses.len(),
+        Status::ALL.len(),
+        "every status is present: {statuses:?}"
+    );
+    assert_eq!(exes["ord-101"]["context"]["note"], json!(TEXT));
+    assert_eq!(exes["ord-101"]["context"]["floats"], floats());
+    assert!(
+        exes["ext-101"].get("future_field").is_none(),
+        "harel ignores unknown fields"
+    );
+    let raw_ext = view["raw"]["executions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[0] == json!("ext-101"))
+        .unwrap();
+    raw_ext
 }
