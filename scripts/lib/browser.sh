@@ -19,6 +19,9 @@
 #
 # Works as root on Debian 12 (apt-get), or as a user who has Chromium and Node already.
 
+# shellcheck source=apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+
 BROWSER_TESTS_DIR=tests/browser
 BROWSER_NODE_MAJOR_MIN=20
 
@@ -32,23 +35,13 @@ _browser_skipped() {
 	return 1
 }
 
-_browser_apt_install() { # PACKAGE... installs what apt knows by these names
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "browser.sh: $* missing and not root: install them (apt-get install $*)" >&2
-		return 1
-	fi
-	_browser_say "installing $* from Debian's packages"
-	DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
-}
-
 browser_install() {
 	_browser_skipped && return 0
 	local chromium="${EXECSTORE_CHROMIUM:-/usr/bin/chromium}" missing=()
 	[ -x "$chromium" ] || missing+=(chromium)
 	command -v python3 >/dev/null || missing+=(python3)
 	if [ ${#missing[@]} -gt 0 ]; then
-		_browser_apt_install "${missing[@]}" || return 1
+		apt_install "${missing[@]}" || return 1
 	fi
 	[ -x "$chromium" ] || {
 		echo "browser.sh: no browser at $chromium" >&2

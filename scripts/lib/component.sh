@@ -33,6 +33,9 @@
 # themselves (a no-op when component_build ran) and fail, saying how to fix it, when it
 # cannot be built and EXECSTORE_SKIP_COMPONENT is not set.
 
+# shellcheck source=apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+
 COMPONENT_TARGET=wasm32-wasip2
 # Where the tests look for the component (crates/execstore-component-host/tests/support).
 COMPONENT_WASM=target/component/$COMPONENT_TARGET/component/execstore_component.wasm
@@ -66,10 +69,7 @@ component_install_tools() {
 		if command -v clang >/dev/null && [ -f /usr/include/wasm32-wasi/stdio.h ]; then
 			_component_note "clang and wasi-libc present (SQLite in the component)"
 		else
-			_component_note "installing clang and wasi-libc from Debian (SQLite in the component)"
-			DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-				DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 \
-					clang wasi-libc >/dev/null
+			apt_install clang wasi-libc
 		fi
 	fi
 	_component_note "component features: ${EXECSTORE_COMPONENT_FEATURES:-(none: memory only)}"

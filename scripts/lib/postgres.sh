@@ -14,6 +14,9 @@
 #
 # Run as root (the cluster runs as `postgres`) or as a non-root user (it runs as that user).
 
+# shellcheck source=apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+
 pg_bin_dir() {
 	local d
 	d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
@@ -26,9 +29,7 @@ pg_bin_dir() {
 
 pg_install() {
 	pg_bin_dir >/dev/null && return 0
-	echo "postgres.sh: installing PostgreSQL from Debian's packages" >&2
-	DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2
+	apt_install postgresql
 	pg_bin_dir >/dev/null
 }
 

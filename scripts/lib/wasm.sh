@@ -31,6 +31,9 @@
 #
 # Works as root on Debian 12 (apt-get), or as a user who has the packages already.
 
+# shellcheck source=apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+
 WASM_PACK_VERSION=0.15.1
 WASM_RUST_TARGET=wasm32-unknown-unknown
 WASM_NODE_MAJOR_MIN=20
@@ -52,16 +55,6 @@ _wasm_bindgen_locked() {
 	awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock
 }
 
-_wasm_apt_install() { # PACKAGE...
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "wasm.sh: $* missing and not root: install them (apt-get install $*)" >&2
-		return 1
-	fi
-	_wasm_say "installing $* from Debian's packages"
-	DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
-}
-
 wasm_install() {
 	_wasm_skipped && return 0
 	local started=$SECONDS
@@ -78,7 +71,7 @@ wasm_install() {
 	[ -x "$chromium" ] || missing+=(chromium)
 	[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 	if [ ${#missing[@]} -gt 0 ]; then
-		_wasm_apt_install "${missing[@]}" || return 1
+		apt_install "${missing[@]}" || return 1
 	else
 		_wasm_say "clang, chromium, chromium-driver present"
 	fi
