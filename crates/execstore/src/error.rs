@@ -38,6 +38,15 @@ pub enum StoreError {
         /// Its key as given.
         key: String,
     },
+    /// The operation would create something that already exists: an event id already in a
+    /// workspace's log. Nothing was changed.
+    #[error("already exists: {what} {key}")]
+    AlreadyExists {
+        /// The kind of thing (`event`, ...).
+        what: &'static str,
+        /// Its key as given.
+        key: String,
+    },
     /// Stored data could not be read back (not JSON, or not of the expected shape).
     #[error("stored data is unreadable: {what}: {reason}")]
     Corrupt {
@@ -96,12 +105,13 @@ impl StoreError {
     }
 
     /// A stable upper-case code for the kind, as surfaces outside Rust report it
-    /// (`CONFLICT`, `INVALID_INPUT`, `NOT_FOUND`, `CORRUPT`, `BACKEND`).
+    /// (`CONFLICT`, `INVALID_INPUT`, `NOT_FOUND`, `ALREADY_EXISTS`, `CORRUPT`, `BACKEND`).
     pub fn code(&self) -> &'static str {
         match self {
             StoreError::Conflict { .. } => "CONFLICT",
             StoreError::InvalidInput { .. } => "INVALID_INPUT",
             StoreError::NotFound { .. } => "NOT_FOUND",
+            StoreError::AlreadyExists { .. } => "ALREADY_EXISTS",
             StoreError::Corrupt { .. } => "CORRUPT",
             StoreError::Backend { .. } => "BACKEND",
         }

@@ -282,6 +282,10 @@ fn duplicate(e: &StoreError) -> StoreError {
             what,
             key: key.clone(),
         },
+        StoreError::AlreadyExists { what, key } => StoreError::AlreadyExists {
+            what,
+            key: key.clone(),
+        },
         StoreError::Corrupt { what, reason } => StoreError::Corrupt {
             what: what.clone(),
             reason: reason.clone(),

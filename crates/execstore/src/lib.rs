@@ -23,9 +23,12 @@ pub mod pyjson;
 mod query;
 mod store;
 pub mod validate;
+pub mod workspace;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
+#[cfg(feature = "conformance")]
+pub mod workspace_conformance;
 
 pub use error::{Result, StoreError};
 pub use group::{GroupCommit, GroupCommitStats, DEFAULT_MAX_BATCH};

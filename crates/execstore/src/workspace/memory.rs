@@ -1,0 +1,623 @@
+//! [`MemoryWorkspaceStorage`]: every workspace in process memory.
+
+use super::model::{
+    Entry, Envelope, EvaluationError, Lease, RuleProgress, Run, ScopeState, StoredRule, StoredRuleStatus,
+    WorkspaceInfo, WorkspaceRef,
+};
+use super::policy::RunPolicy;
+use super::storage::{
+    check_cursor, check_entries, check_lease, envelopes_for, LogQuery, RunQuery, WorkspaceCapabilities,
+    WorkspaceStorage, WorkspaceTx,
+};
+use super::time::{Clock, Timestamp};
+use super::{check_batch, check_key, due};
+use crate::error::{Result, StoreError};
+use indexmap::IndexMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+#[derive(Default)]
+struct Data {
+    log: Vec<Envelope>,
+    ids: HashMap<String, usize>,
+    progress: IndexMap<String, RuleProgress>,
+    states: HashMap<String, IndexMap<String, ScopeState>>,
+    runs: IndexMap<String, Run>,
+    dead_letters: Vec<EvaluationError>,
+    schedules: IndexMap<String, Timestamp>,
+    leases: BTreeMap<String, Lease>,
+    cursors: BTreeMap<String, i64>,
+    rules: BTreeMap<String, StoredRule>,
+}
+
+struct Inner {
+    clock: Arc<dyn Clock>,
+    // Every workspace that a transaction began on, by tenant then workspace.
+    data: Mutex<BTreeMap<WorkspaceRef, Data>>,
+    // The workspaces a transaction holds now; `turn` is signalled when one ends or commits.
+    busy: Mutex<std::collections::HashSet<WorkspaceRef>>,
+    turn: Condvar,
+    appended: Condvar,
+}
+
+/// Workspaces kept in process memory: the whole contract, nothing kept across restarts, not
+/// shared between processes. Clones share the same workspaces.
+#[derive(Clone)]
+pub struct MemoryWorkspaceStorage {
+    inner: Arc<Inner>,
+}
+
+impl MemoryWorkspaceStorage {
+    /// An empty storage on `clock`.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        MemoryWorkspaceStorage {
+            inner: Arc::new(Inner {
+                clock,
+                data: Mutex::new(BTreeMap::new()),
+                busy: Mutex::new(Default::default()),
+                turn: Condvar::new(),
+                appended: Condvar::new(),
+            }),
+        }
+    }
+
+    fn data(&self) -> MutexGuard<'_, BTreeMap<WorkspaceRef, Data>> {
+        self.inner.data.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn with<T>(&self, ws: &WorkspaceRef, f: impl FnOnce(Option<&Data>) -> T) -> Result<T> {
+        ws.check()?;
+        Ok(f(self.data().get(ws)))
+    }
+}
+
+struct MemoryTx {
+    inner: Arc<Inner>,
+    ws: WorkspaceRef,
+    log: Vec<Envelope>,
+    progress: IndexMap<String, RuleProgress>,
+    states: HashMap<String, IndexMap<String, ScopeState>>,
+    cleared: Vec<String>,
+    runs: IndexMap<String, Run>,
+    dead_letters: Vec<EvaluationError>,
+    schedules: IndexMap<String, Timestamp>,
+    rules: BTreeMap<String, StoredRule>,
+    done: bool,
+}
+
+impl MemoryTx {
+    fn committed<T>(&self, f: impl FnOnce(&Data) -> T) -> T {
+        let data = self.inner.data.lock().unwrap_or_else(|p| p.into_inner());
+        // begin() created the workspace's entry.
+        f(data.get(&self.ws).unwrap_or(&Data::default()))
+    }
+
+    fn release(&mut self) {
+        if !self.done {
+            self.done = true;
+            let mut busy = self.inner.busy.lock().unwrap_or_else(|p| p.into_inner());
+            busy.remove(&self.ws);
+            self.inner.turn.notify_all();
+        }
+    }
+}
+
+impl Drop for MemoryTx {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl WorkspaceTx for MemoryTx {
+    fn append(&mut self, entries: &[Entry]) -> Result<Vec<Envelope>> {
+        check_entries(entries)?;
+        for entry in entries {
+            if self.envelope(&entry.id)?.is_some() {
+                return Err(StoreError::AlreadyExists {
+                    what: "event",
+                    key: entry.id.clone(),
+                });
+            }
+        }
+        let (head_seq, head_ts) = match self.log.last() {
+            Some(last) => (last.seq, Some(last.ts)),
+            None => self.committed(|d| (d.log.len() as i64, d.log.last().map(|e| e.ts))),
+        };
+        let envelopes = envelopes_for(&self.ws, entries, head_seq, head_ts, &*self.inner.clock);
+        self.log.extend(envelopes.iter().cloned());
+        Ok(envelopes)
+    }
+
+    fn envelope(&mut self, event_id: &str) -> Result<Option<Envelope>> {
+        if let Some(e) = self.log.iter().find(|e| e.id == event_id) {
+            return Ok(Some(e.clone()));
+        }
+        Ok(self.committed(|d| d.ids.get(event_id).map(|&i| d.log[i].clone())))
+    }
+
+    fn head_seq(&mut self) -> Result<i64> {
+        Ok(self.committed(|d| d.log.len() as i64) + self.log.len() as i64)
+    }
+
+    fn read(&mut self, after_seq: i64, limit: usize) -> Result<Vec<Envelope>> {
+        if after_seq < 0 {
+            return Err(StoreError::invalid(
+                "after_seq",
+                format!("{after_seq} is negative"),
+            ));
+        }
+        let mut out: Vec<Envelope> = self.committed(|d| {
+            d.log
+                .iter()
+                .skip(after_seq as usize)
+                .take(limit)
+                .cloned()
+                .collect()
+        });
+        let rest = limit - out.len();
+        out.extend(self.log.iter().filter(|e| e.seq > after_seq).take(rest).cloned());
+        Ok(out)
+    }
+
+    fn progress(&mut self, rule: &str) -> Result<Option<RuleProgress>> {
+        check_key("rule", rule)?;
+        if let Some(p) = self.progress.get(rule) {
+            return Ok(Some(p.clone()));
+        }
+        Ok(self.committed(|d| d.progress.get(rule).cloned()))
+    }
+
+    fn save_progress(&mut self, rule: &str, progress: &RuleProgress) -> Result<()> {
+        check_key("rule", rule)?;
+        self.progress.insert(rule.to_owned(), progress.clone());
+        Ok(())
+    }
+
+    fn states(&mut self, rule: &str, keys: &[String]) -> Result<Vec<(String, ScopeState)>> {
+        check_key("rule", rule)?;
+        check_batch("keys", keys.len())?;
+        let cleared = self.cleared.iter().any(|r| r == rule);
+        let pending = self.states.get(rule);
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for key in keys {
+            if !seen.insert(key) {
+                continue;
+            }
+            let found = pending.and_then(|p| p.get(key)).cloned().or_else(|| {
+                if cleared {
+                    None
+                } else {
+                    self.committed(|d| d.states.get(rule).and_then(|s| s.get(key)).cloned())
+                }
+            });
+            if let Some(state) = found {
+                out.push((key.clone(), state));
+            }
+        }
+        Ok(out)
+    }
+
+    fn save_states(&mut self, rule: &str, states: &[(String, ScopeState)]) -> Result<()> {
+        check_key("rule", rule)?;
+        check_batch("states", states.len())?;
+        for (key, _) in states {
+            check_key("scope_key", key)?;
+        }
+        let pending = self.states.entry(rule.to_owned()).or_default();
+        for (key, state) in states {
+            pending.insert(key.clone(), state.clone());
+        }
+        Ok(())
+    }
+
+    fn clear_states(&mut self, rule: &str) -> Result<()> {
+        check_key("rule", rule)?;
+        if !self.cleared.iter().any(|r| r == rule) {
+            self.cleared.push(rule.to_owned());
+        }
+        self.states.remove(rule);
+        Ok(())
+    }
+
+    fn run(&mut self, run_id: &str) -> Result<Option<Run>> {
+        check_key("run_id", run_id)?;
+        if let Some(r) = self.runs.get(run_id) {
+            return Ok(Some(r.clone()));
+        }
+        Ok(self.committed(|d| d.runs.get(run_id).cloned()))
+    }
+
+    fn save_runs(&mut self, runs: &[Run]) -> Result<()> {
+        check_batch("runs", runs.len())?;
+        for run in runs {
+            self.runs.insert(run.id().to_owned(), run.clone());
+        }
+        Ok(())
+    }
+
+    fn scope_runs(&mut self, rule: &str, scope_key: &str) -> Result<Vec<Run>> {
+        check_key("rule", rule)?;
+        check_key("scope_key", scope_key)?;
+        let mut merged: IndexMap<String, Run> = self.committed(|d| d.runs.clone());
+        for (id, run) in &self.runs {
+            merged.insert(id.clone(), run.clone());
+        }
+        let mut found: Vec<Run> = merged
+            .into_values()
+            .filter(|r| {
+                r.rule() == rule
+                    && r.scope_key() == scope_key
+                    && r.status() != super::model::RunStatus::Succeeded
+            })
+            .collect();
+        // Stable: runs fired at the same seq keep their creation order.
+        found.sort_by_key(|r| r.fired_seq());
+        Ok(found)
+    }
+
+    fn dead_letter(&mut self, errors: &[EvaluationError]) -> Result<()> {
+        check_batch("errors", errors.len())?;
+        self.dead_letters.extend(errors.iter().cloned());
+        Ok(())
+    }
+
+    fn schedule(&mut self, name: &str) -> Result<Option<Timestamp>> {
+        check_key("name", name)?;
+        if let Some(at) = self.schedules.get(name) {
+            return Ok(Some(*at));
+        }
+        Ok(self.committed(|d| d.schedules.get(name).copied()))
+    }
+
+    fn save_schedule(&mut self, name: &str, at: Timestamp) -> Result<()> {
+        check_key("name", name)?;
+        self.schedules.insert(name.to_owned(), at);
+        Ok(())
+    }
+
+    fn stored_rule(&mut self, name: &str) -> Result<Option<StoredRule>> {
+        check_key("name", name)?;
+        if let Some(r) = self.rules.get(name) {
+            return Ok(Some(r.clone()));
+        }
+        Ok(self.committed(|d| d.rules.get(name).cloned()))
+    }
+
+    fn stored_rules(&mut self) -> Result<Vec<StoredRule>> {
+        let mut all = self.committed(|d| d.rules.clone());
+        for (name, rule) in &self.rules {
+            all.insert(name.clone(), rule.clone());
+        }
+        Ok(active(all.into_values()))
+    }
+
+    fn save_stored_rule(&mut self, stored: &StoredRule) -> Result<()> {
+        stored.check()?;
+        let name = stored.name().to_owned();
+        let following = self.stored_rule(&name)?.map_or(1, |r| r.version + 1);
+        if stored.version != following {
+            return Err(super::wrong_version(&name, following, stored.version));
+        }
+        self.rules.insert(name, stored.clone());
+        Ok(())
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<()> {
+        {
+            let mut all = self.inner.data.lock().unwrap_or_else(|p| p.into_inner());
+            let data = all.entry(self.ws.clone()).or_default();
+            for e in std::mem::take(&mut self.log) {
+                data.ids.insert(e.id.clone(), data.log.len());
+                data.log.push(e);
+            }
+            for (rule, p) in std::mem::take(&mut self.progress) {
+                data.progress.insert(rule, p);
+            }
+            for rule in std::mem::take(&mut self.cleared) {
+                data.states.remove(&rule);
+            }
+            for (rule, states) in std::mem::take(&mut self.states) {
+                let into = data.states.entry(rule).or_default();
+                for (k, s) in states {
+                    into.insert(k, s);
+                }
+            }
+            for (id, run) in std::mem::take(&mut self.runs) {
+                data.runs.insert(id, run);
+            }
+            data.dead_letters.append(&mut self.dead_letters);
+            for (name, at) in std::mem::take(&mut self.schedules) {
+                data.schedules.insert(name, at);
+            }
+            for (name, rule) in std::mem::take(&mut self.rules) {
+                data.rules.insert(name, rule);
+            }
+        }
+        self.release();
+        self.inner.appended.notify_all();
+        Ok(())
+    }
+}
+
+fn active(rules: impl Iterator<Item = StoredRule>) -> Vec<StoredRule> {
+    let mut out: Vec<StoredRule> = rules.filter(|r| r.status == StoredRuleStatus::Active).collect();
+    out.sort_by(|a, b| a.name().cmp(b.name()));
+    out
+}
+
+impl WorkspaceStorage for MemoryWorkspaceStorage {
+    fn capabilities(&self) -> WorkspaceCapabilities {
+        WorkspaceCapabilities::new(false, false)
+    }
+
+    fn begin(&self, workspace: &WorkspaceRef) -> Result<Box<dyn WorkspaceTx>> {
+        workspace.check()?;
+        {
+            let mut busy = self.inner.busy.lock().unwrap_or_else(|p| p.into_inner());
+            while busy.contains(workspace) {
+                busy = self.inner.turn.wait(busy).unwrap_or_else(|p| p.into_inner());
+            }
+            busy.insert(workspace.clone());
+        }
+        self.data().entry(workspace.clone()).or_default();
+        Ok(Box::new(MemoryTx {
+            inner: self.inner.clone(),
+            ws: workspace.clone(),
+            log: Vec::new(),
+            progress: IndexMap::new(),
+            states: HashMap::new(),
+            cleared: Vec::new(),
+            runs: IndexMap::new(),
+            dead_letters: Vec::new(),
+            schedules: IndexMap::new(),
+            rules: BTreeMap::new(),
+            done: false,
+        }))
+    }
+
+    fn head_seq(&self, workspace: &WorkspaceRef) -> Result<i64> {
+        self.with(workspace, |d| d.map_or(0, |d| d.log.len() as i64))
+    }
+
+    fn read(&self, workspace: &WorkspaceRef, query: &LogQuery) -> Result<Vec<Envelope>> {
+        query.check()?;
+        self.with(workspace, |d| {
+            let Some(d) = d else { return Vec::new() };
+            let start = (query.after_seq.max(0) as usize).min(d.log.len());
+            let end = match query.before_seq {
+                Some(b) => ((b - 1).max(0) as usize).min(d.log.len()).max(start),
+                None => d.log.len(),
+            };
+            let found: Vec<&Envelope> = d.log[start..end]
+                .iter()
+                .filter(|e| {
+                    query
+                        .types
+                        .as_ref()
+                        .is_none_or(|t| t.iter().any(|t| t == e.event_type()))
+                })
+                .collect();
+            let found: Vec<&Envelope> = match (query.limit, query.last) {
+                (_, Some(last)) => found[found.len().saturating_sub(last)..].to_vec(),
+                (Some(limit), None) => found.into_iter().take(limit).collect(),
+                (None, None) => found,
+            };
+            found.into_iter().cloned().collect()
+        })
+    }
+
+    fn rule_history(&self, workspace: &WorkspaceRef, name: &str) -> Result<Vec<Envelope>> {
+        check_key("name", name)?;
+        self.with(workspace, |d| {
+            d.map(|d| {
+                d.log
+                    .iter()
+                    .filter(|e| e.stored_rule() == Some(name))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+        })
+    }
+
+    fn envelope(&self, workspace: &WorkspaceRef, event_id: &str) -> Result<Option<Envelope>> {
+        check_key("event_id", event_id)?;
+        self.with(workspace, |d| {
+            d.and_then(|d| d.ids.get(event_id).map(|&i| d.log[i].clone()))
+        })
+    }
+
+    fn run(&self, workspace: &WorkspaceRef, run_id: &str) -> Result<Option<Run>> {
+        check_key("run_id", run_id)?;
+        self.with(workspace, |d| d.and_then(|d| d.runs.get(run_id).cloned()))
+    }
+
+    fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>> {
+        query.check()?;
+        self.with(workspace, |d| {
+            let Some(d) = d else { return Vec::new() };
+            d.runs
+                .values()
+                .rev()
+                .filter(|r| {
+                    query.rule.as_deref().is_none_or(|x| r.rule() == x)
+                        && query.status.is_none_or(|s| r.status() == s)
+                        && query.scope_key.as_deref().is_none_or(|k| r.scope_key() == k)
+                })
+                .take(query.limit.unwrap_or(usize::MAX))
+                .cloned()
+                .collect()
+        })
+    }
+
+    fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>> {
+        if let Some(rule) = rule {
+            check_key("rule", rule)?;
+        }
+        self.with(workspace, |d| {
+            d.map(|d| {
+                d.dead_letters
+                    .iter()
+                    .filter(|l| rule.is_none_or(|r| l.rule() == r))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+        })
+    }
+
+    fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>> {
+        self.with(workspace, |d| {
+            d.map(|d| d.progress.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default()
+        })
+    }
+
+    fn schedules(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, Timestamp)>> {
+        self.with(workspace, |d| {
+            d.map(|d| d.schedules.iter().map(|(k, v)| (k.clone(), v.to_utc())).collect())
+                .unwrap_or_default()
+        })
+    }
+
+    fn stored_rules(&self, workspace: &WorkspaceRef) -> Result<Vec<StoredRule>> {
+        self.with(workspace, |d| {
+            d.map(|d| active(d.rules.values().cloned())).unwrap_or_default()
+        })
+    }
+
+    fn workspaces(&self) -> Result<Vec<WorkspaceRef>> {
+        Ok(self
+            .data()
+            .iter()
+            .filter(|(_, d)| !d.log.is_empty())
+            .map(|(ws, _)| ws.clone())
+            .collect())
+    }
+
+    fn workspace_info(&self, workspace: &WorkspaceRef) -> Result<Option<WorkspaceInfo>> {
+        self.with(workspace, |d| {
+            d.map(|d| WorkspaceInfo {
+                workspace: workspace.clone(),
+                head_seq: d.log.len() as i64,
+                head_ts: d.log.last().map(|e| e.ts.to_utc()),
+            })
+        })
+    }
+
+    fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
+        super::check_due_limit(limit)?;
+        let all = self.data();
+        let candidates = all.iter().flat_map(|(ws, d)| {
+            d.runs
+                .values()
+                .enumerate()
+                .map(move |(position, run)| due::Candidate {
+                    workspace: ws,
+                    position: position as i64,
+                    run,
+                    lease_expires_at: d
+                        .leases
+                        .get(&super::model::run_lease(run.id()))
+                        .map(|l| l.expires_at),
+                })
+        });
+        Ok(due::due_runs(candidates, now, limit, policy))
+    }
+
+    fn acquire_lease(
+        &self,
+        workspace: &WorkspaceRef,
+        key: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool> {
+        workspace.check()?;
+        check_lease(key, holder, Some(ttl))?;
+        let now = self.inner.clock.now();
+        let expires_at = now.plus_micros(ttl.as_micros() as i64)?.to_utc();
+        let mut all = self.data();
+        let leases = &mut all.entry(workspace.clone()).or_default().leases;
+        if let Some(current) = leases.get(key) {
+            if current.holder != holder && current.expires_at > now {
+                return Ok(false);
+            }
+        }
+        leases.insert(
+            key.to_owned(),
+            Lease {
+                key: key.to_owned(),
+                holder: holder.to_owned(),
+                expires_at,
+            },
+        );
+        Ok(true)
+    }
+
+    fn release_lease(&self, workspace: &WorkspaceRef, key: &str, holder: &str) -> Result<()> {
+        workspace.check()?;
+        check_lease(key, holder, None)?;
+        let mut all = self.data();
+        if let Some(d) = all.get_mut(workspace) {
+            if d.leases.get(key).is_some_and(|l| l.holder == holder) {
+                d.leases.remove(key);
+            }
+        }
+        Ok(())
+    }
+
+    fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>> {
+        self.with(workspace, |d| {
+            d.map(|d| d.leases.values().cloned().collect())
+                .unwrap_or_default()
+        })
+    }
+
+    fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {
+        check_cursor(name, None)?;
+        self.with(workspace, |d| {
+            d.and_then(|d| d.cursors.get(name).copied()).unwrap_or(0)
+        })
+    }
+
+    fn save_cursor(&self, workspace: &WorkspaceRef, name: &str, seq: i64) -> Result<()> {
+        workspace.check()?;
+        check_cursor(name, Some(seq))?;
+        let mut all = self.data();
+        let cursors = &mut all.entry(workspace.clone()).or_default().cursors;
+        let saved = cursors.entry(name.to_owned()).or_insert(seq);
+        *saved = (*saved).max(seq);
+        Ok(())
+    }
+
+    fn cursors(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, i64)>> {
+        self.with(workspace, |d| {
+            d.map(|d| d.cursors.iter().map(|(k, v)| (k.clone(), *v)).collect())
+                .unwrap_or_default()
+        })
+    }
+
+    fn wait_for_append(&self, workspace: &WorkspaceRef, after_seq: i64, timeout: Duration) -> Result<bool> {
+        workspace.check()?;
+        let grown = |all: &BTreeMap<WorkspaceRef, Data>| {
+            all.get(workspace).is_some_and(|d| d.log.len() as i64 > after_seq)
+        };
+        let all = self.data();
+        if grown(&all) {
+            return Ok(true);
+        }
+        if cfg!(all(target_family = "wasm", target_os = "unknown")) {
+            // No threads: nothing can commit while this waits.
+            return Ok(false);
+        }
+        let (all, result) = self
+            .inner
+            .appended
+            .wait_timeout_while(all, timeout, |all| !grown(all))
+            .unwrap_or_else(|p| p.into_inner());
+        drop(all);
+        Ok(!result.timed_out())
+    }
+}

@@ -1,0 +1,75 @@
+//! The workspace log: the second contract, reflexr 0.1.1's `Storage`, beside the execution store.
+//!
+//! A tenant's workspace holds a gap-free log of events, each rule's progress and scope states,
+//! runs with a due time and a run policy, dead letters, schedule ticks, leases that expire by
+//! an injectable [`Clock`], forward-only consumer cursors and versioned stored rules. Every
+//! write happens in a [`WorkspaceTx`], serialized per workspace from the moment it begins.
+//! The records are reflexr's own JSON, byte for byte, so a reflexr database and an execstore
+//! one are the same thing.
+//!
+//! [`MemoryWorkspaceStorage`] is the in-memory backend; `execstore-sqlite` and
+//! `execstore-postgres` keep reflexr's `reflexr_*` tables. The behaviour suite is
+//! `execstore::workspace_conformance` (feature `conformance`).
+
+mod due;
+mod memory;
+mod model;
+mod policy;
+mod storage;
+mod subscribe;
+mod time;
+
+pub use due::{due_runs as reference_due_runs, Candidate};
+pub use memory::MemoryWorkspaceStorage;
+pub use model::{
+    check_event, run_lease, Entry, Envelope, EvaluationError, Lease, NewRun, RuleProgress, Run, RunStatus,
+    ScopeState, StoredRule, StoredRuleStatus, WorkspaceInfo, WorkspaceRef, RULE_ARCHIVED, RULE_INSTALLED,
+};
+pub use policy::RunPolicy;
+pub use storage::{
+    check_cursor, check_entries, check_lease, envelopes_for, LogQuery, RunQuery, WorkspaceCapabilities,
+    WorkspaceStorage, WorkspaceTx, MAX_BATCH, MAX_READ,
+};
+pub use subscribe::{Subscription, SUBSCRIBE_PAGE};
+#[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+pub use time::SystemClock;
+pub use time::{Clock, ManualClock, Timestamp};
+
+use crate::error::{Result, StoreError};
+
+/// Checks a key-like argument (rule, scope key, run id, schedule or stored rule name).
+pub fn check_key(field: &str, value: &str) -> Result<()> {
+    crate::validate::check_id(field, value)
+}
+
+/// Checks how many items one call writes or asks for.
+pub fn check_batch(field: &str, n: usize) -> Result<()> {
+    if n > MAX_BATCH {
+        return Err(StoreError::invalid(
+            field,
+            format!("{n} items is more than {MAX_BATCH}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks `due_runs`'s limit (0 is allowed and returns nothing, as in reflexr).
+pub fn check_due_limit(limit: usize) -> Result<()> {
+    if limit > MAX_READ {
+        return Err(StoreError::invalid(
+            "limit",
+            format!("{limit} is more than {MAX_READ}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The error for saving a stored rule at any version but the next: a [`StoreError::Conflict`]
+/// whose `expected` is the next version and `found` the one given.
+pub fn wrong_version(name: &str, following: i64, given: i64) -> StoreError {
+    StoreError::Conflict {
+        id: format!("stored rule {name}"),
+        expected: following,
+        found: Some(given),
+    }
+}
