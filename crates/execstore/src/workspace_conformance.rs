@@ -1017,6 +1017,18 @@ pub fn workspaces_lists_those_with_a_log(h: &dyn WorkspaceHarness) {
     let info = s.workspace_info(&ws("t-list-a", "z")).unwrap().unwrap();
     assert_eq!((info.head_seq, info.head_ts), (1, Some(t0())));
     assert!(s.workspace_info(&ws("t-list-x", "w")).unwrap().is_none());
+    // A rolled-back transaction, a lease or a cursor makes no workspace row.
+    assert!(s.workspace_info(&ws("t-list-d", "w")).unwrap().is_none());
+    assert!(s
+        .acquire_lease(&ws("t-list-e", "w"), "k", "h", Duration::from_secs(5))
+        .unwrap());
+    s.save_cursor(&ws("t-list-e", "w"), "c", 3).unwrap();
+    assert!(s.workspace_info(&ws("t-list-e", "w")).unwrap().is_none());
+    let info = s
+        .workspace_info(&ws("t-list-c", "w"))
+        .unwrap()
+        .expect("committed, appended nothing");
+    assert_eq!((info.head_seq, info.head_ts), (0, None));
 }
 
 /// Bad input is a typed error and changes nothing.

@@ -140,9 +140,102 @@ impl Harness for PgHarness {
 
 /// `PgHarness::$ctor()`, or returns from the test (after printing SKIPPED) when there is no
 /// server and it is optional.
+#[allow(unused_macros)]
 macro_rules! pg_harness {
     ($ctor:ident) => {
         match $crate::common::PgHarness::$ctor() {
+            Some(h) => h,
+            None => return,
+        }
+    };
+}
+
+/// A workspace storage on the test server in a schema of its own (dropped at the end unless
+/// the test failed), on a [`ManualClock`]; `reopen` closes it and opens it again.
+pub struct WsHarness {
+    pub url: String,
+    pub schema: String,
+    pub clock: execstore::workspace::ManualClock,
+    pub storage: Option<execstore_postgres::PgWorkspaceStorage>,
+}
+
+impl WsHarness {
+    /// `None` (after printing SKIPPED) when there is no server and it is optional.
+    pub fn new() -> Option<Self> {
+        let url = server_url()?;
+        let schema = unique_prefix();
+        let clock = execstore::workspace::ManualClock::new(execstore::workspace_conformance::t0());
+        let mut h = WsHarness {
+            url,
+            schema,
+            clock,
+            storage: None,
+        };
+        h.storage = Some(h.open(h.options()).expect("open"));
+        Some(h)
+    }
+
+    /// The options of this harness's storage: its schema and clock.
+    pub fn options(&self) -> execstore_postgres::PgWorkspaceOptions {
+        execstore_postgres::PgWorkspaceOptions::new()
+            .schema(self.schema.clone())
+            .clock(std::sync::Arc::new(self.clock.clone()))
+    }
+
+    pub fn open(
+        &self,
+        options: execstore_postgres::PgWorkspaceOptions,
+    ) -> execstore::Result<execstore_postgres::PgWorkspaceStorage> {
+        execstore_postgres::PgWorkspaceStorage::open(&self.url, options)
+    }
+
+    pub fn pg(&self) -> &execstore_postgres::PgWorkspaceStorage {
+        self.storage.as_ref().expect("the storage is open")
+    }
+
+    /// A raw connection whose search path is the harness's schema.
+    pub fn client(&self) -> postgres::Client {
+        let mut client = postgres::Client::connect(&self.url, postgres::NoTls).expect("connect");
+        client
+            .batch_execute(&format!("SET search_path = {}", self.schema))
+            .expect("search_path");
+        client
+    }
+}
+
+impl Drop for WsHarness {
+    fn drop(&mut self) {
+        self.storage = None;
+        if std::thread::panicking() {
+            eprintln!("kept schema {} for a look", self.schema);
+            return;
+        }
+        let _ = execstore_postgres::drop_workspace_schema(&self.url, &self.schema);
+    }
+}
+
+impl execstore::workspace_conformance::WorkspaceHarness for WsHarness {
+    fn storage(&self) -> &dyn execstore::workspace::WorkspaceStorage {
+        self.pg()
+    }
+
+    fn clock(&self) -> &execstore::workspace::ManualClock {
+        &self.clock
+    }
+
+    fn reopen(&mut self) -> bool {
+        self.storage = None;
+        self.storage = Some(self.open(self.options()).expect("reopen"));
+        true
+    }
+}
+
+/// `WsHarness::new()`, or returns from the test (after printing SKIPPED) when there is no
+/// server and it is optional.
+#[allow(unused_macros)]
+macro_rules! ws_harness {
+    () => {
+        match $crate::common::WsHarness::new() {
             Some(h) => h,
             None => return,
         }

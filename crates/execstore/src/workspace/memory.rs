@@ -19,6 +19,9 @@ use std::time::Duration;
 
 #[derive(Default)]
 struct Data {
+    // Whether a transaction on it committed (reflexr's workspace row exists); leases and
+    // cursors alone do not make one.
+    row: bool,
     log: Vec<Envelope>,
     ids: HashMap<String, usize>,
     progress: IndexMap<String, RuleProgress>,
@@ -89,7 +92,7 @@ struct MemoryTx {
 impl MemoryTx {
     fn committed<T>(&self, f: impl FnOnce(&Data) -> T) -> T {
         let data = self.inner.data.lock().unwrap_or_else(|p| p.into_inner());
-        // begin() created the workspace's entry.
+        // A workspace no transaction committed on reads as empty.
         f(data.get(&self.ws).unwrap_or(&Data::default()))
     }
 
@@ -308,6 +311,7 @@ impl WorkspaceTx for MemoryTx {
         {
             let mut all = self.inner.data.lock().unwrap_or_else(|p| p.into_inner());
             let data = all.entry(self.ws.clone()).or_default();
+            data.row = true;
             for e in std::mem::take(&mut self.log) {
                 data.ids.insert(e.id.clone(), data.log.len());
                 data.log.push(e);
@@ -361,7 +365,6 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
             }
             busy.insert(workspace.clone());
         }
-        self.data().entry(workspace.clone()).or_default();
         Ok(Box::new(MemoryTx {
             inner: self.inner.clone(),
             ws: workspace.clone(),
@@ -499,7 +502,7 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
 
     fn workspace_info(&self, workspace: &WorkspaceRef) -> Result<Option<WorkspaceInfo>> {
         self.with(workspace, |d| {
-            d.map(|d| WorkspaceInfo {
+            d.filter(|d| d.row).map(|d| WorkspaceInfo {
                 workspace: workspace.clone(),
                 head_seq: d.log.len() as i64,
                 head_ts: d.log.last().map(|e| e.ts.to_utc()),

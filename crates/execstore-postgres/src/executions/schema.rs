@@ -3,7 +3,7 @@
 use execstore::{Result, StoreError};
 use postgres::Client;
 
-use crate::error::Db;
+use crate::db::{self, Db};
 
 /// harel's advisory lock key for schema setup (`harel.engine.store._base._PG_SCHEMA_LOCK`):
 /// taking the same one serializes execstore's migrations with harel's own `CREATE ... IF NOT
@@ -126,8 +126,7 @@ END; $$ LANGUAGE plpgsql$fn$; \
 /// once serialize, and each finds the work of the ones before it done.
 pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
     let mut tx = client.transaction().db()?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
-        .db()?;
+    db::advisory_xact_lock(&mut tx, SCHEMA_LOCK)?;
     for stmt in HAREL_TABLES.iter().chain([&MIGRATIONS_TABLE]) {
         tx.batch_execute(&tables.sql(stmt)).db()?;
     }

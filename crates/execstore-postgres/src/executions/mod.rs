@@ -1,0 +1,468 @@
+//! The execution store: [`PgStore`] over harel 0.9's tables.
+//!
+//! Each [`Execution`](execstore::Execution) is one row of `executions`, its JSON in `data` (`TEXT`, so key order
+//! and number spelling survive byte for byte) exactly as harel writes it; an event step's
+//! effects go to `outbox`, `processed_events`, `timers`, `spawns` and `trace` in the same
+//! transaction as the CAS write of the state, which is one
+//! `UPDATE ... WHERE id = $3 AND version = $4`: PostgreSQL's row lock makes concurrent
+//! writers of one execution queue, and every one but the first finds the version moved on
+//! and reports a [`StoreError::Conflict`].
+//!
+//! On top of harel's tables the store applies migrations of its own (indexes only, which
+//! harel's writes keep valid) and records them in `execstore_migrations`, under harel's
+//! schema advisory lock so that concurrent opens are safe.
+
+mod rows;
+mod schema;
+mod sql;
+mod store;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use execstore::validate::{check_limit, check_seq, PreparedCommit};
+use execstore::{Result, StoreError, TimerOp, Work, DEFAULT_TRACE_MAX};
+use postgres::types::ToSql;
+use postgres::{Client, NoTls, Row, Statement, Transaction};
+
+use crate::db::{self, pool_err, prepared, Conn, Db, Listener, Pool, Pooled};
+use rows::limit_param;
+use schema::Tables;
+use sql::Stmts;
+
+/// How [`PgStore::open`] connects.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct PgOptions {
+    /// Names the tables `<prefix>_executions`, `<prefix>_outbox`, ... as harel does (harel's
+    /// own default prefix is `"harel"`); `None` uses the bare names `executions`, `outbox`,
+    /// .... A prefix is a letter or `_`, then letters, digits or `_`, at most 30 characters.
+    pub prefix: Option<String>,
+    /// How many trace steps are kept per execution; `None` (or `Some(0)`) keeps them all.
+    pub trace_max: Option<u32>,
+    /// The most connections the pool holds open at once.
+    pub max_connections: u32,
+    /// How long opening a connection, or waiting for a free one, may take before the
+    /// operation fails with a retryable [`StoreError::Backend`].
+    pub connect_timeout: Duration,
+    /// Opens the store for reading only (a monitor, a report): no table is created and no
+    /// migration applied (tables that are missing are an error), and every session is
+    /// `default_transaction_read_only`, so any write fails in the server.
+    pub read_only: bool,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        PgOptions {
+            prefix: None,
+            trace_max: Some(DEFAULT_TRACE_MAX),
+            max_connections: 8,
+            connect_timeout: Duration::from_secs(10),
+            read_only: false,
+        }
+    }
+}
+
+impl PgOptions {
+    /// The defaults: no prefix, 200 trace steps, 8 connections, a 10 s connect timeout.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the table prefix.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// Sets how many trace steps are kept per execution (`None`: all).
+    pub fn trace_max(mut self, trace_max: Option<u32>) -> Self {
+        self.trace_max = trace_max;
+        self
+    }
+
+    /// Sets the pool size (at least 1).
+    pub fn max_connections(mut self, max_connections: u32) -> Self {
+        self.max_connections = max_connections;
+        self
+    }
+
+    /// Sets the connect (and pool wait) timeout.
+    pub fn connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// Opens for reading only (see [`PgOptions::read_only`]).
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+}
+
+/// An open transaction on a pooled connection, and that connection's statements.
+struct Tx<'a> {
+    tx: Transaction<'a>,
+    statements: &'a mut HashMap<String, Statement>,
+    /// The kinds of work this transaction has announced (NOTIFY once per kind).
+    notified: Vec<Work>,
+}
+
+impl Tx<'_> {
+    fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let stmt = prepared(self.statements, &mut self.tx, sql)?;
+        self.tx.execute(&stmt, params).db()
+    }
+
+    fn query_one(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        let stmt = prepared(self.statements, &mut self.tx, sql)?;
+        self.tx.query_one(&stmt, params).db()
+    }
+
+    fn query_opt(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        let stmt = prepared(self.statements, &mut self.tx, sql)?;
+        self.tx.query_opt(&stmt, params).db()
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<()> {
+        self.tx.batch_execute(sql).db()
+    }
+
+    fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let stmt = prepared(self.statements, &mut self.tx, sql)?;
+        self.tx.query(&stmt, params).db()
+    }
+
+    /// Wakes the waiters for `work` once this transaction commits (PostgreSQL delivers a
+    /// NOTIFY at commit, and drops it on rollback).
+    fn announce(&mut self, work: Work, s: &Stmts) -> Result<()> {
+        if self.notified.contains(&work) {
+            return Ok(());
+        }
+        self.notified.push(work);
+        let channel = s.channels.of(work);
+        self.execute(&s.notify, &[&channel]).map(|_| ())
+    }
+}
+
+/// An [`ExecutionStore`](execstore::ExecutionStore) over one PostgreSQL database, through a pool of connections.
+///
+/// Share one store per process (it is `Send + Sync`); any number of processes on any number
+/// of hosts may open the same database. For many concurrent committers, wrap it in
+/// [`execstore::GroupCommit`] so their commits share transactions.
+pub struct PgStore {
+    pool: Pool,
+    sql: Stmts,
+    trace_max: Option<u32>,
+    /// One LISTENing connection per kind of work, opened by the first wait for it (a
+    /// notification read by a waiter for one kind is never lost to a waiter for another).
+    listeners: [Listener; 3],
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("pool", &self.pool.state())
+            .field("trace_max", &self.trace_max)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The tables of a store under `prefix` (`None`: the bare names): harel's six and execstore's
+/// record of its migrations.
+pub fn table_names(prefix: Option<&str>) -> Result<Vec<String>> {
+    let t = Tables::new(prefix)?;
+    Ok(vec![
+        t.executions,
+        t.outbox,
+        t.processed_events,
+        t.timers,
+        t.spawns,
+        t.trace,
+        t.migrations,
+    ])
+}
+
+/// Whether any table of the store under `prefix` exists (visible on the search path) in the
+/// database at `url`.
+pub fn store_exists(url: &str, prefix: Option<&str>) -> Result<bool> {
+    let names: Vec<String> = table_names(prefix)?.iter().map(|n| n.to_lowercase()).collect();
+    let mut client = Client::connect(url, NoTls).db()?;
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c \
+             WHERE c.relname = ANY($1) AND pg_catalog.pg_table_is_visible(c.oid))",
+            &[&names],
+        )
+        .db()?;
+    Ok(row.get(0))
+}
+
+/// The disk the store under `prefix` takes in the database at `url`: its tables' heap,
+/// indexes and TOAST (`pg_total_relation_size`), dead rows not yet vacuumed included.
+pub fn store_bytes(url: &str, prefix: Option<&str>) -> Result<u64> {
+    let names = table_names(prefix)?;
+    let mut client = Client::connect(url, NoTls).db()?;
+    let row = client
+        .query_one(
+            "SELECT COALESCE(sum(pg_catalog.pg_total_relation_size(pg_catalog.to_regclass(t))), 0)::int8 \
+             FROM unnest($1::text[]) AS t",
+            &[&names],
+        )
+        .db()?;
+    Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+}
+
+/// Drops the store under `prefix` from the database at `url`: its tables (with their
+/// indexes and every row) and harel's `commit_cas` function, in one transaction. For
+/// benchmarks, tests and tearing down; there is no undo.
+pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
+    let tables = table_names(prefix)?;
+    let function = format!("{}commit_cas", Tables::new(prefix)?.pfx);
+    let mut client = Client::connect(url, NoTls).db()?;
+    let mut tx = client.transaction().db()?;
+    tx.batch_execute(&format!(
+        "DROP TABLE IF EXISTS {} CASCADE; DROP FUNCTION IF EXISTS {function}",
+        tables.join(", ")
+    ))
+    .db()?;
+    tx.commit().db()
+}
+
+impl PgStore {
+    /// Connects to the database at `url` (`postgres://user@host:port/db?...`, or the
+    /// `key=value` form), creates harel's tables if they are missing and applies execstore's
+    /// migrations.
+    pub fn open(url: &str, options: PgOptions) -> Result<Self> {
+        let tables = Tables::new(options.prefix.as_deref())?;
+        let config = db::config(
+            url,
+            &db::Connect {
+                timeout: options.connect_timeout,
+                read_only: options.read_only,
+                search_path: None,
+            },
+        )?;
+        let pool = db::pool(&config, options.max_connections, options.connect_timeout)?;
+        {
+            let mut conn = pool.get().map_err(pool_err)?;
+            if options.read_only {
+                schema::check_present(&mut conn.client, &tables)?;
+            } else {
+                schema::migrate(&mut conn.client, &tables)?;
+            }
+        }
+        let sql = Stmts::new(&tables);
+        let listener = |work: Work| Listener::new(config.clone(), sql.channels.of(work).to_owned());
+        Ok(PgStore {
+            listeners: [
+                listener(Work::Outbox),
+                listener(Work::Spawns),
+                listener(Work::Timers),
+            ],
+            pool,
+            sql,
+            trace_max: options.trace_max.filter(|n| *n > 0),
+        })
+    }
+
+    /// The highest execstore migration applied to this database (1 for this build's
+    /// schema; more if a newer build migrated it).
+    pub fn schema_version(&self) -> Result<i64> {
+        let row = self.query_one(&self.sql.schema_version, &[])?;
+        Ok(row.get(0))
+    }
+
+    fn conn(&self) -> Result<Pooled> {
+        self.pool.get().map_err(pool_err)
+    }
+
+    fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        self.conn()?.query(sql, params)
+    }
+
+    fn query_one(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        let mut conn = self.conn()?;
+        let stmt = conn.prepare(sql)?;
+        conn.client.query_one(&stmt, params).db()
+    }
+
+    /// Runs `f` in one transaction and commits it if `f` succeeds; an error (from `f` or the
+    /// commit) or a panic rolls everything back.
+    fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>, &Stmts) -> Result<T>) -> Result<T> {
+        let mut conn = self.conn()?;
+        let Conn {
+            client, statements, ..
+        } = &mut *conn;
+        let tx = client.transaction().db()?;
+        let mut tx = Tx {
+            tx,
+            statements,
+            notified: Vec::new(),
+        };
+        let out = f(&mut tx, &self.sql)?;
+        tx.tx.commit().db()?;
+        Ok(out)
+    }
+
+    /// One event step's statements, in the open transaction `tx`: the CAS write of `p`, then
+    /// its outbox, dedupe, spawn, timer and trace rows. A lost CAS is a `Conflict`, found
+    /// before anything is written (and without an SQL error, so the transaction stays
+    /// usable). `commit` and `commit_batch` both run this.
+    fn apply(&self, tx: &mut Tx<'_>, p: &PreparedCommit) -> Result<Vec<i64>> {
+        let s = &self.sql;
+        let w = &p.write;
+        let updated = tx.execute(&s.update_cas, &[&w.data, &w.version, &w.id, &w.expected])?;
+        if updated == 0 {
+            let conflict = |found: Option<i64>| StoreError::Conflict {
+                id: w.id.clone(),
+                expected: w.expected,
+                found,
+            };
+            let found: Option<i64> = tx.query_opt(&s.select_version, &[&w.id])?.map(|r| r.get(0));
+            if found.is_some() || w.expected != 0 {
+                return Err(conflict(found));
+            }
+            let inserted = tx.execute(
+                &s.insert_execution,
+                &[&w.id, &w.definition_id, &w.data, &w.version],
+            )?;
+            if inserted == 0 {
+                // Another writer inserted it since: its row is committed and visible now.
+                let found: Option<i64> = tx.query_opt(&s.select_version, &[&w.id])?.map(|r| r.get(0));
+                return Err(conflict(found));
+            }
+        }
+        let mut seqs = Vec::with_capacity(p.emits.len());
+        for (target_id, event) in &p.emits {
+            seqs.push(tx.query_one(&s.insert_outbox, &[target_id, event])?.get(0));
+        }
+        if !p.emits.is_empty() {
+            tx.announce(Work::Outbox, s)?;
+        }
+        if !p.spawns.is_empty() {
+            tx.announce(Work::Spawns, s)?;
+        }
+        if p.timers.iter().any(|op| matches!(op, TimerOp::Schedule { .. })) {
+            tx.announce(Work::Timers, s)?;
+        }
+        if let Some(event_id) = &p.processed_event_id {
+            tx.execute(&s.insert_processed, &[&w.id, event_id])?;
+        }
+        for spawn in &p.spawns {
+            tx.execute(
+                &s.insert_spawn,
+                &[&w.id, &spawn.child_id, &spawn.root_path, &spawn.context],
+            )?;
+        }
+        for op in &p.timers {
+            match op {
+                TimerOp::Schedule { path, fire_at } => {
+                    tx.execute(&s.upsert_timer, &[&w.id, path, fire_at])?;
+                }
+                TimerOp::Cancel { path } => {
+                    tx.execute(&s.cancel_timer, &[&w.id, path])?;
+                }
+            }
+        }
+        if let Some(entry) = &p.trace {
+            self.append_trace_in(tx, &w.id, entry)?;
+        }
+        Ok(seqs)
+    }
+
+    /// An ack: deletes the row `seq` with the statement `sql` picks, in its own transaction;
+    /// `NotFound` (naming `what`) if there was none.
+    fn delete_by_seq(&self, seq: i64, what: &'static str, sql: &str) -> Result<()> {
+        check_seq("seq", seq)?;
+        self.write(|tx, _| match tx.execute(sql, &[&seq])? {
+            0 => Err(StoreError::NotFound {
+                what,
+                key: seq.to_string(),
+            }),
+            _ => Ok(()),
+        })
+    }
+
+    fn append_trace_in(&self, tx: &mut Tx<'_>, execution_id: &str, entry: &str) -> Result<i64> {
+        let idx: i64 = tx
+            .query_one(&self.sql.insert_trace, &[&execution_id, &entry])?
+            .get(0);
+        if let Some(max) = self.trace_max {
+            tx.execute(&self.sql.cap_trace, &[&execution_id, &i64::from(max)])?;
+        }
+        Ok(idx)
+    }
+}
+
+impl PgStore {
+    /// The listening connection for `work`, locked for this waiter.
+    /// The listening connection for `work`.
+    fn listener(&self, work: Work) -> &Listener {
+        match work {
+            Work::Outbox => &self.listeners[0],
+            Work::Spawns => &self.listeners[1],
+            Work::Timers => &self.listeners[2],
+        }
+    }
+
+    /// Claims up to `limit` rows with `claim_sql` (row locks, SKIP LOCKED), lets `handle`
+    /// choose which to remove, removes them with `ack_sql` and commits: the claim and the
+    /// acks are one transaction.
+    fn relay<T>(
+        &self,
+        limit: usize,
+        claim_sql: &str,
+        ack_sql: &str,
+        parse: impl Fn(&Row) -> Result<T>,
+        seq_of: impl Fn(&T) -> i64,
+        handle: &mut dyn FnMut(&[T]) -> Vec<i64>,
+    ) -> Result<usize> {
+        check_limit("limit", limit)?;
+        self.write(|tx, _| {
+            let rows = tx.query(claim_sql, &[&limit_param(limit)])?;
+            if rows.is_empty() {
+                return Ok(0);
+            }
+            let entries = rows.iter().map(&parse).collect::<Result<Vec<T>>>()?;
+            let given: std::collections::HashSet<i64> = entries.iter().map(&seq_of).collect();
+            let mut done: Vec<i64> = handle(&entries)
+                .into_iter()
+                .filter(|seq| given.contains(seq))
+                .collect();
+            done.sort_unstable();
+            done.dedup();
+            if done.is_empty() {
+                return Ok(0);
+            }
+            let removed = tx.execute(ack_sql, &[&done])?;
+            Ok(usize::try_from(removed).unwrap_or(usize::MAX))
+        })
+    }
+}
+
+/// Releases a sweeper's timer locks when the sweep ends, `fire` panicking included, so the
+/// pooled connection goes back clean.
+struct TimerClaims<'a> {
+    conn: Pooled,
+    unlock_sql: &'a str,
+}
+
+impl TimerClaims<'_> {
+    fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        self.conn.query(sql, params)
+    }
+}
+
+impl Drop for TimerClaims<'_> {
+    fn drop(&mut self) {
+        if self.conn.client.simple_query(self.unlock_sql).is_err() {
+            // The locks die with the session: make sure it ends rather than going back to
+            // the pool still holding them.
+            let _ = self
+                .conn
+                .client
+                .simple_query("SELECT pg_terminate_backend(pg_backend_pid())");
+        }
+    }
+}

@@ -1,0 +1,382 @@
+//! [`ExecutionStore`] for [`PgStore`].
+
+use std::time::Duration;
+
+use execstore::validate::{
+    check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedBatch, MAX_PAGE,
+};
+use execstore::{
+    BatchItem, Capabilities, DueTimer, Effects, Execution, ExecutionPage, ExecutionStore, ExecutionSummary,
+    ListQuery, OutboxEntry, Result, SpawnEntry, Status, StoreError, TraceStep, Work,
+};
+
+use postgres::types::ToSql;
+
+use super::rows::{
+    col, corrupt, due_timer, limit_param, outbox_entry, parse_execution, prefix_upper_bound, spawn_entry,
+};
+use super::{PgStore, TimerClaims};
+
+impl ExecutionStore for PgStore {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::DURABLE.with_exclusive_claims().with_wakeups()
+    }
+
+    fn trace_max(&self) -> Option<u32> {
+        self.trace_max
+    }
+
+    fn commit(&self, exe: &mut Execution, effects: &Effects) -> Result<Vec<i64>> {
+        let p = prepare_commit(exe, effects)?;
+        let seqs = self.write(|tx, _| self.apply(tx, &p))?;
+        exe.version = p.write.version;
+        Ok(seqs)
+    }
+
+    /// Checks every item first (an invalid one gets its `InvalidInput` and is left out), then
+    /// writes the rest in one transaction, each item under a savepoint: a lost CAS rolls back
+    /// to it and the batch goes on. One COMMIT for them all; the committed items' versions
+    /// move only once it succeeded. Any other failure fails the whole batch.
+    fn commit_batch(&self, items: &mut [BatchItem]) -> Result<Vec<Result<Vec<i64>>>> {
+        let mut batch = PreparedBatch::new(items);
+        if batch.has_writes() {
+            self.write(|tx, _| {
+                for (p, result) in batch.to_write() {
+                    tx.batch("SAVEPOINT execstore_item")?;
+                    match self.apply(tx, p) {
+                        Ok(seqs) => *result = Ok(seqs),
+                        Err(conflict @ StoreError::Conflict { .. }) => {
+                            tx.batch("ROLLBACK TO SAVEPOINT execstore_item")?;
+                            *result = Err(conflict);
+                        }
+                        Err(e) => return Err(e),
+                    }
+                    tx.batch("RELEASE SAVEPOINT execstore_item")?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(batch.finish(items))
+    }
+
+    fn load(&self, id: &str) -> Result<Option<Execution>> {
+        let rows = self.query(&self.sql.load, &[&id])?;
+        match rows.first() {
+            Some(row) => Ok(Some(parse_execution(id, &col::<String>(row, 0)?)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn load_for_event(&self, id: &str, event_id: &str) -> Result<(Option<Execution>, bool)> {
+        let row = self.query_one(&self.sql.load_for_event, &[&id, &event_id])?;
+        let data: Option<String> = col(&row, 0)?;
+        match data {
+            Some(data) => Ok((Some(parse_execution(id, &data)?), col(&row, 1)?)),
+            None => Ok((None, false)),
+        }
+    }
+
+    fn is_processed(&self, execution_id: &str, event_id: &str) -> Result<bool> {
+        let row = self.query_one(&self.sql.is_processed, &[&execution_id, &event_id])?;
+        col(&row, 0)
+    }
+
+    fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
+        let after = query.validated_after()?;
+        let mut statuses: Vec<&'static str> = Vec::new();
+        if let Some(set) = &query.status {
+            if set.is_empty() {
+                return Ok(ExecutionPage::default());
+            }
+            statuses = set.iter().map(|s| s.as_str()).collect();
+            statuses.sort_unstable();
+            statuses.dedup();
+        }
+        let sql = self.sql.list(
+            after.is_some(),
+            query.definition_id.is_some(),
+            statuses.len(),
+            query.roots_only,
+        );
+        let limit = limit_param(query.limit.saturating_add(1));
+        let mut args: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(3 + statuses.len());
+        if let Some(after) = &after {
+            args.push(after);
+        }
+        if let Some(definition_id) = &query.definition_id {
+            args.push(definition_id);
+        }
+        for status in &statuses {
+            args.push(status);
+        }
+        args.push(&limit);
+
+        let rows = self.query(&sql, &args)?;
+        let mut items = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let id: String = col(row, 0)?;
+            let status = match col::<Option<String>>(row, 3)? {
+                Some(s) => s
+                    .parse::<Status>()
+                    .map_err(|e| corrupt(format!("execution {id} status"), e))?,
+                None => Status::Pending,
+            };
+            items.push(ExecutionSummary {
+                definition_id: col(row, 1)?,
+                version: col(row, 2)?,
+                status,
+                outcome: col(row, 4)?,
+                active_path: col(row, 5)?,
+                parent_id: col(row, 6)?,
+                finished_at: col(row, 7)?,
+                updated_at: col(row, 8)?,
+                id,
+            });
+        }
+        let next_cursor = if items.len() > query.limit {
+            items.truncate(query.limit);
+            items.last().map(|last| execstore::encode_cursor(&last.id))
+        } else {
+            None
+        };
+        Ok(ExecutionPage { items, next_cursor })
+    }
+
+    fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
+        check_limit("limit", limit)?;
+        let rows = self.query(
+            &self.sql.pending_outbox,
+            &[&after.unwrap_or(i64::MIN), &limit_param(limit)],
+        )?;
+        rows.iter().map(outbox_entry).collect()
+    }
+
+    fn ack_outbox(&self, seq: i64) -> Result<()> {
+        self.delete_by_seq(seq, "outbox entry", &self.sql.ack_outbox)
+    }
+
+    /// One statement, in its own transaction, for the whole batch of acks.
+    fn ack_outbox_many(&self, seqs: &[i64]) -> Result<usize> {
+        for &seq in seqs {
+            check_seq("seqs", seq)?;
+        }
+        if seqs.is_empty() {
+            return Ok(0);
+        }
+        let seqs = seqs.to_vec();
+        let removed = self.write(|tx, s| tx.execute(&s.ack_outbox_many, &[&seqs]))?;
+        Ok(usize::try_from(removed).unwrap_or(usize::MAX))
+    }
+
+    fn pending_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>> {
+        check_limit("limit", limit)?;
+        let rows = self.query(
+            &self.sql.pending_spawns,
+            &[&after.unwrap_or(i64::MIN), &limit_param(limit)],
+        )?;
+        rows.iter().map(spawn_entry).collect()
+    }
+
+    fn ack_spawn(&self, seq: i64) -> Result<()> {
+        self.delete_by_seq(seq, "spawn entry", &self.sql.ack_spawn)
+    }
+
+    fn due_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>> {
+        check_time("now", now)?;
+        check_limit("limit", limit)?;
+        if let Some(after) = after {
+            check_time("after.fire_at", after.fire_at)?;
+        }
+        let limit = limit_param(limit);
+        let rows = match after {
+            None => self.query(&self.sql.due_timers, &[&now, &limit])?,
+            Some(a) => self.query(
+                &self.sql.due_timers_after,
+                &[&now, &a.fire_at, &a.execution_id, &a.path, &limit],
+            )?,
+        };
+        rows.iter().map(due_timer).collect()
+    }
+
+    fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> Result<bool> {
+        check_time("fire_at", fire_at)?;
+        self.write(|tx, s| Ok(tx.execute(&s.delete_timer, &[&execution_id, &path, &fire_at])? > 0))
+    }
+
+    fn read_trace(&self, execution_id: &str) -> Result<Vec<TraceStep>> {
+        let rows = self.query(&self.sql.read_trace, &[&execution_id])?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let idx: i64 = col(row, 0)?;
+            let entry: String = col(row, 1)?;
+            let mut step: TraceStep = execstore::pyjson::loads_object(&entry)
+                .map_err(|e| corrupt(format!("trace step {idx} of {execution_id}"), e))?;
+            step.insert("index".into(), idx.into());
+            out.push(step);
+        }
+        Ok(out)
+    }
+
+    fn append_trace(&self, execution_id: &str, step: &TraceStep) -> Result<i64> {
+        check_id("execution_id", execution_id)?;
+        let entry = prepare_trace(step)?;
+        self.write(|tx, s| {
+            if tx.query_opt(&s.lock_execution, &[&execution_id])?.is_none() {
+                return Err(StoreError::NotFound {
+                    what: "execution",
+                    key: execution_id.to_owned(),
+                });
+            }
+            self.append_trace_in(tx, execution_id, &entry)
+        })
+    }
+
+    fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+        let rows = match prefix_upper_bound(prefix) {
+            Some(upper) => self.query(&self.sql.ids_between, &[&prefix, &upper])?,
+            None => self.query(&self.sql.ids_from, &[&prefix])?,
+        };
+        let mut ids = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let id: String = col(row, 0)?;
+            // The range is exact in the "C" collation; the filter is a second guard.
+            if id.starts_with(prefix) {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
+    }
+
+    fn purge(&self, execution_id: &str, expected_version: i64) -> Result<bool> {
+        check_id("execution_id", execution_id)?;
+        self.write(|tx, s| {
+            let deleted = tx.execute(&s.purge_execution, &[&execution_id, &expected_version])?;
+            if deleted == 0 && tx.query_opt(&s.exists, &[&execution_id])?.is_some() {
+                // It moved on: touch nothing (the transaction holds no change to commit).
+                return Ok(false);
+            }
+            for sql in &s.purge_companions {
+                tx.execute(sql, &[&execution_id])?;
+            }
+            Ok(deleted > 0)
+        })
+    }
+
+    /// `FOR UPDATE SKIP LOCKED` on the outbox rows: other relays skip them until this
+    /// transaction, which also deletes what was delivered, ends.
+    fn relay_outbox(
+        &self,
+        limit: usize,
+        deliver: &mut dyn FnMut(&[OutboxEntry]) -> Vec<i64>,
+    ) -> Result<usize> {
+        let s = &self.sql;
+        self.relay(
+            limit,
+            &s.claim_outbox,
+            &s.ack_outbox_many,
+            outbox_entry,
+            |e| e.seq,
+            deliver,
+        )
+    }
+
+    fn relay_spawns(&self, limit: usize, create: &mut dyn FnMut(&[SpawnEntry]) -> Vec<i64>) -> Result<usize> {
+        let s = &self.sql;
+        self.relay(
+            limit,
+            &s.claim_spawns,
+            &s.ack_spawns_many,
+            spawn_entry,
+            |e| e.seq,
+            create,
+        )
+    }
+
+    /// Session advisory locks, one per timer, held on one pooled connection while `fire`
+    /// runs; then a fresh read drops the timers another sweeper fired meanwhile.
+    fn sweep_timers(&self, now: f64, limit: usize, fire: &mut dyn FnMut(&[DueTimer])) -> Result<usize> {
+        check_time("now", now)?;
+        check_limit("limit", limit)?;
+        let s = &self.sql;
+        let mut claims = TimerClaims {
+            conn: self.conn()?,
+            unlock_sql: &s.unlock_claims,
+        };
+        // Look past timers other sweepers hold, up to a bound.
+        let candidates = limit_param(limit.saturating_mul(4).clamp(1, MAX_PAGE));
+        let locked = claims.query(
+            &s.claim_timers,
+            &[&now, &limit_param(limit), &candidates, &s.timer_lock_space],
+        )?;
+        if locked.is_empty() {
+            return Ok(0);
+        }
+        let locked = locked.iter().map(due_timer).collect::<Result<Vec<_>>>()?;
+        let ids: Vec<&str> = locked.iter().map(|t| t.execution_id.as_str()).collect();
+        let paths: Vec<&str> = locked.iter().map(|t| t.path.as_str()).collect();
+        let fire_ats: Vec<f64> = locked.iter().map(|t| t.fire_at).collect();
+        let mut due = claims
+            .query(&s.timers_still_due, &[&ids, &paths, &fire_ats])?
+            .iter()
+            .map(due_timer)
+            .collect::<Result<Vec<_>>>()?;
+        due.sort_by(|a, b| {
+            a.fire_at
+                .total_cmp(&b.fire_at)
+                .then_with(|| a.execution_id.cmp(&b.execution_id))
+                .then_with(|| a.path.cmp(&b.path))
+        });
+        if !due.is_empty() {
+            fire(&due);
+        }
+        drop(claims);
+        Ok(due.len())
+    }
+
+    /// The first call for a kind only starts listening and returns `true` (what was committed
+    /// before was not announced: the caller looks before it waits); later calls wait for a
+    /// commit's `NOTIFY` on the kind's channel. Commits that came together wake a caller once.
+    fn wait_for_work(&self, work: Work, timeout: Duration) -> Result<bool> {
+        let listener = self.listener(work);
+        let (started, mark) = listener.start()?;
+        if started {
+            return Ok(true);
+        }
+        listener.wait(mark, timeout, |_| true)
+    }
+
+    fn status_counts(&self, definition_id: Option<&str>, roots_only: bool) -> Result<Vec<(Status, u64)>> {
+        if let Some(definition_id) = definition_id {
+            check_id("definition_id", definition_id)?;
+        }
+        let sql = self.sql.status_counts(definition_id.is_some(), roots_only);
+        let rows = match definition_id {
+            Some(definition_id) => self.query(&sql, &[&definition_id])?,
+            None => self.query(&sql, &[])?,
+        };
+        let mut counts = [0u64; Status::ALL.len()];
+        for row in &rows {
+            // A row without a status reads as PENDING, as in the listing.
+            let status = match col::<Option<String>>(row, 0)? {
+                Some(s) => s
+                    .parse::<Status>()
+                    .map_err(|e| corrupt("an execution's status".to_owned(), e))?,
+                None => Status::Pending,
+            };
+            let n: i64 = col(row, 1)?;
+            if let Some(slot) = Status::ALL.iter().position(|s| *s == status) {
+                counts[slot] += u64::try_from(n).unwrap_or(0);
+            }
+        }
+        Ok(Status::ALL.into_iter().zip(counts).collect())
+    }
+
+    /// The server's transaction snapshot (`xmin:xmax:in-progress`): every transaction that
+    /// writes takes an id below the next `xmax` or leaves the in-progress list when it
+    /// commits, so a commit to these tables always moves it. Writes elsewhere on the server
+    /// move it too (a harmless extra re-read).
+    fn change_token(&self) -> Result<String> {
+        let row = self.query_one("SELECT txid_current_snapshot()::text", &[])?;
+        Ok(format!("pg:{}", col::<String>(&row, 0)?))
+    }
+}

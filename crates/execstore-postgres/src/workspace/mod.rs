@@ -1,0 +1,324 @@
+//! The workspace log: [`PgWorkspaceStorage`] over reflexr 0.1.1's `reflexr_*` tables.
+//!
+//! A transaction is a `BEGIN` on a pooled connection that names its tenant to row-level
+//! security, creates the workspace's row if it is new and locks it (`SELECT ... FOR UPDATE`)
+//! until it ends: transactions on one workspace run one at a time across processes, other
+//! workspaces' in parallel. The log's head and the workspace's position counter are read with
+//! the lock and written back once, at commit, with a `NOTIFY` of the new head that wakes
+//! [`WorkspaceStorage::wait_for_append`](execstore::workspace::WorkspaceStorage::wait_for_append)
+//! in every process.
+
+mod rows;
+mod schema;
+mod sql;
+mod storage;
+mod tx;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use execstore::workspace::{Clock, SystemClock, WorkspaceRef};
+use execstore::{Result, StoreError};
+use postgres::{Client, NoTls};
+
+use crate::db::{self, pool_err, Listener, Pool, Pooled};
+
+pub use schema::REFLEXR_SCHEMA_VERSION;
+
+/// How [`PgWorkspaceStorage::open`] connects.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct PgWorkspaceOptions {
+    /// Where envelope timestamps and lease expiry come from (default: [`SystemClock`]).
+    pub clock: Arc<dyn Clock>,
+    /// The most connections the pool holds open at once. Every open transaction holds one.
+    pub max_connections: u32,
+    /// How long opening a connection, or waiting for a free one, may take before the
+    /// operation fails with a retryable [`StoreError::Backend`].
+    pub connect_timeout: Duration,
+    /// Opens for reading only: nothing is created (missing tables are
+    /// [`StoreError::NotFound`] `"reflexr tables"`), and every session is
+    /// `default_transaction_read_only`, so any write fails in the server.
+    pub read_only: bool,
+    /// The PostgreSQL schema that holds the tables: created if missing (unless read-only) and
+    /// made every connection's `search_path`. `None` (the default) uses the connection's own
+    /// search path, `public` unless the URL or the role says otherwise. A lowercase letter or
+    /// `_`, then lowercase letters, digits or `_`.
+    pub schema: Option<String>,
+}
+
+impl Default for PgWorkspaceOptions {
+    fn default() -> Self {
+        PgWorkspaceOptions {
+            clock: Arc::new(SystemClock),
+            max_connections: 8,
+            connect_timeout: Duration::from_secs(10),
+            read_only: false,
+            schema: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for PgWorkspaceOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgWorkspaceOptions")
+            .field("max_connections", &self.max_connections)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_only", &self.read_only)
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgWorkspaceOptions {
+    /// The defaults: the system clock, 8 connections, a 10 s connect timeout, writable, the
+    /// connection's own schema.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets the pool size (at least 1).
+    pub fn max_connections(mut self, max_connections: u32) -> Self {
+        self.max_connections = max_connections;
+        self
+    }
+
+    /// Sets the connect (and pool wait) timeout.
+    pub fn connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// Opens for reading only (see [`PgWorkspaceOptions::read_only`]).
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Keeps the tables in this schema (see [`PgWorkspaceOptions::schema`]).
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = Some(schema.into());
+        self
+    }
+}
+
+/// What a transaction shares with its storage (it outlives any borrow of it).
+pub(crate) struct Shared {
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The `NOTIFY` channel of appends to this schema's logs.
+    pub(crate) channel: String,
+    /// Whether the role is held by reflexr's row-level security policies, so that every read
+    /// must first name its tenant.
+    pub(crate) held_by_policies: bool,
+}
+
+/// A [`WorkspaceStorage`](execstore::workspace::WorkspaceStorage) over one PostgreSQL
+/// database (and schema), through a pool of connections: reflexr 0.1.1's tables, which
+/// reflexr's own `SqlStorage` reads and writes alongside.
+///
+/// Share one per process (it is `Send + Sync`); any number of processes may open the same
+/// tables. The reads across tenants ([`workspaces`] and [`due_runs`]) need a role that
+/// reflexr's row-level security policies do not hold (the tables' owner, as reflexr's
+/// `across_tenants` engine); every other operation names its tenant to them.
+///
+/// [`workspaces`]: execstore::workspace::WorkspaceStorage::workspaces
+/// [`due_runs`]: execstore::workspace::WorkspaceStorage::due_runs
+pub struct PgWorkspaceStorage {
+    pool: Pool,
+    shared: Arc<Shared>,
+    schema: String,
+    /// The connection that listens for appends, opened by the first wait.
+    listener: Listener,
+}
+
+impl std::fmt::Debug for PgWorkspaceStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgWorkspaceStorage")
+            .field("pool", &self.pool.state())
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgWorkspaceStorage {
+    /// Connects to the database at `url` (`postgres://user@host:port/db?...`, or the
+    /// `key=value` form) and creates reflexr's tables at version
+    /// [`REFLEXR_SCHEMA_VERSION`] if they are missing (recording it in
+    /// `reflexr_alembic_version`, as reflexr's `migrate()` does). Tables at another version
+    /// are an error.
+    pub fn open(url: &str, options: PgWorkspaceOptions) -> Result<Self> {
+        if let Some(schema) = &options.schema {
+            db::check_schema_name(schema)?;
+        }
+        let config = db::config(
+            url,
+            &db::Connect {
+                timeout: options.connect_timeout,
+                read_only: options.read_only,
+                search_path: options.schema.as_deref(),
+            },
+        )?;
+        let pool = db::pool(&config, options.max_connections, options.connect_timeout)?;
+        let (schema, held_by_policies) = {
+            let mut conn = pool.get().map_err(pool_err)?;
+            let found = schema::open(&mut conn.client, options.schema.as_deref(), options.read_only)?;
+            (found.schema, schema::held_by_policies(&mut conn.client)?)
+        };
+        let channel = channel(&schema);
+        Ok(PgWorkspaceStorage {
+            listener: Listener::new(config, channel.clone()),
+            shared: Arc::new(Shared {
+                clock: options.clock,
+                channel,
+                held_by_policies,
+            }),
+            pool,
+            schema,
+        })
+    }
+
+    /// The schema that holds the tables.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// A pooled connection whose session names `tenant` to row-level security (`None`: no
+    /// tenant, for the reads across tenants), where the policies hold this role.
+    fn conn(&self, tenant: Option<&str>) -> Result<Pooled> {
+        let mut conn = self.pool.get().map_err(pool_err)?;
+        if self.shared.held_by_policies {
+            let wanted = tenant.unwrap_or("");
+            if conn.tenant.as_deref() != Some(wanted) {
+                conn.tenant = None;
+                conn.query("SELECT set_config('lattice.tenant_id', $1, false)", &[&wanted])?;
+                conn.tenant = Some(wanted.to_owned());
+            }
+        }
+        Ok(conn)
+    }
+
+    /// A connection for a read or a single-statement write of `workspace`.
+    fn conn_for(&self, workspace: &WorkspaceRef) -> Result<Pooled> {
+        workspace.check()?;
+        self.conn(Some(&workspace.tenant_id))
+    }
+}
+
+/// The `NOTIFY` channel of one schema's appends: stores on other schemas of the database are
+/// not woken by them.
+fn channel(schema: &str) -> String {
+    let name = format!("execstore_reflexr_{schema}");
+    if name.len() <= 63 {
+        return name;
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in schema.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("execstore_reflexr_{hash:016x}")
+}
+
+/// The payload of an append's `NOTIFY`: `tenant/workspace/head` (empty when it would not fit
+/// in PostgreSQL's 8000 bytes: every waiter then looks).
+pub(crate) fn payload(workspace: &WorkspaceRef, head: i64) -> String {
+    let text = format!("{}/{}/{head}", workspace.tenant_id, workspace.workspace_id);
+    if text.len() < 7900 {
+        text
+    } else {
+        String::new()
+    }
+}
+
+/// Whether an append's payload may mean that `workspace`'s log grew past `after_seq`.
+pub(crate) fn announces(payload: &str, workspace: &WorkspaceRef, after_seq: i64) -> bool {
+    let Some((who, head)) = payload.rsplit_once('/') else {
+        return true;
+    };
+    let Ok(head) = head.parse::<i64>() else {
+        return true;
+    };
+    head > after_seq
+        && who.len() == workspace.tenant_id.len() + 1 + workspace.workspace_id.len()
+        && who.starts_with(workspace.tenant_id.as_str())
+        && who[workspace.tenant_id.len()..].starts_with('/')
+        && who.ends_with(workspace.workspace_id.as_str())
+}
+
+/// Whether the database at `url` holds any of reflexr's tables (or its version record) in
+/// `schema`, or (`None`) in the connection's current schema, `public` unless the URL or the
+/// role says otherwise.
+pub fn has_workspace_tables(url: &str, schema: Option<&str>) -> Result<bool> {
+    let names: Vec<&str> = schema::TABLES
+        .iter()
+        .copied()
+        .chain([schema::VERSION_TABLE])
+        .collect();
+    let mut client = Client::connect(url, NoTls).map_err(crate::db::map_err)?;
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = coalesce($1::text, current_schema()) AND c.relname = ANY($2))",
+            &[&schema, &names],
+        )
+        .map_err(crate::db::map_err)?;
+    Ok(row.get(0))
+}
+
+/// Drops the workspace log of the database at `url` kept in `schema`: the schema itself and
+/// everything in it, or, for `public` (never dropped), reflexr's tables only. For tests and
+/// tearing down; there is no undo.
+pub fn drop_workspace_schema(url: &str, schema: &str) -> Result<()> {
+    db::check_schema_name(schema)?;
+    let mut client = Client::connect(url, NoTls).map_err(crate::db::map_err)?;
+    let sql = if schema == "public" {
+        let tables: Vec<String> = schema::TABLES
+            .iter()
+            .chain([&schema::VERSION_TABLE])
+            .map(|t| format!("public.{t}"))
+            .collect();
+        format!("DROP TABLE IF EXISTS {} CASCADE", tables.join(", "))
+    } else {
+        format!("DROP SCHEMA IF EXISTS {schema} CASCADE")
+    };
+    client.batch_execute(&sql).map_err(crate::db::map_err)
+}
+
+/// The error for a transaction that can no longer be used.
+pub(crate) fn finished() -> StoreError {
+    StoreError::Backend {
+        message: "the transaction failed or ended: nothing more can be done in it (drop it and begin \
+                  another)"
+            .into(),
+        retryable: true,
+        source: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_name_the_workspace_and_head() {
+        let w = WorkspaceRef::new("t/1", "w");
+        let p = payload(&w, 7);
+        assert_eq!(p, "t/1/w/7");
+        assert!(announces(&p, &w, 6));
+        assert!(!announces(&p, &w, 7));
+        assert!(!announces(&p, &WorkspaceRef::new("t", "w"), 0));
+        assert!(!announces("t/1/x/9", &w, 0));
+        assert!(announces("", &w, 100), "an empty payload wakes everyone");
+        let long = WorkspaceRef::new("t".repeat(4000), "w".repeat(4000));
+        assert_eq!(payload(&long, 1), "");
+        assert!(channel(&"s".repeat(60)).len() <= 63);
+        assert_eq!(channel("public"), "execstore_reflexr_public");
+    }
+}

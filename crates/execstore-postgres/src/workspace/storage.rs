@@ -1,0 +1,373 @@
+//! [`WorkspaceStorage`] for [`PgWorkspaceStorage`]: transactions, and the reads and
+//! single-statement writes outside them.
+
+use std::time::{Duration, Instant};
+
+use execstore::workspace::{
+    check_cursor, check_due_limit, check_key, check_lease, Envelope, EvaluationError, Lease, LogQuery,
+    RuleProgress, Run, RunPolicy, RunQuery, StoredRule, Timestamp, WorkspaceCapabilities, WorkspaceInfo,
+    WorkspaceRef, WorkspaceStorage, WorkspaceTx,
+};
+use execstore::Result;
+use postgres::types::ToSql;
+use postgres::Row;
+
+use super::rows::{bind_time, col, limit, opt_time, stored_rule, time};
+use super::tx::PgWorkspaceTx;
+use super::{announces, sql, PgWorkspaceStorage};
+
+impl PgWorkspaceStorage {
+    /// Runs a statement of `workspace` (`$1`, `$2`) with `params` after them.
+    fn query(&self, ws: &WorkspaceRef, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let mut conn = self.conn_for(ws)?;
+        let mut all: Vec<&(dyn ToSql + Sync)> = vec![&ws.tenant_id, &ws.workspace_id];
+        all.extend_from_slice(params);
+        conn.query(sql, &all)
+    }
+
+    fn execute(&self, ws: &WorkspaceRef, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let mut conn = self.conn_for(ws)?;
+        let mut all: Vec<&(dyn ToSql + Sync)> = vec![&ws.tenant_id, &ws.workspace_id];
+        all.extend_from_slice(params);
+        conn.execute(sql, &all)
+    }
+
+    fn envelopes(
+        &self,
+        ws: &WorkspaceRef,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Envelope>> {
+        self.query(ws, sql, params)?
+            .iter()
+            .map(|row| Envelope::from_json(&col::<String>(row, 0)?))
+            .collect()
+    }
+}
+
+/// The statement and parameters of a [`WorkspaceStorage::read`].
+struct Window {
+    sql: String,
+    after: i64,
+    before: Option<i64>,
+    /// One type is an equality (a range of `ix_reflexr_events_type`, in `seq` order);
+    /// several are `= ANY`.
+    one_type: Option<String>,
+    types: Option<Vec<String>>,
+    n: Option<i64>,
+}
+
+impl Window {
+    /// `None` when the answer is empty without asking (no type asked for).
+    fn of(workspace: &WorkspaceRef, query: &LogQuery) -> Result<Option<Self>> {
+        query.check()?;
+        workspace.check()?;
+        let mut types: Option<Vec<String>> = query.types.clone().map(|mut types| {
+            types.sort_unstable();
+            types.dedup();
+            types
+        });
+        let one_type = match types.as_deref() {
+            Some([]) => return Ok(None),
+            Some([one]) => Some(one.clone()),
+            _ => None,
+        };
+        if one_type.is_some() {
+            types = None;
+        }
+        let shape = if one_type.is_some() {
+            sql::Types::One
+        } else if types.is_some() {
+            sql::Types::Several
+        } else {
+            sql::Types::All
+        };
+        Ok(Some(Window {
+            sql: sql::log_window(
+                query.before_seq.is_some(),
+                shape,
+                query.limit.is_some(),
+                query.last.is_some(),
+            ),
+            after: query.after_seq,
+            before: query.before_seq,
+            one_type,
+            types,
+            n: query.last.or(query.limit).map(limit),
+        }))
+    }
+
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&self.after];
+        if let Some(before) = &self.before {
+            params.push(before);
+        }
+        if let Some(one) = &self.one_type {
+            params.push(one);
+        }
+        if let Some(types) = &self.types {
+            params.push(types);
+        }
+        if let Some(n) = &self.n {
+            params.push(n);
+        }
+        params
+    }
+}
+
+impl PgWorkspaceStorage {
+    /// The server's plan (`EXPLAIN`, with `options` such as `ANALYZE, BUFFERS`, or none) for the
+    /// statement [`WorkspaceStorage::read`] runs for `query`, with the same parameters: to see
+    /// which index a read uses.
+    pub fn explain_read(&self, workspace: &WorkspaceRef, query: &LogQuery, options: &str) -> Result<String> {
+        if !options
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b',' || b == b' ')
+        {
+            return Err(execstore::StoreError::invalid(
+                "options",
+                "EXPLAIN options are words and commas",
+            ));
+        }
+        let Some(window) = Window::of(workspace, query)? else {
+            return Ok(String::new());
+        };
+        let explain = if options.trim().is_empty() {
+            format!("EXPLAIN {}", window.sql)
+        } else {
+            format!("EXPLAIN ({options}) {}", window.sql)
+        };
+        let mut all: Vec<&(dyn ToSql + Sync)> = vec![&workspace.tenant_id, &workspace.workspace_id];
+        all.extend(window.params());
+        let rows = self.conn_for(workspace)?.query(&explain, &all)?;
+        let lines: Vec<String> = rows.iter().map(|r| col(r, 0)).collect::<Result<_>>()?;
+        Ok(lines.join("\n"))
+    }
+}
+
+impl WorkspaceStorage for PgWorkspaceStorage {
+    fn capabilities(&self) -> WorkspaceCapabilities {
+        WorkspaceCapabilities::new(true, true)
+    }
+
+    fn begin(&self, workspace: &WorkspaceRef) -> Result<Box<dyn WorkspaceTx>> {
+        workspace.check()?;
+        let conn = self.pool.get().map_err(crate::db::pool_err)?;
+        Ok(Box::new(PgWorkspaceTx::begin(
+            conn,
+            self.shared.clone(),
+            workspace,
+        )?))
+    }
+
+    fn head_seq(&self, workspace: &WorkspaceRef) -> Result<i64> {
+        match self.query(workspace, sql::HEAD, &[])?.first() {
+            Some(row) => col(row, 0),
+            None => Ok(0),
+        }
+    }
+
+    fn read(&self, workspace: &WorkspaceRef, query: &LogQuery) -> Result<Vec<Envelope>> {
+        let Some(window) = Window::of(workspace, query)? else {
+            return Ok(Vec::new());
+        };
+        let mut found = self.envelopes(workspace, &window.sql, &window.params())?;
+        if query.last.is_some() {
+            found.reverse();
+        }
+        Ok(found)
+    }
+
+    fn rule_history(&self, workspace: &WorkspaceRef, name: &str) -> Result<Vec<Envelope>> {
+        check_key("name", name)?;
+        self.envelopes(workspace, sql::RULE_HISTORY, &[&name])
+    }
+
+    fn envelope(&self, workspace: &WorkspaceRef, event_id: &str) -> Result<Option<Envelope>> {
+        check_key("event_id", event_id)?;
+        Ok(self.envelopes(workspace, sql::ENVELOPE, &[&event_id])?.pop())
+    }
+
+    fn run(&self, workspace: &WorkspaceRef, run_id: &str) -> Result<Option<Run>> {
+        check_key("run_id", run_id)?;
+        match self.query(workspace, sql::RUN, &[&run_id])?.first() {
+            Some(row) => Ok(Some(Run::from_json(&col::<String>(row, 0)?)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>> {
+        query.check()?;
+        let status = query.status.map(|s| s.as_str());
+        let n = query.limit.map(limit);
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+        if let Some(rule) = &query.rule {
+            params.push(rule);
+        }
+        if let Some(status) = &status {
+            params.push(status);
+        }
+        if let Some(scope_key) = &query.scope_key {
+            params.push(scope_key);
+        }
+        if let Some(n) = &n {
+            params.push(n);
+        }
+        let sql = sql::runs(
+            query.rule.is_some(),
+            status.is_some(),
+            query.scope_key.is_some(),
+            n.is_some(),
+        );
+        self.query(workspace, &sql, &params)?
+            .iter()
+            .map(|row| Run::from_json(&col::<String>(row, 0)?))
+            .collect()
+    }
+
+    fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>> {
+        let rows = match rule {
+            Some(rule) => {
+                check_key("rule", rule)?;
+                self.query(workspace, sql::RULE_DEAD_LETTERS, &[&rule])?
+            }
+            None => self.query(workspace, sql::DEAD_LETTERS, &[])?,
+        };
+        rows.iter()
+            .map(|row| EvaluationError::from_json(&col::<String>(row, 0)?))
+            .collect()
+    }
+
+    fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>> {
+        self.query(workspace, sql::ALL_PROGRESS, &[])?
+            .iter()
+            .map(|row| Ok((col(row, 0)?, RuleProgress::from_json(&col::<String>(row, 1)?)?)))
+            .collect()
+    }
+
+    fn schedules(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, Timestamp)>> {
+        self.query(workspace, sql::SCHEDULES, &[])?
+            .iter()
+            .map(|row| Ok((col(row, 0)?, time(&col::<String>(row, 1)?)?)))
+            .collect()
+    }
+
+    fn stored_rules(&self, workspace: &WorkspaceRef) -> Result<Vec<StoredRule>> {
+        self.query(workspace, sql::STORED_RULES, &[])?
+            .iter()
+            .map(stored_rule)
+            .collect()
+    }
+
+    fn workspaces(&self) -> Result<Vec<WorkspaceRef>> {
+        self.conn(None)?
+            .query(sql::WORKSPACES, &[])?
+            .iter()
+            .map(|row| Ok(WorkspaceRef::new(col::<String>(row, 0)?, col::<String>(row, 1)?)))
+            .collect()
+    }
+
+    fn workspace_info(&self, workspace: &WorkspaceRef) -> Result<Option<WorkspaceInfo>> {
+        match self.query(workspace, sql::INFO, &[])?.first() {
+            Some(row) => Ok(Some(WorkspaceInfo {
+                workspace: workspace.clone(),
+                head_seq: col(row, 0)?,
+                head_ts: opt_time(row, 1)?,
+            })),
+            None => Ok(None),
+        }
+    }
+
+    fn due_runs(&self, now: Timestamp, n: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
+        check_due_limit(n)?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let disabled: Vec<&str> = policy.disabled.iter().map(String::as_str).collect();
+        let ordered: Vec<&str> = policy.ordered.iter().map(String::as_str).collect();
+        let (blocking, plain): (Vec<&str>, Vec<&str>) = ordered.iter().partition(|r| policy.blocks(r));
+        let now = bind_time(now);
+        let rows = self.conn(None)?.query(
+            sql::due_runs(),
+            &[&now, &limit(n), &disabled, &ordered, &plain, &blocking],
+        )?;
+        rows.iter()
+            .map(|row| {
+                let ws = WorkspaceRef::new(col::<String>(row, 0)?, col::<String>(row, 1)?);
+                Ok((ws, Run::from_json(&col::<String>(row, 2)?)?))
+            })
+            .collect()
+    }
+
+    fn acquire_lease(
+        &self,
+        workspace: &WorkspaceRef,
+        key: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool> {
+        workspace.check()?;
+        check_lease(key, holder, Some(ttl))?;
+        let now = self.shared.clock.now();
+        let micros = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
+        let expires_at = bind_time(now.plus_micros(micros)?.to_utc());
+        let now = bind_time(now);
+        Ok(self.execute(workspace, sql::ACQUIRE_LEASE, &[&key, &holder, &expires_at, &now])? == 1)
+    }
+
+    fn release_lease(&self, workspace: &WorkspaceRef, key: &str, holder: &str) -> Result<()> {
+        workspace.check()?;
+        check_lease(key, holder, None)?;
+        self.execute(workspace, sql::RELEASE_LEASE, &[&key, &holder])
+            .map(|_| ())
+    }
+
+    fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>> {
+        self.query(workspace, sql::LEASES, &[])?
+            .iter()
+            .map(|row| {
+                Ok(Lease {
+                    key: col(row, 0)?,
+                    holder: col(row, 1)?,
+                    expires_at: time(&col::<String>(row, 2)?)?,
+                })
+            })
+            .collect()
+    }
+
+    fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {
+        check_cursor(name, None)?;
+        match self.query(workspace, sql::CURSOR, &[&name])?.first() {
+            Some(row) => col(row, 0),
+            None => Ok(0),
+        }
+    }
+
+    fn save_cursor(&self, workspace: &WorkspaceRef, name: &str, seq: i64) -> Result<()> {
+        check_cursor(name, Some(seq))?;
+        self.execute(workspace, sql::SAVE_CURSOR, &[&name, &seq])
+            .map(|_| ())
+    }
+
+    fn cursors(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, i64)>> {
+        self.query(workspace, sql::CURSORS, &[])?
+            .iter()
+            .map(|row| Ok((col(row, 0)?, col(row, 1)?)))
+            .collect()
+    }
+
+    /// Listens first, then looks at the head, then waits for a `NOTIFY` of this workspace's
+    /// head past `after_seq`: a commit after the look is announced to the listener, one
+    /// before it was seen by the look.
+    fn wait_for_append(&self, workspace: &WorkspaceRef, after_seq: i64, timeout: Duration) -> Result<bool> {
+        workspace.check()?;
+        let deadline = Instant::now() + timeout;
+        let (_, mark) = self.listener.start()?;
+        if self.head_seq(workspace)? > after_seq {
+            return Ok(true);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.listener
+            .wait(mark, left, |payload| announces(payload, workspace, after_seq))
+    }
+}
