@@ -237,7 +237,8 @@ pub trait WorkspaceStorage: Send + Sync {
     fn stored_rules(&self, workspace: &WorkspaceRef) -> Result<Vec<StoredRule>>;
     /// Every workspace with a log, by tenant then workspace.
     fn workspaces(&self) -> Result<Vec<WorkspaceRef>>;
-    /// A workspace's head, or `None` if no transaction ever began on it.
+    /// A workspace's head, or `None` until a transaction on it has committed (leases and
+    /// cursors alone make no workspace).
     fn workspace_info(&self, workspace: &WorkspaceRef) -> Result<Option<WorkspaceInfo>>;
     /// The runs to attempt now, across workspaces, ordered by due time, tenant, workspace and
     /// creation: pending and retrying runs due by `now` that can start under `policy`, and

@@ -1,6 +1,6 @@
 //! Every statement the store runs, with its table names filled in once at open.
 
-use crate::schema::{Sql, Tables};
+use super::schema::{Sql, Tables};
 
 /// The summary projection of `list_executions`: scalars only, never `data` itself.
 const LIST_COLUMNS: &str = "id, definition_id, version, json_extract(data,'$.status'), \

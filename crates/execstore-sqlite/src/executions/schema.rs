@@ -3,7 +3,7 @@
 use execstore::Result;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use crate::error::Db;
+use crate::db::error::Db;
 
 /// The names of everything the store creates, for one prefix (shared by the SQL backends).
 pub(crate) use execstore::names::TableNames as Tables;

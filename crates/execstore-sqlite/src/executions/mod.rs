@@ -1,0 +1,422 @@
+//! The execution store: harel 0.9's tables, [`SqliteStore`] and its options. The contract's
+//! operations are in `store`, the tables and execstore's own migrations in `schema`, every
+//! statement in `sql`.
+
+mod schema;
+mod sql;
+mod store;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use execstore::validate::{check_seq, PreparedCommit};
+use execstore::{Execution, Result, StoreError, TimerOp, DEFAULT_TRACE_MAX};
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
+use rusqlite::OpenFlags;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::db::error::Db;
+use crate::db::{self, take_over, OpenTransaction, Synchronous};
+use schema::Tables;
+use sql::Stmts;
+
+/// How [`SqliteStore::open`] opens a database.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct SqliteOptions {
+    /// Names the tables `<prefix>_executions`, `<prefix>_outbox`, ... as harel does (harel's
+    /// own default prefix is `"harel"`); `None` uses the bare names `executions`, `outbox`,
+    /// .... A prefix is a letter or `_`, then letters, digits or `_`, at most 30 characters.
+    pub prefix: Option<String>,
+    /// `PRAGMA synchronous`; see [`Synchronous`].
+    pub synchronous: Synchronous,
+    /// How many trace steps are kept per execution; `None` (or `Some(0)`) keeps them all.
+    pub trace_max: Option<u32>,
+    /// How long a write waits for another connection's write lock before failing with a
+    /// retryable [`StoreError::Backend`].
+    pub busy_timeout: Duration,
+    /// Opens an existing database for reading only: nothing is created, migrated or switched
+    /// to WAL, and every write fails (`PRAGMA query_only`). For tools that look at a file
+    /// they do not own, such as the CLI on a database harel keeps writing.
+    pub read_only: bool,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            prefix: None,
+            synchronous: Synchronous::Full,
+            trace_max: Some(DEFAULT_TRACE_MAX),
+            busy_timeout: Duration::from_secs(5),
+            read_only: false,
+        }
+    }
+}
+
+impl SqliteOptions {
+    /// The defaults: no prefix, [`Synchronous::Full`], 200 trace steps, a 5 s busy timeout.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the table prefix.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// Sets `PRAGMA synchronous`.
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// Sets how many trace steps are kept per execution (`None`: all).
+    pub fn trace_max(mut self, trace_max: Option<u32>) -> Self {
+        self.trace_max = trace_max;
+        self
+    }
+
+    /// Sets how long a write waits for the write lock.
+    pub fn busy_timeout(mut self, busy_timeout: Duration) -> Self {
+        self.busy_timeout = busy_timeout;
+        self
+    }
+
+    /// Opens for reading only (see [`SqliteOptions::read_only`]).
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+}
+
+/// An [`ExecutionStore`] over one SQLite database (a file, or `:memory:`).
+///
+/// Two connections to a file, each behind a mutex: the writer, for every write (SQLite has
+/// one writer at a time anyway), and a reader (`query_only`) for every read, so that loads,
+/// listings and the relay's reads do not wait behind a commit's sync. Under WAL a read sees
+/// every commit that returned before it started. `:memory:` and a read-only open use one
+/// connection for both. Share the store (it is `Send + Sync`) rather than opening many per
+/// process; other processes may open the same file. For many concurrent committers, wrap it
+/// in [`execstore::GroupCommit`] so their commits share transactions and syncs.
+#[derive(Debug)]
+pub struct SqliteStore {
+    // Declared (so dropped) before the writer: the writer closes last, checkpointing the WAL
+    // into the file and removing it, as a single connection's close does.
+    reader: Option<Mutex<Connection>>,
+    conn: Mutex<Connection>,
+    sql: Stmts,
+    trace_max: Option<u32>,
+    durable: bool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path`, sets it to WAL mode, creates
+    /// harel's tables if they are missing and applies execstore's migrations. The path
+    /// `":memory:"` opens a private in-memory database, as [`SqliteStore::open_in_memory`].
+    pub fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self> {
+        let path = path.as_ref();
+        if path.as_os_str() == ":memory:" {
+            return Self::open_in_memory(options);
+        }
+        if path.as_os_str().is_empty() {
+            return Err(StoreError::invalid("path", "must not be empty"));
+        }
+        let tables = Tables::new(options.prefix.as_deref())?;
+        let conn = db::open_file(path, options.read_only)?;
+        let mut store = Self::init(conn, tables, &options, true)?;
+        if !options.read_only {
+            // Opened once the writer made the file WAL and migrated it.
+            let reader = db::open_reader(path, options.busy_timeout)?;
+            store.reader = Some(Mutex::new(reader));
+        }
+        Ok(store)
+    }
+
+    /// Opens a private in-memory database: everything is lost when the store is dropped.
+    pub fn open_in_memory(options: SqliteOptions) -> Result<Self> {
+        let tables = Tables::new(options.prefix.as_deref())?;
+        let conn = Connection::open_in_memory().db()?;
+        Self::init(conn, tables, &options, false)
+    }
+
+    /// wasm32 only: opens (creating if needed) the database `name` kept by the SQLite VFS
+    /// registered as `vfs`, such as sqlite-wasm-vfs's `sahpool` over the browser's Origin
+    /// Private File System (the caller installs the VFS first; it is asynchronous and needs a
+    /// dedicated worker). Same tables, migrations and statements as [`SqliteStore::open`],
+    /// but one connection for reads and writes (such a VFS serves one connection per file,
+    /// and nothing runs concurrently in a worker), holding the file in exclusive locking
+    /// mode: so WAL works without shared memory (which these VFSs lack; the WAL index stays
+    /// in the connection's memory) and a commit costs one sync, not a rollback journal's
+    /// several. A VFS that cannot do WAL keeps its rollback journal. Committed data is
+    /// durable as far as the VFS is; `synchronous`, `prefix`, `trace_max` and `read_only`
+    /// apply as on a file. Close the store before opening the database again.
+    #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+    pub fn open_in_vfs(name: &str, vfs: &str, options: SqliteOptions) -> Result<Self> {
+        if name.is_empty() {
+            return Err(StoreError::invalid("name", "must not be empty"));
+        }
+        let tables = Tables::new(options.prefix.as_deref())?;
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if !options.read_only {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let conn = Connection::open_with_flags_and_vfs(name, flags, vfs).db()?;
+        if !options.read_only {
+            conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE").db()?;
+            // Answers the mode in force: `wal`, or the VFS's journal if it cannot do WAL.
+            conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0))
+                .db()?;
+        }
+        // `false`: not `set_wal` (which needs shared memory); the store is durable all the same.
+        let mut store = Self::init(conn, tables, &options, false)?;
+        store.durable = true;
+        Ok(store)
+    }
+
+    /// wasm32 only: recovers the commits of the database `name`'s `-wal` log (kept by the VFS
+    /// `vfs`) into the database file, and leaves it in rollback-journal mode, one file. For a
+    /// store file imported with its `-wal` sidecar.
+    #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+    pub fn merge_wal_in_vfs(name: &str, vfs: &str) -> Result<()> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags_and_vfs(name, flags, vfs).db()?;
+        conn.query_row("PRAGMA locking_mode = EXCLUSIVE", [], |_| Ok(()))
+            .db()?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get::<_, i64>(0))
+            .db()?;
+        conn.query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()))
+            .db()?;
+        conn.close().map_err(|(_, e)| e).db()
+    }
+
+    fn init(mut conn: Connection, tables: Tables, options: &SqliteOptions, durable: bool) -> Result<Self> {
+        db::configure(&conn, options.busy_timeout, options.read_only)?;
+        if options.read_only {
+            if !db::has_table(&conn, &tables.executions)? {
+                return Err(StoreError::NotFound {
+                    what: "table",
+                    key: tables.executions.clone(),
+                });
+            }
+            return Ok(SqliteStore {
+                conn: Mutex::new(conn),
+                reader: None,
+                sql: Stmts::new(&tables),
+                trace_max: options.trace_max.filter(|n| *n > 0),
+                durable,
+            });
+        }
+        if durable {
+            db::make_writer(&conn, options.busy_timeout, options.synchronous)?;
+        } else {
+            db::set_synchronous(&conn, options.synchronous)?;
+        }
+        schema::migrate(&mut conn, &tables)?;
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+            reader: None,
+            sql: Stmts::new(&tables),
+            trace_max: options.trace_max.filter(|n| *n > 0),
+            durable,
+        })
+    }
+
+    /// The highest execstore migration applied to this database (1 for this build's
+    /// schema; more if a newer build migrated the file).
+    pub fn schema_version(&self) -> Result<i64> {
+        let conn = self.read();
+        let version = conn
+            .prepare_cached(&self.sql.schema_version)
+            .db()?
+            .query_row([], |row| row.get(0))
+            .db()?;
+        Ok(version)
+    }
+
+    /// The writer connection. A panic while it was held cannot have left a transaction
+    /// applied halfway (the transaction rolls back when unwinding drops it), so a poisoned
+    /// lock is taken over; any transaction somehow still open is rolled back first.
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        take_over(&self.conn)
+    }
+
+    /// The connection reads use: the reader of a file database, else the only one.
+    fn read(&self) -> MutexGuard<'_, Connection> {
+        match &self.reader {
+            Some(reader) => take_over(reader),
+            None => self.lock(),
+        }
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits it if `f` succeeds; any error
+    /// (from `f` or the commit) or a panic rolls everything back. BEGIN and COMMIT are cached
+    /// statements like the rest, so a commit parses no SQL.
+    fn write<T>(&self, f: impl FnOnce(&Connection, &Stmts) -> Result<T>) -> Result<T> {
+        let conn = self.lock();
+        conn.prepare_cached(&self.sql.begin_immediate)
+            .db()?
+            .execute([])
+            .db()?;
+        let tx = OpenTransaction(&conn);
+        let out = f(tx.0, &self.sql)?;
+        tx.0.prepare_cached(&self.sql.commit).db()?.execute([]).db()?;
+        Ok(out)
+    }
+
+    /// One event step's statements, in the open transaction `tx`: the CAS write of `p`, then
+    /// its outbox, dedupe, spawn, timer and trace rows. A lost CAS is a `Conflict`, found
+    /// before anything is written. `commit` and `commit_batch` both run this.
+    fn apply(&self, tx: &Connection, p: &PreparedCommit) -> Result<Vec<i64>> {
+        let s = &self.sql;
+        let w = &p.write;
+        let updated = tx
+            .prepare_cached(&s.update_cas)
+            .db()?
+            .execute(params![w.data, w.version, w.id, w.expected])
+            .db()?;
+        if updated == 0 {
+            let found: Option<i64> = tx
+                .prepare_cached(&s.select_version)
+                .db()?
+                .query_row([&w.id], |row| row.get(0))
+                .optional()
+                .db()?;
+            if found.is_some() || w.expected != 0 {
+                return Err(StoreError::Conflict {
+                    id: w.id.clone(),
+                    expected: w.expected,
+                    found,
+                });
+            }
+            tx.prepare_cached(&s.insert_execution)
+                .db()?
+                .execute(params![w.id, w.definition_id, w.data, w.version])
+                .db()?;
+        }
+        let mut seqs = Vec::with_capacity(p.emits.len());
+        if !p.emits.is_empty() {
+            let mut stmt = tx.prepare_cached(&s.insert_outbox).db()?;
+            for (target_id, event) in &p.emits {
+                seqs.push(stmt.insert(params![target_id, event]).db()?);
+            }
+        }
+        if let Some(event_id) = &p.processed_event_id {
+            tx.prepare_cached(&s.insert_processed)
+                .db()?
+                .execute(params![w.id, event_id])
+                .db()?;
+        }
+        if !p.spawns.is_empty() {
+            let mut stmt = tx.prepare_cached(&s.insert_spawn).db()?;
+            for spawn in &p.spawns {
+                stmt.execute(params![w.id, spawn.child_id, spawn.root_path, spawn.context])
+                    .db()?;
+            }
+        }
+        for op in &p.timers {
+            match op {
+                TimerOp::Schedule { path, fire_at } => {
+                    tx.prepare_cached(&s.upsert_timer)
+                        .db()?
+                        .execute(params![w.id, path, fire_at])
+                        .db()?;
+                }
+                TimerOp::Cancel { path } => {
+                    tx.prepare_cached(&s.cancel_timer)
+                        .db()?
+                        .execute(params![w.id, path])
+                        .db()?;
+                }
+            }
+        }
+        if let Some(entry) = &p.trace {
+            tx.prepare_cached(&s.insert_trace)
+                .db()?
+                .execute(params![w.id, entry])
+                .db()?;
+            self.cap_trace(tx, &w.id)?;
+        }
+        Ok(seqs)
+    }
+
+    /// An ack: deletes the row `seq` with the statement `sql` picks, in its own transaction;
+    /// `NotFound` (naming `what`) if there was none.
+    fn delete_by_seq(&self, seq: i64, what: &'static str, sql: impl FnOnce(&Stmts) -> &String) -> Result<()> {
+        check_seq("seq", seq)?;
+        self.write(
+            |tx, s| match tx.prepare_cached(sql(s)).db()?.execute([seq]).db()? {
+                0 => Err(StoreError::NotFound {
+                    what,
+                    key: seq.to_string(),
+                }),
+                _ => Ok(()),
+            },
+        )
+    }
+
+    fn append_trace_in(&self, tx: &Connection, execution_id: &str, entry: &str) -> Result<i64> {
+        let idx = tx
+            .prepare_cached(&self.sql.insert_trace_returning)
+            .db()?
+            .query_row(params![execution_id, entry], |row| row.get(0))
+            .db()?;
+        self.cap_trace(tx, execution_id)?;
+        Ok(idx)
+    }
+
+    fn cap_trace(&self, tx: &Connection, execution_id: &str) -> Result<()> {
+        if let Some(max) = self.trace_max {
+            tx.prepare_cached(&self.sql.cap_trace)
+                .db()?
+                .execute(params![execution_id, max])
+                .db()?;
+        }
+        Ok(())
+    }
+}
+
+fn corrupt(what: String, err: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt {
+        what,
+        reason: err.to_string(),
+    }
+}
+
+fn parse_execution(id: &str, data: &str) -> Result<Execution> {
+    serde_json::from_str(data).map_err(|e| corrupt(format!("execution {id}"), e))
+}
+
+/// The least string greater than every string that starts with `prefix` (in code-point order,
+/// which is SQLite's `BINARY` order over UTF-8), or `None` if there is none.
+fn prefix_upper_bound(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = match last {
+            '\u{D7FF}' => Some('\u{E000}'),
+            c => char::from_u32(u32::from(c) + 1),
+        };
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+fn limit_param(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// Whether the SQLite file at `path` holds the execution store's tables under `prefix`
+/// (`None`: the bare names; `Some("harel")`: harel's), judged by its `executions` table. A
+/// read-only probe: nothing is created or changed. A missing file is
+/// [`StoreError::NotFound`], a prefix that is not a valid one [`StoreError::InvalidInput`].
+pub fn has_execution_tables(path: impl AsRef<Path>, prefix: Option<&str>) -> Result<bool> {
+    let tables = Tables::new(prefix)?;
+    let conn = db::probe(path.as_ref())?;
+    db::has_table(&conn, &tables.executions)
+}

@@ -1,0 +1,385 @@
+//! [`ExecutionStore`] for [`SqliteStore`]: the contract's operations.
+
+use execstore::validate::{
+    check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedBatch,
+};
+use execstore::{
+    BatchItem, Capabilities, DueTimer, Effects, Event, Execution, ExecutionPage, ExecutionStore,
+    ExecutionSummary, JsonObject, ListQuery, OutboxEntry, Result, SpawnEntry, Status, StoreError, TraceStep,
+};
+use rusqlite::{params, OptionalExtension};
+
+use super::{corrupt, limit_param, parse_execution, prefix_upper_bound, SqliteStore};
+use crate::db::error::Db;
+
+impl ExecutionStore for SqliteStore {
+    fn capabilities(&self) -> Capabilities {
+        if self.durable {
+            Capabilities::DURABLE
+        } else {
+            Capabilities::EPHEMERAL
+        }
+    }
+
+    fn trace_max(&self) -> Option<u32> {
+        self.trace_max
+    }
+
+    fn commit(&self, exe: &mut Execution, effects: &Effects) -> Result<Vec<i64>> {
+        let p = prepare_commit(exe, effects)?;
+        let seqs = self.write(|tx, _| self.apply(tx, &p))?;
+        exe.version = p.write.version;
+        Ok(seqs)
+    }
+
+    /// Checks every item first (an invalid one gets its `InvalidInput` and is left out), then
+    /// writes the rest in one `BEGIN IMMEDIATE` transaction, each item under a savepoint: a
+    /// lost CAS rolls back to it and the batch goes on. One COMMIT (one sync) for them all;
+    /// the committed items' versions move only once it succeeded.
+    fn commit_batch(&self, items: &mut [BatchItem]) -> Result<Vec<Result<Vec<i64>>>> {
+        let mut batch = PreparedBatch::new(items);
+        if batch.has_writes() {
+            self.write(|tx, s| {
+                for (p, result) in batch.to_write() {
+                    tx.prepare_cached(&s.savepoint).db()?.execute([]).db()?;
+                    match self.apply(tx, p) {
+                        Ok(seqs) => *result = Ok(seqs),
+                        Err(conflict @ StoreError::Conflict { .. }) => {
+                            tx.prepare_cached(&s.rollback_to_savepoint)
+                                .db()?
+                                .execute([])
+                                .db()?;
+                            *result = Err(conflict);
+                        }
+                        Err(e) => return Err(e),
+                    }
+                    tx.prepare_cached(&s.release_savepoint).db()?.execute([]).db()?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(batch.finish(items))
+    }
+
+    fn load(&self, id: &str) -> Result<Option<Execution>> {
+        let conn = self.read();
+        let data: Option<String> = conn
+            .prepare_cached(&self.sql.load)
+            .db()?
+            .query_row([id], |row| row.get(0))
+            .optional()
+            .db()?;
+        data.map(|data| parse_execution(id, &data)).transpose()
+    }
+
+    fn load_for_event(&self, id: &str, event_id: &str) -> Result<(Option<Execution>, bool)> {
+        let conn = self.read();
+        let (data, processed): (Option<String>, bool) = conn
+            .prepare_cached(&self.sql.load_for_event)
+            .db()?
+            .query_row([id, event_id], |row| Ok((row.get(0)?, row.get(1)?)))
+            .db()?;
+        match data {
+            Some(data) => Ok((Some(parse_execution(id, &data)?), processed)),
+            None => Ok((None, false)),
+        }
+    }
+
+    fn is_processed(&self, execution_id: &str, event_id: &str) -> Result<bool> {
+        let conn = self.read();
+        let processed = conn
+            .prepare_cached(&self.sql.is_processed)
+            .db()?
+            .exists([execution_id, event_id])
+            .db()?;
+        Ok(processed)
+    }
+
+    fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
+        let after = query.validated_after()?;
+        let mut statuses: Vec<&'static str> = Vec::new();
+        if let Some(set) = &query.status {
+            if set.is_empty() {
+                return Ok(ExecutionPage::default());
+            }
+            statuses = set.iter().map(|s| s.as_str()).collect();
+            statuses.sort_unstable();
+            statuses.dedup();
+        }
+        let sql = self.sql.list(
+            after.is_some(),
+            query.definition_id.is_some(),
+            statuses.len(),
+            query.roots_only,
+        );
+        let limit = limit_param(query.limit.saturating_add(1));
+        let mut args: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(statuses.len() + 3);
+        if let Some(after) = &after {
+            args.push(after);
+        }
+        if let Some(definition_id) = &query.definition_id {
+            args.push(definition_id);
+        }
+        for status in &statuses {
+            args.push(status);
+        }
+        args.push(&limit);
+
+        let conn = self.read();
+        let mut stmt = conn.prepare_cached(&sql).db()?;
+        let mut rows = stmt.query(args.as_slice()).db()?;
+        let mut items = Vec::new();
+        while let Some(row) = rows.next().db()? {
+            let id: String = row.get(0).db()?;
+            let status = match row.get::<_, Option<String>>(3).db()? {
+                Some(s) => s
+                    .parse::<Status>()
+                    .map_err(|e| corrupt(format!("execution {id} status"), e))?,
+                None => Status::Pending,
+            };
+            items.push(ExecutionSummary {
+                definition_id: row.get(1).db()?,
+                version: row.get(2).db()?,
+                status,
+                outcome: row.get(4).db()?,
+                active_path: row.get(5).db()?,
+                parent_id: row.get(6).db()?,
+                finished_at: row.get(7).db()?,
+                updated_at: row.get(8).db()?,
+                id,
+            });
+        }
+        let next_cursor = if items.len() > query.limit {
+            items.truncate(query.limit);
+            items.last().map(|last| execstore::encode_cursor(&last.id))
+        } else {
+            None
+        };
+        Ok(ExecutionPage { items, next_cursor })
+    }
+
+    fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
+        check_limit("limit", limit)?;
+        let conn = self.read();
+        let mut stmt = conn.prepare_cached(&self.sql.pending_outbox).db()?;
+        let mut rows = stmt
+            .query(params![after.unwrap_or(i64::MIN), limit_param(limit)])
+            .db()?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().db()? {
+            let seq: i64 = row.get(0).db()?;
+            let event: String = row.get(2).db()?;
+            let event: Event =
+                serde_json::from_str(&event).map_err(|e| corrupt(format!("outbox entry {seq}"), e))?;
+            out.push(OutboxEntry {
+                seq,
+                target_id: row.get(1).db()?,
+                event,
+            });
+        }
+        Ok(out)
+    }
+
+    fn ack_outbox(&self, seq: i64) -> Result<()> {
+        self.delete_by_seq(seq, "outbox entry", |s| &s.ack_outbox)
+    }
+
+    /// One transaction for all of them: one sync for the whole batch of acks.
+    fn ack_outbox_many(&self, seqs: &[i64]) -> Result<usize> {
+        for &seq in seqs {
+            check_seq("seqs", seq)?;
+        }
+        if seqs.is_empty() {
+            return Ok(0);
+        }
+        self.write(|tx, s| {
+            let mut stmt = tx.prepare_cached(&s.ack_outbox).db()?;
+            let mut removed = 0;
+            for seq in seqs {
+                removed += stmt.execute([seq]).db()?;
+            }
+            Ok(removed)
+        })
+    }
+
+    fn pending_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>> {
+        check_limit("limit", limit)?;
+        let conn = self.read();
+        let mut stmt = conn.prepare_cached(&self.sql.pending_spawns).db()?;
+        let mut rows = stmt
+            .query(params![after.unwrap_or(i64::MIN), limit_param(limit)])
+            .db()?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().db()? {
+            let seq: i64 = row.get(0).db()?;
+            let context: String = row.get(4).db()?;
+            // Python's json.dumps may have written NaN or Infinity: read them as null.
+            let context: JsonObject = execstore::pyjson::loads_object(&context)
+                .map_err(|e| corrupt(format!("spawn entry {seq} context"), e))?;
+            out.push(SpawnEntry {
+                seq,
+                parent_id: row.get(1).db()?,
+                child_id: row.get(2).db()?,
+                root_path: row.get(3).db()?,
+                context,
+            });
+        }
+        Ok(out)
+    }
+
+    fn ack_spawn(&self, seq: i64) -> Result<()> {
+        self.delete_by_seq(seq, "spawn entry", |s| &s.ack_spawn)
+    }
+
+    fn due_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>> {
+        check_time("now", now)?;
+        check_limit("limit", limit)?;
+        if let Some(after) = after {
+            check_time("after.fire_at", after.fire_at)?;
+        }
+        let conn = self.read();
+        let row_to_timer = |row: &rusqlite::Row<'_>| {
+            Ok(DueTimer {
+                execution_id: row.get(0)?,
+                path: row.get(1)?,
+                fire_at: row.get(2)?,
+            })
+        };
+        let rows = match after {
+            None => conn
+                .prepare_cached(&self.sql.due_timers)
+                .db()?
+                .query_map(params![now, limit_param(limit)], row_to_timer)
+                .db()?
+                .collect::<rusqlite::Result<Vec<_>>>(),
+            Some(a) => conn
+                .prepare_cached(&self.sql.due_timers_after)
+                .db()?
+                .query_map(
+                    params![now, a.fire_at, a.execution_id, a.path, limit_param(limit)],
+                    row_to_timer,
+                )
+                .db()?
+                .collect::<rusqlite::Result<Vec<_>>>(),
+        };
+        rows.db()
+    }
+
+    fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> Result<bool> {
+        check_time("fire_at", fire_at)?;
+        self.write(|tx, s| {
+            let n = tx
+                .prepare_cached(&s.delete_timer)
+                .db()?
+                .execute(params![execution_id, path, fire_at])
+                .db()?;
+            Ok(n > 0)
+        })
+    }
+
+    fn read_trace(&self, execution_id: &str) -> Result<Vec<TraceStep>> {
+        let conn = self.read();
+        let mut stmt = conn.prepare_cached(&self.sql.read_trace).db()?;
+        let mut rows = stmt.query([execution_id]).db()?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().db()? {
+            let idx: i64 = row.get(0).db()?;
+            let entry: String = row.get(1).db()?;
+            let mut step: TraceStep = execstore::pyjson::loads_object(&entry)
+                .map_err(|e| corrupt(format!("trace step {idx} of {execution_id}"), e))?;
+            step.insert("index".into(), idx.into());
+            out.push(step);
+        }
+        Ok(out)
+    }
+
+    fn append_trace(&self, execution_id: &str, step: &TraceStep) -> Result<i64> {
+        check_id("execution_id", execution_id)?;
+        let entry = prepare_trace(step)?;
+        self.write(|tx, s| {
+            if !tx.prepare_cached(&s.exists).db()?.exists([execution_id]).db()? {
+                return Err(StoreError::NotFound {
+                    what: "execution",
+                    key: execution_id.to_owned(),
+                });
+            }
+            self.append_trace_in(tx, execution_id, &entry)
+        })
+    }
+
+    fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+        let conn = self.read();
+        let upper = prefix_upper_bound(prefix);
+        let ids: Vec<String> = match &upper {
+            Some(upper) => {
+                let mut stmt = conn.prepare_cached(&self.sql.ids_between).db()?;
+                let rows = stmt.query_map([prefix, upper], |row| row.get(0)).db()?;
+                rows.collect::<rusqlite::Result<_>>().db()?
+            }
+            None => {
+                let mut stmt = conn.prepare_cached(&self.sql.ids_from).db()?;
+                let rows = stmt.query_map([prefix], |row| row.get(0)).db()?;
+                rows.collect::<rusqlite::Result<_>>().db()?
+            }
+        };
+        // The range is exact; the filter only guards against a collation other than BINARY.
+        Ok(ids.into_iter().filter(|id| id.starts_with(prefix)).collect())
+    }
+
+    fn purge(&self, execution_id: &str, expected_version: i64) -> Result<bool> {
+        check_id("execution_id", execution_id)?;
+        self.write(|tx, s| {
+            let deleted = tx
+                .prepare_cached(&s.purge_execution)
+                .db()?
+                .execute(params![execution_id, expected_version])
+                .db()?;
+            if deleted == 0 && tx.prepare_cached(&s.exists).db()?.exists([execution_id]).db()? {
+                // It moved on: touch nothing (the transaction holds no change to commit).
+                return Ok(false);
+            }
+            for sql in &s.purge_companions {
+                tx.prepare_cached(sql).db()?.execute([execution_id]).db()?;
+            }
+            Ok(deleted > 0)
+        })
+    }
+
+    fn status_counts(&self, definition_id: Option<&str>, roots_only: bool) -> Result<Vec<(Status, u64)>> {
+        if let Some(definition_id) = definition_id {
+            check_id("definition_id", definition_id)?;
+        }
+        let sql = self.sql.status_counts(definition_id.is_some(), roots_only);
+        let conn = self.read();
+        let mut stmt = conn.prepare_cached(&sql).db()?;
+        let mut rows = match definition_id {
+            Some(definition_id) => stmt.query([definition_id]),
+            None => stmt.query([]),
+        }
+        .db()?;
+        let mut counts = [0u64; Status::ALL.len()];
+        while let Some(row) = rows.next().db()? {
+            // A row without a status reads as PENDING, as in the listing.
+            let status = match row.get::<_, Option<String>>(0).db()? {
+                Some(s) => s
+                    .parse::<Status>()
+                    .map_err(|e| corrupt("an execution's status".to_owned(), e))?,
+                None => Status::Pending,
+            };
+            let n: i64 = row.get(1).db()?;
+            if let Some(slot) = Status::ALL.iter().position(|s| *s == status) {
+                counts[slot] += u64::try_from(n).unwrap_or(0);
+            }
+        }
+        Ok(Status::ALL.into_iter().zip(counts).collect())
+    }
+
+    /// `PRAGMA data_version` of the reading connection moves with every commit of any other
+    /// connection (this store's writer included, or another process), and its
+    /// `total_changes` with the writes of a store that has only one connection.
+    fn change_token(&self) -> Result<String> {
+        let conn = self.read();
+        let data_version: i64 = conn.query_row("PRAGMA data_version", [], |row| row.get(0)).db()?;
+        Ok(format!("sqlite:{data_version}:{}", conn.total_changes()))
+    }
+}

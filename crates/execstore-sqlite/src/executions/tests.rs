@@ -1,0 +1,271 @@
+//! Unit tests of the execution store's internals: pragmas, query plans, statement reuse.
+
+use super::*;
+use execstore::{Effects, Event, ExecutionStore, JsonObject, Status};
+
+#[test]
+fn upper_bounds() {
+    assert_eq!(prefix_upper_bound("ab").as_deref(), Some("ac"));
+    assert_eq!(prefix_upper_bound("").as_deref(), None);
+    assert_eq!(prefix_upper_bound("a\u{D7FF}").as_deref(), Some("a\u{E000}"));
+    assert_eq!(prefix_upper_bound("a\u{10FFFF}").as_deref(), Some("b"));
+    assert_eq!(prefix_upper_bound("\u{10FFFF}").as_deref(), None);
+}
+
+#[test]
+fn synchronous_parses_any_case() {
+    assert_eq!("NORMAL".parse::<Synchronous>().unwrap(), Synchronous::Normal);
+    assert_eq!("Off".parse::<Synchronous>().unwrap(), Synchronous::Off);
+    assert_eq!("extra".parse::<Synchronous>().unwrap(), Synchronous::Extra);
+    assert_eq!("full".parse::<Synchronous>().unwrap(), Synchronous::Full);
+    let err = "fast".parse::<Synchronous>().unwrap_err();
+    assert!(matches!(err, StoreError::InvalidInput { .. }));
+}
+
+fn pragma(store: &SqliteStore, name: &str) -> String {
+    let conn = store.lock();
+    conn.query_row(&format!("PRAGMA {name}"), [], |row| {
+        row.get::<_, rusqlite::types::Value>(0)
+    })
+    .map(|v| match v {
+        rusqlite::types::Value::Integer(i) => i.to_string(),
+        rusqlite::types::Value::Text(t) => t,
+        other => format!("{other:?}"),
+    })
+    .unwrap()
+}
+
+/// PRAGMA synchronous and busy_timeout belong to the connection, so they are read on the
+/// store's own.
+#[test]
+fn pragmas_read_back_on_the_store_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (level, want)) in [
+        (Synchronous::Off, "0"),
+        (Synchronous::Normal, "1"),
+        (Synchronous::Full, "2"),
+        (Synchronous::Extra, "3"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let options = SqliteOptions::new()
+            .synchronous(level)
+            .busy_timeout(Duration::from_millis(1234));
+        let store = SqliteStore::open(dir.path().join(format!("s{i}.db")), options).unwrap();
+        assert_eq!(pragma(&store, "synchronous"), want, "{level:?}");
+        assert_eq!(pragma(&store, "journal_mode"), "wal");
+        assert_eq!(pragma(&store, "busy_timeout"), "1234");
+    }
+    let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
+    assert_eq!(pragma(&store, "synchronous"), "2");
+    assert_eq!(pragma(&store, "busy_timeout"), "5000");
+    assert_eq!(pragma(&store, "journal_mode"), "memory");
+}
+
+fn plan(store: &SqliteStore, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Vec<String> {
+    let conn = store.lock();
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let rows = stmt.query_map(args, |row| row.get::<_, String>(3)).unwrap();
+    rows.collect::<rusqlite::Result<_>>().unwrap()
+}
+
+fn assert_uses_index(plan: &[String], table: &str, index: &str, what: &str) {
+    assert!(
+        plan.iter()
+            .any(|step| step.contains(table) && step.contains(index)),
+        "{what}: {index} is not used: {plan:?}"
+    );
+    assert!(
+        !plan
+            .iter()
+            .any(|step| step.starts_with(&format!("SCAN {table}")) && !step.contains("INDEX")),
+        "{what}: full table scan: {plan:?}"
+    );
+}
+
+/// The listing filters and the timer sweep are answered from the migration's indexes,
+/// which means their SQL spells the indexed expressions exactly.
+#[test]
+fn reads_use_the_indexes() {
+    for (prefix, pfx) in [(None, ""), (Some("harel"), "harel_")] {
+        let mut options = SqliteOptions::new();
+        options.prefix = prefix.map(str::to_owned);
+        let store = SqliteStore::open_in_memory(options).unwrap();
+        let executions = format!("{pfx}executions");
+        for i in 0..50 {
+            let mut exe = Execution::new(format!("e{i:03}"), format!("d{}", i % 5));
+            if i % 3 == 0 {
+                exe.parent_id = Some("e000".into());
+            }
+            exe.status = Status::ALL[i % Status::ALL.len()];
+            store.save(&mut exe).unwrap();
+        }
+        let s = &store.sql;
+        let (after, def, running, done, limit) = ("e010", "d1", "RUNNING", "DONE", 11i64);
+
+        let p = plan(&store, &s.list(false, false, 1, false), &[&running, &limit]);
+        assert_uses_index(
+            &p,
+            &executions,
+            &format!("{pfx}execstore_executions_by_status"),
+            "status",
+        );
+        let p = plan(
+            &store,
+            &s.list(true, false, 1, false),
+            &[&after, &running, &limit],
+        );
+        assert_uses_index(
+            &p,
+            &executions,
+            &format!("{pfx}execstore_executions_by_status"),
+            "status+cursor",
+        );
+        let p = plan(
+            &store,
+            &s.list(false, false, 2, false),
+            &[&running, &done, &limit],
+        );
+        assert_uses_index(
+            &p,
+            &executions,
+            &format!("{pfx}execstore_executions_by_status"),
+            "statuses",
+        );
+        let p = plan(&store, &s.list(false, false, 0, true), &[&limit]);
+        assert_uses_index(
+            &p,
+            &executions,
+            &format!("sqlite_autoindex_{executions}_1"),
+            "roots (most executions are roots: walking ids finds a page quickly)",
+        );
+        let p = plan(&store, &s.list(true, false, 0, true), &[&after, &limit]);
+        assert_uses_index(
+            &p,
+            &executions,
+            &format!("sqlite_autoindex_{executions}_1"),
+            "roots+cursor",
+        );
+        let p = plan(&store, &s.list(false, true, 0, false), &[&def, &limit]);
+        assert_uses_index(
+            &p,
+            &executions,
+            &format!("{pfx}execstore_executions_by_definition"),
+            "definition",
+        );
+        let p = plan(&store, &s.list(true, true, 0, false), &[&after, &def, &limit]);
+        assert_uses_index(
+            &p,
+            &executions,
+            &format!("{pfx}execstore_executions_by_definition"),
+            "definition+cursor",
+        );
+        let p = plan(&store, &s.list(true, false, 0, false), &[&after, &limit]);
+        assert_uses_index(
+            &p,
+            &executions,
+            &format!("sqlite_autoindex_{executions}_1"),
+            "cursor only",
+        );
+
+        let p = plan(&store, &s.due_timers, &[&1.0f64, &limit]);
+        assert_uses_index(
+            &p,
+            &format!("{pfx}timers"),
+            &format!("{pfx}execstore_timers_by_fire_at"),
+            "due timers",
+        );
+        let p = plan(
+            &store,
+            &s.due_timers_after,
+            &[&1.0f64, &0.5f64, &"a", &"p", &limit],
+        );
+        assert_uses_index(
+            &p,
+            &format!("{pfx}timers"),
+            &format!("{pfx}execstore_timers_by_fire_at"),
+            "due timers after a timer",
+        );
+        // A purge scans the outbox and spawns: indexes there would cost every commit and
+        // every ack a page write, for the sake of a rare purge of tables a relay keeps short.
+        let p = plan(&store, &s.ids_between, &[&"e01", &"e02"]);
+        assert_uses_index(
+            &p,
+            &executions,
+            &format!("sqlite_autoindex_{executions}_1"),
+            "ids_with_prefix",
+        );
+    }
+}
+
+/// Every statement of the commit path is prepared once and then reused: none is
+/// re-prepared when new values are bound (the trace ring's MAX subqueries were).
+#[test]
+fn commit_statements_are_prepared_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = SqliteOptions::new().synchronous(Synchronous::Off);
+    let store = SqliteStore::open(dir.path().join("p.db"), options).unwrap();
+    let mut exe = Execution::new("x", "d");
+    for i in 0..20 {
+        let mut step = JsonObject::new();
+        step.insert("i".into(), i.into());
+        let effects = Effects::new()
+            .emit(None, Event::new(format!("e{i}"), "E"))
+            .processed(format!("p{i}"))
+            .schedule("t", f64::from(i))
+            .spawn(format!("c{i}"), "root.c", JsonObject::new())
+            .trace(step);
+        store.commit(&mut exe, &effects).unwrap();
+        store.append_trace("x", &JsonObject::new()).unwrap();
+        store.read_trace("x").unwrap();
+        store.load_for_event("x", &format!("p{i}")).unwrap();
+    }
+    let s = &store.sql;
+    let conn = store.lock();
+    for sql in [
+        &s.update_cas,
+        &s.insert_outbox,
+        &s.insert_processed,
+        &s.insert_spawn,
+        &s.upsert_timer,
+        &s.insert_trace,
+        &s.insert_trace_returning,
+        &s.cap_trace,
+    ] {
+        let stmt = conn.prepare_cached(sql).unwrap();
+        assert!(stmt.get_status(rusqlite::StatementStatus::Run) >= 20, "{sql}");
+        let reprepared = stmt.get_status(rusqlite::StatementStatus::RePrepare);
+        assert_eq!(reprepared, 0, "re-prepared {reprepared} times: {sql}");
+    }
+    drop(conn);
+    let reader = store.read();
+    for sql in [&s.read_trace, &s.load_for_event] {
+        let stmt = reader.prepare_cached(sql).unwrap();
+        assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0, "{sql}");
+    }
+}
+
+/// A panic while the connection was held poisons the mutex; the store carries on, and a
+/// transaction the panic left open is rolled back rather than committed later.
+#[test]
+fn poisoned_lock_is_recovered() {
+    let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
+    let mut exe = Execution::new("p1", "d");
+    store.save(&mut exe).unwrap();
+    std::thread::scope(|scope| {
+        let joined = scope
+            .spawn(|| {
+                let conn = store.conn.lock().unwrap();
+                conn.execute_batch("BEGIN IMMEDIATE; DELETE FROM executions;")
+                    .unwrap();
+                panic!("boom");
+            })
+            .join();
+        assert!(joined.is_err());
+    });
+    assert!(store.conn.is_poisoned());
+    assert_eq!(store.load("p1").unwrap().map(|e| e.version), Some(1));
+    store.save(&mut exe).unwrap();
+    assert_eq!(store.load("p1").unwrap().map(|e| e.version), Some(2));
+}

@@ -1,0 +1,349 @@
+//! The workspace log on SQLite: [`SqliteWorkspaceStorage`], reflexr 0.1.1's `SqlStorage` over
+//! the same `reflexr_*` tables. The schema is in `schema`, the statements in `sql`, a
+//! transaction in `tx`, the reads outside transactions in `reads` and `due_runs` in `due`.
+//!
+//! One writer connection serves every write: a transaction owns it from `begin` to its end
+//! (a gate, so the transaction can be moved between threads), and is one `BEGIN IMMEDIATE`
+//! transaction of SQLite, which also serializes it with other processes' writers. Reads
+//! outside transactions go to a second, `query_only` connection, so they never wait for an
+//! open transaction and see every commit that returned.
+
+mod due;
+mod reads;
+mod schema;
+mod sql;
+#[cfg(test)]
+mod tests;
+mod tx;
+
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use execstore::workspace::Clock;
+use execstore::{Result, StoreError};
+use rusqlite::Connection;
+
+use crate::db::error::Db;
+use crate::db::{self, Synchronous};
+
+/// How [`SqliteWorkspaceStorage::open`] opens a database.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SqliteWorkspaceOptions {
+    /// Where envelope timestamps and lease expiry come from; `None` is the system clock in
+    /// UTC ([`execstore::workspace::SystemClock`]), which `wasm32-unknown-unknown` lacks (a
+    /// clock is needed there).
+    pub clock: Option<Arc<dyn Clock>>,
+    /// How often [`wait_for_append`](execstore::workspace::WorkspaceStorage::wait_for_append)
+    /// looks for another process's commits; this storage's own commits wake it at once.
+    pub poll_interval: Duration,
+    /// `PRAGMA synchronous` of the writer; see [`Synchronous`].
+    pub synchronous: Synchronous,
+    /// How long a transaction waits for another process's write lock before failing with a
+    /// retryable [`StoreError::Backend`].
+    pub busy_timeout: Duration,
+    /// Opens an existing database for reading only: nothing is created, migrated or switched
+    /// to WAL, and every write is refused.
+    pub read_only: bool,
+}
+
+impl Default for SqliteWorkspaceOptions {
+    fn default() -> Self {
+        SqliteWorkspaceOptions {
+            clock: None,
+            poll_interval: Duration::from_millis(500),
+            synchronous: Synchronous::Full,
+            busy_timeout: Duration::from_secs(5),
+            read_only: false,
+        }
+    }
+}
+
+impl fmt::Debug for SqliteWorkspaceOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteWorkspaceOptions")
+            .field("clock", &self.clock.as_ref().map_or("system", |_| "injected"))
+            .field("poll_interval", &self.poll_interval)
+            .field("synchronous", &self.synchronous)
+            .field("busy_timeout", &self.busy_timeout)
+            .field("read_only", &self.read_only)
+            .finish()
+    }
+}
+
+impl SqliteWorkspaceOptions {
+    /// The defaults: the system clock, a 500 ms poll interval, [`Synchronous::Full`], a 5 s
+    /// busy timeout, read-write.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Sets how often a wait looks for other processes' commits.
+    pub fn poll_interval(mut self, poll_interval: Duration) -> Self {
+        self.poll_interval = poll_interval;
+        self
+    }
+
+    /// Sets `PRAGMA synchronous`.
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// Sets how long a write waits for another process's lock.
+    pub fn busy_timeout(mut self, busy_timeout: Duration) -> Self {
+        self.busy_timeout = busy_timeout;
+        self
+    }
+
+    /// Opens for reading only (see [`SqliteWorkspaceOptions::read_only`]).
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    fn take_clock(&self) -> Result<Arc<dyn Clock>> {
+        match &self.clock {
+            Some(clock) => Ok(clock.clone()),
+            #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+            None => Ok(Arc::new(execstore::workspace::SystemClock)),
+            #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+            None => Err(StoreError::invalid(
+                "clock",
+                "wasm32-unknown-unknown has no system clock: pass one",
+            )),
+        }
+    }
+}
+
+/// What the storage and its transactions share.
+pub(crate) struct Inner {
+    // Declared (so dropped) before the writer: the writer closes last, checkpointing the WAL.
+    /// The `query_only` reader; `None` when the writer is the only connection (read-only).
+    reader: Option<Mutex<Connection>>,
+    /// Every write, and every read of a read-only storage.
+    writer: Mutex<Connection>,
+    /// Whether a transaction (or a lease or cursor write) owns the writer.
+    busy: Mutex<bool>,
+    turn: Condvar,
+    /// Commits through this storage, for [`Inner::wait_for_commit`].
+    commits: Mutex<u64>,
+    committed: Condvar,
+    pub(crate) clock: Arc<dyn Clock>,
+    poll_interval: Duration,
+    read_only: bool,
+}
+
+impl Inner {
+    /// The writer connection, locked (a poisoned lock is taken over: whatever a panic left
+    /// open is rolled back by the transaction's drop, or at the next begin).
+    pub(crate) fn writer(&self) -> MutexGuard<'_, Connection> {
+        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The connection for reads outside transactions.
+    pub(crate) fn reader(&self) -> MutexGuard<'_, Connection> {
+        match &self.reader {
+            Some(reader) => reader.lock().unwrap_or_else(PoisonError::into_inner),
+            None => self.writer(),
+        }
+    }
+
+    fn writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(StoreError::Backend {
+                message: "the workspace storage was opened read-only: writes are refused".into(),
+                retryable: false,
+                source: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// Waits until nothing owns the writer, then owns it: one transaction at a time from its
+    /// begin to its end, whichever thread it moves to.
+    fn take_turn(&self) -> Result<()> {
+        let mut busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        if cfg!(all(target_family = "wasm", target_os = "unknown")) && *busy {
+            // One thread: waiting would never end.
+            return Err(StoreError::Backend {
+                message: "a transaction is already open on this storage".into(),
+                retryable: false,
+                source: None,
+            });
+        }
+        while *busy {
+            busy = self.turn.wait(busy).unwrap_or_else(PoisonError::into_inner);
+        }
+        *busy = true;
+        Ok(())
+    }
+
+    /// Hands the writer to the next transaction.
+    pub(crate) fn end_turn(&self) {
+        *self.busy.lock().unwrap_or_else(PoisonError::into_inner) = false;
+        self.turn.notify_one();
+    }
+
+    /// Wakes every waiter of [`Inner::wait_for_commit`].
+    pub(crate) fn notify_commit(&self) {
+        *self.commits.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.committed.notify_all();
+    }
+
+    /// Returns `Ok(true)` as soon as `grown` says the log grew: at once, or when a commit
+    /// through this storage wakes it; otherwise after `min(timeout, poll_interval)`, with
+    /// `grown`'s last answer (another process's commits are seen only then).
+    pub(crate) fn wait_for_commit(
+        &self,
+        timeout: Duration,
+        grown: impl Fn() -> Result<bool>,
+    ) -> Result<bool> {
+        let mut seen = *self.commits.lock().unwrap_or_else(PoisonError::into_inner);
+        if grown()? {
+            return Ok(true);
+        }
+        if cfg!(all(target_family = "wasm", target_os = "unknown")) {
+            // No threads: nothing can commit while this waits.
+            return Ok(false);
+        }
+        let deadline = Instant::now() + timeout.min(self.poll_interval);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return grown();
+            }
+            let commits = self.commits.lock().unwrap_or_else(PoisonError::into_inner);
+            let (commits, _) = self
+                .committed
+                .wait_timeout_while(commits, left, |c| *c == seen)
+                .unwrap_or_else(PoisonError::into_inner);
+            if *commits != seen {
+                seen = *commits;
+                drop(commits);
+                if grown()? {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// Runs `f` on the writer, owning it, in one `BEGIN IMMEDIATE` transaction committed if
+    /// `f` succeeds (lease and cursor writes).
+    fn write<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.writable()?;
+        self.take_turn()?;
+        let out = (|| {
+            let conn = self.writer();
+            tx::reset(&conn)?;
+            conn.prepare_cached(sql::BEGIN_IMMEDIATE).db()?.execute([]).db()?;
+            let open = db::OpenTransaction(&conn);
+            let out = f(open.0)?;
+            open.0.prepare_cached(sql::COMMIT).db()?.execute([]).db()?;
+            Ok(out)
+        })();
+        self.end_turn();
+        out
+    }
+}
+
+/// reflexr's workspaces in a SQLite file: [`execstore::workspace::WorkspaceStorage`] over
+/// reflexr 0.1.1's `reflexr_*` tables, byte for byte what reflexr's `SqlStorage` writes, so
+/// reflexr and execstore read and write each other's files.
+///
+/// Share one per process (it is `Send + Sync`, and [`Clone`]s share everything): its
+/// transactions take turns on one writer connection, in the order they begin, and other
+/// processes' transactions wait for SQLite's write lock. A transaction must end before the
+/// same thread begins another or writes a lease or cursor, which would wait for it. Reads
+/// outside transactions never wait for one.
+#[derive(Clone)]
+pub struct SqliteWorkspaceStorage {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for SqliteWorkspaceStorage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteWorkspaceStorage")
+            .field("read_only", &self.inner.read_only)
+            .field("poll_interval", &self.inner.poll_interval)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteWorkspaceStorage {
+    /// Opens (creating if needed) the database at `path`, sets it to WAL mode and creates
+    /// reflexr's tables at schema version `0008` if it has none (recording the version in
+    /// `reflexr_alembic_version`, as reflexr's `migrate()` does). A file whose tables are at
+    /// another version is refused with an error naming both. With
+    /// [`read_only`](SqliteWorkspaceOptions::read_only) nothing is created or changed, and a
+    /// file without reflexr's tables is [`StoreError::NotFound`] (`"reflexr tables"`).
+    pub fn open(path: impl AsRef<Path>, options: SqliteWorkspaceOptions) -> Result<Self> {
+        let path = path.as_ref();
+        if path.as_os_str() == ":memory:" {
+            // One in-memory database cannot have a reader apart from the writer that does
+            // not wait for its transactions (SQLite's memdb locks readers out), as the
+            // contract needs.
+            return Err(StoreError::invalid(
+                "path",
+                "the workspace storage needs a file (in-memory databases are not supported)",
+            ));
+        }
+        let clock = options.take_clock()?;
+        let mut conn = db::open_file(path, options.read_only)?;
+        db::configure(&conn, options.busy_timeout, options.read_only)?;
+        if options.read_only {
+            schema::check(&conn)?;
+            return Ok(Self::new(conn, None, clock, &options));
+        }
+        db::make_writer(&conn, options.busy_timeout, options.synchronous)?;
+        schema::migrate(&mut conn)?;
+        let reader = db::open_reader(path, options.busy_timeout)?;
+        Ok(Self::new(conn, Some(reader), clock, &options))
+    }
+
+    fn new(
+        writer: Connection,
+        reader: Option<Connection>,
+        clock: Arc<dyn Clock>,
+        options: &SqliteWorkspaceOptions,
+    ) -> Self {
+        SqliteWorkspaceStorage {
+            inner: Arc::new(Inner {
+                reader: reader.map(Mutex::new),
+                writer: Mutex::new(writer),
+                busy: Mutex::new(false),
+                turn: Condvar::new(),
+                commits: Mutex::new(0),
+                committed: Condvar::new(),
+                clock,
+                poll_interval: options.poll_interval,
+                read_only: options.read_only,
+            }),
+        }
+    }
+
+    /// The schema version the database records (`"0008"`).
+    pub fn schema_version(&self) -> Result<String> {
+        let conn = self.inner.reader();
+        conn.query_row("SELECT version_num FROM reflexr_alembic_version", [], |row| {
+            row.get(0)
+        })
+        .db()
+    }
+}
+
+/// Whether the SQLite file at `path` holds reflexr's workspace tables (`reflexr_workspaces`).
+/// A read-only probe: nothing is created or changed. A missing file is
+/// [`StoreError::NotFound`].
+pub fn has_workspace_tables(path: impl AsRef<Path>) -> Result<bool> {
+    let conn = db::probe(path.as_ref())?;
+    db::has_table(&conn, schema::TABLES[0])
+}

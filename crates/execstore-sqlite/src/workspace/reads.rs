@@ -1,0 +1,337 @@
+//! [`WorkspaceStorage`] for [`SqliteWorkspaceStorage`]: reads outside transactions on the
+//! `query_only` reader (they never wait for a transaction), and lease and cursor writes, each
+//! its own short transaction on the writer.
+
+use std::time::Duration;
+
+use execstore::workspace::{
+    check_cursor, check_key, check_lease, Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run,
+    RunPolicy, RunQuery, StoredRule, Timestamp, WorkspaceCapabilities, WorkspaceInfo, WorkspaceRef,
+    WorkspaceStorage, WorkspaceTx,
+};
+use execstore::{Result, StoreError};
+use rusqlite::{params, OptionalExtension, ToSql};
+
+use super::tx::SqliteTx;
+use super::{due, sql, SqliteWorkspaceStorage};
+use crate::db::error::Db;
+
+/// The statement of a window of the log: its filters in the query, newest first for `last`
+/// (over the primary key, or `ix_reflexr_events_type` when it names `types` types, as
+/// reflexr's does).
+pub(crate) fn log_query(before: bool, types: usize, last: bool) -> String {
+    // With types, the type index: one range per type (SQLite would otherwise walk the whole
+    // workspace's range of the primary key to spare itself the sort of several ranges).
+    let mut sql = String::from(if types > 0 {
+        "SELECT envelope FROM reflexr_events INDEXED BY ix_reflexr_events_type \
+         WHERE tenant_id = ? AND workspace_id = ? AND seq > ?"
+    } else {
+        "SELECT envelope FROM reflexr_events WHERE tenant_id = ? AND workspace_id = ? AND seq > ?"
+    });
+    if before {
+        sql.push_str(" AND seq < ?");
+    }
+    if types > 0 {
+        sql.push_str(" AND event_type IN (?");
+        for _ in 1..types {
+            sql.push_str(", ?");
+        }
+        sql.push(')');
+    }
+    sql.push_str(if last {
+        " ORDER BY seq DESC LIMIT ?"
+    } else {
+        " ORDER BY seq LIMIT ?"
+    });
+    sql
+}
+
+/// The statement listing runs newest first, with the filters given.
+fn runs_query(rule: bool, status: bool, scope_key: bool) -> String {
+    let mut sql = String::from("SELECT body FROM reflexr_runs WHERE tenant_id = ? AND workspace_id = ?");
+    for (on, column) in [(rule, "rule"), (status, "status"), (scope_key, "scope_key")] {
+        if on {
+            sql.push_str(&format!(" AND {column} = ?"));
+        }
+    }
+    sql.push_str(" ORDER BY position DESC LIMIT ?");
+    sql
+}
+
+impl WorkspaceStorage for SqliteWorkspaceStorage {
+    fn capabilities(&self) -> WorkspaceCapabilities {
+        WorkspaceCapabilities::new(true, false)
+    }
+
+    fn begin(&self, workspace: &WorkspaceRef) -> Result<Box<dyn WorkspaceTx>> {
+        workspace.check()?;
+        Ok(Box::new(SqliteTx::begin(&self.inner, workspace)?))
+    }
+
+    fn head_seq(&self, workspace: &WorkspaceRef) -> Result<i64> {
+        Ok(self.workspace_info(workspace)?.map_or(0, |info| info.head_seq))
+    }
+
+    fn read(&self, workspace: &WorkspaceRef, query: &LogQuery) -> Result<Vec<Envelope>> {
+        workspace.check()?;
+        query.check()?;
+        let mut types: Vec<&str> = query.types.iter().flatten().map(String::as_str).collect();
+        if query.types.is_some() && types.is_empty() {
+            return Ok(Vec::new());
+        }
+        types.sort_unstable();
+        types.dedup();
+        let last = query.last.is_some();
+        let limit = sql::limit_param(query.last.or(query.limit));
+        let mut args: Vec<&dyn ToSql> = vec![&workspace.tenant_id, &workspace.workspace_id, &query.after_seq];
+        if let Some(before) = &query.before_seq {
+            args.push(before);
+        }
+        for t in &types {
+            args.push(t);
+        }
+        args.push(&limit);
+        let text = log_query(query.before_seq.is_some(), types.len(), last);
+        let mut found = sql::all(&self.inner.reader(), &text, &args, sql::envelope)?;
+        if last {
+            found.reverse();
+        }
+        Ok(found)
+    }
+
+    fn rule_history(&self, workspace: &WorkspaceRef, name: &str) -> Result<Vec<Envelope>> {
+        workspace.check()?;
+        check_key("name", name)?;
+        sql::all(
+            &self.inner.reader(),
+            sql::RULE_HISTORY,
+            params![workspace.tenant_id, workspace.workspace_id, name],
+            sql::envelope,
+        )
+    }
+
+    fn envelope(&self, workspace: &WorkspaceRef, event_id: &str) -> Result<Option<Envelope>> {
+        workspace.check()?;
+        check_key("event_id", event_id)?;
+        sql::find_envelope(&self.inner.reader(), workspace, event_id)
+    }
+
+    fn run(&self, workspace: &WorkspaceRef, run_id: &str) -> Result<Option<Run>> {
+        workspace.check()?;
+        check_key("run_id", run_id)?;
+        sql::find_run(&self.inner.reader(), workspace, run_id)
+    }
+
+    fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>> {
+        workspace.check()?;
+        query.check()?;
+        let status = query.status.map(|s| s.as_str());
+        let limit = sql::limit_param(query.limit);
+        let mut args: Vec<&dyn ToSql> = vec![&workspace.tenant_id, &workspace.workspace_id];
+        if let Some(rule) = &query.rule {
+            args.push(rule);
+        }
+        if let Some(status) = &status {
+            args.push(status);
+        }
+        if let Some(scope_key) = &query.scope_key {
+            args.push(scope_key);
+        }
+        args.push(&limit);
+        let text = runs_query(query.rule.is_some(), status.is_some(), query.scope_key.is_some());
+        sql::all(&self.inner.reader(), &text, &args, sql::run)
+    }
+
+    fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>> {
+        workspace.check()?;
+        let conn = self.inner.reader();
+        match rule {
+            Some(rule) => {
+                check_key("rule", rule)?;
+                sql::all(
+                    &conn,
+                    sql::RULE_DEAD_LETTERS,
+                    params![workspace.tenant_id, workspace.workspace_id, rule],
+                    sql::dead_letter,
+                )
+            }
+            None => sql::all(
+                &conn,
+                sql::DEAD_LETTERS,
+                params![workspace.tenant_id, workspace.workspace_id],
+                sql::dead_letter,
+            ),
+        }
+    }
+
+    fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>> {
+        workspace.check()?;
+        sql::all(
+            &self.inner.reader(),
+            sql::ALL_PROGRESS,
+            params![workspace.tenant_id, workspace.workspace_id],
+            |row| {
+                let rule: String = row.get(0).db()?;
+                let body: String = row.get(1).db()?;
+                Ok((rule, RuleProgress::from_json(&body)?))
+            },
+        )
+    }
+
+    fn schedules(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, Timestamp)>> {
+        workspace.check()?;
+        sql::all(
+            &self.inner.reader(),
+            sql::SCHEDULES,
+            params![workspace.tenant_id, workspace.workspace_id],
+            |row| {
+                let name: String = row.get(0).db()?;
+                let at: String = row.get(1).db()?;
+                Ok((name, sql::timestamp(&at, "schedule at")?))
+            },
+        )
+    }
+
+    fn stored_rules(&self, workspace: &WorkspaceRef) -> Result<Vec<StoredRule>> {
+        workspace.check()?;
+        sql::active_rules(&self.inner.reader(), workspace)
+    }
+
+    fn workspaces(&self) -> Result<Vec<WorkspaceRef>> {
+        sql::all(&self.inner.reader(), sql::WORKSPACES, &[], |row| {
+            Ok(WorkspaceRef::new(
+                row.get::<_, String>(0).db()?,
+                row.get::<_, String>(1).db()?,
+            ))
+        })
+    }
+
+    fn workspace_info(&self, workspace: &WorkspaceRef) -> Result<Option<WorkspaceInfo>> {
+        workspace.check()?;
+        let conn = self.inner.reader();
+        let row: Option<(i64, Option<String>)> = conn
+            .prepare_cached(sql::WORKSPACE)
+            .db()?
+            .query_row(params![workspace.tenant_id, workspace.workspace_id], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .optional()
+            .db()?;
+        row.map(|(head_seq, head_ts)| {
+            Ok(WorkspaceInfo {
+                workspace: workspace.clone(),
+                head_seq,
+                head_ts: head_ts
+                    .map(|t| sql::timestamp(&t, "workspace head_ts"))
+                    .transpose()?,
+            })
+        })
+        .transpose()
+    }
+
+    fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
+        execstore::workspace::check_due_limit(limit)?;
+        due::due_runs(&self.inner.reader(), now, limit, policy)
+    }
+
+    fn acquire_lease(
+        &self,
+        workspace: &WorkspaceRef,
+        key: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool> {
+        workspace.check()?;
+        check_lease(key, holder, Some(ttl))?;
+        let micros =
+            i64::try_from(ttl.as_micros()).map_err(|_| StoreError::invalid("ttl", "out of range"))?;
+        let now = self.inner.clock.now();
+        let expires_at = now.plus_micros(micros)?.to_sqlite_text();
+        let now = now.to_sqlite_text();
+        self.inner.write(|conn| {
+            let (t, w) = (&workspace.tenant_id, &workspace.workspace_id);
+            let renewed = conn
+                .prepare_cached(sql::RENEW_LEASE)
+                .db()?
+                .execute(params![t, w, key, holder, expires_at, now])
+                .db()?;
+            if renewed > 0 {
+                return Ok(true);
+            }
+            // Another holder has it unexpired, or nobody: the insert tells which.
+            let taken = conn
+                .prepare_cached(sql::TAKE_LEASE)
+                .db()?
+                .execute(params![t, w, key, holder, expires_at])
+                .db()?;
+            Ok(taken > 0)
+        })
+    }
+
+    fn release_lease(&self, workspace: &WorkspaceRef, key: &str, holder: &str) -> Result<()> {
+        workspace.check()?;
+        check_lease(key, holder, None)?;
+        self.inner.write(|conn| {
+            conn.prepare_cached(sql::RELEASE_LEASE)
+                .db()?
+                .execute(params![workspace.tenant_id, workspace.workspace_id, key, holder])
+                .db()?;
+            Ok(())
+        })
+    }
+
+    fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>> {
+        workspace.check()?;
+        sql::all(
+            &self.inner.reader(),
+            sql::LEASES,
+            params![workspace.tenant_id, workspace.workspace_id],
+            sql::lease,
+        )
+    }
+
+    fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {
+        workspace.check()?;
+        check_cursor(name, None)?;
+        let seq: Option<i64> = self
+            .inner
+            .reader()
+            .prepare_cached(sql::CURSOR)
+            .db()?
+            .query_row(
+                params![workspace.tenant_id, workspace.workspace_id, name],
+                |row| row.get(0),
+            )
+            .optional()
+            .db()?;
+        Ok(seq.unwrap_or(0))
+    }
+
+    fn save_cursor(&self, workspace: &WorkspaceRef, name: &str, seq: i64) -> Result<()> {
+        workspace.check()?;
+        check_cursor(name, Some(seq))?;
+        self.inner.write(|conn| {
+            conn.prepare_cached(sql::SAVE_CURSOR)
+                .db()?
+                .execute(params![workspace.tenant_id, workspace.workspace_id, name, seq])
+                .db()?;
+            Ok(())
+        })
+    }
+
+    fn cursors(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, i64)>> {
+        workspace.check()?;
+        sql::all(
+            &self.inner.reader(),
+            sql::CURSORS,
+            params![workspace.tenant_id, workspace.workspace_id],
+            |row| Ok((row.get(0).db()?, row.get(1).db()?)),
+        )
+    }
+
+    fn wait_for_append(&self, workspace: &WorkspaceRef, after_seq: i64, timeout: Duration) -> Result<bool> {
+        workspace.check()?;
+        self.inner
+            .wait_for_commit(timeout, || Ok(self.head_seq(workspace)? > after_seq))
+    }
+}

@@ -1,0 +1,162 @@
+//! Unit tests of the workspace storage's internals: query plans and statement reuse.
+
+use std::sync::Arc;
+
+use execstore::workspace::{Entry, LogQuery, ManualClock, Timestamp, WorkspaceRef, WorkspaceStorage};
+use serde_json::json;
+
+use super::reads::log_query;
+use super::*;
+
+fn storage(dir: &tempfile::TempDir) -> SqliteWorkspaceStorage {
+    let clock = ManualClock::new(Timestamp::from_micros(1_767_268_800_000_000).unwrap());
+    let options = SqliteWorkspaceOptions::new()
+        .clock(Arc::new(clock))
+        .synchronous(Synchronous::Off);
+    SqliteWorkspaceStorage::open(dir.path().join("w.db"), options).unwrap()
+}
+
+fn entry(id: String, kind: &str) -> Entry {
+    let event = json!({"type": format!("t:{kind}"), "n": 1});
+    Entry::new(
+        id,
+        json!({"kind": "source", "name": "t"}),
+        event.as_object().unwrap().clone(),
+    )
+}
+
+/// Fills two workspaces with envelopes of several types, so the planner has statistics-free
+/// but non-trivial tables.
+fn fill(s: &SqliteWorkspaceStorage) -> WorkspaceRef {
+    let w = WorkspaceRef::new("t", "w");
+    for ws in [&w, &WorkspaceRef::new("t", "other")] {
+        let mut tx = s.begin(ws).unwrap();
+        let entries: Vec<Entry> = (0..200)
+            .map(|i| entry(format!("e{i}"), ["a", "b", "c", "d"][i % 4]))
+            .collect();
+        tx.append(&entries).unwrap();
+        tx.commit().unwrap();
+    }
+    w
+}
+
+fn plan(s: &SqliteWorkspaceStorage, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Vec<String> {
+    let conn = s.inner.reader();
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let rows = stmt.query_map(args, |row| row.get::<_, String>(3)).unwrap();
+    rows.collect::<rusqlite::Result<_>>().unwrap()
+}
+
+fn assert_uses_index(plan: &[String], index: &str, what: &str) {
+    assert!(
+        plan.iter()
+            .any(|step| step.contains("reflexr_events") && step.contains(index)),
+        "{what}: {index} is not used: {plan:?}"
+    );
+    assert!(
+        !plan
+            .iter()
+            .any(|step| step.starts_with("SCAN reflexr_events") && !step.contains("INDEX")),
+        "{what}: full table scan: {plan:?}"
+    );
+}
+
+/// A tail read walks the primary key backwards from the end of the workspace's range; a read
+/// of some types is one range of `ix_reflexr_events_type` per type; a stored rule's history
+/// one range of the partial `ix_reflexr_events_rule`.
+#[test]
+fn log_reads_use_the_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(&dir);
+    let w = fill(&s);
+    let (t, ws, after, before, limit) = (&w.tenant_id, &w.workspace_id, 10i64, 150i64, 5i64);
+    let pk = "sqlite_autoindex_reflexr_events_1";
+
+    let p = plan(&s, &log_query(false, 0, true), &[t, ws, &after, &limit]);
+    assert_uses_index(&p, pk, "tail");
+    assert!(!p.iter().any(|s| s.contains("TEMP B-TREE")), "tail sorts: {p:?}");
+    let p = plan(&s, &log_query(true, 0, true), &[t, ws, &after, &before, &limit]);
+    assert_uses_index(&p, pk, "tail before a seq");
+    let p = plan(&s, &log_query(false, 0, false), &[t, ws, &after, &limit]);
+    assert_uses_index(&p, pk, "from a seq");
+    assert!(!p.iter().any(|s| s.contains("TEMP B-TREE")), "head sorts: {p:?}");
+
+    for last in [false, true] {
+        let p = plan(&s, &log_query(false, 1, last), &[t, ws, &after, &"t:a", &limit]);
+        assert_uses_index(&p, "ix_reflexr_events_type", "one type");
+        let p = plan(
+            &s,
+            &log_query(true, 2, last),
+            &[t, ws, &after, &before, &"t:a", &"t:c", &limit],
+        );
+        assert_uses_index(&p, "ix_reflexr_events_type", "two types");
+    }
+
+    let p = plan(&s, sql::RULE_HISTORY, &[t, ws, &"x:rule"]);
+    assert_uses_index(&p, "ix_reflexr_events_rule", "rule history");
+    let p = plan(
+        &s,
+        "SELECT envelope FROM reflexr_events WHERE tenant_id = ?1 AND workspace_id = ?2 AND event_id = ?3",
+        &[t, ws, &"e7"],
+    );
+    assert_uses_index(&p, "sqlite_autoindex_reflexr_events_2", "envelope by id");
+
+    // And they answer as the suite expects.
+    let tail = s.read(&w, &LogQuery::new().types(["t:b"]).last(3)).unwrap();
+    assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), [190, 194, 198]);
+}
+
+/// The commit path prepares each statement once per connection and then reuses it.
+#[test]
+fn statements_are_prepared_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(&dir);
+    let w = WorkspaceRef::new("t", "w");
+    for i in 0..20 {
+        let mut tx = s.begin(&w).unwrap();
+        tx.append(&[entry(format!("e{i}"), "a")]).unwrap();
+        tx.commit().unwrap();
+        s.read(&w, &LogQuery::new().last(2)).unwrap();
+    }
+    let conn = s.inner.writer();
+    for text in [
+        sql::BEGIN_IMMEDIATE,
+        sql::INSERT_EVENT,
+        sql::UPDATE_WORKSPACE,
+        sql::COMMIT,
+    ] {
+        let stmt = conn.prepare_cached(text).unwrap();
+        assert!(stmt.get_status(rusqlite::StatementStatus::Run) >= 20, "{text}");
+        assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0, "{text}");
+    }
+    drop(conn);
+    let reader = s.inner.reader();
+    let stmt = reader.prepare_cached(&log_query(false, 0, true)).unwrap();
+    assert!(stmt.get_status(rusqlite::StatementStatus::Run) >= 20);
+}
+
+/// The writer connection and the reader have the pragmas of the options.
+#[test]
+fn pragmas_of_the_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(&dir);
+    let pragma = |conn: &rusqlite::Connection, name: &str| -> String {
+        conn.query_row(&format!("PRAGMA {name}"), [], |row| {
+            row.get::<_, rusqlite::types::Value>(0)
+        })
+        .map(|v| match v {
+            rusqlite::types::Value::Integer(i) => i.to_string(),
+            rusqlite::types::Value::Text(t) => t,
+            other => format!("{other:?}"),
+        })
+        .unwrap()
+    };
+    let writer = s.inner.writer();
+    assert_eq!(pragma(&writer, "journal_mode"), "wal");
+    assert_eq!(pragma(&writer, "synchronous"), "0");
+    assert_eq!(pragma(&writer, "busy_timeout"), "5000");
+    assert_eq!(pragma(&writer, "query_only"), "0");
+    drop(writer);
+    let reader = s.inner.reader();
+    assert_eq!(pragma(&reader, "query_only"), "1");
+}
