@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use execstore::Status;
 
+pub use crate::workspace_args::{DeadLettersArgs, DueRunsArgs, LogArgs, RulesArgs, RunsArgs, WorkspaceArg};
+
 /// Where `execstore demo` writes when `--db` is not given.
 pub const DEMO_DB: &str = "execstore-demo.db";
 
@@ -36,6 +38,26 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// List the workspaces with a log (reflexr's tables): head seq, last ts, cursors' lag.
+    Workspaces,
+    /// Read a workspace's log: a window, some event types, the first or last N.
+    Log(LogArgs),
+    /// List a workspace's runs, newest first.
+    Runs(RunsArgs),
+    /// The runs due at a time across every workspace, under a run policy.
+    DueRuns(DueRunsArgs),
+    /// List a workspace's dead letters, oldest first.
+    DeadLetters(DeadLettersArgs),
+    /// List a workspace's leases (held and lapsed).
+    Leases(WorkspaceArg),
+    /// List a workspace's consumer cursors and their lag behind the head.
+    Cursors(WorkspaceArg),
+    /// List each rule's progress in a workspace.
+    Progress(WorkspaceArg),
+    /// List each schedule's last tick in a workspace.
+    Schedules(WorkspaceArg),
+    /// List a workspace's active stored rules, or one rule's version history.
+    Rules(RulesArgs),
     /// List executions, ordered by id, one page at a time.
     List(ListArgs),
     /// Show one execution: its state, children and context.
@@ -244,6 +266,64 @@ pub struct BenchArgs {
     /// --clients is more than 1).
     #[arg(long, value_enum, value_name = "on|off")]
     pub group_commit: Option<OnOff>,
+
+    /// The workload: W1 (executions, shared/bench/WORKLOAD.md) or W2 (the workspace log,
+    /// bench/W2.md).
+    #[arg(long, value_enum, value_name = "W", default_value_t = Workload::W1)]
+    pub workload: Workload,
+
+    #[command(flatten)]
+    pub w2: W2Args,
+}
+
+/// Which benchmark workload `execstore bench` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// Executions (harel's store).
+    W1,
+    /// The workspace log (reflexr's storage).
+    W2,
+    /// W2's cross-process subscriber (started by W2 itself).
+    #[value(hide = true)]
+    W2Follow,
+}
+
+/// W2's parameters (bench/W2.md).
+#[derive(Debug, Args)]
+pub struct W2Args {
+    /// W2: workspaces.
+    #[arg(long, value_name = "W", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub workspaces: u32,
+    /// W2: envelopes appended per workspace.
+    #[arg(long, value_name = "E", default_value_t = 20_000)]
+    pub w2_events: u32,
+    /// W2: envelopes per append transaction.
+    #[arg(long, value_name = "B", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub batch: u32,
+    /// W2: runs in total.
+    #[arg(long, value_name = "R", default_value_t = 100_000)]
+    pub runs: u32,
+    /// W2: tail reads of each kind.
+    #[arg(long, value_name = "Q", default_value_t = 200)]
+    pub reads: u32,
+    /// W2: due_runs calls.
+    #[arg(long, value_name = "D", default_value_t = 50)]
+    pub due_calls: u32,
+    /// W2: envelopes appended while a subscriber follows.
+    #[arg(long, value_name = "S", default_value_t = 200)]
+    pub subscribe_events: u32,
+    /// W2's follower: the tenant.
+    #[arg(long, hide = true, default_value = "")]
+    pub tenant: String,
+    /// W2's follower: the workspace.
+    #[arg(long, hide = true, default_value = "")]
+    pub workspace: String,
+    /// W2's follower: the seq to follow after.
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub after: i64,
+    /// W2's follower: how many envelopes to wait for.
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub count: usize,
 }
 
 fn parse_status(s: &str) -> Result<Status, String> {

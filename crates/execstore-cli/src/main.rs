@@ -2,12 +2,16 @@
 
 mod args;
 mod bench;
+mod bench_w2;
 mod commands;
 mod demo;
 mod error;
 mod monitor;
 mod table;
+mod targets;
 mod time;
+mod workspace_args;
+mod workspace_commands;
 
 use std::ffi::OsString;
 use std::io::{self, BufWriter, ErrorKind, Write};
@@ -20,7 +24,6 @@ use anyhow::Context as _;
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 use execstore::ExecutionStore;
-use execstore_postgres::{PgOptions, PgStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -77,17 +80,35 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
             let db = db.context("no store given")?;
             run_monitor(&db, prefix, args, &mut out)?;
         }
+        Command::Workspaces
+        | Command::Log(_)
+        | Command::Runs(_)
+        | Command::DueRuns(_)
+        | Command::DeadLetters(_)
+        | Command::Leases(_)
+        | Command::Cursors(_)
+        | Command::Progress(_)
+        | Command::Schedules(_)
+        | Command::Rules(_) => {
+            let db = db.context("no store given")?;
+            let storage = targets::open_workspaces_to_read(&db, prefix)?;
+            run_workspace_command(&cli.command, &*storage, json, &mut out)?;
+        }
         command => {
             let db = db.context("no store given")?;
-            let store = open_existing(&db, prefix)?;
+            if !targets::is_postgres(&db) {
+                targets::require_executions(&db, prefix)?;
+            }
+            let store = targets::open_executions(&db, prefix, true)?;
+            let store = &*store;
             match command {
-                Command::List(args) => commands::list(&store, args, prefix.is_some(), json, &mut out)?,
-                Command::Show(arg) => commands::show(&store, &arg.id, json, &mut out)?,
-                Command::Trace(arg) => commands::trace(&store, &arg.id, json, &mut out)?,
-                Command::Outbox(args) => commands::outbox(&store, args, json, &mut out)?,
-                Command::Timers(args) => commands::timers(&store, args, json, &mut out)?,
-                Command::Spawns(args) => commands::spawns(&store, args, json, &mut out)?,
-                Command::Demo(_) | Command::Bench(_) | Command::Monitor(_) => unreachable!("handled above"),
+                Command::List(args) => commands::list(store, args, prefix.is_some(), json, &mut out)?,
+                Command::Show(arg) => commands::show(store, &arg.id, json, &mut out)?,
+                Command::Trace(arg) => commands::trace(store, &arg.id, json, &mut out)?,
+                Command::Outbox(args) => commands::outbox(store, args, json, &mut out)?,
+                Command::Timers(args) => commands::timers(store, args, json, &mut out)?,
+                Command::Spawns(args) => commands::spawns(store, args, json, &mut out)?,
+                _ => unreachable!("handled above"),
             }
         }
     }
@@ -95,36 +116,34 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The workspace log's read commands.
+fn run_workspace_command(
+    command: &Command,
+    storage: &dyn execstore::workspace::WorkspaceStorage,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    use workspace_commands as wc;
+    match command {
+        Command::Workspaces => wc::workspaces(storage, json, out)?,
+        Command::Log(args) => wc::log(storage, args, json, out)?,
+        Command::Runs(args) => wc::runs(storage, args, json, out)?,
+        Command::DueRuns(args) => wc::due_runs(storage, args, json, out)?,
+        Command::DeadLetters(args) => wc::dead_letters(storage, args, json, out)?,
+        Command::Leases(ws) => wc::leases(storage, ws, json, out)?,
+        Command::Cursors(ws) => wc::cursors(storage, ws, json, out)?,
+        Command::Progress(ws) => wc::progress(storage, ws, json, out)?,
+        Command::Schedules(ws) => wc::schedules(storage, ws, json, out)?,
+        Command::Rules(args) => wc::rules(storage, args, json, out)?,
+        _ => unreachable!("only workspace commands come here"),
+    }
+    Ok(())
+}
+
 fn options(prefix: Option<&str>) -> SqliteOptions {
     match prefix {
         Some(prefix) => SqliteOptions::new().prefix(prefix),
         None => SqliteOptions::new(),
-    }
-}
-
-/// Opens the store at `db` for the read commands, read-only: a path that does not exist is
-/// refused (opening it would create an empty store and hide a typo), and nothing is ever
-/// created or migrated in a file that may belong to a running harel.
-fn open_existing(db: &Path, prefix: Option<&str>) -> anyhow::Result<SqliteStore> {
-    open_existing_file(db, prefix, true)
-}
-
-/// Opens the existing store file at `db`, read-only or (for a monitor given a write token)
-/// read-write, which applies execstore's migrations (indexes only, harel keeps working).
-fn open_existing_file(db: &Path, prefix: Option<&str>, read_only: bool) -> anyhow::Result<SqliteStore> {
-    match std::fs::metadata(db) {
-        Ok(meta) if meta.is_dir() => {
-            Err(CliError::Input(format!("{} is a directory, not a store file", db.display())).into())
-        }
-        Ok(_) => SqliteStore::open(db, options(prefix).read_only(read_only))
-            .map_err(CliError::Store)
-            .with_context(|| format!("cannot open the store {}", db.display())),
-        Err(e) if e.kind() == ErrorKind::NotFound => Err(CliError::Input(format!(
-            "no store at {}: the file does not exist (`execstore demo --db {0}` writes one)",
-            db.display()
-        ))
-        .into()),
-        Err(e) => Err(CliError::Io(e)).with_context(|| format!("cannot read {}", db.display())),
     }
 }
 
@@ -279,6 +298,17 @@ fn run_bench(
     args: &BenchArgs,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
+    if args.workload != args::Workload::W1 {
+        return bench_w2::run_cli(
+            args.backend,
+            db,
+            prefix,
+            args.synchronous,
+            args.workload,
+            &args.w2,
+            out,
+        );
+    }
     let config = bench::Config {
         backend: args.backend,
         db,
@@ -312,23 +342,13 @@ fn shell_word(s: &str) -> String {
 /// read-only unless writes are allowed) and serves the monitor over it.
 fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let name = db.to_string_lossy();
-    let (store, config): (Arc<dyn ExecutionStore>, _) =
-        if name.starts_with("postgres://") || name.starts_with("postgresql://") {
-            let config = monitor_config(args, monitor::redact_url(&name), "postgres", prefix)?;
-            // Without a token nothing is written: no tables created, sessions read-only.
-            let mut options = PgOptions::new().read_only(config.token.is_none());
-            if let Some(prefix) = prefix {
-                options = options.prefix(prefix);
-            }
-            let store = PgStore::open(&name, options)
-                .map_err(CliError::Store)
-                .with_context(|| format!("cannot open the store {}", monitor::redact_url(&name)))?;
-            (Arc::new(store), config)
-        } else {
-            let config = monitor_config(args, db.display().to_string(), "sqlite", prefix)?;
-            let store = open_existing_file(db, prefix, config.token.is_none())?;
-            (Arc::new(store), config)
-        };
+    let config = if targets::is_postgres(db) {
+        monitor_config(args, monitor::redact_url(&name), "postgres", prefix)?
+    } else {
+        monitor_config(args, db.display().to_string(), "sqlite", prefix)?
+    };
+    // Without a token nothing is written: nothing created or migrated, read-only sessions.
+    let store = targets::open_executions(db, prefix, config.token.is_none())?;
     serve_monitor(store, &config, out)
 }
 

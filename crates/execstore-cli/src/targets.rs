@@ -1,0 +1,158 @@
+//! One place that opens a store from a `--db` target: a SQLite file path or a
+//! `postgres://` URL, for either contract.
+
+use std::io::ErrorKind;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use execstore::workspace::{Clock, SystemClock, WorkspaceStorage};
+use execstore::ExecutionStore;
+use execstore_postgres::{PgOptions, PgStore, PgWorkspaceOptions, PgWorkspaceStorage};
+use execstore_sqlite::{SqliteOptions, SqliteStore, SqliteWorkspaceOptions, SqliteWorkspaceStorage};
+
+use crate::error::CliError;
+
+/// Whether a target names a PostgreSQL server.
+pub fn is_postgres(db: &Path) -> bool {
+    db.to_str()
+        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
+
+/// Refuses a SQLite path that does not exist or is a directory (opening it would create an
+/// empty store and hide a typo).
+pub fn existing_file(db: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(db) {
+        Ok(meta) if meta.is_dir() => {
+            Err(CliError::Input(format!("{} is a directory, not a store file", db.display())).into())
+        }
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(CliError::Input(format!(
+            "no store at {}: the file does not exist (`execstore demo --db {0}` writes one)",
+            db.display()
+        ))
+        .into()),
+        Err(e) => Err(CliError::Io(e)).with_context(|| format!("cannot read {}", db.display())),
+    }
+}
+
+/// What a target holds: execution tables (harel's or execstore's, under `prefix`) and
+/// reflexr's workspace tables. Probing creates and changes nothing.
+#[derive(Clone, Copy, Debug)]
+pub struct Holds {
+    /// Execution tables under the prefix.
+    pub executions: bool,
+    /// reflexr's `reflexr_*` tables.
+    pub workspaces: bool,
+}
+
+/// Probes a target.
+pub fn holds(db: &Path, prefix: Option<&str>) -> anyhow::Result<Holds> {
+    if is_postgres(db) {
+        let url = db.to_string_lossy();
+        return Ok(Holds {
+            executions: execstore_postgres::store_exists(&url, prefix).map_err(CliError::Store)?,
+            workspaces: execstore_postgres::has_workspace_tables(&url, None).map_err(CliError::Store)?,
+        });
+    }
+    existing_file(db)?;
+    Ok(Holds {
+        executions: execstore_sqlite::has_execution_tables(db, prefix).map_err(CliError::Store)?,
+        workspaces: execstore_sqlite::has_workspace_tables(db).map_err(CliError::Store)?,
+    })
+}
+
+/// Opens the workspace log of a target: read-only for the read commands (nothing created,
+/// migrated or changed), or writable.
+pub fn open_workspaces(
+    db: &Path,
+    read_only: bool,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Box<dyn WorkspaceStorage>> {
+    if is_postgres(db) {
+        let url = db.to_string_lossy();
+        let storage =
+            PgWorkspaceStorage::open(&url, PgWorkspaceOptions::new().read_only(read_only).clock(clock))
+                .map_err(CliError::Store)
+                .context("cannot open the workspace tables on the PostgreSQL server")?;
+        return Ok(Box::new(storage));
+    }
+    let storage = SqliteWorkspaceStorage::open(
+        db,
+        SqliteWorkspaceOptions::new().read_only(read_only).clock(clock),
+    )
+    .map_err(CliError::Store)
+    .with_context(|| format!("cannot open the workspace tables of {}", db.display()))?;
+    Ok(Box::new(storage))
+}
+
+/// [`open_workspaces`] read-only on the system clock, after checking the target holds
+/// reflexr's tables (and saying plainly when it does not).
+pub fn open_workspaces_to_read(db: &Path, prefix: Option<&str>) -> anyhow::Result<Box<dyn WorkspaceStorage>> {
+    let found = holds(db, prefix)?;
+    if !found.workspaces {
+        let also = if found.executions {
+            " It holds executions: try `execstore list`."
+        } else {
+            ""
+        };
+        return Err(CliError::Input(format!(
+            "{} holds no workspace log (reflexr's reflexr_* tables).{also}",
+            db.display()
+        ))
+        .into());
+    }
+    open_workspaces(db, true, Arc::new(SystemClock))
+}
+
+/// Says plainly that a target holds no executions, when it does not.
+pub fn require_executions(db: &Path, prefix: Option<&str>) -> anyhow::Result<()> {
+    let found = holds(db, prefix)?;
+    if found.executions {
+        return Ok(());
+    }
+    let tables = match prefix {
+        Some(p) => format!("{p}_executions"),
+        None => "executions".to_owned(),
+    };
+    let hint = if found.workspaces {
+        " It holds a workspace log (reflexr's tables): try `execstore workspaces`."
+    } else {
+        " Is the --prefix right? (harel 0.9 writes harel_executions: --prefix harel; without --prefix: executions)"
+    };
+    Err(CliError::Input(format!(
+        "{} holds no executions (no table {tables}).{hint}",
+        db.display()
+    ))
+    .into())
+}
+
+/// Opens the execution store of a target: a SQLite file that must exist, or a PostgreSQL
+/// server. Read-only opens create, migrate and change nothing (SQLite: a read-only
+/// connection; PostgreSQL: no table created, sessions `default_transaction_read_only`).
+pub fn open_executions(
+    db: &Path,
+    prefix: Option<&str>,
+    read_only: bool,
+) -> anyhow::Result<Arc<dyn ExecutionStore>> {
+    if is_postgres(db) {
+        let url = db.to_string_lossy();
+        let mut options = PgOptions::new().read_only(read_only);
+        if let Some(prefix) = prefix {
+            options = options.prefix(prefix);
+        }
+        let store = PgStore::open(&url, options)
+            .map_err(CliError::Store)
+            .with_context(|| format!("cannot open the store {}", crate::monitor::redact_url(&url)))?;
+        return Ok(Arc::new(store));
+    }
+    existing_file(db)?;
+    let mut options = SqliteOptions::new().read_only(read_only);
+    if let Some(prefix) = prefix {
+        options = options.prefix(prefix);
+    }
+    let store = SqliteStore::open(db, options)
+        .map_err(CliError::Store)
+        .with_context(|| format!("cannot open the store {}", db.display()))?;
+    Ok(Arc::new(store))
+}

@@ -1,0 +1,422 @@
+//! The workspace log's read commands, over any [`WorkspaceStorage`]. Tables by default; with
+//! `--json` a JSON array whose elements are each record's JSON exactly as reflexr stores it.
+
+use std::io::Write;
+
+use execstore::workspace::{Envelope, LogQuery, RunPolicy, RunQuery, WorkspaceStorage};
+use serde_json::{json, Value};
+
+use crate::error::Result;
+use crate::table::Table;
+use crate::workspace_args::{DeadLettersArgs, DueRunsArgs, LogArgs, RulesArgs, RunsArgs, WorkspaceArg};
+
+/// Writes records whose JSON text is given, as one JSON array, each element verbatim.
+fn write_records<I: IntoIterator<Item = String>>(out: &mut dyn Write, records: I) -> Result<()> {
+    let mut first = true;
+    write!(out, "[")?;
+    for text in records {
+        write!(out, "{}\n  {text}", if first { "" } else { "," })?;
+        first = false;
+    }
+    writeln!(out, "{}]", if first { "" } else { "\n" })?;
+    Ok(())
+}
+
+fn write_values(out: &mut dyn Write, values: Vec<Value>) -> Result<()> {
+    write_records(out, values.iter().map(|v| v.to_string()))
+}
+
+fn text(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "-".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// `execstore workspaces`.
+pub fn workspaces(storage: &dyn WorkspaceStorage, json: bool, out: &mut dyn Write) -> Result<()> {
+    let mut rows = Vec::new();
+    for ws in storage.workspaces()? {
+        let info = storage.workspace_info(&ws)?;
+        let cursors = storage.cursors(&ws)?;
+        rows.push((ws, info, cursors));
+    }
+    if json {
+        return write_values(
+            out,
+            rows.into_iter()
+                .map(|(ws, info, cursors)| {
+                    json!({
+                        "tenant_id": ws.tenant_id,
+                        "workspace_id": ws.workspace_id,
+                        "head_seq": info.as_ref().map_or(0, |i| i.head_seq),
+                        "head_ts": info.and_then(|i| i.head_ts).map(|t| t.to_json_text()),
+                        "cursors": cursors.into_iter().map(|(n, s)| json!({"name": n, "seq": s})).collect::<Vec<_>>(),
+                    })
+                })
+                .collect(),
+        );
+    }
+    let mut table = Table::new(&[
+        ("TENANT", 30),
+        ("WORKSPACE", 30),
+        ("HEAD", 0),
+        ("LAST TS", 0),
+        ("CURSORS", 60),
+    ]);
+    for (ws, info, cursors) in rows {
+        let head = info.as_ref().map_or(0, |i| i.head_seq);
+        let lag: Vec<String> = cursors
+            .iter()
+            .map(|(n, s)| format!("{n}={s} (-{})", head - s))
+            .collect();
+        table.row(vec![
+            ws.tenant_id,
+            ws.workspace_id,
+            head.to_string(),
+            info.and_then(|i| i.head_ts)
+                .map_or("-".into(), |t| t.to_json_text()),
+            if lag.is_empty() { "-".into() } else { lag.join(" ") },
+        ]);
+    }
+    table.write(out)?;
+    Ok(())
+}
+
+fn envelope_rows(envelopes: &[Envelope], out: &mut dyn Write) -> Result<()> {
+    let mut table = Table::new(&[
+        ("SEQ", 0),
+        ("TS", 0),
+        ("ID", 36),
+        ("TYPE", 40),
+        ("ACTOR", 24),
+        ("CORRELATION", 36),
+        ("EVENT", 80),
+    ]);
+    for e in envelopes {
+        let mut fields = e.event.clone();
+        fields.shift_remove("type");
+        table.row(vec![
+            e.seq.to_string(),
+            e.ts.to_json_text(),
+            e.id.clone(),
+            e.event_type().to_owned(),
+            text(e.actor.get("name")),
+            e.correlation_id.clone(),
+            Value::Object(fields).to_string(),
+        ]);
+    }
+    table.write(out)?;
+    Ok(())
+}
+
+/// `execstore log`: the window reflexr's `read` gives, the whole of it unless limited.
+pub fn log(storage: &dyn WorkspaceStorage, args: &LogArgs, json: bool, out: &mut dyn Write) -> Result<()> {
+    let query = LogQuery {
+        after_seq: args.after,
+        before_seq: args.before,
+        types: (!args.types.is_empty()).then(|| args.types.clone()),
+        limit: args.limit,
+        last: args.last,
+    };
+    let envelopes = storage.read(&args.ws.reference(), &query)?;
+    if json {
+        return write_records(out, envelopes.iter().map(Envelope::to_json));
+    }
+    envelope_rows(&envelopes, out)
+}
+
+/// `execstore runs`: newest first.
+pub fn runs(storage: &dyn WorkspaceStorage, args: &RunsArgs, json: bool, out: &mut dyn Write) -> Result<()> {
+    let query = RunQuery {
+        rule: args.rule.clone(),
+        status: args.status,
+        scope_key: args.scope.clone(),
+        limit: args.limit,
+    };
+    let runs = storage.runs(&args.ws.reference(), &query)?;
+    if json {
+        return write_records(out, runs.iter().map(|r| r.to_json()));
+    }
+    let mut table = Table::new(&[
+        ("ID", 36),
+        ("RULE", 30),
+        ("SCOPE", 30),
+        ("STATUS", 0),
+        ("FIRED", 0),
+        ("ATTEMPTS", 0),
+        ("NEXT ATTEMPT", 0),
+        ("ERROR", 40),
+    ]);
+    for r in &runs {
+        table.row(vec![
+            r.id().to_owned(),
+            r.rule().to_owned(),
+            r.scope_key().to_owned(),
+            r.status().to_string(),
+            r.fired_seq().to_string(),
+            text(r.doc().get("attempts")),
+            r.next_attempt_at().to_json_text(),
+            text(r.doc().get("error")),
+        ]);
+    }
+    table.write(out)?;
+    Ok(())
+}
+
+/// `execstore due-runs`: across every workspace.
+pub fn due_runs(
+    storage: &dyn WorkspaceStorage,
+    args: &DueRunsArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let policy = RunPolicy {
+        disabled: args.disabled.iter().cloned().collect(),
+        ordered: args.ordered.iter().chain(&args.blocking).cloned().collect(),
+        blocking: args.blocking.iter().cloned().collect(),
+    };
+    let due = storage.due_runs(args.now, args.limit, &policy)?;
+    if json {
+        return write_records(
+            out,
+            due.iter().map(|(ws, r)| {
+                format!(
+                    "{{\"tenant_id\": {}, \"workspace_id\": {}, \"run\": {}}}",
+                    execstore::pyjson::dumps(&ws.tenant_id),
+                    execstore::pyjson::dumps(&ws.workspace_id),
+                    r.to_json()
+                )
+            }),
+        );
+    }
+    let mut table = Table::new(&[
+        ("TENANT", 24),
+        ("WORKSPACE", 24),
+        ("RUN", 36),
+        ("RULE", 30),
+        ("SCOPE", 30),
+        ("STATUS", 0),
+        ("NEXT ATTEMPT", 0),
+    ]);
+    for (ws, r) in &due {
+        table.row(vec![
+            ws.tenant_id.clone(),
+            ws.workspace_id.clone(),
+            r.id().to_owned(),
+            r.rule().to_owned(),
+            r.scope_key().to_owned(),
+            r.status().to_string(),
+            r.next_attempt_at().to_json_text(),
+        ]);
+    }
+    table.write(out)?;
+    Ok(())
+}
+
+/// `execstore dead-letters`: oldest first.
+pub fn dead_letters(
+    storage: &dyn WorkspaceStorage,
+    args: &DeadLettersArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let letters = storage.dead_letters(&args.ws.reference(), args.rule.as_deref())?;
+    if json {
+        return write_records(out, letters.iter().map(|l| l.to_json()));
+    }
+    let mut table = Table::new(&[("RULE", 30), ("SEQ", 0), ("ERROR", 80)]);
+    for l in &letters {
+        table.row(vec![
+            l.rule().to_owned(),
+            text(l.doc().get("seq")),
+            text(l.doc().get("error")),
+        ]);
+    }
+    table.write(out)?;
+    Ok(())
+}
+
+/// `execstore leases`: every lease row, by key; `expired` against the machine's clock.
+pub fn leases(
+    storage: &dyn WorkspaceStorage,
+    ws: &WorkspaceArg,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let leases = storage.leases(&ws.reference())?;
+    if json {
+        return write_values(
+            out,
+            leases
+                .iter()
+                .map(|l| json!({"key": l.key, "holder": l.holder, "expires_at": l.expires_at.to_json_text()}))
+                .collect(),
+        );
+    }
+    let now = crate::time::now();
+    let mut table = Table::new(&[("KEY", 50), ("HOLDER", 40), ("EXPIRES AT", 0), ("", 0)]);
+    for l in &leases {
+        let lapsed = l.expires_at.secs_f64() <= now;
+        table.row(vec![
+            l.key.clone(),
+            l.holder.clone(),
+            l.expires_at.to_json_text(),
+            if lapsed { "lapsed".into() } else { "held".into() },
+        ]);
+    }
+    table.write(out)?;
+    Ok(())
+}
+
+/// `execstore cursors`: each consumer's seq and its lag behind the head.
+pub fn cursors(
+    storage: &dyn WorkspaceStorage,
+    ws: &WorkspaceArg,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let reference = ws.reference();
+    let cursors = storage.cursors(&reference)?;
+    let head = storage.head_seq(&reference)?;
+    if json {
+        return write_values(
+            out,
+            cursors
+                .iter()
+                .map(|(n, s)| json!({"name": n, "seq": s, "lag": head - s}))
+                .collect(),
+        );
+    }
+    let mut table = Table::new(&[("NAME", 50), ("SEQ", 0), ("LAG", 0)]);
+    for (n, s) in &cursors {
+        table.row(vec![n.clone(), s.to_string(), (head - s).to_string()]);
+    }
+    table.write(out)?;
+    Ok(())
+}
+
+/// `execstore progress`: each rule's progress, in the order the rules first saved one.
+pub fn progress(
+    storage: &dyn WorkspaceStorage,
+    ws: &WorkspaceArg,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let progress = storage.progress(&ws.reference())?;
+    if json {
+        return write_records(
+            out,
+            progress.iter().map(|(rule, p)| {
+                format!(
+                    "{{\"rule\": {}, \"progress\": {}}}",
+                    execstore::pyjson::dumps(rule),
+                    p.to_json()
+                )
+            }),
+        );
+    }
+    let mut table = Table::new(&[("RULE", 40), ("CURSOR", 0), ("GENERATION", 0), ("DEADLINES", 0)]);
+    for (rule, p) in &progress {
+        let deadlines = p
+            .doc()
+            .get("deadlines")
+            .and_then(Value::as_object)
+            .map_or(0, |d| d.len());
+        table.row(vec![
+            rule.clone(),
+            text(p.doc().get("cursor")),
+            text(p.doc().get("generation")),
+            deadlines.to_string(),
+        ]);
+    }
+    table.write(out)?;
+    Ok(())
+}
+
+/// `execstore schedules`: each schedule's last tick (UTC).
+pub fn schedules(
+    storage: &dyn WorkspaceStorage,
+    ws: &WorkspaceArg,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let schedules = storage.schedules(&ws.reference())?;
+    if json {
+        return write_values(
+            out,
+            schedules
+                .iter()
+                .map(|(n, at)| json!({"name": n, "at": at.to_json_text()}))
+                .collect(),
+        );
+    }
+    let mut table = Table::new(&[("NAME", 50), ("LAST TICK", 0)]);
+    for (n, at) in &schedules {
+        table.row(vec![n.clone(), at.to_json_text()]);
+    }
+    table.write(out)?;
+    Ok(())
+}
+
+/// `execstore rules`: the active stored rules by name, or one rule's version history.
+pub fn rules(
+    storage: &dyn WorkspaceStorage,
+    args: &RulesArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let reference = args.ws.reference();
+    if let Some(name) = &args.history {
+        let history = storage.rule_history(&reference, name)?;
+        if json {
+            return write_records(out, history.iter().map(Envelope::to_json));
+        }
+        let mut table = Table::new(&[("SEQ", 0), ("TS", 0), ("FACT", 24), ("VERSION", 0), ("BY", 40)]);
+        for e in &history {
+            table.row(vec![
+                e.seq.to_string(),
+                e.ts.to_json_text(),
+                e.event_type().trim_start_matches("reflexr:").to_owned(),
+                text(e.event.get("version")),
+                e.event.get("provenance").map_or("-".into(), |p| p.to_string()),
+            ]);
+        }
+        table.write(out)?;
+        return Ok(());
+    }
+    let rules = storage.stored_rules(&reference)?;
+    if json {
+        return write_records(
+            out,
+            rules.iter().map(|r| {
+                format!(
+                    "{{\"rule\": {}, \"version\": {}, \"status\": \"{}\", \"provenance\": {}}}",
+                    execstore::pyjson::dumps(&r.rule),
+                    r.version,
+                    r.status.as_str(),
+                    execstore::pyjson::dumps(&r.provenance)
+                )
+            }),
+        );
+    }
+    let mut table = Table::new(&[
+        ("NAME", 40),
+        ("VERSION", 0),
+        ("STATUS", 0),
+        ("DESCRIPTION", 60),
+        ("PROVENANCE", 60),
+    ]);
+    for r in &rules {
+        table.row(vec![
+            r.name().to_owned(),
+            r.version.to_string(),
+            r.status.as_str().to_owned(),
+            text(r.rule.get("description")),
+            Value::Object(r.provenance.clone()).to_string(),
+        ]);
+    }
+    table.write(out)?;
+    Ok(())
+}
