@@ -2,7 +2,7 @@
 """Workload W1 on harel 0.9's own SqliteStore, printed as one JSON line.
 
 The peer of `execstore bench` in `bench/compare`: the same deterministic calls
-(/work/shared/bench/WORKLOAD.md, "W1") driven through the real
+(../shared/bench/WORKLOAD.md from the repository's root, "W1") driven through the real
 `harel.engine.store.SqliteStore` (prefix "harel", create_schema=True) with
 harel's own models (`Execution`, `Event`, `TimerOp`). Written from the spec, so
 that a figure it prints is what harel itself costs on this workload.

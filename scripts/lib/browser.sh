@@ -21,6 +21,8 @@
 
 # shellcheck source=apt.sh
 . "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+# shellcheck source=cargo.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cargo.sh"
 
 BROWSER_TESTS_DIR=tests/browser
 BROWSER_NODE_MAJOR_MIN=20
@@ -81,7 +83,7 @@ browser_test() {
 	_browser_skipped && return 0
 	cargo build -p execstore-cli || return 1
 	local bin log rc=0
-	bin="$PWD/target/debug/execstore"
+	bin="$(cargo_target_dir)/debug/execstore"
 	log=$(mktemp)
 	EXECSTORE_BIN="$bin" node --test --test-concurrency=1 --test-reporter=spec "$BROWSER_TESTS_DIR/" 2>&1 |
 		tee "$log" || rc=${PIPESTATUS[0]}

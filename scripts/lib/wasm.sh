@@ -2,15 +2,10 @@
 # scripts/lib/wasm.sh: the store in WebAssembly (crates/execstore-wasm, the npm package
 # `execstore`). Source it; it only defines things. scripts/test calls, in order:
 #
-#   wasm_install   what the wasm build and tests need, each skipped when present: the rust
-#                  target wasm32-unknown-unknown; Debian's clang (sqlite-wasm-rs compiles
-#                  SQLite's C with it), chromium and chromium-driver; wasm-bindgen-cli at the
-#                  version of `wasm-bindgen` in Cargo.lock and wasm-pack $WASM_PACK_VERSION
-#                  (cargo install: wasm-pack then uses that wasm-bindgen and downloads
-#                  nothing); Node >= 20 and `npm ci` at the root (playwright-core, typescript;
-#                  node_modules/execstore links to crates/execstore-wasm/npm). No wasm-opt:
-#                  Debian's binaryen makes wasm that does not load (wasm-opt = false in the
-#                  crate's metadata).
+#   wasm_install   what the wasm build and tests need, each skipped when present: what
+#                  wasm_install_build installs; Debian's chromium and chromium-driver; Node
+#                  >= 20 and `npm ci` at the root (playwright-core, typescript;
+#                  node_modules/execstore links to crates/execstore-wasm/npm).
 #   wasm_test      the core's behaviour suite compiled to wasm under `wasm-pack test --node`
 #                  (memory, SQLite in wasm) and `--headless --chrome` (OPFS in a dedicated
 #                  worker); then builds the package (`npm run build:wasm`) and the native
@@ -21,6 +16,19 @@
 #                  the main-thread client, reload, LOCKED, Store.importOpfs, the in-browser
 #                  monitor web/local.html). Prints the in-browser monitor's time from import
 #                  to the list's first render.
+#
+# scripts/build-wasm (what `npm run build:wasm` runs) calls:
+#
+#   wasm_install_build  what building the package needs, each skipped when present: the rust
+#                  target wasm32-unknown-unknown; Debian's clang (sqlite-wasm-rs compiles
+#                  SQLite's C with it); wasm-bindgen-cli at the version of `wasm-bindgen` in
+#                  Cargo.lock and wasm-pack $WASM_PACK_VERSION (cargo install: wasm-pack then
+#                  uses that wasm-bindgen and downloads nothing). No wasm-opt: Debian's
+#                  binaryen makes wasm that does not load (wasm-opt = false in the crate's
+#                  metadata).
+#   wasm_build     the package's wasm (wasm-pack build --release --target web, small code) into
+#                  crates/execstore-wasm/npm/wasm, in CARGO_TARGET_DIR as the caller set it.
+#
 #   wasm_bench     (not part of the test command) the wasm file sizes and W1 commits/s in Node
 #                  and Chromium beside native `execstore bench` (bench/js/w1.mjs).
 #
@@ -33,6 +41,8 @@
 
 # shellcheck source=apt.sh
 . "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
+# shellcheck source=cargo.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cargo.sh"
 
 WASM_PACK_VERSION=0.15.1
 WASM_RUST_TARGET=wasm32-unknown-unknown
@@ -55,9 +65,8 @@ _wasm_bindgen_locked() {
 	awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock
 }
 
-wasm_install() {
+wasm_install_build() {
 	_wasm_skipped && return 0
-	local started=$SECONDS
 	if command -v rustup >/dev/null; then
 		if rustup target list --installed | grep -qx "$WASM_RUST_TARGET"; then
 			_wasm_say "rust target $WASM_RUST_TARGET present"
@@ -66,14 +75,10 @@ wasm_install() {
 		fi
 	fi
 
-	local chromium="${EXECSTORE_CHROMIUM:-/usr/bin/chromium}" missing=()
-	command -v clang >/dev/null || missing+=(clang)
-	[ -x "$chromium" ] || missing+=(chromium)
-	[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
-	if [ ${#missing[@]} -gt 0 ]; then
-		apt_install "${missing[@]}" || return 1
+	if command -v clang >/dev/null; then
+		_wasm_say "clang present"
 	else
-		_wasm_say "clang, chromium, chromium-driver present"
+		apt_install clang || return 1
 	fi
 
 	local want have
@@ -99,6 +104,31 @@ wasm_install() {
 		# --debug as above: 2m23s instead of 5m39s.
 		_wasm_say "cargo install --debug wasm-pack $WASM_PACK_VERSION"
 		cargo install --debug wasm-pack --version "=$WASM_PACK_VERSION" || return 1
+	fi
+}
+
+# Release code built for size (no debug info, opt-level s, LTO, one codegen unit), without
+# touching the workspace's release profile.
+wasm_build() {
+	_wasm_skipped && return 0
+	CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_LTO=true \
+		CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
+		wasm-pack build crates/execstore-wasm --release --target web --out-dir npm/wasm \
+		--out-name execstore --no-pack
+}
+
+wasm_install() {
+	_wasm_skipped && return 0
+	local started=$SECONDS
+	wasm_install_build || return 1
+
+	local chromium="${EXECSTORE_CHROMIUM:-/usr/bin/chromium}" missing=()
+	[ -x "$chromium" ] || missing+=(chromium)
+	[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+	if [ ${#missing[@]} -gt 0 ]; then
+		apt_install "${missing[@]}" || return 1
+	else
+		_wasm_say "chromium, chromium-driver present"
 	fi
 
 	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -145,7 +175,8 @@ wasm_test() {
 	_wasm_say "npm package: node --test tests/js/ (Node, TypeScript, edge handler, Playwright + Chromium)"
 	local log
 	log=$(mktemp)
-	EXECSTORE_BIN="$PWD/target/debug/execstore" EXECSTORE_REQUIRE_BIN=1 EXECSTORE_REQUIRE_BROWSER=1 \
+	# the binary just built: tests/js/native.mjs asks cargo where its target directory is
+	EXECSTORE_REQUIRE_BIN=1 EXECSTORE_REQUIRE_BROWSER=1 \
 		node --test --test-concurrency=1 --test-reporter=spec tests/js/ 2>&1 | tee "$log" || rc=1
 	local first_render
 	first_render=$(grep -o 'in-browser monitor: .*render: [0-9]* ms' "$log" || true)
@@ -160,5 +191,5 @@ wasm_bench() {
 	[ -f "$wasm" ] || CARGO_TARGET_DIR="$(_wasm_target_dir)" npm run --silent build:wasm || return 1
 	_wasm_say "$wasm: $(wc -c <"$wasm") bytes, $(gzip -9 -c "$wasm" | wc -c) gzipped"
 	cargo build --release -p execstore-cli || return 1
-	node bench/js/w1.mjs --native target/release/execstore --browser "$@"
+	node bench/js/w1.mjs --native "$(cargo_target_dir)/release/execstore" --browser "$@"
 }

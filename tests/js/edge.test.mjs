@@ -4,7 +4,7 @@
 // execstore-monitor-api, behind both); it serves the UI's files, JSON 400/404 errors, and
 // is read-only unless given a token. Also Store.sqliteFromBytes's handling of a -wal
 // sidecar and of a harel-prefixed file.
-// Run: node --test tests/js/  (needs `npm run build:wasm` and target/debug/execstore)
+// Run: node --test tests/js/  (needs `npm run build:wasm` and `cargo build -p execstore-cli`)
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, readFileSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";

@@ -3,7 +3,7 @@
 // with `replace: true`; a bad file or a wrong prefix is refused and leaves the store as it
 // was; a -wal sidecar's commits are recovered into the import; an import opened for writing
 // takes commits that persist.
-// Run: node --test tests/js/  (needs `npm run build:wasm`, target/debug/execstore, Chromium)
+// Run: node --test tests/js/  (needs `npm run build:wasm`, `cargo build -p execstore-cli`, Chromium)
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -5,7 +5,7 @@
 // reads it), a detail opens with the stored timeline, a reload reopens the store from OPFS,
 // a bad file is refused and leaves the imported store as it was, the status chart's labels
 // are all distinguishable. Prints the time from the import to the list's first render.
-// Run: node --test tests/js/  (needs `npm run build:wasm`, target/debug/execstore, Chromium)
+// Run: node --test tests/js/  (needs `npm run build:wasm`, `cargo build -p execstore-cli`, Chromium)
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,6 +1,7 @@
 // The native `execstore` binary for the JS tests: demo store files, and `execstore monitor`
-// as a process to compare answers with. EXECSTORE_BIN names the binary (default
-// target/debug/execstore; scripts/lib/wasm.sh builds it first).
+// as a process to compare answers with. EXECSTORE_BIN names the binary (default: `debug/execstore`
+// in cargo's target directory, as `cargo metadata` reports it, so CARGO_TARGET_DIR is honoured;
+// scripts/lib/wasm.sh builds it first).
 import { spawn, execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,7 +17,25 @@ function cleanEnv() {
   return env;
 }
 
-export const BIN = process.env.EXECSTORE_BIN ?? fileURLToPath(new URL("../../target/debug/execstore", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** Cargo's target directory for this workspace (CARGO_TARGET_DIR, a config's build.target-dir,
+ * or `target/`), asked of cargo once; `target/` if cargo cannot be run. */
+function cargoTargetDir() {
+  try {
+    const out = execFileSync("cargo", ["metadata", "--format-version", "1", "--no-deps"], {
+      cwd: ROOT,
+      encoding: "utf8",
+      maxBuffer: 1 << 26,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    return JSON.parse(out).target_directory;
+  } catch {
+    return join(ROOT, "target");
+  }
+}
+
+export const BIN = process.env.EXECSTORE_BIN || join(cargoTargetDir(), "debug", "execstore");
 
 /** A reason to skip when the binary is missing (an error if EXECSTORE_REQUIRE_BIN is set). */
 export function binMissing() {

@@ -207,26 +207,16 @@ pub struct CheckReport {
 
 /// Every undelivered outbox entry, paging through `pending_outbox`.
 pub fn all_outbox(store: &dyn ExecutionStore) -> execstore::Result<Vec<OutboxEntry>> {
-    let mut out: Vec<OutboxEntry> = Vec::new();
-    loop {
-        let page = store.pending_outbox(out.last().map(|e| e.seq), 1000)?;
-        if page.is_empty() {
-            return Ok(out);
-        }
-        out.extend(page);
-    }
+    execstore::paging::outbox_pages(store, None, 1000)
+        .collect::<execstore::Result<Vec<_>>>()
+        .map(|pages| pages.concat())
 }
 
 /// Every pending spawn, paging through `pending_spawns`.
 pub fn all_spawns(store: &dyn ExecutionStore) -> execstore::Result<Vec<SpawnEntry>> {
-    let mut out: Vec<SpawnEntry> = Vec::new();
-    loop {
-        let page = store.pending_spawns(out.last().map(|e| e.seq), 1000)?;
-        if page.is_empty() {
-            return Ok(out);
-        }
-        out.extend(page);
-    }
+    execstore::paging::spawn_pages(store, None, 1000)
+        .collect::<execstore::Result<Vec<_>>>()
+        .map(|pages| pages.concat())
 }
 
 /// Checks that every execution in `ids` holds exactly the effects of the steps its version
@@ -541,18 +531,32 @@ mod tests {
     }
 }
 
+/// Reports that the calling test is skipped, and why, as one line
+/// `SKIPPED: <test>: <reason>` written straight to stderr: past the test harness's capture,
+/// so a plain `cargo test` shows it, and scripts/test's closing totals count the test as
+/// skipped, not passed (grouped by reason). `<test>` is the thread's name, which libtest
+/// sets to the test's. Call it once, then return from the test.
+pub fn skip(reason: &str) {
+    use std::io::Write as _;
+    let thread = std::thread::current();
+    // One write, so lines of tests running in parallel do not interleave.
+    let line = format!("SKIPPED: {}: {reason}\n", thread.name().unwrap_or("?"));
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
 /// The PostgreSQL server the tests run against, from the environment.
 pub mod pg {
     use std::path::PathBuf;
     use std::process::Command;
 
-    /// `EXECSTORE_PG_URL`; `None` (the caller skips, saying why) only if it is unset and
-    /// `EXECSTORE_PG_OPTIONAL=1`; otherwise a missing server fails the test.
+    /// `EXECSTORE_PG_URL`; `None` only if it is unset and `EXECSTORE_PG_OPTIONAL=1`, after
+    /// reporting the calling test as skipped ([`crate::skip`]): the caller returns. Otherwise
+    /// a missing server fails the test `test`.
     pub fn url_or_skip(test: &str) -> Option<String> {
         match std::env::var("EXECSTORE_PG_URL") {
             Ok(url) if !url.is_empty() => Some(url),
             _ if std::env::var("EXECSTORE_PG_OPTIONAL").as_deref() == Ok("1") => {
-                eprintln!("SKIPPED {test}: EXECSTORE_PG_URL is not set (EXECSTORE_PG_OPTIONAL=1)");
+                crate::skip("EXECSTORE_PG_URL is not set (EXECSTORE_PG_OPTIONAL=1)");
                 None
             }
             _ => panic!(

@@ -40,10 +40,10 @@ use serde_json::{json, Value};
 /// The psycopg harel's `PostgresStore` runs on (`PSYCOPG_VERSION` in scripts/lib/harel.sh).
 const PSYCOPG_VERSION: &str = "3.3.9";
 
-/// harel 0.9.0 with psycopg, or `None` (test skipped) when either is missing and neither is
-/// required (as in `harel()`).
+/// harel 0.9.0 with psycopg, or `None` when either is missing and neither is required (as in
+/// `harel()`): the calling test is then reported as skipped and returns.
 fn pg_harel() -> Option<&'static Harel> {
-    static READY: OnceLock<bool> = OnceLock::new();
+    static READY: OnceLock<Result<(), String>> = OnceLock::new();
     let harel = harel()?;
     let ready = READY.get_or_init(|| {
         let out = Command::new(&harel.python)
@@ -57,7 +57,7 @@ fn pg_harel() -> Option<&'static Harel> {
             Ok(o) if o.status.success() => {
                 let found = String::from_utf8_lossy(&o.stdout).trim().to_owned();
                 if found == PSYCOPG_VERSION {
-                    return true;
+                    return Ok(());
                 }
                 format!("psycopg {found}, not {PSYCOPG_VERSION}")
             }
@@ -74,14 +74,18 @@ fn pg_harel() -> Option<&'static Harel> {
             "{}: {why} (scripts/lib/harel.sh's add_psycopg installs it)",
             harel.python.display()
         );
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: harel_interop_pg: {} has no usable psycopg [{why}]",
+        Err(format!(
+            "{} has no usable psycopg [{why}]",
             harel.python.display()
-        );
-        false
+        ))
     });
-    ready.then_some(harel)
+    match ready {
+        Ok(()) => Some(harel),
+        Err(why) => {
+            execstore_e2e::skip(why);
+            None
+        }
+    }
 }
 
 /// Tables under a fresh prefix on the test server, dropped with harel's `commit_cas`

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use execstore::{
-    DueTimer, Effects, Event, Execution, ExecutionStore, GroupCommit, JsonObject, ListQuery, MemoryStore,
+    paging, Effects, Event, Execution, ExecutionStore, GroupCommit, JsonObject, ListQuery, MemoryStore,
     Status, TraceStep,
 };
 use execstore_postgres::{PgOptions, PgStore};
@@ -653,17 +653,14 @@ fn phases<B: ExecutionStore, W: ExecutionStore>(
         .status([Status::Running])
         .roots_only(true)
         .limit(LIST_LIMIT);
-    let mut cursors: Vec<Option<String>> = Vec::new();
-    let mut cursor = None;
+    // The cursor each page was read with: the first page's none, then each next cursor.
+    let mut cursors: Vec<Option<String>> = vec![None];
     let t0 = Instant::now();
-    loop {
-        cursors.push(cursor.clone());
-        query.cursor = cursor;
-        let page = base.list_executions(&query).map_err(store_err)?;
+    for page in paging::execution_pages(base, query.clone()) {
+        let page = page.map_err(store_err)?;
         m.list_rows += page.items.len();
-        cursor = page.next_cursor;
-        if cursor.is_none() {
-            break;
+        if let Some(next) = page.next_cursor {
+            cursors.push(Some(next));
         }
     }
     m.list_all = t0.elapsed();
@@ -688,17 +685,9 @@ fn phases<B: ExecutionStore, W: ExecutionStore>(
     let mut samples = Vec::with_capacity(REPEATS);
     for _ in 0..REPEATS {
         let t0 = Instant::now();
-        let mut after: Option<DueTimer> = None;
         let mut rows = 0;
-        loop {
-            let page = base
-                .due_timers(NOW_FAR_FUTURE, after.as_ref(), DUE_PAGE)
-                .map_err(store_err)?;
-            rows += page.len();
-            if page.len() < DUE_PAGE {
-                break;
-            }
-            after = page.into_iter().last();
+        for page in paging::timer_pages(base, NOW_FAR_FUTURE, None, DUE_PAGE) {
+            rows += page.map_err(store_err)?.len();
         }
         samples.push(t0.elapsed());
         m.due_rows = rows;
@@ -726,16 +715,10 @@ fn phases<B: ExecutionStore, W: ExecutionStore>(
     m.drain_single = t0.elapsed();
     let t0 = Instant::now();
     let mut seqs = Vec::with_capacity(OUTBOX_PAGE);
-    loop {
-        let page = base.pending_outbox(after, OUTBOX_PAGE).map_err(store_err)?;
+    for page in paging::outbox_pages(base, after, OUTBOX_PAGE) {
         seqs.clear();
-        seqs.extend(page.iter().map(|entry| entry.seq));
-        let Some(&last) = seqs.last() else { break };
-        after = Some(last);
+        seqs.extend(page.map_err(store_err)?.iter().map(|entry| entry.seq));
         m.acked_batch += base.ack_outbox_many(&seqs).map_err(store_err)?;
-        if page.len() < OUTBOX_PAGE {
-            break;
-        }
     }
     m.drain_batch = t0.elapsed();
 

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use execstore::{ExecutionPage, ExecutionStore, ListQuery, StoreError, TraceStep};
+use execstore::{paging, ExecutionPage, ExecutionStore, ListQuery, StoreError, TraceStep};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -11,8 +11,8 @@ use crate::error::Result;
 use crate::table::{clean, fit, Table};
 use crate::time;
 
-/// The bound `timers` uses when not given one.
-pub use execstore::validate::LATEST_TIME as ALL_TIMERS;
+/// The bound `timers` uses when not given one: every armed timer, however far off.
+pub use execstore::validate::ALL_TIMERS;
 
 fn write_json(out: &mut dyn Write, value: &impl Serialize) -> Result<()> {
     serde_json::to_writer_pretty(&mut *out, value)?;
@@ -47,21 +47,13 @@ pub fn list(
         query = query.definition(def.clone());
     }
     let page = if args.all {
+        // Every page from the given cursor on (a store that hands back the cursor it was
+        // given is an error, not an endless loop).
         let mut all = ExecutionPage::default();
-        loop {
-            let page = store.list_executions(&query)?;
-            all.items.extend(page.items);
-            match page.next_cursor {
-                // A store that hands back the cursor it was given would loop forever.
-                Some(next) if query.cursor.as_deref() == Some(next.as_str()) => {
-                    return Err(
-                        StoreError::invalid("cursor", "the store returned the same cursor twice").into(),
-                    );
-                }
-                Some(next) => query = query.cursor(Some(next)),
-                None => break all,
-            }
+        for page in paging::execution_pages(store, query) {
+            all.items.extend(page?.items);
         }
+        all
     } else {
         store.list_executions(&query)?
     };
@@ -439,6 +431,32 @@ mod tests {
         let text = run(|o| trace(&s, "e1", false, o)).unwrap();
         assert!(text.contains("Start"), "{text}");
         assert!(text.contains("∅ → order.cart"), "{text}");
+    }
+
+    #[test]
+    fn timers_without_a_bound_lists_every_timer() {
+        let s = store();
+        let mut exe = Execution::new("far", "orders");
+        let fx = Effects::new()
+            .schedule("order.in_2e12", 2e12)
+            .schedule("order.in_1e300", 1e300);
+        s.commit(&mut exe, &fx).unwrap();
+        let args = TimersArgs {
+            due_before: None,
+            limit: 100,
+        };
+        let due: Vec<execstore::DueTimer> =
+            serde_json::from_str(&run(|o| timers(&s, &args, true, o)).unwrap()).unwrap();
+        assert_eq!(due.len(), 7, "the store's five and the two far ones: {due:?}");
+        assert_eq!(
+            due[5..].iter().map(|t| t.fire_at).collect::<Vec<_>>(),
+            [2e12, 1e300]
+        );
+        let text = run(|o| timers(&s, &args, false, o)).unwrap();
+        assert!(
+            text.contains("order.in_1e300") && text.ends_with("7 shown\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -416,6 +416,42 @@ fn outbox_timers_and_spawns_hold_the_demo_records() {
     }
 }
 
+/// `timers` without a bound lists every armed timer, as harel's `due_timers(inf)` does:
+/// those past the year 9999 too (a harel file with timers at 2e12 once showed 39 of 51).
+#[test]
+fn timers_without_a_bound_include_the_far_future() {
+    use execstore::{Effects, Execution, ExecutionStore};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("far.db");
+    {
+        let store =
+            execstore_sqlite::SqliteStore::open(&db, execstore_sqlite::SqliteOptions::new().prefix("harel"))
+                .unwrap();
+        let mut exe = Execution::new("far-1", "orders");
+        let fx = Effects::new()
+            .schedule("order.soon", 1_700_000_000.0)
+            .schedule("order.in_2e12", 2e12)
+            .schedule("order.in_1e300", 1e300);
+        store.commit(&mut exe, &fx).unwrap();
+    }
+    let db = db.to_str().unwrap();
+    let due = json(dir.path(), &["--db", db, "--prefix", "harel", "timers", "--json"]);
+    let fire_at: Vec<f64> = due
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["fire_at"].as_f64().unwrap())
+        .collect();
+    assert_eq!(fire_at, [1_700_000_000.0, 2e12, 1e300]);
+    let out = execstore(dir.path(), &["--db", db, "--prefix", "harel", "timers"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("order.in_1e300") && text.contains("3 shown"),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_bad_cursor_is_refused() {
     let demo = Demo::new(20, 8);

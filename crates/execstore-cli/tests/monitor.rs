@@ -118,6 +118,16 @@ impl Monitor {
     }
 }
 
+/// Reports that the calling test is skipped, and why: one line `SKIPPED: <test>: <reason>`
+/// straight to stderr, past the test harness's capture (scripts/test counts it as skipped, not
+/// passed). `<test>` is the thread's name, which libtest sets to the test's.
+fn skip(reason: &str) {
+    use std::io::Write as _;
+    let thread = std::thread::current();
+    let line = format!("SKIPPED: {}: {reason}\n", thread.name().unwrap_or("?"));
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
 /// Asserts a JSON error answer: its status and code, and a message that says something.
 fn assert_error(a: &Answer, status: u16, code: &str, what: &str) {
     assert_eq!(a.status, status, "{what}: {}", a.body);
@@ -656,10 +666,10 @@ fn a_missing_store_file_is_refused() {
 #[test]
 fn postgres_is_served_too() {
     let Some(url) = std::env::var("EXECSTORE_PG_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("SKIPPED: EXECSTORE_PG_URL is not set, so the monitor is not tried on PostgreSQL");
+        skip("EXECSTORE_PG_URL is not set, so the monitor is not tried on PostgreSQL");
         return;
     };
-    use execstore::{Execution, ExecutionStore, Status};
+    use execstore::{Effects, Event, Execution, ExecutionStore, Status};
     let prefix = format!("mon{}", std::process::id());
     let store = execstore_postgres::PgStore::open(&url, execstore_postgres::PgOptions::new().prefix(&prefix))
         .expect("open PostgreSQL");
@@ -671,9 +681,51 @@ fn postgres_is_served_too() {
         exe.status = status;
         store.save(&mut exe).unwrap();
     }
+    // something to ack and a timer to delete, which the read-only monitor must leave alone
+    let mut exe = store.load("pg-0").unwrap().unwrap();
+    let seqs = store
+        .commit(
+            &mut exe,
+            &Effects::new()
+                .emit(None, Event::new("pg-ev", "Ping"))
+                .schedule("pg.t", 1_700_000_000.5),
+        )
+        .unwrap();
     let m = start(&["monitor", "--db", &url, "--prefix", &prefix], &[]);
     let info = m.ok("api/info");
     assert_eq!(info["backend"], "postgres");
+    // Without a token the monitor is read-only on PostgreSQL as on SQLite.
+    assert_eq!(info["writable"], false, "{info}");
+    assert_error(
+        &m.post(&format!("api/outbox/{}/ack", seqs[0]), None),
+        403,
+        "READ_ONLY",
+        "ack on PostgreSQL",
+    );
+    assert_error(
+        &m.delete(
+            "api/timers?execution_id=pg-0&path=pg.t&fire_at=1700000000.5",
+            None,
+        ),
+        403,
+        "READ_ONLY",
+        "timer delete on PostgreSQL",
+    );
+    assert_eq!(
+        store
+            .pending_outbox(None, 10)
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect::<Vec<_>>(),
+        seqs,
+        "the refused ack acked nothing"
+    );
+    assert_eq!(
+        store.due_timers(f64::MAX, None, 10).unwrap().len(),
+        1,
+        "the refused delete deleted nothing"
+    );
     let counts = m.ok("api/counts");
     assert_eq!(
         (

@@ -176,6 +176,10 @@ pub mod from_wit {
                 what: crate::static_kind(&n.what),
                 key: n.key,
             },
+            wit::StoreError::AlreadyExists(a) => StoreError::AlreadyExists {
+                what: crate::static_kind(&a.what),
+                key: a.key,
+            },
             wit::StoreError::Corrupt(c) => StoreError::Corrupt {
                 what: c.what,
                 reason: c.reason,

@@ -202,17 +202,18 @@ fn trap(error: wasmtime::Error) -> StoreError {
     }
 }
 
-/// `kind` as the `&'static str` that [`StoreError::NotFound`] holds: the core's own kinds
-/// are matched, and any other (from a newer component) is interned once, so repeated errors
-/// do not grow memory.
+/// `kind` as the `&'static str` that [`StoreError::NotFound`] and
+/// [`StoreError::AlreadyExists`] hold: the core's own kinds are matched, and any other (from a
+/// newer component) is interned once, so repeated errors do not grow memory.
 fn static_kind(kind: &str) -> &'static str {
-    const KNOWN: [&str; 6] = [
+    const KNOWN: [&str; 7] = [
         "execution",
         "outbox entry",
         "spawn entry",
         "table",
         "database file",
         "row",
+        "event",
     ];
     if let Some(known) = KNOWN.iter().find(|k| **k == kind) {
         return known;

@@ -204,6 +204,10 @@ pub mod to_wit {
                 what: (*what).to_owned(),
                 key: key.clone(),
             }),
+            StoreError::AlreadyExists { what, key } => wit::StoreError::AlreadyExists(wit::AlreadyExists {
+                what: (*what).to_owned(),
+                key: key.clone(),
+            }),
             StoreError::Corrupt { what, reason } => wit::StoreError::Corrupt(wit::Corrupt {
                 what: what.clone(),
                 reason: reason.clone(),

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 
 use execstore::validate::MAX_PAGE;
-use execstore::{encode_cursor, DueTimer, ExecutionPage, ExecutionStore, ExecutionSummary, ListQuery};
+use execstore::{encode_cursor, paging, ExecutionPage, ExecutionStore, ExecutionSummary, ListQuery};
 use serde_json::{json, Value};
 
 use crate::params::{check_id, decode_timer_cursor, encode_timer_cursor, seq_in_path, Params};
@@ -165,58 +165,21 @@ impl Call<'_> {
             return Err(ApiError::not_found(format!("no execution {id}")));
         }
         let mut truncated = false;
-        let mut timers = Vec::new();
-        let mut after: Option<DueTimer> = None;
-        let mut scanned = 0;
-        loop {
-            let page = store.due_timers(ALL_TIMERS, after.as_ref(), MAX_PAGE)?;
-            scanned += page.len();
-            let full = page.len() == MAX_PAGE;
-            after = page.last().cloned();
-            timers.extend(page.into_iter().filter(|t| t.execution_id == id));
-            if !full {
-                break;
-            }
-            if scanned >= SCAN_CAP {
-                truncated = true;
-                break;
-            }
-        }
-        let mut outbox = Vec::new();
-        let (mut after, mut scanned) = (None, 0);
-        loop {
-            let page = store.pending_outbox(after, MAX_PAGE)?;
-            scanned += page.len();
-            let full = page.len() == MAX_PAGE;
-            after = page.last().map(|e| e.seq);
-            outbox.extend(
-                page.into_iter()
-                    .filter(|e| e.target_id.as_deref() == Some(id.as_str())),
-            );
-            if !full {
-                break;
-            }
-            if scanned >= SCAN_CAP {
-                truncated = true;
-                break;
-            }
-        }
-        let mut spawns = Vec::new();
-        let (mut after, mut scanned) = (None, 0);
-        loop {
-            let page = store.pending_spawns(after, MAX_PAGE)?;
-            scanned += page.len();
-            let full = page.len() == MAX_PAGE;
-            after = page.last().map(|e| e.seq);
-            spawns.extend(page.into_iter().filter(|e| e.parent_id == id));
-            if !full {
-                break;
-            }
-            if scanned >= SCAN_CAP {
-                truncated = true;
-                break;
-            }
-        }
+        let timers = scan(
+            paging::timer_pages(store, ALL_TIMERS, None, MAX_PAGE),
+            |t| t.execution_id == id,
+            &mut truncated,
+        )?;
+        let outbox = scan(
+            paging::outbox_pages(store, None, MAX_PAGE),
+            |e| e.target_id.as_deref() == Some(id.as_str()),
+            &mut truncated,
+        )?;
+        let spawns = scan(
+            paging::spawn_pages(store, None, MAX_PAGE),
+            |e| e.parent_id == id,
+            &mut truncated,
+        )?;
         Ok(json!({
             "timers": timers,
             "outbox": outbox,
@@ -272,6 +235,28 @@ impl Call<'_> {
             .flatten();
         Ok(json!({ "items": items, "next_cursor": next_cursor, "now": self.now }))
     }
+}
+
+/// The entries of `pages` that `keep` picks, reading at most about [`SCAN_CAP`] entries: past
+/// that (more pages to come) `truncated` is set.
+fn scan<T>(
+    pages: impl Iterator<Item = execstore::Result<Vec<T>>>,
+    keep: impl Fn(&T) -> bool,
+    truncated: &mut bool,
+) -> Result<Vec<T>, ApiError> {
+    let mut kept = Vec::new();
+    let mut scanned = 0;
+    for page in pages {
+        let page = page?;
+        scanned += page.len();
+        let full = page.len() == MAX_PAGE;
+        kept.extend(page.into_iter().filter(|entry| keep(entry)));
+        if full && scanned >= SCAN_CAP {
+            *truncated = true;
+            break;
+        }
+    }
+    Ok(kept)
 }
 
 /// The executions whose id starts with `prefix` that pass the query's filters, one page at

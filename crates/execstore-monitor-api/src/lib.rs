@@ -24,8 +24,8 @@ use subtle::ConstantTimeEq;
 /// Page size when a request does not say.
 pub const DEFAULT_LIMIT: usize = 50;
 
-/// The `due_before` of "every timer".
-pub use execstore::validate::LATEST_TIME as ALL_TIMERS;
+/// The `due_before` of "every timer": every armed timer, however far off.
+pub use execstore::validate::ALL_TIMERS;
 
 /// One API request, as the server received it.
 #[derive(Clone, Copy, Debug)]
@@ -169,16 +169,31 @@ impl ApiError {
     }
 }
 
+/// The HTTP status of each store error code (`StoreError::CODES`; a test checks that every
+/// code is here): the caller's mistake (4xx) or the store's (5xx). A retryable backend failure
+/// is 503.
+const STORE_ERROR_STATUS: &[(&str, u16)] = &[
+    ("CONFLICT", 409),
+    ("INVALID_INPUT", 400),
+    ("NOT_FOUND", 404),
+    ("ALREADY_EXISTS", 409),
+    ("CORRUPT", 500),
+    ("BACKEND", 500),
+];
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
-        let status = match &e {
-            StoreError::InvalidInput { .. } => 400,
-            StoreError::NotFound { .. } => 404,
-            StoreError::Conflict { .. } => 409,
-            StoreError::Backend { retryable: true, .. } => 503,
-            _ => 500,
+        let code = e.code();
+        let status = if e.is_retryable() {
+            503
+        } else {
+            // 500 too for a kind a newer core added before this table knew it.
+            STORE_ERROR_STATUS
+                .iter()
+                .find(|(c, _)| *c == code)
+                .map_or(500, |(_, status)| *status)
         };
-        ApiError::new(status, e.code(), e.to_string())
+        ApiError::new(status, code, e.to_string())
     }
 }
 
@@ -325,6 +340,66 @@ mod tests {
             store.save(&mut exe).unwrap();
         }
         store
+    }
+
+    #[test]
+    fn every_timer_means_every_timer_however_far_off() {
+        let store = store_with(&["far"]);
+        let mut exe = store.load("far").unwrap().unwrap();
+        let fx = execstore::Effects::new()
+            .schedule("t.soon", 1_700_000_000.0)
+            .schedule("t.2e12", 2e12)
+            .schedule("t.1e300", 1e300);
+        store.commit(&mut exe, &fx).unwrap();
+        let api = api(None);
+        let fire_at = |body: &Value, key: &str| -> Vec<f64> {
+            body[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["fire_at"].as_f64().unwrap())
+                .collect()
+        };
+        let all = get(&api, &store, "/api/timers");
+        assert_eq!(
+            fire_at(&all.body, "items"),
+            [1_700_000_000.0, 2e12, 1e300],
+            "{:?}",
+            all.body
+        );
+        let pending = get(&api, &store, "/api/executions/far/pending");
+        assert_eq!(fire_at(&pending.body, "timers"), [1_700_000_000.0, 2e12, 1e300]);
+        let due = get(&api, &store, "/api/timers?due_before=now");
+        assert_eq!(fire_at(&due.body, "items"), [1_700_000_000.0]);
+    }
+
+    #[test]
+    fn every_store_error_code_has_its_status() {
+        let table: Vec<&str> = STORE_ERROR_STATUS.iter().map(|(c, _)| *c).collect();
+        assert_eq!(
+            table,
+            StoreError::CODES,
+            "one status per code of the core's, in its order"
+        );
+        for e in StoreError::examples() {
+            let code = e.code();
+            let message = e.to_string();
+            let a = ApiError::from(e);
+            assert_eq!((a.code, a.message.as_str()), (code, message.as_str()));
+            // The examples' backend failure is retryable.
+            let want = if code == "BACKEND" {
+                503
+            } else {
+                STORE_ERROR_STATUS.iter().find(|(c, _)| *c == code).unwrap().1
+            };
+            assert_eq!(a.status, want, "{code}");
+        }
+        let permanent = StoreError::Backend {
+            message: "disk full".into(),
+            retryable: false,
+            source: None,
+        };
+        assert_eq!(ApiError::from(permanent).status, 500);
     }
 
     #[test]

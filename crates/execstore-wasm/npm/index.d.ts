@@ -2,7 +2,7 @@
 // browser or worker, synchronously in Node), so `Store` is ready to use.
 export { MonitorApi, Store } from "./wasm/execstore.js";
 export type {
-  ApiAnswer, BackendError, BatchItem, BytesOptions, BatchOutcome, Capabilities, ChildState, ConflictError, CorruptError, DueTimer,
+  AlreadyExistsError, ApiAnswer, BackendError, BatchItem, BytesOptions, BatchOutcome, Capabilities, ChildState, ConflictError, CorruptError, DueTimer,
   Effects, Emit, Event, Execution, ExecutionInput, ExecutionPage, ExecutionSummary, InvalidInputError,
   ImportOptions, JsonObject, JsonValue, ListQuery, LoadedForEvent, LockedError, MemoryOptions, MonitorApiOptions, NotFoundError, OpfsOptions,
   OutboxEntry, Spawn, SpawnEntry, SqliteMemoryOptions, Status, StatusCounts, StoreError, StoreErrorCode,

@@ -23,8 +23,7 @@ pub enum WasmError {
 }
 
 impl WasmError {
-    /// The stable code JS sees: the core's (`CONFLICT`, `INVALID_INPUT`, `NOT_FOUND`,
-    /// `CORRUPT`, `BACKEND`) or `LOCKED`.
+    /// The stable code JS sees: the core's (one of `StoreError::CODES`) or `LOCKED`.
     pub fn code(&self) -> &'static str {
         match self {
             WasmError::Store(e) => e.code(),
@@ -34,8 +33,10 @@ impl WasmError {
 
     /// A JS `Error` named `StoreError` with `code`, the readable message, and the fields of
     /// its kind: `id`, `expected`, `found` (a number or `null`) for `CONFLICT`; `field` and
-    /// `reason` for `INVALID_INPUT`; `what` and `key` for `NOT_FOUND`; `what` and `reason`
-    /// for `CORRUPT`; `retryable` for `BACKEND`; `store` (its name) for `LOCKED`.
+    /// `reason` for `INVALID_INPUT`; `what` and `key` for `NOT_FOUND` and `ALREADY_EXISTS`;
+    /// `what` and `reason` for `CORRUPT`; `retryable` for `BACKEND`; `store` (its name) for
+    /// `LOCKED` (as types.d.ts declares them; the core's tests/error_codes.rs checks that
+    /// every kind of `StoreError::CODES` has its arm here and its interface there).
     pub fn to_js(&self) -> JsValue {
         let error = js_sys::Error::new(&self.to_string());
         error.set_name("StoreError");
@@ -50,7 +51,8 @@ impl WasmError {
                 fields.push(("field", field.as_str().into()));
                 fields.push(("reason", reason.as_str().into()));
             }
-            WasmError::Store(StoreError::NotFound { what, key }) => {
+            WasmError::Store(StoreError::NotFound { what, key })
+            | WasmError::Store(StoreError::AlreadyExists { what, key }) => {
                 fields.push(("what", (*what).into()));
                 fields.push(("key", key.as_str().into()));
             }

@@ -257,8 +257,16 @@ export interface ApiAnswer {
 
 // ---- Errors --------------------------------------------------------------------------------
 
-/** The stable codes of a `StoreError`. */
-export type StoreErrorCode = "CONFLICT" | "INVALID_INPUT" | "NOT_FOUND" | "CORRUPT" | "BACKEND" | "LOCKED";
+/** The stable codes of a `StoreError`: the core's (`StoreError::CODES`, which a test checks
+ * this list against), then `LOCKED`. */
+export type StoreErrorCode =
+  | "CONFLICT"
+  | "INVALID_INPUT"
+  | "NOT_FOUND"
+  | "ALREADY_EXISTS"
+  | "CORRUPT"
+  | "BACKEND"
+  | "LOCKED";
 
 interface StoreErrorBase extends Error {
   name: "StoreError";
@@ -282,6 +290,12 @@ export interface NotFoundError extends StoreErrorBase {
   what: string;
   key: string;
 }
+/** Would create something that already exists: nothing changed. */
+export interface AlreadyExistsError extends StoreErrorBase {
+  code: "ALREADY_EXISTS";
+  what: string;
+  key: string;
+}
 /** Stored data that does not parse. */
 export interface CorruptError extends StoreErrorBase {
   code: "CORRUPT";
@@ -300,4 +314,11 @@ export interface LockedError extends StoreErrorBase {
   store: string;
 }
 /** What every operation throws: an `Error` with a stable `code`. */
-export type StoreError = ConflictError | InvalidInputError | NotFoundError | CorruptError | BackendError | LockedError;
+export type StoreError =
+  | ConflictError
+  | InvalidInputError
+  | NotFoundError
+  | AlreadyExistsError
+  | CorruptError
+  | BackendError
+  | LockedError;

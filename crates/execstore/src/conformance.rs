@@ -19,9 +19,10 @@ use crate::error::StoreError;
 use crate::model::{
     ChildState, DueTimer, Effects, Event, Execution, JsonObject, OutboxEntry, SpawnEntry, Status,
 };
+use crate::paging::{execution_pages, outbox_pages, spawn_pages, timer_pages};
 use crate::query::{encode_cursor, ListQuery};
 use crate::store::{BatchItem, ExecutionStore, Work};
-use crate::validate::{MAX_DOCUMENT_BYTES, MAX_PAGE};
+use crate::validate::{ALL_TIMERS, MAX_DOCUMENT_BYTES, MAX_PAGE};
 
 /// What the suite needs from a backend's test: the store under test and, for a durable
 /// backend, a way to close and reopen it on the same data.
@@ -182,57 +183,45 @@ fn bump(exe: &mut Execution) {
 
 /// Every outbox entry, following `after` to the end.
 pub fn all_outbox(store: &dyn ExecutionStore) -> Vec<OutboxEntry> {
-    let mut out: Vec<OutboxEntry> = Vec::new();
-    loop {
-        let page = store
-            .pending_outbox(out.last().map(|e| e.seq), 500)
-            .expect("pending_outbox");
-        if page.is_empty() {
-            return out;
-        }
-        out.extend(page);
-    }
+    outbox_pages(store, None, 500)
+        .flat_map(|page| page.expect("pending_outbox"))
+        .collect()
 }
 
 /// Every spawn entry, following `after` to the end.
 pub fn all_spawns(store: &dyn ExecutionStore) -> Vec<SpawnEntry> {
-    let mut out: Vec<SpawnEntry> = Vec::new();
-    loop {
-        let page = store
-            .pending_spawns(out.last().map(|e| e.seq), 500)
-            .expect("pending_spawns");
-        if page.is_empty() {
-            return out;
-        }
-        out.extend(page);
-    }
+    spawn_pages(store, None, 500)
+        .flat_map(|page| page.expect("pending_spawns"))
+        .collect()
 }
 
-/// Every page of `query`, asserting page sizes, order and termination on the way.
+/// Every timer, however far off, following `after` to the end.
+pub fn all_timers(store: &dyn ExecutionStore) -> Vec<DueTimer> {
+    timer_pages(store, ALL_TIMERS, None, MAX_PAGE)
+        .flat_map(|page| page.expect("due_timers"))
+        .collect()
+}
+
+/// Every page of `query`, asserting page sizes, order and termination on the way (a page
+/// that does not move past the previous one fails through the paging helper).
 pub fn all_pages(store: &dyn ExecutionStore, query: ListQuery) -> Vec<crate::ExecutionSummary> {
+    let limit = query.limit;
     let mut items: Vec<crate::ExecutionSummary> = Vec::new();
-    let mut query = query;
-    for _ in 0..100_000 {
-        let page = store.list_executions(&query).expect("list_executions");
-        assert!(
-            page.items.len() <= query.limit,
-            "a page holds at most `limit` items"
-        );
-        for item in &page.items {
+    for (n, page) in execution_pages(store, query).enumerate() {
+        assert!(n < 100_000, "listing did not terminate");
+        let page = page.expect("list_executions");
+        assert!(page.items.len() <= limit, "a page holds at most `limit` items");
+        if page.next_cursor.is_some() {
+            assert!(!page.items.is_empty(), "a page with a next cursor is not empty");
+        }
+        for item in page.items {
             if let Some(prev) = items.last() {
                 assert!(prev.id < item.id, "pages are ordered by id, without repeats");
             }
-            items.push(item.clone());
-        }
-        match page.next_cursor {
-            Some(cursor) => {
-                assert!(!page.items.is_empty(), "a page with a next cursor is not empty");
-                query.cursor = Some(cursor);
-            }
-            None => return items,
+            items.push(item);
         }
     }
-    panic!("listing did not terminate");
+    items
 }
 
 /// What a bad call must leave untouched: every execution, outbox and spawn row, timer and
@@ -247,7 +236,7 @@ fn snapshot(store: &dyn ExecutionStore, probes: &[(&str, &str)]) -> String {
         .iter()
         .map(|id| store.read_trace(id).expect("read_trace"))
         .collect();
-    let timers = store.due_timers(f64::MAX, None, MAX_PAGE).expect("due_timers");
+    let timers = all_timers(store);
     let processed: Vec<bool> = probes
         .iter()
         .map(|(id, ev)| store.is_processed(id, ev).expect("is_processed"))
@@ -787,6 +776,33 @@ pub fn timers_upsert_and_guarded_delete(store: &dyn ExecutionStore) {
         .unwrap();
     assert!(mine(1e9).is_empty(), "cancel disarms");
 
+    // "Every timer" is every armed timer, however far off: past the year 9999 (2e12), as far
+    // as a double goes. The fire times come back exactly, so the guarded delete matches them.
+    store
+        .commit(
+            &mut exe,
+            &Effects::new()
+                .schedule("far.1e300", 1e300)
+                .schedule("far.max", f64::MAX)
+                .schedule("far.2e12", 2e12),
+        )
+        .unwrap();
+    let far = [("far.2e12", 2e12), ("far.1e300", 1e300), ("far.max", f64::MAX)];
+    assert_eq!(
+        mine(ALL_TIMERS)
+            .iter()
+            .map(|t| (t.path.as_str(), t.fire_at))
+            .collect::<Vec<_>>(),
+        far,
+        "due_timers(ALL_TIMERS) lists every timer, soonest first"
+    );
+    assert_eq!(mine(1e300).len(), 2, "fire_at == now is due, however large");
+    assert!(mine(1e12).is_empty());
+    for (path, fire_at) in far {
+        assert!(store.delete_timer(&exe.id, path, fire_at).unwrap(), "{path}");
+    }
+    assert!(mine(ALL_TIMERS).is_empty());
+
     // The limit keeps the soonest.
     store
         .commit(
@@ -844,12 +860,9 @@ pub fn timers_upsert_and_guarded_delete(store: &dyn ExecutionStore) {
     );
     for size in [1, 2, 4] {
         let mut paged: Vec<DueTimer> = Vec::new();
-        loop {
-            let page = store.due_timers(1e9, paged.last(), size).unwrap();
+        for page in timer_pages(store, 1e9, None, size) {
+            let page = page.unwrap();
             assert!(page.len() <= size);
-            if page.is_empty() {
-                break;
-            }
             paged.extend(page);
         }
         assert_eq!(
@@ -1092,12 +1105,9 @@ pub fn outbox_oldest_first_and_ack(store: &dyn ExecutionStore) {
     }
     // Paging with `after` and a small limit reassembles the same list.
     let mut paged = Vec::new();
-    let mut after = None;
-    loop {
-        let page = store.pending_outbox(after, 2).unwrap();
+    for page in outbox_pages(store, None, 2) {
+        let page = page.unwrap();
         assert!(page.len() <= 2);
-        let Some(last) = page.last() else { break };
-        after = Some(last.seq);
         paged.extend(page);
     }
     assert_eq!(ours(paged), all);
@@ -1653,15 +1663,26 @@ pub fn relay_acks_what_was_delivered(store: &dyn ExecutionStore) {
         .unwrap();
     assert!(acked >= 3, "the rest is acked");
     assert!(ours(&all_outbox(store)).is_empty());
+    // One more entry, so the next relay has something to offer and must call back: what it
+    // offers of ours is that entry alone, never one acked before.
+    let mut exe = store.load(&format!("{ns}a")).unwrap().expect("stored");
+    let late = store
+        .commit(
+            &mut exe,
+            &Effects::new().emit(None, Event::new(format!("{ns}ev-late"), "Ping")),
+        )
+        .unwrap();
     let mut called = false;
-    store
+    let acked = store
         .relay_outbox(MAX_PAGE, &mut |entries| {
             called = true;
-            assert!(ours(entries).is_empty(), "acked entries are not offered again");
-            Vec::new()
+            assert_eq!(ours(entries), late, "acked entries are not offered again");
+            ours(entries)
         })
         .unwrap();
-    let _ = called;
+    assert!(called, "a relay with pending entries calls its handler");
+    assert_eq!(acked, 1, "the new entry is acked");
+    assert!(ours(&all_outbox(store)).is_empty());
 
     let spawned = our_spawns(&ns)(&all_spawns(store));
     assert_eq!(spawned.len(), 5);

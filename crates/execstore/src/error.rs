@@ -104,8 +104,64 @@ impl StoreError {
         matches!(self, StoreError::Backend { retryable: true, .. })
     }
 
-    /// A stable upper-case code for the kind, as surfaces outside Rust report it
-    /// (`CONFLICT`, `INVALID_INPUT`, `NOT_FOUND`, `ALREADY_EXISTS`, `CORRUPT`, `BACKEND`).
+    /// Every kind's [`StoreError::code`], in the order of the variants: the one list the
+    /// surfaces outside Rust derive theirs from or are checked against (the wasm package's
+    /// errors and `types.d.ts`, `wit/store.wit`'s `store-error`, the monitor API's statuses,
+    /// [`crate::GroupCommit`]'s copy of an error for each waiting caller; see
+    /// `tests/error_codes.rs`).
+    pub const CODES: &'static [&'static str] = &[
+        "CONFLICT",
+        "INVALID_INPUT",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "CORRUPT",
+        "BACKEND",
+    ];
+
+    /// One error of each kind, in [`StoreError::CODES`] order: what a surface's tests map to
+    /// check that they cover every kind (a backend failure here is retryable).
+    pub fn examples() -> Vec<StoreError> {
+        let all = vec![
+            StoreError::Conflict {
+                id: "exe-1".into(),
+                expected: 2,
+                found: Some(3),
+            },
+            StoreError::invalid("timers[0].fire_at", "NaN is not a finite number of seconds"),
+            StoreError::NotFound {
+                what: "execution",
+                key: "exe-2".into(),
+            },
+            StoreError::AlreadyExists {
+                what: "event",
+                key: "ev-1".into(),
+            },
+            StoreError::Corrupt {
+                what: "execution exe-3".into(),
+                reason: "expected value at line 1 column 1".into(),
+            },
+            StoreError::Backend {
+                message: "database is locked".into(),
+                retryable: true,
+                source: None,
+            },
+        ];
+        // A new kind fails to compile here: add an example of it above, and its code to CODES.
+        for e in &all {
+            match e {
+                StoreError::Conflict { .. }
+                | StoreError::InvalidInput { .. }
+                | StoreError::NotFound { .. }
+                | StoreError::AlreadyExists { .. }
+                | StoreError::Corrupt { .. }
+                | StoreError::Backend { .. } => {}
+            }
+        }
+        all
+    }
+
+    /// A stable upper-case code for the kind, as surfaces outside Rust report it: one of
+    /// [`StoreError::CODES`].
     pub fn code(&self) -> &'static str {
         match self {
             StoreError::Conflict { .. } => "CONFLICT",
@@ -120,3 +176,19 @@ impl StoreError {
 
 /// The result of every store operation.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_example_and_one_distinct_code_per_kind() {
+        let codes: Vec<&str> = StoreError::examples().iter().map(StoreError::code).collect();
+        assert_eq!(codes, StoreError::CODES, "examples() follows CODES, kind by kind");
+        let distinct: std::collections::BTreeSet<&str> = codes.iter().copied().collect();
+        assert_eq!(distinct.len(), codes.len());
+        assert!(codes
+            .iter()
+            .all(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')));
+    }
+}

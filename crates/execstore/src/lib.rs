@@ -19,6 +19,7 @@ mod memory;
 pub mod migration;
 mod model;
 pub mod names;
+pub mod paging;
 pub mod pyjson;
 mod query;
 mod store;

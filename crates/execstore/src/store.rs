@@ -302,16 +302,11 @@ pub trait ExecutionStore: Send + Sync {
             .roots_only(roots_only)
             .limit(crate::validate::MAX_PAGE);
         query.definition_id = definition_id.map(str::to_owned);
-        loop {
-            let page = self.list_executions(&query)?;
-            for summary in &page.items {
+        for page in crate::paging::execution_pages(self, query) {
+            for summary in &page?.items {
                 if let Some(slot) = Status::ALL.iter().position(|s| *s == summary.status) {
                     counts[slot] += 1;
                 }
-            }
-            match page.next_cursor {
-                Some(next) => query.cursor = Some(next),
-                None => break,
             }
         }
         Ok(Status::ALL.into_iter().zip(counts).collect())
@@ -329,49 +324,137 @@ pub trait ExecutionStore: Send + Sync {
         // Stable within one process, which is all a token promises.
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         let page = crate::validate::MAX_PAGE;
-        let mut query = ListQuery::new().limit(page);
-        loop {
-            let listed = self.list_executions(&query)?;
-            for s in &listed.items {
+        for listed in crate::paging::execution_pages(self, ListQuery::new().limit(page)) {
+            for s in &listed?.items {
                 (&s.id, s.version).hash(&mut hasher);
             }
-            match listed.next_cursor {
-                Some(next) => query.cursor = Some(next),
-                None => break,
+        }
+        0u8.hash(&mut hasher);
+        for entries in crate::paging::outbox_pages(self, None, page) {
+            for e in &entries? {
+                e.seq.hash(&mut hasher);
             }
         }
-        for (tag, spawns) in [(0u8, false), (1u8, true)] {
-            tag.hash(&mut hasher);
-            let mut after = None;
-            loop {
-                let seqs: Vec<i64> = if spawns {
-                    self.pending_spawns(after, page)?.iter().map(|e| e.seq).collect()
-                } else {
-                    self.pending_outbox(after, page)?.iter().map(|e| e.seq).collect()
-                };
-                seqs.hash(&mut hasher);
-                match seqs.last() {
-                    Some(&last) if seqs.len() == page => after = Some(last),
-                    _ => break,
-                }
+        1u8.hash(&mut hasher);
+        for entries in crate::paging::spawn_pages(self, None, page) {
+            for e in &entries? {
+                e.seq.hash(&mut hasher);
             }
         }
         2u8.hash(&mut hasher);
-        let mut after: Option<DueTimer> = None;
-        loop {
-            // The latest time there is: every armed timer is due by then.
-            let timers = self.due_timers(f64::MAX, after.as_ref(), page)?;
-            for t in &timers {
+        for timers in crate::paging::timer_pages(self, crate::validate::ALL_TIMERS, None, page) {
+            for t in &timers? {
                 (&t.execution_id, &t.path, t.fire_at.to_bits()).hash(&mut hasher);
-            }
-            match timers.last() {
-                Some(last) if timers.len() == page => after = Some(last.clone()),
-                _ => break,
             }
         }
         Ok(format!("scan:{:016x}", hasher.finish()))
     }
 }
+
+/// `impl ExecutionStore for $wrapper` over any `S: ExecutionStore + ?Sized`, every method
+/// forwarded to the store behind it (`**self`), defaults included: a wrapper must keep the
+/// store's own claims, wake-ups and cheap monitor reads, never fall back to a default's scan.
+/// `missing_trait_methods` makes a method added to the trait later fail clippy here until it
+/// is forwarded. Written once for every wrapper, as object_store does.
+macro_rules! forward_execution_store {
+    ($($wrapper:ty),+ $(,)?) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        impl<S: ExecutionStore + ?Sized> ExecutionStore for $wrapper {
+            fn capabilities(&self) -> Capabilities {
+                (**self).capabilities()
+            }
+            fn trace_max(&self) -> Option<u32> {
+                (**self).trace_max()
+            }
+            fn save(&self, exe: &mut Execution) -> Result<()> {
+                (**self).save(exe)
+            }
+            fn commit(&self, exe: &mut Execution, effects: &Effects) -> Result<Vec<i64>> {
+                (**self).commit(exe, effects)
+            }
+            fn commit_batch(&self, items: &mut [BatchItem]) -> Result<Vec<Result<Vec<i64>>>> {
+                (**self).commit_batch(items)
+            }
+            fn load(&self, id: &str) -> Result<Option<Execution>> {
+                (**self).load(id)
+            }
+            fn load_for_event(&self, id: &str, event_id: &str) -> Result<(Option<Execution>, bool)> {
+                (**self).load_for_event(id, event_id)
+            }
+            fn is_processed(&self, execution_id: &str, event_id: &str) -> Result<bool> {
+                (**self).is_processed(execution_id, event_id)
+            }
+            fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
+                (**self).list_executions(query)
+            }
+            fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
+                (**self).pending_outbox(after, limit)
+            }
+            fn ack_outbox(&self, seq: i64) -> Result<()> {
+                (**self).ack_outbox(seq)
+            }
+            fn ack_outbox_many(&self, seqs: &[i64]) -> Result<usize> {
+                (**self).ack_outbox_many(seqs)
+            }
+            fn pending_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>> {
+                (**self).pending_spawns(after, limit)
+            }
+            fn ack_spawn(&self, seq: i64) -> Result<()> {
+                (**self).ack_spawn(seq)
+            }
+            fn due_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>> {
+                (**self).due_timers(now, after, limit)
+            }
+            fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> Result<bool> {
+                (**self).delete_timer(execution_id, path, fire_at)
+            }
+            fn read_trace(&self, execution_id: &str) -> Result<Vec<TraceStep>> {
+                (**self).read_trace(execution_id)
+            }
+            fn append_trace(&self, execution_id: &str, step: &TraceStep) -> Result<i64> {
+                (**self).append_trace(execution_id, step)
+            }
+            fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+                (**self).ids_with_prefix(prefix)
+            }
+            fn purge(&self, execution_id: &str, expected_version: i64) -> Result<bool> {
+                (**self).purge(execution_id, expected_version)
+            }
+            fn relay_outbox(
+                &self,
+                limit: usize,
+                deliver: &mut dyn FnMut(&[OutboxEntry]) -> Vec<i64>,
+            ) -> Result<usize> {
+                (**self).relay_outbox(limit, deliver)
+            }
+            fn relay_spawns(
+                &self,
+                limit: usize,
+                create: &mut dyn FnMut(&[SpawnEntry]) -> Vec<i64>,
+            ) -> Result<usize> {
+                (**self).relay_spawns(limit, create)
+            }
+            fn sweep_timers(&self, now: f64, limit: usize, fire: &mut dyn FnMut(&[DueTimer])) -> Result<usize> {
+                (**self).sweep_timers(now, limit, fire)
+            }
+            fn wait_for_work(&self, work: Work, timeout: Duration) -> Result<bool> {
+                (**self).wait_for_work(work, timeout)
+            }
+            fn status_counts(
+                &self,
+                definition_id: Option<&str>,
+                roots_only: bool,
+            ) -> Result<Vec<(crate::Status, u64)>> {
+                (**self).status_counts(definition_id, roots_only)
+            }
+            fn change_token(&self) -> Result<String> {
+                (**self).change_token()
+            }
+        }
+    )+};
+}
+
+forward_execution_store!(&S, Box<S>, std::sync::Arc<S>);
 
 /// The seqs in `returned` that are among `entries`, in the order returned, without repeats.
 pub(crate) fn offered<T>(entries: &[T], seq_of: impl Fn(&T) -> i64, returned: Vec<i64>) -> Vec<i64> {
@@ -381,4 +464,109 @@ pub(crate) fn offered<T>(entries: &[T], seq_of: impl Fn(&T) -> i64, returned: Ve
         .into_iter()
         .filter(|seq| given.contains(seq) && seen.insert(*seq))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::MemoryStore;
+
+    /// A store with its own change token and counts, which a wrapper must not replace by the
+    /// defaults' scans.
+    struct Own(MemoryStore);
+
+    impl ExecutionStore for Own {
+        fn capabilities(&self) -> Capabilities {
+            Capabilities::EPHEMERAL.with_wakeups()
+        }
+        fn trace_max(&self) -> Option<u32> {
+            Some(7)
+        }
+        fn commit(&self, exe: &mut Execution, effects: &Effects) -> Result<Vec<i64>> {
+            self.0.commit(exe, effects)
+        }
+        fn load(&self, id: &str) -> Result<Option<Execution>> {
+            self.0.load(id)
+        }
+        fn load_for_event(&self, id: &str, event_id: &str) -> Result<(Option<Execution>, bool)> {
+            self.0.load_for_event(id, event_id)
+        }
+        fn is_processed(&self, execution_id: &str, event_id: &str) -> Result<bool> {
+            self.0.is_processed(execution_id, event_id)
+        }
+        fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
+            self.0.list_executions(query)
+        }
+        fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
+            self.0.pending_outbox(after, limit)
+        }
+        fn ack_outbox(&self, seq: i64) -> Result<()> {
+            self.0.ack_outbox(seq)
+        }
+        fn pending_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>> {
+            self.0.pending_spawns(after, limit)
+        }
+        fn ack_spawn(&self, seq: i64) -> Result<()> {
+            self.0.ack_spawn(seq)
+        }
+        fn due_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>> {
+            self.0.due_timers(now, after, limit)
+        }
+        fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> Result<bool> {
+            self.0.delete_timer(execution_id, path, fire_at)
+        }
+        fn read_trace(&self, execution_id: &str) -> Result<Vec<TraceStep>> {
+            self.0.read_trace(execution_id)
+        }
+        fn append_trace(&self, execution_id: &str, step: &TraceStep) -> Result<i64> {
+            self.0.append_trace(execution_id, step)
+        }
+        fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+            self.0.ids_with_prefix(prefix)
+        }
+        fn purge(&self, execution_id: &str, expected_version: i64) -> Result<bool> {
+            self.0.purge(execution_id, expected_version)
+        }
+        fn status_counts(&self, _: Option<&str>, _: bool) -> Result<Vec<(crate::Status, u64)>> {
+            Ok(vec![(crate::Status::Running, 42)])
+        }
+        fn change_token(&self) -> Result<String> {
+            Ok("own".into())
+        }
+    }
+
+    fn check(store: &dyn ExecutionStore, what: &str) {
+        assert_eq!(store.change_token().unwrap(), "own", "{what}");
+        assert_eq!(
+            store.status_counts(None, false).unwrap(),
+            [(crate::Status::Running, 42)],
+            "{what}"
+        );
+        assert_eq!(
+            (store.capabilities(), store.trace_max()),
+            (Capabilities::EPHEMERAL.with_wakeups(), Some(7)),
+            "{what}"
+        );
+        let mut exe = Execution::new(format!("{what}-1"), "d");
+        store.save(&mut exe).unwrap();
+        assert_eq!(store.load(&exe.id).unwrap().unwrap().version, 1, "{what}");
+    }
+
+    #[test]
+    fn wrappers_forward_to_the_store_behind_them() {
+        let own = Own(MemoryStore::new());
+        check(&&own, "&S");
+        check(&Box::new(Own(MemoryStore::new())), "Box<S>");
+        check(&Arc::new(Own(MemoryStore::new())), "Arc<S>");
+        let shared: Arc<dyn ExecutionStore> = Arc::new(Own(MemoryStore::new()));
+        check(&shared, "Arc<dyn ExecutionStore>");
+        let boxed: Box<dyn ExecutionStore> = Box::new(Own(MemoryStore::new()));
+        check(&boxed, "Box<dyn ExecutionStore>");
+        check(
+            &crate::GroupCommit::new(Arc::new(Own(MemoryStore::new()))),
+            "GroupCommit<Arc<S>>",
+        );
+    }
 }

@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::str::FromStr;
@@ -38,35 +37,38 @@ pub struct Harel {
     pub python: PathBuf,
 }
 
-/// The Python with harel 0.9.0, or `None` (test skipped) when there is none and it is not
-/// required.
+/// The Python with harel 0.9.0, or `None` when there is none and it is not required: the
+/// calling test is then reported as skipped (`execstore_e2e::skip`, one line per test) and
+/// returns.
 pub fn harel() -> Option<&'static Harel> {
-    static FOUND: OnceLock<Option<Harel>> = OnceLock::new();
-    FOUND
-        .get_or_init(|| {
-            let required = std::env::var("EXECSTORE_REQUIRE_HAREL").is_ok_and(|v| v == "1");
-            let explicit = std::env::var_os("EXECSTORE_HAREL_PYTHON").filter(|p| !p.is_empty());
-            let python = PathBuf::from(explicit.clone().unwrap_or_else(|| "python3".into()));
-            match harel_version(&python) {
-                Ok(v) if v == HAREL_VERSION => Some(Harel { python }),
-                found => {
-                    let why = match found {
-                        Ok(v) => format!("{} has harel {v}, not {HAREL_VERSION}", python.display()),
-                        Err(e) => format!("{}: {e}", python.display()),
-                    };
-                    if required || explicit.is_some() {
-                        panic!("harel {HAREL_VERSION} is required but not usable: {why}");
-                    }
-                    // Straight to stderr, past the test harness's capture, so a skip is seen.
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "SKIPPED: harel_interop: harel {HAREL_VERSION} not installed (scripts/test installs it) [{why}]"
-                    );
-                    None
+    static FOUND: OnceLock<Result<Harel, String>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        let required = std::env::var("EXECSTORE_REQUIRE_HAREL").is_ok_and(|v| v == "1");
+        let explicit = std::env::var_os("EXECSTORE_HAREL_PYTHON").filter(|p| !p.is_empty());
+        let python = PathBuf::from(explicit.clone().unwrap_or_else(|| "python3".into()));
+        match harel_version(&python) {
+            Ok(v) if v == HAREL_VERSION => Ok(Harel { python }),
+            found => {
+                let why = match found {
+                    Ok(v) => format!("{} has harel {v}, not {HAREL_VERSION}", python.display()),
+                    Err(e) => format!("{}: {e}", python.display()),
+                };
+                if required || explicit.is_some() {
+                    panic!("harel {HAREL_VERSION} is required but not usable: {why}");
                 }
+                Err(format!(
+                    "harel {HAREL_VERSION} not installed (scripts/test installs it) [{why}]"
+                ))
             }
-        })
-        .as_ref()
+        }
+    });
+    match found {
+        Ok(harel) => Some(harel),
+        Err(why) => {
+            execstore_e2e::skip(why);
+            None
+        }
+    }
 }
 
 pub fn harel_version(python: &Path) -> Result<String, String> {
@@ -244,22 +246,15 @@ pub fn known_event(ev: &Event) -> Event {
 
 pub fn summaries(store: &dyn ExecutionStore, query: ListQuery) -> Value {
     let mut items = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .list_executions(&query.clone().limit(3).cursor(cursor))
-            .expect("list_executions");
-        for item in &page.items {
+    for page in execstore::paging::execution_pages(store, query.limit(3)) {
+        for item in &page.expect("list_executions").items {
             let mut v = to_value!(item);
             // execstore's summary adds `updated_at`; harel's has the rest
             v.as_object_mut().expect("object").shift_remove("updated_at");
             items.push(v);
         }
-        match page.next_cursor {
-            Some(c) => cursor = Some(c),
-            None => return Value::Array(items),
-        }
     }
+    Value::Array(items)
 }
 
 pub fn query_of(kwargs: &Value) -> ListQuery {
