@@ -43,6 +43,8 @@ fn fields(t: f64) -> Option<(i64, u32, u32, i64, i64, i64, i64)> {
 pub fn utc(t: f64) -> String {
     match fields(t) {
         Some((y, mo, d, h, mi, s, _)) => format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}"),
+        // Past the year 9999 (harel may arm such timers): the seconds, short.
+        None if t.is_finite() => format!("{t:e} s"),
         None => t.to_string(),
     }
 }

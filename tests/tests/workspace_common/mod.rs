@@ -12,7 +12,6 @@ pub mod program;
 pub mod variety;
 
 use std::ffi::OsStr;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -52,33 +51,35 @@ fn default_python() -> PathBuf {
 /// makes. `None` (the test prints `SKIPPED: ...` and passes) when it is not usable, unless
 /// `EXECSTORE_REQUIRE_REFLEXR=1` or the variable names a Python: then the test fails.
 pub fn reflexr() -> Option<&'static Reflexr> {
-    static FOUND: OnceLock<Option<Reflexr>> = OnceLock::new();
-    FOUND
-        .get_or_init(|| {
-            let required = std::env::var("EXECSTORE_REQUIRE_REFLEXR").is_ok_and(|v| v == "1");
-            let explicit = std::env::var_os("EXECSTORE_REFLEXR_PYTHON").filter(|p| !p.is_empty());
-            let python = explicit.clone().map_or_else(default_python, PathBuf::from);
-            match reflexr_version(&python) {
-                Ok(v) if v == REFLEXR_VERSION => Some(Reflexr { python }),
-                found => {
-                    let why = match found {
-                        Ok(v) => format!("{} has reflexr {v}, not {REFLEXR_VERSION}", python.display()),
-                        Err(e) => format!("{}: {e}", python.display()),
-                    };
-                    if required || explicit.is_some() {
-                        panic!("reflexr {REFLEXR_VERSION} is required but not usable: {why}");
-                    }
-                    // Straight to stderr, past the test harness's capture, so a skip is seen.
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "SKIPPED: workspace interop: reflexr {REFLEXR_VERSION} not installed \
-                         (scripts/test installs it; EXECSTORE_REFLEXR_PYTHON names one) [{why}]"
-                    );
-                    None
+    static FOUND: OnceLock<Result<Reflexr, String>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        let required = std::env::var("EXECSTORE_REQUIRE_REFLEXR").is_ok_and(|v| v == "1");
+        let explicit = std::env::var_os("EXECSTORE_REFLEXR_PYTHON").filter(|p| !p.is_empty());
+        let python = explicit.clone().map_or_else(default_python, PathBuf::from);
+        match reflexr_version(&python) {
+            Ok(v) if v == REFLEXR_VERSION => Ok(Reflexr { python }),
+            found => {
+                let why = match found {
+                    Ok(v) => format!("{} has reflexr {v}, not {REFLEXR_VERSION}", python.display()),
+                    Err(e) => format!("{}: {e}", python.display()),
+                };
+                if required || explicit.is_some() {
+                    panic!("reflexr {REFLEXR_VERSION} is required but not usable: {why}");
                 }
+                Err(why)
             }
-        })
-        .as_ref()
+        }
+    });
+    match found {
+        Ok(r) => Some(r),
+        Err(why) => {
+            // One line per skipped test, past the harness's capture: scripts/test counts it.
+            execstore_e2e::skip(&format!(
+                "reflexr {REFLEXR_VERSION} not installed (scripts/test installs it; EXECSTORE_REFLEXR_PYTHON names one) [{why}]"
+            ));
+            None
+        }
+    }
 }
 
 fn reflexr_version(python: &Path) -> Result<String, String> {
