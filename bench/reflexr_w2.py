@@ -170,6 +170,7 @@ async def main() -> None:
         digest.update(json.dumps(envelope.model_dump(mode="json")).encode())
         digest.update(b"\n")
     out["w0_log_sha256"] = digest.hexdigest()
+    heads = [await storage.head_seq(workspace(w)) for w in range(W)]
 
     times = [0.0, 0.0, 0.0]
     for q in range(a.reads):
@@ -240,7 +241,7 @@ async def main() -> None:
     out["subscribe_p50_us"] = percentile(lat, 0.5)
     out["subscribe_p99_us"] = percentile(lat, 0.99)
     out["subscribe_xproc_p50_us"] = None
-    out["head_seqs"] = [await storage.head_seq(workspace(w)) for w in range(W)]
+    out["head_seqs"] = heads
     await engine.dispose()
     print(json.dumps(out), flush=True)
 

@@ -184,6 +184,9 @@ pub fn run(
         hash.update(b"\n");
     }
     out.insert("w0_log_sha256".into(), format!("{:x}", hash.finalize()).into());
+    let heads = (0..cfg.workspaces)
+        .map(|w| storage.head_seq(&workspace(w)))
+        .collect::<Result<Vec<_>, _>>()?;
 
     // Phase 2: reads.
     let mut times = [Duration::ZERO; 3];
@@ -302,9 +305,6 @@ pub fn run(
         "subscribe_xproc_p50_us".into(),
         xproc.map_or(Value::Null, |v| percentile(v, 0.5)),
     );
-    let heads = (0..cfg.workspaces)
-        .map(|w| storage.head_seq(&workspace(w)))
-        .collect::<Result<Vec<_>, _>>()?;
     out.insert("head_seqs".into(), json!(heads));
     Ok(out)
 }
