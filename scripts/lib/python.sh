@@ -1,0 +1,67 @@
+# shellcheck shell=bash
+# scripts/lib/python.sh: the Python package `execstore` (crates/execstore-python, PyO3 +
+# maturin), built as a wheel and tested in fresh venvs against the real harel and reflexr.
+# Source it after harel.sh and reflexr.sh; it only defines things.
+#
+#   MATURIN_VERSION, PYTEST_VERSION, PYTEST_ASYNCIO_VERSION, MYPY_VERSION   the pinned tools
+#   python_wheel OUTDIR      builds the wheel (debug profile unless EXECSTORE_WHEEL_PROFILE=release)
+#                            into OUTDIR with maturin from a cached tools venv; prints its path
+#   python_venv DIR PYTHON PACKAGES...
+#                            a fresh venv at DIR from PYTHON with PACKAGES pip-installed
+#   python_test WHEEL        fresh venvs: Python 3.11 + harel (tests/python/harel) and Python 3.12
+#                            + reflexr (tests/python/reflexr), the wheel installed in each; pytest
+
+MATURIN_VERSION=1.16.0
+PYTEST_VERSION=9.2.0
+PYTEST_ASYNCIO_VERSION=1.5.0
+MYPY_VERSION=2.4.1
+
+_python_cache() {
+	printf '%s\n' "${EXECSTORE_CACHE:-${HOME:-/root}/.cache/execstore}"
+}
+
+_pip() { # PYTHON ARGS...
+	local py=$1
+	shift
+	"$py" -m pip install --quiet --disable-pip-version-check --no-input "$@"
+}
+
+python_venv() { # DIR PYTHON PACKAGES...
+	local dir=$1 base=$2
+	shift 2
+	rm -rf "$dir"
+	"$base" -m venv "$dir" || return 1
+	[ $# -eq 0 ] || _pip "$dir/bin/python" "$@"
+}
+
+python_wheel() { # OUTDIR
+	local out=$1 tools maturin profile
+	tools="$(_python_cache)/maturin-$MATURIN_VERSION"
+	maturin="$tools/bin/maturin"
+	if ! [ -x "$maturin" ] || ! "$maturin" --version 2>/dev/null | grep -q "$MATURIN_VERSION"; then
+		python_venv "$tools" python3 "maturin==$MATURIN_VERSION" >&2 || return 1
+	fi
+	profile=${EXECSTORE_WHEEL_PROFILE:-dev}
+	mkdir -p "$out"
+	"$maturin" build --quiet --profile "$profile" -m crates/execstore-python/Cargo.toml --out "$out" >&2 || return 1
+	ls "$out"/execstore-*.whl | head -n 1
+}
+
+python_test() { # WHEEL
+	local wheel=$1 dir rc=0 reflexr_base
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/execstore-py.XXXXXX")
+	echo "python: harel $HAREL_VERSION venv (Python 3.11) with the wheel" >&2
+	python_venv "$dir/harel" python3 "harel==$HAREL_VERSION" "psycopg[binary]==$PSYCOPG_VERSION" \
+		"pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" "mypy==$MYPY_VERSION" "$wheel" || rc=1
+	reflexr_base=$(reflexr_base_python) || rc=1
+	echo "python: reflexr $REFLEXR_VERSION venv ($("$reflexr_base" --version 2>&1)) with the wheel" >&2
+	python_venv "$dir/reflexr" "$reflexr_base" "reflexr[sqlite,postgres]==$REFLEXR_VERSION" \
+		"pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" "mypy==$MYPY_VERSION" "$wheel" || rc=1
+	if [ "$rc" -eq 0 ]; then
+		# From a directory without the sources, so `import execstore` is the installed wheel.
+		(cd "$dir" && "$dir/harel/bin/python" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/tests/python/harel") || rc=1
+		(cd "$dir" && "$dir/reflexr/bin/python" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/tests/python/reflexr") || rc=1
+	fi
+	rm -rf "$dir"
+	return "$rc"
+}
