@@ -115,10 +115,11 @@ pub fn require_executions(db: &Path, prefix: Option<&str>) -> anyhow::Result<()>
         Some(p) => format!("{p}_executions"),
         None => "executions".to_owned(),
     };
+    let prefix_hint = " Is the --prefix right? (harel 0.9 writes harel_executions: --prefix harel; without --prefix: executions)";
     let hint = if found.workspaces {
-        " It holds a workspace log (reflexr's tables): try `execstore workspaces`."
+        format!("{prefix_hint} It also holds a workspace log (reflexr's tables): try `execstore workspaces`.")
     } else {
-        " Is the --prefix right? (harel 0.9 writes harel_executions: --prefix harel; without --prefix: executions)"
+        prefix_hint.to_owned()
     };
     Err(CliError::Input(format!(
         "{} holds no executions (no table {tables}).{hint}",

@@ -1,0 +1,110 @@
+//! One Python exception per `StoreError` kind, under `execstore.StoreError`.
+//!
+//! The harel and reflexr layers map them to the engines' own exceptions where the engines name
+//! one (harel's `StoreConflict`, reflexr's `ValueError` messages).
+
+use execstore::StoreError as Error;
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+create_exception!(
+    execstore,
+    StoreError,
+    PyException,
+    "A store operation failed; `code` says how."
+);
+create_exception!(
+    execstore,
+    ConflictError,
+    StoreError,
+    "A compare-and-swap write lost, or a stored rule's version is not the next one."
+);
+create_exception!(
+    execstore,
+    InvalidInputError,
+    StoreError,
+    "The store refused the input; nothing was changed."
+);
+create_exception!(
+    execstore,
+    NotFoundError,
+    StoreError,
+    "The operation names something that is not stored."
+);
+create_exception!(
+    execstore,
+    AlreadyExistsError,
+    StoreError,
+    "An event id already in the workspace's log."
+);
+create_exception!(
+    execstore,
+    CorruptError,
+    StoreError,
+    "Stored data could not be read back."
+);
+create_exception!(
+    execstore,
+    BackendError,
+    StoreError,
+    "The database failed; `retryable` says whether a retry may help."
+);
+
+/// Registers the exception classes.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("StoreError", py.get_type::<StoreError>())?;
+    m.add("ConflictError", py.get_type::<ConflictError>())?;
+    m.add("InvalidInputError", py.get_type::<InvalidInputError>())?;
+    m.add("NotFoundError", py.get_type::<NotFoundError>())?;
+    m.add("AlreadyExistsError", py.get_type::<AlreadyExistsError>())?;
+    m.add("CorruptError", py.get_type::<CorruptError>())?;
+    m.add("BackendError", py.get_type::<BackendError>())?;
+    Ok(())
+}
+
+/// An [`execstore::StoreError`] as its Python exception, with its fields as attributes (`code`, and
+/// `id`/`expected`/`found`, `field`/`reason`, `what`/`key`, `retryable` as the kind has them).
+#[allow(dead_code)] // used by the harel and reflexr modules as they grow
+pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
+    let message = e.to_string();
+    let err = match &e {
+        Error::Conflict { .. } => ConflictError::new_err(message),
+        Error::InvalidInput { .. } => InvalidInputError::new_err(message),
+        Error::NotFound { .. } => NotFoundError::new_err(message),
+        Error::AlreadyExists { .. } => AlreadyExistsError::new_err(message),
+        Error::Corrupt { .. } => CorruptError::new_err(message),
+        _ => BackendError::new_err(message),
+    };
+    let value = err.value(py);
+    let _ = value.setattr("code", e.code());
+    let _ = match &e {
+        Error::Conflict { id, expected, found } => value
+            .setattr("id", id)
+            .and_then(|_| value.setattr("expected", expected))
+            .and_then(|_| value.setattr("found", found)),
+        Error::InvalidInput { field, reason } => value
+            .setattr("field", field)
+            .and_then(|_| value.setattr("reason", reason)),
+        Error::NotFound { what, key } | Error::AlreadyExists { what, key } => value
+            .setattr("what", what)
+            .and_then(|_| value.setattr("key", key)),
+        Error::Backend { retryable, .. } => value.setattr("retryable", retryable),
+        _ => Ok(()),
+    };
+    err
+}
+
+/// `Result<T, execstore::StoreError>` into `PyResult<T>`.
+#[allow(dead_code)]
+pub(crate) trait IntoPy<T> {
+    /// The error as its Python exception.
+    fn py_err(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> IntoPy<T> for execstore::Result<T> {
+    fn py_err(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py(py, e))
+    }
+}

@@ -1,0 +1,646 @@
+//! The execution store for `execstore.harel` (harel 0.9's store protocol).
+//!
+//! [`HarelStore`] is a handle on an `Arc<dyn ExecutionStore>` (SQLite or PostgreSQL, harel's
+//! tables). Records cross as JSON text in harel's own shapes: `Execution.model_dump_json()`
+//! in, an `ExecutionPage` / `Event` JSON out; the Python layer (`execstore/harel.py`) turns
+//! them into harel's pydantic models and dataclasses. Every storage call releases the GIL.
+//!
+//! harel's `trace_max` is settable at any time; execstore fixes it when a store is opened, so
+//! setting it opens the same database again with the new ring size and swaps the handle in
+//! (calls already running finish on the old one). A `:memory:` store therefore lives in a
+//! private temporary file (synchronous off), removed when the last handle on it is gone:
+//! one private database per store, as harel's `:memory:` is.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use execstore::{
+    DueTimer, Effects, Emit, Event, Execution, ExecutionStore, ListQuery, Spawn, Status, StoreError, TimerOp,
+    TraceStep,
+};
+use execstore_postgres::{PgOptions, PgStore};
+use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::errors::IntoPy;
+
+/// The largest page one read asks for (execstore's limit).
+const PAGE: usize = 10_000;
+
+/// A private temporary database file, removed (with its WAL and shared-memory files) when the
+/// last store on it is dropped.
+#[derive(Debug)]
+struct TempDb(PathBuf);
+
+impl TempDb {
+    fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let name = format!(
+            "execstore-memory-{}-{}-{nanos}.db",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        TempDb(std::env::temp_dir().join(name))
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut name = self.0.clone().into_os_string();
+            name.push(suffix);
+            let _ = std::fs::remove_file(PathBuf::from(name));
+        }
+    }
+}
+
+/// Where a store's database is, to open it again with another `trace_max`.
+#[derive(Clone, Debug)]
+enum Target {
+    Sqlite {
+        path: PathBuf,
+        temp: Option<Arc<TempDb>>,
+    },
+    Postgres {
+        url: String,
+        max_connections: u32,
+    },
+}
+
+/// One opened store (and the temporary file it needs kept).
+struct Opened {
+    store: Box<dyn ExecutionStore>,
+    _temp: Option<Arc<TempDb>>,
+}
+
+struct State {
+    opened: Option<Arc<Opened>>,
+    trace_max: Option<u32>,
+}
+
+/// A handle on an execution store holding harel 0.9's tables: the Rust side of
+/// `execstore.harel.SqliteStore` / `PostgresStore`. Safe to call from several threads.
+#[pyclass(module = "execstore._core", frozen)]
+pub(crate) struct HarelStore {
+    target: Target,
+    prefix: Option<String>,
+    state: RwLock<State>,
+}
+
+fn prefix_of(prefix: &str) -> Option<String> {
+    (!prefix.is_empty()).then(|| prefix.to_owned())
+}
+
+fn open(target: &Target, prefix: Option<&str>, trace_max: Option<u32>) -> execstore::Result<Opened> {
+    match target {
+        Target::Sqlite { path, temp } => {
+            let mut options = SqliteOptions::new().trace_max(trace_max);
+            if let Some(p) = prefix {
+                options = options.prefix(p);
+            }
+            if temp.is_some() {
+                options = options.synchronous(Synchronous::Off);
+            }
+            Ok(Opened {
+                store: Box::new(SqliteStore::open(path, options)?),
+                _temp: temp.clone(),
+            })
+        }
+        Target::Postgres { url, max_connections } => {
+            let mut options = PgOptions::new()
+                .trace_max(trace_max)
+                .max_connections(*max_connections);
+            if let Some(p) = prefix {
+                options = options.prefix(p);
+            }
+            Ok(Opened {
+                store: Box::new(PgStore::open(url, options)?),
+                _temp: None,
+            })
+        }
+    }
+}
+
+fn missing_tables(prefix: Option<&str>) -> PyErr {
+    let executions = match prefix {
+        Some(p) => format!("{p}_executions"),
+        None => "executions".to_owned(),
+    };
+    PyValueError::new_err(format!(
+        "create_schema=False but the store's tables (such as {executions}) do not exist"
+    ))
+}
+
+fn check_trace_max(trace_max: Option<i64>) -> PyResult<Option<u32>> {
+    match trace_max {
+        None | Some(0) => Ok(None),
+        Some(n) if n > 0 => u32::try_from(n)
+            .map(Some)
+            .map_err(|_| PyValueError::new_err(format!("trace_max {n} is too large"))),
+        Some(n) => Err(PyValueError::new_err(format!(
+            "trace_max must be 0, None or positive, got {n}"
+        ))),
+    }
+}
+
+fn parse_status(names: Vec<String>) -> PyResult<Vec<Status>> {
+    names
+        .iter()
+        .map(|s| {
+            s.parse::<Status>()
+                .map_err(|e| PyValueError::new_err(e.to_string()))
+        })
+        .collect()
+}
+
+/// Refuses a JSON text holding an integer beyond 64 bits (a Python int): execstore would read
+/// it as a float, silently changing the record. A linear scan, outside strings.
+fn check_integers(field: &'static str, json: &str) -> execstore::Result<()> {
+    let bytes = json.as_bytes();
+    let (mut i, mut in_string) = (0, false);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && matches!(bytes[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
+                    i += 1;
+                }
+                let token = &json[start..i];
+                let integral = !token.contains(['.', 'e', 'E']);
+                if integral && token.parse::<i64>().is_err() && token.parse::<u64>().is_err() {
+                    return Err(StoreError::invalid(
+                        field,
+                        format!(
+                            "the integer {token} does not fit in 64 bits (it would be stored as a float)"
+                        ),
+                    ));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+fn parse_event(json: &str) -> execstore::Result<Event> {
+    check_integers("event", json)?;
+    serde_json::from_str(json).map_err(|e| StoreError::invalid("event", e.to_string()))
+}
+
+fn parse_object(field: &'static str, json: &str) -> execstore::Result<TraceStep> {
+    check_integers(field, json)?;
+    serde_json::from_str(json).map_err(|e| StoreError::invalid(field, e.to_string()))
+}
+
+/// A timer change as the Python layer passes it: `(action, path, fire_at)`.
+type TimerArg = (String, String, f64);
+/// A spawn as the Python layer passes it: `(child_id, root_path, context JSON)`.
+type SpawnArg = (String, String, String);
+/// An outbox entry as the Python layer takes it: `(seq, target_id, event JSON)`.
+type OutboxRow = (i64, Option<String>, String);
+/// A spawn intent as the Python layer takes it: `(seq, parent_id, child_id, root_path,
+/// context JSON)`.
+type SpawnRow = (i64, String, String, String, String);
+
+impl HarelStore {
+    fn new(target: Target, prefix: Option<String>, trace_max: Option<u32>, py: Python<'_>) -> PyResult<Self> {
+        let opened = py
+            .detach(|| open(&target, prefix.as_deref(), trace_max))
+            .py_err(py)?;
+        Ok(HarelStore {
+            target,
+            prefix,
+            state: RwLock::new(State {
+                opened: Some(Arc::new(opened)),
+                trace_max,
+            }),
+        })
+    }
+
+    /// The open store, or the closed store's error.
+    fn store(&self) -> PyResult<Arc<Opened>> {
+        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        state
+            .opened
+            .clone()
+            .ok_or_else(|| PyValueError::new_err("the store is closed"))
+    }
+
+    /// Runs `f` on the store with the GIL released; a `StoreError` becomes its exception.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&dyn ExecutionStore) -> execstore::Result<T> + Send,
+    ) -> PyResult<T> {
+        let opened = self.store()?;
+        py.detach(|| f(opened.store.as_ref())).py_err(py)
+    }
+}
+
+#[pymethods]
+impl HarelStore {
+    /// Opens (creating if needed) the SQLite database at `path` (`":memory:"`: a private
+    /// database of this store alone) with harel's tables under `prefix`.
+    #[staticmethod]
+    #[pyo3(signature = (path, prefix, create_schema, trace_max))]
+    fn open_sqlite(
+        py: Python<'_>,
+        path: &str,
+        prefix: &str,
+        create_schema: bool,
+        trace_max: Option<i64>,
+    ) -> PyResult<Self> {
+        let trace_max = check_trace_max(trace_max)?;
+        let prefix = prefix_of(prefix);
+        if path.is_empty() {
+            return Err(PyValueError::new_err("path must not be empty"));
+        }
+        let target = if path == ":memory:" {
+            let temp = Arc::new(TempDb::new());
+            if !create_schema {
+                return Err(missing_tables(prefix.as_deref()));
+            }
+            Target::Sqlite {
+                path: temp.0.clone(),
+                temp: Some(temp),
+            }
+        } else {
+            let path = PathBuf::from(path);
+            if !create_schema {
+                let present = py.detach(|| {
+                    Path::new(&path).exists()
+                        && execstore_sqlite::has_execution_tables(&path, prefix.as_deref()).unwrap_or(false)
+                });
+                if !present {
+                    return Err(missing_tables(prefix.as_deref()));
+                }
+            }
+            Target::Sqlite { path, temp: None }
+        };
+        Self::new(target, prefix, trace_max, py)
+    }
+
+    /// Connects to PostgreSQL at `url` (a pool of up to `max_connections`) with harel's
+    /// tables under `prefix`.
+    #[staticmethod]
+    #[pyo3(signature = (url, prefix, create_schema, trace_max, max_connections = 8))]
+    fn open_postgres(
+        py: Python<'_>,
+        url: &str,
+        prefix: &str,
+        create_schema: bool,
+        trace_max: Option<i64>,
+        max_connections: u32,
+    ) -> PyResult<Self> {
+        let trace_max = check_trace_max(trace_max)?;
+        let prefix = prefix_of(prefix);
+        if max_connections == 0 {
+            return Err(PyValueError::new_err("max_connections must be at least 1"));
+        }
+        if !create_schema {
+            let present = py
+                .detach(|| execstore_postgres::store_exists(url, prefix.as_deref()))
+                .py_err(py)?;
+            if !present {
+                return Err(missing_tables(prefix.as_deref()));
+            }
+        }
+        let target = Target::Postgres {
+            url: url.to_owned(),
+            max_connections,
+        };
+        Self::new(target, prefix, trace_max, py)
+    }
+
+    /// Drops the store's tables under `prefix` at `url` (for tests).
+    #[staticmethod]
+    fn drop_postgres(py: Python<'_>, url: &str, prefix: &str) -> PyResult<()> {
+        let prefix = prefix_of(prefix);
+        py.detach(|| execstore_postgres::drop_store(url, prefix.as_deref()))
+            .py_err(py)
+    }
+
+    /// How many trace steps are kept per execution (0: all).
+    #[getter]
+    fn get_trace_max(&self) -> u32 {
+        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        state.trace_max.unwrap_or(0)
+    }
+
+    /// Sets the trace ring's size (0 or None: keep every step).
+    #[setter]
+    fn set_trace_max(&self, py: Python<'_>, value: Option<i64>) -> PyResult<()> {
+        let trace_max = check_trace_max(value)?;
+        self.store()?;
+        if self.state.read().unwrap_or_else(|e| e.into_inner()).trace_max == trace_max {
+            return Ok(());
+        }
+        let opened = py
+            .detach(|| open(&self.target, self.prefix.as_deref(), trace_max))
+            .py_err(py)?;
+        let mut state = self.state.write().unwrap_or_else(|e| e.into_inner());
+        if state.opened.is_none() {
+            return Err(PyValueError::new_err("the store is closed"));
+        }
+        state.opened = Some(Arc::new(opened));
+        state.trace_max = trace_max;
+        Ok(())
+    }
+
+    /// Whether the store is closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .opened
+            .is_none()
+    }
+
+    /// Closes the store: later calls raise `ValueError`. Calls running finish first.
+    fn close(&self, py: Python<'_>) {
+        let opened = self
+            .state
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .opened
+            .take();
+        // The last handle closes its connections (a checkpoint, a pool): not under the GIL.
+        py.detach(move || drop(opened));
+    }
+
+    /// The stored execution's JSON, or None.
+    fn load(&self, py: Python<'_>, execution_id: &str) -> PyResult<Option<String>> {
+        self.run(py, |s| Ok(s.load(execution_id)?.map(|e| e.to_json())))
+    }
+
+    /// `(execution JSON or None, whether event_id was processed)`, read together.
+    fn load_for_event(
+        &self,
+        py: Python<'_>,
+        execution_id: &str,
+        event_id: &str,
+    ) -> PyResult<(Option<String>, bool)> {
+        self.run(py, |s| {
+            let (exe, seen) = s.load_for_event(execution_id, event_id)?;
+            Ok((exe.map(|e| e.to_json()), seen))
+        })
+    }
+
+    /// Whether `execution_id` already processed `event_id`.
+    fn is_processed(&self, py: Python<'_>, execution_id: &str, event_id: &str) -> PyResult<bool> {
+        self.run(py, |s| s.is_processed(execution_id, event_id))
+    }
+
+    /// The CAS write of the execution `exe_json` (at its loaded version) with the step's
+    /// effects, in one transaction. Returns `(new version, outbox seqs)`; a lost CAS raises
+    /// `ConflictError` and writes nothing.
+    #[pyo3(signature = (exe_json, emits, processed_event_id, timers, spawns, trace))]
+    #[allow(clippy::too_many_arguments)] // harel's `commit`, one argument per effect
+    fn commit(
+        &self,
+        py: Python<'_>,
+        exe_json: &str,
+        emits: Vec<(Option<String>, String)>,
+        processed_event_id: Option<String>,
+        timers: Vec<TimerArg>,
+        spawns: Vec<SpawnArg>,
+        trace: Option<String>,
+    ) -> PyResult<(i64, Vec<i64>)> {
+        for (action, _, _) in &timers {
+            if action != "schedule" && action != "cancel" {
+                return Err(PyValueError::new_err(format!(
+                    "a timer's action is \"schedule\" or \"cancel\", got {action:?}"
+                )));
+            }
+        }
+        self.run(py, move |s| {
+            check_integers("execution", exe_json)?;
+            let mut exe = Execution::from_json(exe_json)?;
+            let mut effects = Effects::new();
+            for (target_id, event) in emits {
+                effects.emits.push(Emit {
+                    target_id,
+                    event: parse_event(&event)?,
+                });
+            }
+            effects.processed_event_id = processed_event_id;
+            for (action, path, fire_at) in timers {
+                effects.timers.push(if action == "schedule" {
+                    TimerOp::Schedule { path, fire_at }
+                } else {
+                    TimerOp::Cancel { path }
+                });
+            }
+            for (child_id, root_path, context) in spawns {
+                effects.spawns.push(Spawn {
+                    child_id,
+                    root_path,
+                    context: parse_object("spawn context", &context)?,
+                });
+            }
+            if let Some(trace) = trace {
+                effects.trace = Some(parse_object("trace", &trace)?);
+            }
+            let seqs = s.commit(&mut exe, &effects)?;
+            Ok((exe.version, seqs))
+        })
+    }
+
+    /// A page of summaries as `ExecutionPage` JSON. `limit` above execstore's page size is
+    /// served by reading several pages.
+    #[pyo3(signature = (status, definition_id, roots_only, limit, cursor))]
+    fn list_executions(
+        &self,
+        py: Python<'_>,
+        status: Option<Vec<String>>,
+        definition_id: Option<String>,
+        roots_only: bool,
+        limit: i64,
+        cursor: Option<String>,
+    ) -> PyResult<String> {
+        if limit < 1 {
+            return Err(PyValueError::new_err(format!(
+                "limit must be at least 1, got {limit}"
+            )));
+        }
+        let status = status.map(parse_status).transpose()?;
+        let wanted = usize::try_from(limit).unwrap_or(usize::MAX);
+        self.run(py, move |s| {
+            let mut query = ListQuery::new().roots_only(roots_only).cursor(cursor);
+            query.status = status;
+            query.definition_id = definition_id;
+            let mut page = execstore::ExecutionPage::default();
+            loop {
+                let left = wanted - page.items.len();
+                query.limit = left.min(PAGE);
+                let next = s.list_executions(&query)?;
+                page.items.extend(next.items);
+                page.next_cursor = next.next_cursor;
+                if page.items.len() >= wanted || page.next_cursor.is_none() {
+                    break;
+                }
+                query.cursor = page.next_cursor.clone();
+            }
+            serde_json::to_string(&page).map_err(|e| StoreError::invalid("page", e.to_string()))
+        })
+    }
+
+    /// Every undelivered outbox entry, oldest first, as `(seq, target_id, event JSON)`.
+    fn pending_outbox(&self, py: Python<'_>) -> PyResult<Vec<OutboxRow>> {
+        self.run(py, |s| {
+            let mut rows = Vec::new();
+            let mut after = None;
+            loop {
+                let page = s.pending_outbox(after, PAGE)?;
+                let full = page.len() == PAGE;
+                after = page.last().map(|e| e.seq);
+                rows.extend(page.into_iter().map(|e| {
+                    let event = serde_json::to_string(&e.event).unwrap_or_default();
+                    (e.seq, e.target_id, event)
+                }));
+                if !full {
+                    return Ok(rows);
+                }
+            }
+        })
+    }
+
+    /// Removes the delivered outbox entry `seq` (one already gone is no error, as in harel).
+    fn ack_outbox(&self, py: Python<'_>, seq: i64) -> PyResult<()> {
+        self.run(py, |s| match s.ack_outbox(seq) {
+            Err(StoreError::NotFound { .. }) => Ok(()),
+            other => other,
+        })
+    }
+
+    /// Every pending spawn intent, oldest first, as `(seq, parent_id, child_id, root_path,
+    /// context JSON)`.
+    fn pending_spawns(&self, py: Python<'_>) -> PyResult<Vec<SpawnRow>> {
+        self.run(py, |s| {
+            let mut rows = Vec::new();
+            let mut after = None;
+            loop {
+                let page = s.pending_spawns(after, PAGE)?;
+                let full = page.len() == PAGE;
+                after = page.last().map(|e| e.seq);
+                rows.extend(page.into_iter().map(|e| {
+                    let context = serde_json::to_string(&e.context).unwrap_or_default();
+                    (e.seq, e.parent_id, e.child_id, e.root_path, context)
+                }));
+                if !full {
+                    return Ok(rows);
+                }
+            }
+        })
+    }
+
+    /// Removes the done spawn intent `seq` (one already gone is no error, as in harel).
+    fn ack_spawn(&self, py: Python<'_>, seq: i64) -> PyResult<()> {
+        self.run(py, |s| match s.ack_spawn(seq) {
+            Err(StoreError::NotFound { .. }) => Ok(()),
+            other => other,
+        })
+    }
+
+    /// Every timer due at `now`, soonest first, as `(execution_id, path, fire_at)`.
+    fn due_timers(&self, py: Python<'_>, now: f64) -> PyResult<Vec<(String, String, f64)>> {
+        self.run(py, |s| {
+            let mut rows: Vec<DueTimer> = Vec::new();
+            loop {
+                let page = s.due_timers(now, rows.last(), PAGE)?;
+                let full = page.len() == PAGE;
+                rows.extend(page);
+                if !full {
+                    return Ok(rows
+                        .into_iter()
+                        .map(|t| (t.execution_id, t.path, t.fire_at))
+                        .collect());
+                }
+            }
+        })
+    }
+
+    /// Removes the timer of `(execution_id, path)` iff it still fires at `fire_at`.
+    fn delete_timer(&self, py: Python<'_>, execution_id: &str, path: &str, fire_at: f64) -> PyResult<bool> {
+        self.run(py, |s| s.delete_timer(execution_id, path, fire_at))
+    }
+
+    /// The kept trace steps, oldest first, each with its `index`, as a JSON array.
+    fn read_trace(&self, py: Python<'_>, execution_id: &str) -> PyResult<String> {
+        self.run(py, |s| {
+            let steps = s.read_trace(execution_id)?;
+            serde_json::to_string(&steps).map_err(|e| StoreError::invalid("trace", e.to_string()))
+        })
+    }
+
+    /// Appends a trace step (JSON object) outside an event step; a missing execution is
+    /// ignored, as harel's stores do.
+    fn append_trace(&self, py: Python<'_>, execution_id: &str, step_json: &str) -> PyResult<()> {
+        self.run(py, |s| {
+            let step = parse_object("trace", step_json)?;
+            match s.append_trace(execution_id, &step) {
+                Ok(_) | Err(StoreError::NotFound { .. }) => Ok(()),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    /// The ids of every stored execution starting with `prefix`, ordered.
+    fn ids_with_prefix(&self, py: Python<'_>, prefix: &str) -> PyResult<Vec<String>> {
+        self.run(py, |s| s.ids_with_prefix(prefix))
+    }
+
+    /// Deletes the execution and everything keyed by it iff it is at `expected_version`.
+    fn purge(&self, py: Python<'_>, execution_id: &str, expected_version: i64) -> PyResult<bool> {
+        self.run(py, |s| s.purge(execution_id, expected_version))
+    }
+
+    /// The backend's name: `"sqlite"` or `"postgres"`.
+    #[getter]
+    fn backend(&self) -> &'static str {
+        match self.target {
+            Target::Sqlite { .. } => "sqlite",
+            Target::Postgres { .. } => "postgres",
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let target = match &self.target {
+            Target::Sqlite { temp: Some(_), .. } => "sqlite :memory:".to_owned(),
+            Target::Sqlite { path, .. } => format!("sqlite {}", path.display()),
+            Target::Postgres { .. } => "postgres".to_owned(),
+        };
+        let closed = if self.closed() { ", closed" } else { "" };
+        format!(
+            "<HarelStore {target} prefix={:?}{closed}>",
+            self.prefix.as_deref().unwrap_or("")
+        )
+    }
+}
+
+/// Registers the harel side's classes.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<HarelStore>()?;
+    Ok(())
+}
