@@ -5,13 +5,14 @@
 // query strings ("?view=..."), never taken from stored data.
 
 import { ApiError, createClient, token } from "./api.js";
+import * as workspaces from "./workspaces.js";
 
 const STATUSES = ["PENDING", "RUNNING", "DONE", "CANCELLED", "SUSPENDED", "CANCELLING", "FAILED"];
 /** The chart's labels where a column is too narrow for the full name: each one distinct. */
 const STATUS_SHORT = {
   PENDING: "PEND", RUNNING: "RUN", DONE: "DONE", CANCELLED: "CNCLD", SUSPENDED: "SUSP", CANCELLING: "CNCLG", FAILED: "FAIL",
 };
-const VIEWS = ["executions", "outbox", "timers", "spawns"];
+const VIEWS = ["executions", "outbox", "timers", "spawns", "workspaces"];
 const PAGE_SIZES = [25, 50, 100, 200];
 const POLL_MS = 2000;
 /** An outbox entry or a spawn intent older than this is highlighted: the relay is late. */
@@ -893,6 +894,12 @@ function render(before) {
     a.setAttribute("aria-current", a.dataset.view === r.view ? "page" : "false");
   }
   document.title = r.id ? `${r.id} · execstore` : `${r.view === "executions" ? "Executions" : r.view[0].toUpperCase() + r.view.slice(1)} · execstore`;
+  if (r.view !== "workspaces") workspaces.leave();
+  if (r.view === "workspaces") {
+    shell && shell.root.remove();
+    workspaces.show();
+    return;
+  }
   if (r.view !== "executions") {
     shell && shell.root.remove();
     loadStoreView();
@@ -919,6 +926,8 @@ function refresh() {
     loadList({ quiet: true });
     loadCounts({ quiet: true });
     if (r.id) loadDetail({ quiet: true });
+  } else if (r.view === "workspaces") {
+    workspaces.refresh();
   } else {
     loadStoreView({ quiet: true });
   }
@@ -968,11 +977,16 @@ function onKey(e) {
     (tag === "INPUT" && !["checkbox", "radio", "button"].includes(e.target.type));
   if (e.key === "Escape") {
     if (typing) { e.target.blur(); return; }
+    if (state.route.view === "workspaces") { if (workspaces.onKey(e)) e.preventDefault(); return; }
     if (state.route.id) navigate({ id: "" });
     return;
   }
   if (typing || e.metaKey || e.ctrlKey || e.altKey) return;
   const r = state.route;
+  if (r.view === "workspaces" && !["l", "L", "r"].includes(e.key)) {
+    if (workspaces.onKey(e)) e.preventDefault();
+    return;
+  }
   const rows = state.list && r.view === "executions" ? state.list.items : [];
   const move = (delta) => {
     if (!rows.length) return;
@@ -1021,6 +1035,16 @@ async function loadInfo() {
     const label = `${state.info.backend}: ${state.info.store}${state.info.prefix ? ` (prefix ${state.info.prefix})` : ""}`;
     $("#store").textContent = label;
     $("#store").title = label;
+    // What the store holds: a reflexr user's database has no executions, a harel file no
+    // workspace log; the views of what is not there are hidden.
+    const holds = state.info.holds || { executions: true, workspaces: false };
+    for (const a of document.querySelectorAll("[data-view]")) {
+      a.hidden = a.dataset.view === "workspaces" ? !holds.workspaces : !holds.executions;
+    }
+    if (!holds.executions && state.route.view !== "workspaces") {
+      history.replaceState(null, "", "?view=workspaces");
+      state.route = parseRoute(location.search);
+    }
     const mode = $("#mode");
     if (state.info.writable) {
       const input = h("input", { type: "password", id: "token-input", placeholder: "write token", autocomplete: "off", "aria-label": "Write token", value: token.get() || null });
@@ -1061,12 +1085,22 @@ export async function start({ transport } = {}) {
     a.addEventListener("click", (e) => {
       if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
       e.preventDefault();
-      const view = a.dataset.view || a.dataset.nav;
+      let view = a.dataset.view || a.dataset.nav;
+      if (view === "executions" && state.info && state.info.holds && !state.info.holds.executions) view = "workspaces";
       state.stack = [];
       navigate({ ...parseRoute(""), view });
     });
   }
   await loadInfo();
+  workspaces.init({
+    api,
+    now,
+    errorBox,
+    live: () => state.live,
+    // Over this page's own server the tail is pushed (SSE); a server without the stream
+    // endpoint (the edge) answers 404 and the tail falls back to polling.
+    stream: !transport,
+  });
   render(null);
   poll();
 }

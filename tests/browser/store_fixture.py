@@ -4,6 +4,11 @@
                                      carry HTML/script payloads (they must show as text)
   store_fixture.py touch DB ID       a second writer moves execution ID to FAILED (version + 1)
   store_fixture.py replicate DB K    K copies of every execution under new ids (a big store fast)
+  store_fixture.py ws-hostile DB     add a workspace (reflexr's tables) whose envelopes' fields
+                                     and stored rule's provenance carry HTML/script payloads
+  store_fixture.py ws-append DB T W TYPE   a second writer appends one envelope of TYPE to T/W
+  store_fixture.py ws-only SRC DST   DST: a new file with only SRC's reflexr_* tables (a reflexr
+                                     user's database, no execution tables)
 
 Rows are written as execstore and harel write them: JSON in `data`, the version column
 matching the JSON's version.
@@ -101,6 +106,97 @@ def replicate(db, copies):
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+def _ts_json(t):
+    """A time as reflexr's JSON text (UTC, microseconds)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + (".%06dZ" % int(round((t % 1) * 1e6)) if t % 1 else "Z")
+
+
+def _ts_sql(t):
+    """A time as SQLAlchemy's UTC text in a SQLite DATETIME column."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) + ".%06d" % int(round((t % 1) * 1e6))
+
+
+def _append(conn, tenant, workspace, id_, actor, event, causation=None, correlation=None, rule=None):
+    """Appends one envelope as reflexr does: the next seq, the workspace's head moved."""
+    t = time.time()
+    row = conn.execute(
+        "SELECT head_seq FROM reflexr_workspaces WHERE tenant_id = ? AND workspace_id = ?",
+        (tenant, workspace)).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO reflexr_workspaces (tenant_id, workspace_id, head_seq, head_ts, last_position) "
+            "VALUES (?, ?, 0, NULL, 0)", (tenant, workspace))
+        head = 0
+    else:
+        head = row[0]
+    seq = head + 1
+    envelope = {"seq": seq, "id": id_, "ts": _ts_json(t), "workspace_id": workspace, "actor": actor,
+                "causation": causation, "correlation_id": correlation or id_, "traceparent": None,
+                "event": event}
+    conn.execute(
+        "INSERT INTO reflexr_events (tenant_id, workspace_id, seq, event_id, envelope, event_type, rule) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (tenant, workspace, seq, id_, json.dumps(envelope), event["type"], rule))
+    conn.execute(
+        "UPDATE reflexr_workspaces SET head_seq = ?, head_ts = ? WHERE tenant_id = ? AND workspace_id = ?",
+        (seq, _ts_sql(t), tenant, workspace))
+    return seq
+
+
+WS_TENANT = "evil"
+WS_NAME = "xss <b>ws</b>"
+
+
+def ws_hostile(db):
+    conn = connect(db)
+    with conn:
+        first = _append(conn, WS_TENANT, WS_NAME, "evt-xss-1", {"kind": "source", "name": PAYLOAD},
+                        {"type": "oncall:service_error", "service": "<script>alert(4)</script>",
+                         "message": PAYLOAD, "nested": {"html": "<b>bold</b>"}})
+        _append(conn, WS_TENANT, WS_NAME, "evt-xss-2",
+                {"kind": "agent", "rule": "oncall:page", "run_id": "run-xss", "name": "pager"},
+                {"type": "oncall:page_sent", "to": PAYLOAD},
+                causation={"firing_id": "run-xss", "run_id": "run-xss", "depth": 1},
+                correlation="evt-xss-1")
+        rule = {"name": "oncall:page", "description": PAYLOAD, "ordering": "scope",
+                "on_dead_letter": "block"}
+        provenance = {"by": PAYLOAD, "note": "<script>alert(5)</script>"}
+        conn.execute(
+            "INSERT INTO reflexr_rules (tenant_id, workspace_id, name, version, status, rule, provenance) "
+            "VALUES (?, ?, ?, 1, 'active', ?, ?)",
+            (WS_TENANT, WS_NAME, rule["name"], json.dumps(rule), json.dumps(provenance)))
+        _append(conn, WS_TENANT, WS_NAME, "install-xss", {"kind": "user", "id": "u-x", "name": PAYLOAD},
+                {"type": "reflexr:rule_installed", "rule": rule["name"], "version": 1, "spec": rule,
+                 "provenance": provenance}, rule=rule["name"])
+        assert first == 1
+
+
+def ws_append(db, tenant, workspace, type_):
+    conn = connect(db)
+    with conn:
+        n = conn.execute("SELECT count(*) FROM reflexr_events").fetchone()[0]
+        _append(conn, tenant, workspace, "late-%d-%d" % (n, int(time.time() * 1000)),
+                {"kind": "source", "name": "second-writer"}, {"type": type_, "n": n})
+
+
+def ws_only(src, dst):
+    conn = sqlite3.connect(dst)
+    conn.execute("ATTACH DATABASE ? AS src", (src,))
+    tables = conn.execute(
+        "SELECT name, sql FROM src.sqlite_master WHERE type = 'table' AND name LIKE 'reflexr%'").fetchall()
+    indexes = conn.execute(
+        "SELECT sql FROM src.sqlite_master WHERE type = 'index' AND tbl_name LIKE 'reflexr%' AND sql IS NOT NULL"
+    ).fetchall()
+    with conn:
+        for name, sql in tables:
+            conn.execute(sql)
+            conn.execute('INSERT INTO main."%s" SELECT * FROM src."%s"' % (name, name))
+        for (sql,) in indexes:
+            conn.execute(sql)
+    conn.execute("DETACH DATABASE src")
+    conn.close()
+
+
 if __name__ == "__main__":
     command, db, *rest = sys.argv[1:]
     if command == "hostile":
@@ -109,5 +205,11 @@ if __name__ == "__main__":
         touch(db, rest[0])
     elif command == "replicate":
         replicate(db, int(rest[0]))
+    elif command == "ws-hostile":
+        ws_hostile(db)
+    elif command == "ws-only":
+        ws_only(db, rest[0])
+    elif command == "ws-append":
+        ws_append(db, *rest)
     else:
         sys.exit("unknown command " + command)

@@ -23,7 +23,6 @@ use std::time::Instant;
 use anyhow::Context as _;
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
-use execstore::ExecutionStore;
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -210,9 +209,10 @@ fn run_demo(
         now,
     };
     let written = demo::generate(&store, &options, &mut |n| bar.set_position(n))
-        .and_then(|()| demo::summarize(&store, now));
+        .and_then(|()| demo::summarize(&store, now))
+        .and_then(|summary| Ok((summary, write_demo_workspaces(db, args.seed, now)?)));
     bar.finish_and_clear();
-    let summary = match written {
+    let (summary, workspaces) = match written {
         Ok(summary) => summary,
         Err(e) => {
             // Leave no half-written demo behind.
@@ -237,13 +237,16 @@ fn run_demo(
         if let (Some(v), serde_json::Value::Object(counts)) = (value.as_object_mut(), summary.to_json()) {
             v.extend(counts);
         }
+        if let Some(v) = value.as_object_mut() {
+            v.insert("workspace_log".into(), workspaces.to_json());
+        }
         serde_json::to_writer_pretty(&mut *out, &value).map_err(CliError::from)?;
         writeln!(out).map_err(CliError::Io)?;
         if args.no_serve {
             return Ok(());
         }
         let config = monitor_config(&args.serve, db.display().to_string(), "sqlite", prefix)?;
-        return serve_monitor(Arc::new(store), &config, out);
+        return serve_monitor(demo_served(store, db)?, &config, out);
     }
     let by_status: Vec<String> = summary
         .by_status
@@ -266,6 +269,10 @@ fn run_demo(
          timers         {timers} armed ({due} due, {later} later)\n\
          spawns         {spawns} pending child creations\n\
          \n\
+         workspace log  {tenants} tenants, {workspaces} workspaces, {envelopes} envelopes (reflexr's tables)\n\
+         runs           {runs}\n\
+         and            {dead} dead letters, {leases} leases ({lapsed} lapsed), {cursors} cursors, {rules} stored rules\n\
+         \n\
          try: {hint}\n",
         db = db.display(),
         seed = args.seed,
@@ -281,13 +288,27 @@ fn run_demo(
         due = summary.timers_due,
         later = summary.timers - summary.timers_due,
         spawns = summary.spawns,
+        tenants = workspaces.tenants,
+        workspaces = workspaces.workspaces,
+        envelopes = workspaces.envelopes,
+        runs = workspaces
+            .runs_by_status
+            .iter()
+            .map(|(s, n)| format!("{s} {n}"))
+            .collect::<Vec<_>>()
+            .join("  "),
+        dead = workspaces.dead_letters,
+        leases = workspaces.leases,
+        lapsed = workspaces.leases_lapsed,
+        cursors = workspaces.cursors,
+        rules = workspaces.stored_rules,
     );
     out.write_all(text.as_bytes()).map_err(CliError::Io)?;
     if args.no_serve {
         return Ok(());
     }
     let config = monitor_config(&args.serve, db.display().to_string(), "sqlite", prefix)?;
-    serve_monitor(Arc::new(store), &config, out)
+    serve_monitor(demo_served(store, db)?, &config, out)
 }
 
 /// `execstore bench`: runs workload W1 and prints its one JSON line (always JSON, in the
@@ -338,8 +359,10 @@ fn shell_word(s: &str) -> String {
     }
 }
 
-/// `execstore monitor`: opens the store (`postgres://...` or a SQLite file that must exist,
-/// read-only unless writes are allowed) and serves the monitor over it.
+/// `execstore monitor`: opens what the target holds (`postgres://...` or a SQLite file that
+/// must exist): its executions (read-only unless writes are allowed), its workspace log
+/// (always read-only: the monitor writes no workspace), or both, and serves the monitor over
+/// them.
 fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let name = db.to_string_lossy();
     let config = if targets::is_postgres(db) {
@@ -347,9 +370,19 @@ fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn 
     } else {
         monitor_config(args, db.display().to_string(), "sqlite", prefix)?
     };
-    // Without a token nothing is written: nothing created or migrated, read-only sessions.
-    let store = targets::open_executions(db, prefix, config.token.is_none())?;
-    serve_monitor(store, &config, out)
+    let found = targets::holds(db, prefix)?;
+    let mut served = monitor::Served::default();
+    // Neither: the execution store's own open says what is wrong (or, with a token, makes
+    // the tables, as before).
+    if found.executions || !found.workspaces {
+        // Without a token nothing is written: nothing created or migrated, read-only sessions.
+        served.executions = Some(targets::open_executions(db, prefix, config.token.is_none())?);
+    }
+    if found.workspaces {
+        let storage = targets::open_workspaces(db, true, Arc::new(execstore::workspace::SystemClock))?;
+        served.workspaces = Some(Arc::from(storage));
+    }
+    serve_monitor(served, &config, out)
 }
 
 fn monitor_config(
@@ -373,7 +406,7 @@ fn monitor_config(
 
 /// Serves until Ctrl-C, printing the URL (flushed, so a script reading it sees it at once).
 fn serve_monitor(
-    store: Arc<dyn ExecutionStore>,
+    store: monitor::Served,
     config: &monitor::Config,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
@@ -388,4 +421,29 @@ fn serve_monitor(
     })?;
     printed.map_err(CliError::Io)?;
     Ok(())
+}
+
+/// Writes the demo's workspace story (reflexr's tables) into the demo file, beside the
+/// executions, on a clock that the story moves.
+fn write_demo_workspaces(db: &Path, seed: u64, now: f64) -> execstore::Result<demo::WorkspaceSummary> {
+    use execstore::workspace::{ManualClock, Timestamp};
+    use execstore_sqlite::{SqliteWorkspaceOptions, SqliteWorkspaceStorage};
+    let clock = Arc::new(ManualClock::new(Timestamp::from_secs_f64(now)?));
+    let storage = SqliteWorkspaceStorage::open(
+        db,
+        SqliteWorkspaceOptions::new()
+            .synchronous(Synchronous::Normal)
+            .clock(clock.clone()),
+    )?;
+    demo::generate_workspaces(&storage, &clock, seed, now)
+}
+
+/// What the demo serves: the store it wrote, and its workspace log (read-only, on the
+/// system clock).
+fn demo_served(store: SqliteStore, db: &Path) -> anyhow::Result<monitor::Served> {
+    let workspaces = targets::open_workspaces(db, true, Arc::new(execstore::workspace::SystemClock))?;
+    Ok(monitor::Served {
+        executions: Some(Arc::new(store)),
+        workspaces: Some(Arc::from(workspaces)),
+    })
 }

@@ -28,14 +28,14 @@ impl Call<'_> {
     pub(crate) fn ack_outbox(&self, raw_seq: &str) -> ApiResult {
         self.api.authorize(self.request.authorization)?;
         let seq = seq_in_path(&decode(raw_seq)?)?;
-        self.store.ack_outbox(seq)?;
+        self.exec()?.ack_outbox(seq)?;
         Ok(json!({ "acked": seq }))
     }
 
     pub(crate) fn ack_spawn(&self, raw_seq: &str) -> ApiResult {
         self.api.authorize(self.request.authorization)?;
         let seq = seq_in_path(&decode(raw_seq)?)?;
-        self.store.ack_spawn(seq)?;
+        self.exec()?.ack_spawn(seq)?;
         Ok(json!({ "acked": seq }))
     }
 
@@ -52,7 +52,7 @@ impl Call<'_> {
         let fire_at = params
             .time("fire_at")?
             .ok_or_else(|| ApiError::bad_request("fire_at is required"))?;
-        if !self.store.delete_timer(execution_id, path, fire_at)? {
+        if !self.exec()?.delete_timer(execution_id, path, fire_at)? {
             return Err(ApiError::not_found(format!(
                 "no timer of {execution_id} at {path} firing at {fire_at} (fired or re-armed meanwhile?)"
             )));
@@ -67,18 +67,31 @@ impl Call<'_> {
         let mut info = self.api.info.clone();
         info.insert("writable".into(), json!(self.api.writable()));
         info.insert("now".into(), json!(self.now));
+        info.insert(
+            "holds".into(),
+            json!({
+                "executions": self.stores.executions.is_some(),
+                "workspaces": self.stores.workspaces.is_some(),
+            }),
+        );
         Value::Object(info)
     }
 
     pub(crate) fn changes(&self) -> ApiResult {
-        let token = self.store.change_token()?;
+        let mut token = match self.stores.executions {
+            Some(store) => store.change_token()?,
+            None => String::new(),
+        };
+        if let Some(ws) = self.stores.workspaces {
+            token.push_str(&format!("/w{}", self.workspace_token(ws)?));
+        }
         Ok(json!({ "token": token, "now": self.now }))
     }
 
     pub(crate) fn counts(&self) -> ApiResult {
         let params = self.params(&["definition", "roots_only"])?;
         let counts = self
-            .store
+            .exec()?
             .status_counts(params.get("definition"), params.flag("roots_only")?)?;
         let total: u64 = counts.iter().map(|(_, n)| n).sum();
         let by_status: serde_json::Map<String, Value> = counts
@@ -101,15 +114,15 @@ impl Call<'_> {
             list = list.definition(definition);
         }
         let page = match params.get("q") {
-            Some(prefix) => search(self.store, list, prefix)?,
-            None => self.store.list_executions(&list)?,
+            Some(prefix) => search(self.exec()?, list, prefix)?,
+            None => self.exec()?.list_executions(&list)?,
         };
         Ok(json!({ "items": page.items, "next_cursor": page.next_cursor }))
     }
 
     pub(crate) fn execution(&self, id: String) -> ApiResult {
         check_id(&id)?;
-        let store = self.store;
+        let store = self.exec()?;
         let exe = store
             .load(&id)?
             .ok_or_else(|| ApiError::not_found(format!("no execution {id}")))?;
@@ -148,11 +161,11 @@ impl Call<'_> {
 
     pub(crate) fn trace(&self, id: String) -> ApiResult {
         check_id(&id)?;
-        if self.store.load(&id)?.is_none() {
+        if self.exec()?.load(&id)?.is_none() {
             return Err(ApiError::not_found(format!("no execution {id}")));
         }
-        let steps = self.store.read_trace(&id)?;
-        Ok(json!({ "items": steps, "trace_max": self.store.trace_max() }))
+        let steps = self.exec()?.read_trace(&id)?;
+        Ok(json!({ "items": steps, "trace_max": self.exec()?.trace_max() }))
     }
 
     /// An execution's armed timers, the outbox entries addressed to it and the spawn
@@ -160,7 +173,7 @@ impl Call<'_> {
     /// its listings (oldest first), at most [`SCAN_CAP`] entries of each read.
     pub(crate) fn pending(&self, id: String) -> ApiResult {
         check_id(&id)?;
-        let store = self.store;
+        let store = self.exec()?;
         if store.load(&id)?.is_none() {
             return Err(ApiError::not_found(format!("no execution {id}")));
         }
@@ -192,7 +205,7 @@ impl Call<'_> {
     pub(crate) fn outbox(&self) -> ApiResult {
         let params = self.params(&["after", "limit"])?;
         let (after, limit) = (params.seq("after")?, params.limit()?);
-        let items = self.store.pending_outbox(after, limit)?;
+        let items = self.exec()?.pending_outbox(after, limit)?;
         let next_after = (items.len() == limit)
             .then(|| items.last().map(|e| e.seq))
             .flatten();
@@ -202,7 +215,7 @@ impl Call<'_> {
     pub(crate) fn spawns(&self) -> ApiResult {
         let params = self.params(&["after", "limit"])?;
         let (after, limit) = (params.seq("after")?, params.limit()?);
-        let entries = self.store.pending_spawns(after, limit)?;
+        let entries = self.exec()?.pending_spawns(after, limit)?;
         let next_after = (entries.len() == limit)
             .then(|| entries.last().map(|e| e.seq))
             .flatten();
@@ -212,7 +225,7 @@ impl Call<'_> {
         let mut items = Vec::with_capacity(entries.len());
         for entry in entries {
             if !parents.contains_key(&entry.parent_id) {
-                let updated = self.store.load(&entry.parent_id)?.and_then(|p| p.updated_at);
+                let updated = self.exec()?.load(&entry.parent_id)?.and_then(|p| p.updated_at);
                 parents.insert(entry.parent_id.clone(), updated);
             }
             let mut item = serde_json::to_value(&entry).map_err(|e| ApiError::internal(e.to_string()))?;
@@ -229,7 +242,7 @@ impl Call<'_> {
         let due_before = params.time("due_before")?.unwrap_or(ALL_TIMERS);
         let limit = params.limit()?;
         let after = params.get("cursor").map(decode_timer_cursor).transpose()?;
-        let items = self.store.due_timers(due_before, after.as_ref(), limit)?;
+        let items = self.exec()?.due_timers(due_before, after.as_ref(), limit)?;
         let next_cursor = (items.len() == limit)
             .then(|| items.last().map(encode_timer_cursor))
             .flatten();

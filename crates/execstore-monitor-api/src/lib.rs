@@ -14,7 +14,9 @@
 
 mod handlers;
 mod params;
+mod workspaces;
 
+use execstore::workspace::WorkspaceStorage;
 use execstore::{ExecutionStore, StoreError};
 use percent_encoding::percent_decode_str;
 use serde_json::{json, Map, Value};
@@ -62,6 +64,17 @@ pub struct ApiResponse {
     pub body: Value,
 }
 
+/// What a monitor serves: an execution store, a workspace log, or both (a file or database
+/// may hold harel's tables, reflexr's, or both). An endpoint of a contract the store does not
+/// hold answers 404 saying so; `/api/info` says which it holds.
+#[derive(Clone, Copy, Default)]
+pub struct Stores<'a> {
+    /// The execution store, if the target holds executions.
+    pub executions: Option<&'a dyn ExecutionStore>,
+    /// The workspace log, if the target holds reflexr's tables.
+    pub workspaces: Option<&'a dyn WorkspaceStorage>,
+}
+
 /// The monitor's API over any store: what `/api/info` says about it, and the write token.
 #[derive(Clone, Debug)]
 pub struct MonitorApi {
@@ -89,9 +102,18 @@ impl MonitorApi {
     /// Answers `request` from `store`. `now` is the wall clock in epoch seconds (answers
     /// carry it, and `due_before=now` means it).
     pub fn handle(&self, store: &dyn ExecutionStore, request: &ApiRequest<'_>, now: f64) -> ApiResponse {
+        let stores = Stores {
+            executions: Some(store),
+            workspaces: None,
+        };
+        self.handle_stores(stores, request, now)
+    }
+
+    /// Answers `request` from whichever stores the target holds (see [`Stores`]).
+    pub fn handle_stores(&self, stores: Stores<'_>, request: &ApiRequest<'_>, now: f64) -> ApiResponse {
         let call = Call {
             api: self,
-            store,
+            stores,
             request,
             now,
         };
@@ -205,7 +227,7 @@ pub(crate) type ApiResult = Result<Value, ApiError>;
 /// One request being answered.
 pub(crate) struct Call<'a> {
     pub(crate) api: &'a MonitorApi,
-    pub(crate) store: &'a dyn ExecutionStore,
+    pub(crate) stores: Stores<'a>,
     pub(crate) request: &'a ApiRequest<'a>,
     pub(crate) now: f64,
 }
@@ -224,6 +246,8 @@ enum Route<'p> {
     Spawns,
     AckSpawn(&'p str),
     Timers,
+    /// `/api/workspaces...` and `/api/due-runs`: the workspace log's endpoints.
+    Workspace(workspaces::WsRoute<'p>),
 }
 
 impl Route<'_> {
@@ -237,7 +261,23 @@ impl Route<'_> {
     }
 }
 
-impl Call<'_> {
+impl<'a> Call<'a> {
+    /// The execution store, or a 404 saying the target holds none.
+    pub(crate) fn exec(&self) -> Result<&'a dyn ExecutionStore, ApiError> {
+        self.stores.executions.ok_or_else(|| {
+            ApiError::not_found(
+                "this store holds no executions (harel's tables), only a workspace log: see /api/workspaces",
+            )
+        })
+    }
+
+    /// The workspace log, or a 404 saying the target holds none.
+    pub(crate) fn ws(&self) -> Result<&'a dyn WorkspaceStorage, ApiError> {
+        self.stores.workspaces.ok_or_else(|| {
+            ApiError::not_found("this store holds no workspace log (reflexr's reflexr_* tables)")
+        })
+    }
+
     fn route(&self) -> ApiResult {
         let path = self.request.path;
         let no_such_endpoint = || {
@@ -264,6 +304,11 @@ impl Call<'_> {
             ["spawns"] => Route::Spawns,
             ["spawns", seq, "ack"] if !seq.is_empty() => Route::AckSpawn(seq),
             ["timers"] => Route::Timers,
+            ["due-runs"] => Route::Workspace(workspaces::WsRoute::DueRuns),
+            ["workspaces", rest @ ..] => match workspaces::WsRoute::parse(rest) {
+                Some(r) => Route::Workspace(r),
+                None => return Err(no_such_endpoint()),
+            },
             _ => return Err(no_such_endpoint()),
         };
         let method = match self.request.method {
@@ -296,6 +341,7 @@ impl Call<'_> {
             Route::AckSpawn(seq) => self.ack_spawn(seq),
             Route::Timers if method == "DELETE" => self.delete_timer(),
             Route::Timers => self.timers(),
+            Route::Workspace(r) => self.workspace_route(r),
         }
     }
 }

@@ -22,6 +22,7 @@ mod story;
 mod summary;
 #[cfg(test)]
 mod tests;
+mod workspaces;
 
 use std::collections::BTreeMap;
 
@@ -42,6 +43,7 @@ use data::*;
 use plan::*;
 use story::*;
 pub use summary::summarize;
+pub use workspaces::{generate_workspaces, WorkspaceSummary};
 
 /// What to write.
 #[derive(Clone, Copy, Debug)]

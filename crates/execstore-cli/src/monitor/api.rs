@@ -36,7 +36,9 @@ async fn answer(State(state): State<AppState>, method: Method, uri: Uri, headers
             query: uri.query().unwrap_or(""),
             authorization: authorization.as_deref(),
         };
-        state.api.handle(&*state.store, &request, time::now())
+        state
+            .api
+            .handle_stores(state.served.stores(), &request, time::now())
     })
     .await;
     match answered {

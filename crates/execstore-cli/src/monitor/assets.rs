@@ -26,6 +26,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../../../web/api.js"),
     ),
     (
+        "/workspaces.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/workspaces.js"),
+    ),
+    (
         "/style.css",
         "text/css; charset=utf-8",
         include_str!("../../../../web/style.css"),

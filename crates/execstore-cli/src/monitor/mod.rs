@@ -15,6 +15,7 @@
 
 mod api;
 mod assets;
+mod stream;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -25,8 +26,9 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::Router;
+use execstore::workspace::WorkspaceStorage;
 use execstore::ExecutionStore;
-use execstore_monitor_api::MonitorApi;
+use execstore_monitor_api::{MonitorApi, Stores};
 
 /// The port tried first when none is given (a free one is taken if it is busy).
 pub const DEFAULT_PORT: u16 = 8421;
@@ -49,21 +51,37 @@ pub struct Config {
     pub prefix: Option<String>,
 }
 
+/// What a monitor serves: the execution store, the workspace log, or both (whatever the
+/// target holds).
+#[derive(Clone, Default)]
+pub struct Served {
+    /// The execution store (harel's tables), if the target holds one.
+    pub executions: Option<Arc<dyn ExecutionStore>>,
+    /// The workspace log (reflexr's tables), if the target holds one.
+    pub workspaces: Option<Arc<dyn WorkspaceStorage>>,
+}
+
+impl Served {
+    /// The API's view of them.
+    pub(crate) fn stores(&self) -> Stores<'_> {
+        Stores {
+            executions: self.executions.as_deref(),
+            workspaces: self.workspaces.as_deref(),
+        }
+    }
+}
+
 /// What every request handler shares.
 #[derive(Clone)]
 pub(crate) struct AppState {
-    pub(crate) store: Arc<dyn ExecutionStore>,
+    pub(crate) served: Served,
     /// The API over the store: what `/api/info` says, and the write token.
     pub(crate) api: Arc<MonitorApi>,
 }
 
 /// Serves the monitor over `store` until Ctrl-C. `announce` is called with the URL once the
 /// socket listens (so a caller printing it never prints a URL that does not answer yet).
-pub fn serve(
-    store: Arc<dyn ExecutionStore>,
-    config: &Config,
-    announce: &mut dyn FnMut(&str),
-) -> anyhow::Result<()> {
+pub fn serve(store: Served, config: &Config, announce: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(16)
@@ -112,18 +130,19 @@ fn url_of(addr: SocketAddr) -> String {
     format!("http://{host}:{}/", addr.port())
 }
 
-fn router(store: Arc<dyn ExecutionStore>, config: &Config, addr: SocketAddr) -> Router {
+fn router(served: Served, config: &Config, addr: SocketAddr) -> Router {
     let mut info = serde_json::Map::new();
     info.insert("version".into(), env!("CARGO_PKG_VERSION").into());
     info.insert("store".into(), config.store_label.clone().into());
     info.insert("backend".into(), config.backend.into());
     info.insert("prefix".into(), config.prefix.clone().into());
     let state = AppState {
-        store,
+        served,
         api: Arc::new(MonitorApi::new(info, config.token.as_deref())),
     };
     let hosts = Arc::new(allowed_hosts(addr));
-    api::routes()
+    stream::routes()
+        .merge(api::routes())
         .merge(assets::routes())
         .with_state(state)
         .layer(middleware::from_fn(security_headers))
