@@ -17,6 +17,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! The component's second interface, the workspace log (`workspace-store`), is opened with
+//! [`ComponentRuntime::open_workspace`] as a [`ComponentWorkspaceStorage`], a
+//! `WorkspaceStorage` whose clock is the host's (the component imports it), so the workspace
+//! suite (`execstore::workspace_conformance`) runs through the boundary too.
+//!
 //! Each [`ComponentStore`] is one component instance (its own linear memory), used by one
 //! caller at a time behind a mutex: the component is single-threaded, as wasm is. What the
 //! WIT does not carry: the claim operations that take a callback (`relay_outbox`,
@@ -25,16 +30,20 @@
 #![deny(missing_docs)]
 
 mod convert;
+mod workspace;
+
+pub use workspace::{ComponentWorkspaceStorage, WorkspaceBackend};
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use execstore::workspace::{Clock, SystemClock, WorkspaceCapabilities};
 use execstore::{
     BatchItem, Capabilities, DueTimer, Effects, Execution, ExecutionPage, ExecutionStore, ListQuery,
     OutboxEntry, SpawnEntry, StoreError, TraceStep,
 };
-use wasmtime::component::{Component, Linker, ResourceAny, ResourceTable};
+use wasmtime::component::{Component, HasSelf, Linker, ResourceAny, ResourceTable};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -49,6 +58,7 @@ mod bindings {
 }
 
 use bindings::exports::execstore::store::execution_store as wit;
+use bindings::exports::execstore::store::workspace_store as workspace_wit;
 
 /// Setting up the runtime failed: the component could not be read, compiled or linked.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +93,14 @@ pub enum Backend {
 struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
+    /// What the component's `clock` import answers (the workspace log's time).
+    clock: Arc<dyn Clock>,
+}
+
+impl bindings::execstore::store::clock::Host for HostState {
+    fn now(&mut self) -> i64 {
+        self.clock.now().micros()
+    }
 }
 
 impl WasiView for HostState {
@@ -118,6 +136,11 @@ impl ComponentRuntime {
         })?;
         let mut linker = Linker::<HostState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| HostError::Setup(format!("{e:?}")))?;
+        bindings::execstore::store::clock::add_to_linker::<HostState, HasSelf<HostState>>(
+            &mut linker,
+            |state| state,
+        )
+        .map_err(|e| HostError::Setup(format!("{e:?}")))?;
         let pre = linker
             .instantiate_pre(&component)
             .and_then(bindings::ExecstorePre::new)
@@ -131,12 +154,8 @@ impl ComponentRuntime {
     /// A new component instance with an empty store on `backend`, keeping `trace_max` trace
     /// steps per execution (`None`, or `Some(0)`: every step).
     pub fn open(&self, backend: Backend, trace_max: Option<u32>) -> execstore::Result<ComponentStore> {
-        let state = HostState {
-            wasi: WasiCtx::builder().inherit_stderr().build(),
-            table: ResourceTable::new(),
-        };
-        let mut store = Store::new(&self.engine, state);
-        let instance = self.pre.instantiate(&mut store).map_err(trap)?;
+        // The execution store reads no clock; the system's, should a component ask.
+        let (mut store, instance) = self.instantiate(Arc::new(SystemClock))?;
         let options = wit::OpenOptions {
             backend: match backend {
                 Backend::Memory => wit::Backend::Memory,
@@ -163,6 +182,50 @@ impl ComponentRuntime {
             capabilities,
             trace_max,
         })
+    }
+}
+
+impl ComponentRuntime {
+    fn instantiate(
+        &self,
+        clock: Arc<dyn Clock>,
+    ) -> execstore::Result<(Store<HostState>, bindings::Execstore)> {
+        let state = HostState {
+            wasi: WasiCtx::builder().inherit_stderr().build(),
+            table: ResourceTable::new(),
+            clock,
+        };
+        let mut store = Store::new(&self.engine, state);
+        let instance = self.pre.instantiate(&mut store).map_err(trap)?;
+        Ok((store, instance))
+    }
+
+    /// A new component instance with an empty workspace storage on `backend`, reading time
+    /// from `clock` (through the component's `clock` import).
+    pub fn open_workspace(
+        &self,
+        backend: WorkspaceBackend,
+        clock: Arc<dyn Clock>,
+    ) -> execstore::Result<ComponentWorkspaceStorage> {
+        let (mut store, instance) = self.instantiate(clock)?;
+        let api = instance.execstore_store_workspace_store().workspace_storage();
+        let backend = match backend {
+            WorkspaceBackend::Memory => workspace_wit::WorkspaceBackend::Memory,
+        };
+        let handle = api
+            .call_open(&mut store, backend)
+            .map_err(trap)?
+            .map_err(from_wit::error)?;
+        let c = api.call_capabilities(&mut store, handle).map_err(trap)?;
+        let capabilities = WorkspaceCapabilities::new(c.durable, c.cross_process_wakeups);
+        Ok(ComponentWorkspaceStorage::new(
+            workspace::WorkspaceInstance {
+                store,
+                bindings: instance,
+                handle,
+            },
+            capabilities,
+        ))
     }
 }
 

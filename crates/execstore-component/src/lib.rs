@@ -1,7 +1,9 @@
 //! execstore as a WebAssembly component: the `store` resource of `wit/store.wit`, each of
 //! its operations the [`ExecutionStore`] operation of the same name on one of the core's
 //! stores (the in-memory store, or with the `sqlite` feature the SQLite adapter on an
-//! in-memory database).
+//! in-memory database); and the `workspace-storage` resource, the workspace log's
+//! `WorkspaceStorage` over the core's in-memory storage, reading the host's clock
+//! (`src/workspace.rs`).
 //!
 //! Built as a cdylib for `wasm32-wasip2`, that cdylib is the component itself
 //! (`execstore_component.wasm`; see Cargo.toml for the command). It compiles natively too,
@@ -15,6 +17,7 @@
 #![deny(missing_docs)]
 
 mod convert;
+mod workspace;
 
 use execstore::{BatchItem, ExecutionStore, MemoryStore, StoreError};
 
@@ -35,6 +38,11 @@ struct Component;
 
 impl wit::Guest for Component {
     type Store = ComponentStore;
+}
+
+impl bindings::exports::execstore::store::workspace_store::Guest for Component {
+    type WorkspaceStorage = workspace::ComponentWorkspaceStorage;
+    type WorkspaceTx = workspace::ComponentWorkspaceTx;
 }
 
 /// One store inside the component.

@@ -1,6 +1,12 @@
 // `import { Store } from "execstore"`: the module is loaded at import (top-level await in a
 // browser or worker, synchronously in Node), so `Store` is ready to use.
 export { MonitorApi, Store } from "./wasm/execstore.js";
+export { WorkspaceStore, WorkspaceTx } from "./workspace.js";
+export type {
+  DueRun, Entry, Envelope, EvaluationError, Lease, LogQuery, Run, RunPolicy, RunQuery, RunStatus, StoredRule,
+  StoredRuleInput, SubscribeOptions, Subscription, TimeInput, WorkspaceCapabilities, WorkspaceEvent, WorkspaceInfo,
+  WorkspaceRef,
+} from "./workspace.js";
 export type {
   AlreadyExistsError, ApiAnswer, BackendError, BatchItem, BytesOptions, BatchOutcome, Capabilities, ChildState, ConflictError, CorruptError, DueTimer,
   Effects, Emit, Event, Execution, ExecutionInput, ExecutionPage, ExecutionSummary, InvalidInputError,

@@ -6,3 +6,4 @@ import { initSync } from "./wasm/execstore.js";
 initSync({ module: readFileSync(new URL("./wasm/execstore_bg.wasm", import.meta.url)) });
 
 export { MonitorApi, Store } from "./wasm/execstore.js";
+export { WorkspaceStore, WorkspaceTx } from "./workspace.js";

@@ -34,10 +34,12 @@ pub mod image;
 mod monitor;
 pub mod opfs;
 mod store;
+mod workspace;
 
 pub use errors::WasmError;
 pub use monitor::MonitorApi;
 pub use store::Store;
+pub use workspace::{RawWorkspaceStore, RawWorkspaceTx};
 
 use wasm_bindgen::prelude::wasm_bindgen;
 

@@ -1,5 +1,7 @@
 //! The core's behaviour suite in wasm32, under Node (`wasm-pack test --node -- --test
-//! conformance_node`): the memory store and the SQLite adapter with SQLite compiled to wasm.
+//! conformance_node`): the memory store and the SQLite adapter with SQLite compiled to wasm;
+//! and the workspace log's suite (`workspace_conformance`) on the core's in-memory workspace
+//! storage, on the suite's `ManualClock` (what `WorkspaceStore.memory()` runs on).
 //! (The checks that need threads or a clock do not run in wasm32; see `conformance_tests!`.)
 #![cfg(all(target_family = "wasm", target_os = "unknown"))]
 
@@ -37,4 +39,17 @@ mod sqlite_memory_harel_prefix {
     execstore::conformance_tests!(wasm ephemeral: async {
         super::sqlite_memory(execstore_sqlite::SqliteOptions::new().prefix("harel"))
     });
+}
+
+/// The workspace log's portable checks (those that need neither threads nor the system's
+/// clock; see `workspace_conformance_tests!`).
+mod workspace_memory {
+    fn harness(
+    ) -> execstore::workspace_conformance::SimpleHarness<execstore::workspace::MemoryWorkspaceStorage> {
+        execstore::workspace_conformance::SimpleHarness::new(|clock| {
+            execstore::workspace::MemoryWorkspaceStorage::new(std::sync::Arc::new(clock))
+        })
+    }
+
+    execstore::workspace_conformance_tests!(wasm ephemeral: async { harness() });
 }

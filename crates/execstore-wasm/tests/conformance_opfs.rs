@@ -1,7 +1,8 @@
 //! The core's behaviour suite over a SQLite database in the browser's OPFS, in a dedicated
 //! worker (`wasm-pack test --headless --chrome -- --test conformance_opfs`), and the OPFS
 //! store's ownership rules: a second opener gets `LOCKED`, a closed store can be opened again
-//! and holds what was committed.
+//! and holds what was committed. And the workspace log's portable checks in the same worker,
+//! on the core's in-memory workspace storage (Chromium's wasm engine rather than Node's).
 #![cfg(all(target_family = "wasm", target_os = "unknown"))]
 
 use execstore::conformance::Harness;
@@ -115,4 +116,17 @@ async fn sleep(ms: f64) {
             .expect("setTimeout");
     });
     js_sys::futures::JsFuture::from(promise).await.expect("timer");
+}
+
+/// The workspace log's portable checks (those that need neither threads nor the system's
+/// clock; see `workspace_conformance_tests!`), in Chromium's dedicated worker.
+mod workspace_memory {
+    fn harness(
+    ) -> execstore::workspace_conformance::SimpleHarness<execstore::workspace::MemoryWorkspaceStorage> {
+        execstore::workspace_conformance::SimpleHarness::new(|clock| {
+            execstore::workspace::MemoryWorkspaceStorage::new(std::sync::Arc::new(clock))
+        })
+    }
+
+    execstore::workspace_conformance_tests!(wasm ephemeral: async { harness() });
 }

@@ -65,10 +65,34 @@ impl<S: WorkspaceStorage> WorkspaceHarness for SimpleHarness<S> {
 
 /// Generates one `#[test]` per check. `$harness` makes a fresh [`WorkspaceHarness`] per test;
 /// `durable:` adds the reopen check.
+///
+/// In wasm32-unknown-unknown, `wasm ephemeral:` and `wasm durable:` generate one async
+/// `#[wasm_bindgen_test]` per check that needs neither threads nor a clock of the system
+/// (the calling crate depends on `wasm-bindgen-test`); there `$harness` is a future of the
+/// harness (`async { SimpleHarness::new(...) }`).
 #[macro_export]
 macro_rules! workspace_conformance_tests {
     (ephemeral: $harness:expr) => {
+        $crate::workspace_conformance_tests!(@portable checks $harness);
+        // These need threads and the system's clock: not on wasm32-unknown-unknown.
         $crate::workspace_conformance_tests!(@checks $harness;
+            subscribe_replays_then_follows,
+            transactions_serialize_per_workspace,
+            cursor_race_keeps_the_furthest,
+            other_workspaces_proceed_during_a_transaction,
+        );
+    };
+    (durable: $harness:expr) => {
+        $crate::workspace_conformance_tests!(ephemeral: $harness);
+        #[test]
+        fn reopen_sees_everything_committed() {
+            let mut h = $harness;
+            $crate::workspace_conformance::reopen_sees_everything_committed(&mut h);
+        }
+    };
+    // The checks that need neither threads nor the system's clock, so they also run in wasm32.
+    (@portable $mode:ident $harness:expr) => {
+        $crate::workspace_conformance_tests!(@$mode $harness;
             append_assigns_gap_free_seq_and_ts,
             duplicate_ids_are_refused_whole,
             rollback_leaves_nothing,
@@ -86,19 +110,27 @@ macro_rules! workspace_conformance_tests {
             due_runs_match_the_reference,
             workspaces_lists_those_with_a_log,
             bad_input_changes_nothing,
-            subscribe_replays_then_follows,
-            transactions_serialize_per_workspace,
-            cursor_race_keeps_the_furthest,
-            other_workspaces_proceed_during_a_transaction,
         );
     };
-    (durable: $harness:expr) => {
-        $crate::workspace_conformance_tests!(ephemeral: $harness);
-        #[test]
-        fn reopen_sees_everything_committed() {
-            let mut h = $harness;
+    (wasm ephemeral: $harness:expr) => {
+        $crate::workspace_conformance_tests!(@portable wasm_checks $harness);
+    };
+    (wasm durable: $harness:expr) => {
+        $crate::workspace_conformance_tests!(wasm ephemeral: $harness);
+        #[::wasm_bindgen_test::wasm_bindgen_test]
+        async fn reopen_sees_everything_committed() {
+            let mut h = $harness.await;
             $crate::workspace_conformance::reopen_sees_everything_committed(&mut h);
         }
+    };
+    (@wasm_checks $harness:expr; $($check:ident,)*) => {
+        $(
+            #[::wasm_bindgen_test::wasm_bindgen_test]
+            async fn $check() {
+                let h = $harness.await;
+                $crate::workspace_conformance::$check(&h);
+            }
+        )*
     };
     (@checks $harness:expr; $($check:ident,)*) => {
         $(

@@ -17,6 +17,8 @@ mod boundary;
 mod conformance;
 #[cfg(not(execstore_skip_component))]
 mod support;
+#[cfg(not(execstore_skip_component))]
+mod workspace;
 
 #[cfg(execstore_skip_component)]
 #[test]

@@ -1,0 +1,77 @@
+//! The workspace log's behaviour suite (`execstore::workspace_conformance`), run through the
+//! component boundary: every call goes from this host into the component's
+//! `workspace-store` interface and back, with the host's `ManualClock` read through the
+//! component's `clock` import. The threaded checks run too: the host's
+//! `ComponentWorkspaceStorage` is `Send + Sync` (calls take turns on the instance, a
+//! workspace's transactions wait for each other in the host).
+//!
+//! Not run: `reopen_sees_everything_committed` (the component's workspace storage is in
+//! memory: a reopened one starts empty by design).
+
+use std::sync::Arc;
+
+use execstore::workspace::{ManualClock, WorkspaceStorage};
+use execstore::workspace_conformance::SimpleHarness;
+use execstore_component_host::{ComponentWorkspaceStorage, WorkspaceBackend};
+
+/// A fresh workspace storage in a fresh component instance, on `clock`.
+pub fn open(clock: ManualClock) -> ComponentWorkspaceStorage {
+    crate::support::runtime()
+        .open_workspace(WorkspaceBackend::Memory, Arc::new(clock))
+        .expect("open a workspace storage inside the component")
+}
+
+/// The suite's harness over the component's in-memory workspace storage.
+pub fn harness() -> SimpleHarness<ComponentWorkspaceStorage> {
+    SimpleHarness::new(open)
+}
+
+/// Through the component, over the core's in-memory workspace storage.
+mod memory {
+    execstore::workspace_conformance_tests!(ephemeral: super::harness());
+}
+
+/// A transaction's resource is the component's: dropping it on the host rolls back and
+/// frees the workspace; a second transaction on a held workspace waits in the host.
+#[test]
+fn a_dropped_transaction_rolls_back_and_frees_the_workspace() {
+    let clock = ManualClock::new(execstore::workspace_conformance::t0());
+    let storage = open(clock);
+    let ws = execstore::workspace::WorkspaceRef::new("t", "w");
+    let mut tx = storage.begin(&ws).expect("begin");
+    tx.append(&[execstore::workspace_conformance::entry("e1", "t:a")])
+        .expect("append");
+    drop(tx);
+    assert_eq!(storage.head_seq(&ws).expect("head"), 0);
+    let mut tx = storage.begin(&ws).expect("begin again");
+    let envelopes = tx
+        .append(&[execstore::workspace_conformance::entry("e1", "t:a")])
+        .expect("append");
+    assert_eq!(envelopes[0].seq, 1);
+    tx.commit().expect("commit");
+    assert_eq!(storage.head_seq(&ws).expect("head"), 1);
+}
+
+/// Text a host in another language could send that is not one JSON object is
+/// `invalid-input` naming the field, and appends nothing; good text goes through.
+#[test]
+fn event_text_that_does_not_parse_is_invalid_input_and_changes_nothing() {
+    let storage = open(ManualClock::new(execstore::workspace_conformance::t0()));
+    let ws = execstore::workspace::WorkspaceRef::new("t", "w");
+    for bad in ["{\"type\": \"t:a\"", "[1, 2]", "\"text\"", "{\"no_type\": 1}"] {
+        match storage.append_raw_event(&ws, "e1", bad) {
+            Err(execstore::StoreError::InvalidInput { field, .. }) => {
+                assert!(field.contains("event"), "{bad}: field {field}")
+            }
+            other => panic!("{bad}: expected invalid-input, got {other:?}"),
+        }
+    }
+    assert_eq!(storage.head_seq(&ws).expect("head"), 0);
+    assert_eq!(storage.workspaces().expect("workspaces"), vec![]);
+    let seqs = storage
+        .append_raw_event(&ws, "e1", r#"{"type": "t:a", "n": 1.5}"#)
+        .expect("append");
+    assert_eq!(seqs, vec![1]);
+    let envelope = storage.envelope(&ws, "e1").expect("read").expect("found");
+    assert_eq!(envelope.event["n"], serde_json::json!(1.5));
+}

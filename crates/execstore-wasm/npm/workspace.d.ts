@@ -1,0 +1,213 @@
+// The workspace log of the package (`WorkspaceStore`): reflexr 0.1.1's records, as the store
+// takes and returns them (snake_case keys, key order kept, unknown fields kept).
+import type { JsonObject, JsonValue } from "./wasm/execstore.js";
+
+/** A tenant's workspace: the unit of isolation, ordering and locking. */
+export interface WorkspaceRef {
+  tenant_id: string;
+  workspace_id: string;
+}
+
+/** An event: its `type` is its qualified type name (e.g. `"oncall:service_error"`). */
+export interface WorkspaceEvent {
+  type: string;
+  [field: string]: JsonValue;
+}
+
+/** An event to append; the store assigns its `seq` and `ts`. */
+export interface Entry {
+  /** Unique in the workspace's log. */
+  id: string;
+  /** Who published it (reflexr's `Actor`, e.g. `{kind: "source", name: "monitor"}`). */
+  actor?: JsonValue;
+  event: WorkspaceEvent;
+  /** What caused it, if a run emitted it. */
+  causation?: JsonValue;
+  /** Its causal chain; none starts a new one named by `id`. */
+  correlation_id?: string | null;
+  /** The W3C trace context of the publishing span. */
+  traceparent?: string | null;
+}
+
+/** A stored event with its position: reflexr's `Envelope`. */
+export interface Envelope {
+  /** Gap-free from 1. */
+  seq: number;
+  id: string;
+  /** ISO 8601 (pydantic's text); never decreases within a workspace. */
+  ts: string;
+  workspace_id: string;
+  actor: JsonValue;
+  causation: JsonValue;
+  correlation_id: string;
+  traceparent: string | null;
+  event: WorkspaceEvent;
+}
+
+/** A window of a log: `after_seq < seq < before_seq`, some types, the first `limit` or last `last`. */
+export interface LogQuery {
+  after_seq?: number;
+  before_seq?: number | null;
+  types?: string[] | null;
+  limit?: number | null;
+  last?: number | null;
+}
+
+/** Where a run is in its lifecycle. */
+export type RunStatus = "pending" | "running" | "retrying" | "succeeded" | "dead" | "cancelled" | "skipped";
+
+/** One firing's action: reflexr's `Run`, as its document (unknown fields kept). */
+export interface Run {
+  id: string;
+  rule: string;
+  scope_key: string;
+  status: RunStatus;
+  fired_seq: number;
+  /** ISO 8601. */
+  next_attempt_at: string;
+  [field: string]: JsonValue;
+}
+
+/** A filter on runs, newest first. */
+export interface RunQuery {
+  rule?: string | null;
+  status?: RunStatus | null;
+  scope_key?: string | null;
+  limit?: number | null;
+}
+
+/** Which rules are disabled, ordered by scope, and blocking (reflexr's `RunPolicy`). */
+export interface RunPolicy {
+  disabled?: string[];
+  ordered?: string[];
+  blocking?: string[];
+}
+
+/** A run due now, with its workspace. */
+export interface DueRun {
+  workspace: WorkspaceRef;
+  run: Run;
+}
+
+/** A rule could not evaluate an envelope: reflexr's `EvaluationError`. */
+export interface EvaluationError {
+  rule: string;
+  [field: string]: JsonValue;
+}
+
+/** A rule installed at runtime: reflexr's `StoredRule`. */
+export interface StoredRule {
+  /** The rule as JSON; its `name` is the key. */
+  rule: { name: string; [field: string]: JsonValue };
+  /** From 1; a save must give the next version (else `CONFLICT`). */
+  version: number;
+  status: "active" | "archived";
+  provenance: JsonObject;
+}
+
+/** What `saveStoredRule` takes (`status` defaults to active, `provenance` to `{}`). */
+export interface StoredRuleInput {
+  rule: { name: string; [field: string]: JsonValue };
+  version: number;
+  status?: "active" | "archived";
+  provenance?: JsonObject;
+}
+
+/** An exclusive, expiring claim on a key. */
+export interface Lease {
+  key: string;
+  holder: string;
+  /** ISO 8601. */
+  expires_at: string;
+}
+
+/** A workspace's head. */
+export interface WorkspaceInfo {
+  workspace: WorkspaceRef;
+  head_seq: number;
+  head_ts: string | null;
+}
+
+/** What a workspace store can do beyond the contract. */
+export interface WorkspaceCapabilities {
+  durable: boolean;
+  cross_process_wakeups: boolean;
+}
+
+/** A point in time: ISO 8601 text with an offset, or epoch milliseconds. */
+export type TimeInput = string | number;
+
+/** Options of `subscribe`. */
+export interface SubscribeOptions {
+  /** Start after this seq (default 0: the whole log). */
+  afterSeq?: number;
+  /** Ends the subscription when aborted. */
+  signal?: AbortSignal;
+}
+
+/** A subscription: the log, then every later commit, in order. */
+export interface Subscription extends AsyncIterableIterator<Envelope> {
+  next(): Promise<IteratorResult<Envelope, undefined>>;
+  return(): Promise<IteratorResult<Envelope, undefined>>;
+}
+
+/** One transaction on one workspace, as `transaction`'s callback gets it (synchronous methods). */
+export declare class WorkspaceTx {
+  private constructor();
+  /** Appends events; an id already in the log (or twice here) is `ALREADY_EXISTS` and appends none. */
+  append(entries: Entry[]): Envelope[];
+  envelope(eventId: string): Envelope | null;
+  headSeq(): number;
+  read(afterSeq: number, limit: number): Envelope[];
+  progress(rule: string): JsonObject | null;
+  saveProgress(rule: string, progress: JsonObject): void;
+  /** `[key, state]` pairs for the keys found, in the order asked. */
+  states(rule: string, keys: string[]): [string, JsonObject][];
+  saveStates(rule: string, states: [string, JsonObject][]): void;
+  clearStates(rule: string): void;
+  run(runId: string): Run | null;
+  saveRuns(runs: Run[]): void;
+  scopeRuns(rule: string, scopeKey: string): Run[];
+  deadLetter(errors: EvaluationError[]): void;
+  schedule(name: string): string | null;
+  saveSchedule(name: string, at: TimeInput): void;
+  storedRule(name: string): StoredRule | null;
+  storedRules(): StoredRule[];
+  saveStoredRule(stored: StoredRuleInput): void;
+  readonly ended: boolean;
+}
+
+/** A tenant's workspaces: the workspace log. */
+export declare class WorkspaceStore {
+  private constructor();
+  /** Workspaces in memory, timed by `Date.now()`. */
+  static memory(): WorkspaceStore;
+  readonly kind: "memory" | "closed";
+  close(): void;
+  capabilities(): WorkspaceCapabilities;
+  /** Runs `fn` in a transaction: commits when it resolves, rolls back when it throws. */
+  transaction<T>(ref: WorkspaceRef, fn: (tx: WorkspaceTx) => T | Promise<T>): Promise<T>;
+  subscribe(ref: WorkspaceRef, options?: SubscribeOptions): Subscription;
+  headSeq(ref: WorkspaceRef): number;
+  read(ref: WorkspaceRef, query?: LogQuery): Envelope[];
+  ruleHistory(ref: WorkspaceRef, name: string): Envelope[];
+  envelope(ref: WorkspaceRef, eventId: string): Envelope | null;
+  run(ref: WorkspaceRef, runId: string): Run | null;
+  runs(ref: WorkspaceRef, query?: RunQuery): Run[];
+  deadLetters(ref: WorkspaceRef, rule?: string | null): EvaluationError[];
+  /** `[rule, progress]` pairs, in the order the rules first saved one. */
+  progress(ref: WorkspaceRef): [string, JsonObject][];
+  /** `[name, last tick]` pairs. */
+  schedules(ref: WorkspaceRef): [string, string][];
+  storedRules(ref: WorkspaceRef): StoredRule[];
+  workspaces(): WorkspaceRef[];
+  workspaceInfo(ref: WorkspaceRef): WorkspaceInfo | null;
+  dueRuns(now: TimeInput, limit: number, policy?: RunPolicy): DueRun[];
+  /** Takes or renews a lease for `ttlMs`; false if another holder has it unexpired. */
+  acquireLease(ref: WorkspaceRef, key: string, holder: string, ttlMs: number): boolean;
+  releaseLease(ref: WorkspaceRef, key: string, holder: string): void;
+  leases(ref: WorkspaceRef): Lease[];
+  cursor(ref: WorkspaceRef, name: string): number;
+  saveCursor(ref: WorkspaceRef, name: string, seq: number): void;
+  cursors(ref: WorkspaceRef): [string, number][];
+}
