@@ -5,6 +5,7 @@
 // query strings ("?view=..."), never taken from stored data.
 
 import { ApiError, createClient, token } from "./api.js";
+import { $, absTime, add, clear, h, pad, span, toSeconds } from "./dom.js";
 import * as workspaces from "./workspaces.js";
 
 const STATUSES = ["PENDING", "RUNNING", "DONE", "CANCELLED", "SUSPENDED", "CANCELLING", "FAILED"];
@@ -25,63 +26,10 @@ const KNOWN_STEP_KEYS = new Set([
 // ---------------------------------------------------------------------------------------------
 // DOM helpers: everything is built as elements and text nodes.
 
-function h(tag, props, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(props || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") el.className = v;
-    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else if (k === "dataset") Object.assign(el.dataset, v);
-    else el.setAttribute(k, v === true ? "" : String(v));
-  }
-  add(el, children);
-  return el;
-}
 
-function add(el, children) {
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : String(c));
-  }
-  return el;
-}
-
-function clear(el, ...children) {
-  el.replaceChildren();
-  return add(el, children);
-}
-
-const $ = (sel, root = document) => root.querySelector(sel);
 
 // ---------------------------------------------------------------------------------------------
 // Formatting
-
-const pad = (n, w = 2) => String(n).padStart(w, "0");
-
-function toSeconds(t) {
-  if (typeof t === "number" && isFinite(t)) return t;
-  if (typeof t === "string") {
-    const ms = Date.parse(t);
-    return isNaN(ms) ? null : ms / 1000;
-  }
-  return null;
-}
-
-function absTime(t) {
-  const s = toSeconds(t);
-  if (s === null) return "–";
-  const d = new Date(s * 1000);
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-}
-
-function span(seconds) {
-  const s = Math.abs(seconds);
-  if (s < 1) return `${Math.round(s * 1000)}ms`;
-  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ${pad(Math.floor(s % 60))}s`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h ${pad(Math.floor((s % 3600) / 60))}m`;
-  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
-}
 
 function ago(t) {
   const s = toSeconds(t);

@@ -11,6 +11,8 @@
 // `wait_for_append`), and polled elsewhere (a server without the stream endpoint answers 404):
 // `log?after=<last seq>` every couple of seconds.
 
+import { $, absTime, add, clear, h, pad, span, toSeconds } from "./dom.js";
+
 const TABS = ["log", "runs", "dead-letters", "leases", "cursors", "rules"];
 const TAB_TITLES = {
   log: "Log", runs: "Runs", "dead-letters": "Dead letters", leases: "Leases", cursors: "Cursors", rules: "Rules",
@@ -22,71 +24,18 @@ const POLL_MS = 2000;
 // ---------------------------------------------------------------------------------------------
 // DOM helpers: elements and text nodes only.
 
-function h(tag, props, ...children) {
-  const el = document.createElement(tag);
-  for (const [k, v] of Object.entries(props || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") el.className = v;
-    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-    else if (k === "dataset") Object.assign(el.dataset, v);
-    else el.setAttribute(k, v === true ? "" : String(v));
-  }
-  add(el, children);
-  return el;
-}
 
-function add(el, children) {
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    el.append(c instanceof Node ? c : String(c));
-  }
-  return el;
-}
-
-function clear(el, ...children) {
-  el.replaceChildren();
-  return add(el, children);
-}
-
-const $ = (sel, root = document) => root.querySelector(sel);
 
 // ---------------------------------------------------------------------------------------------
 // Formatting
 
-const pad = (n, w = 2) => String(n).padStart(w, "0");
-
-function secs(t) {
-  if (typeof t === "number" && isFinite(t)) return t;
-  if (typeof t === "string") {
-    const ms = Date.parse(t);
-    return isNaN(ms) ? null : ms / 1000;
-  }
-  return null;
-}
-
-function absTime(t) {
-  const s = secs(t);
-  if (s === null) return "–";
-  const d = new Date(s * 1000);
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-}
-
-function span(seconds) {
-  const s = Math.abs(seconds);
-  if (s < 1) return `${Math.round(s * 1000)}ms`;
-  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ${pad(Math.floor(s % 60))}s`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h ${pad(Math.floor((s % 3600) / 60))}m`;
-  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
-}
-
 function timeEl(t, text) {
-  const s = secs(t);
+  const s = toSeconds(t);
   return h("time", { title: typeof t === "string" ? t : absTime(t), datetime: s === null ? null : new Date(s * 1000).toISOString() }, text ?? (s === null ? "–" : `${span(ctx.now() - s)} ago`));
 }
 
 function relative(t) {
-  const s = secs(t);
+  const s = toSeconds(t);
   if (s === null) return "–";
   const d = s - ctx.now();
   return d >= 0 ? `in ${span(d)}` : `${span(d)} ago`;
@@ -522,13 +471,13 @@ function chainTree(one) {
       children.get(n.parent_seq).push(n);
     } else roots.push(n);
   }
-  const t0 = secs(nodes[0].ts);
+  const t0 = toSeconds(nodes[0].ts);
   const me = one.envelope.seq;
   const causes = new Set(one.causes);
   const caused = new Set(one.caused);
   const item = (n, depth) => {
     const role = n.seq === me ? "this" : causes.has(n.seq) ? "cause" : caused.has(n.seq) ? "caused" : "related";
-    const offset = secs(n.ts) - t0;
+    const offset = toSeconds(n.ts) - t0;
     return h("li", { class: `chain-node ${role}`, dataset: { seq: String(n.seq) } },
       h("span", { class: "offset", title: absTime(n.ts) }, `+${span(offset)}`),
       h("span", { class: "bar-track" }, h("span", { class: "bar-dot", style: null })),

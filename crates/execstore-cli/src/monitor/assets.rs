@@ -26,6 +26,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../../../web/api.js"),
     ),
     (
+        "/dom.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/dom.js"),
+    ),
+    (
         "/workspaces.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../../web/workspaces.js"),
