@@ -325,29 +325,63 @@ fn crash_trials() {
         "the child made progress in only {} of {trials} trials: kills did not land mid-run",
         t.progressed
     );
+    // The kills found work to recover: most left frames in the WAL for the reopen to replay.
+    assert!(
+        t.wal_left * 2 > trials,
+        "only {} of {trials} kills left a WAL behind: the reopen hardly had anything to recover",
+        t.wal_left
+    );
+    // And the durability check had something to check.
+    assert!(
+        t.acknowledged > 0,
+        "the writer never reported a commit: no acknowledged commit was checked"
+    );
 }
 
-/// The same trials against a real PostgreSQL server: the writer is SIGKILLed mid-commit
-/// (the server rolls back its open transaction), and, where the test owns the throwaway
-/// cluster, every fifth trial crashes the server itself (`pg_ctl restart -m immediate`) and
-/// the check runs after its WAL recovery. Nothing half-applied, nothing acknowledged lost.
+/// Every how many trials the PostgreSQL crash test crashes the server instead of the writer.
+const SERVER_CRASH_EVERY: u64 = 5;
+
+/// The cluster behind `EXECSTORE_PG_URL`, which the PostgreSQL crash test crashes and
+/// restarts; a panic saying why if it cannot be had (the test would otherwise only kill
+/// writers, and say it checked server crashes).
+fn cluster_to_crash() -> pg::Cluster {
+    let Some(dir) = std::env::var_os("EXECSTORE_PG_DIR") else {
+        panic!(
+            "crash_trials_on_postgres crashes the server, so it needs the data directory of the \
+             cluster at EXECSTORE_PG_URL: EXECSTORE_PG_DIR is not set (scripts/lib/postgres.sh's \
+             pg_start sets both for the throwaway cluster it starts; a server given only by URL \
+             cannot be crash-tested)"
+        )
+    };
+    pg::Cluster::from_env().unwrap_or_else(|| {
+        panic!(
+            "EXECSTORE_PG_DIR={} does not name a cluster this test can restart (it needs \
+             <dir>/data and PostgreSQL's pg_ctl under /usr/lib/postgresql/*/bin)",
+            std::path::Path::new(&dir).display()
+        )
+    })
+}
+
+/// The same trials against a real PostgreSQL server (its throwaway cluster): the writer is
+/// SIGKILLed mid-commit (the server rolls back its open transaction), and every fifth trial
+/// crashes the server itself instead (`pg_ctl restart -m immediate`) and the check runs
+/// after its WAL recovery. Nothing half-applied, nothing acknowledged lost. All
+/// `EXECSTORE_CRASH_TRIALS` trials run, and the server crashes are counted: a server whose
+/// data directory is unknown (`EXECSTORE_PG_DIR`) fails the test rather than skipping them.
 #[test]
 fn crash_trials_on_postgres() {
     let Some(url) = pg::url_or_skip("crash_trials_on_postgres") else {
         return;
     };
+    let cluster = cluster_to_crash();
     let _server = SERVER.lock().unwrap_or_else(|e| e.into_inner());
-    let trials = env_u64("EXECSTORE_CRASH_TRIALS").unwrap_or(50).div_ceil(2);
+    let trials = env_u64("EXECSTORE_CRASH_TRIALS").unwrap_or(50);
     let seed = seed();
     let prefix = pg::fresh_prefix("crash");
-    let cluster = pg::Cluster::from_env();
-    if cluster.is_none() {
-        eprintln!("server crashes skipped: EXECSTORE_PG_DIR does not name a cluster this test may restart");
-    }
     let target = Target::Postgres {
         url: url.clone(),
         prefix: prefix.clone(),
-        cluster,
+        cluster: Some(cluster),
     };
     let started = Instant::now();
     let t = run_trials(
@@ -355,7 +389,7 @@ fn crash_trials_on_postgres() {
         trials,
         &mut fastrand::Rng::with_seed(seed),
         false,
-        Some(5),
+        Some(SERVER_CRASH_EVERY),
     );
     let committed = target.check().steps;
     eprintln!(
@@ -374,6 +408,17 @@ fn crash_trials_on_postgres() {
         started.elapsed().as_secs_f64()
     );
     assert!(t.failures.is_empty(), "seed {seed}:\n{}", t.failures.join("\n"));
+    assert_eq!(t.trials, trials, "every trial ran");
+    assert_eq!(t.kills, trials, "every trial ended its writer");
+    assert_eq!(
+        t.server_crashes,
+        trials / SERVER_CRASH_EVERY,
+        "every {SERVER_CRASH_EVERY}th trial crashed the server"
+    );
+    assert!(
+        t.server_crashes > 0,
+        "no server crash in {trials} trials (EXECSTORE_CRASH_TRIALS below {SERVER_CRASH_EVERY})"
+    );
     assert!(committed > 0, "no step was ever committed");
     assert!(t.acknowledged > 0, "the writer never reported a commit");
     assert!(

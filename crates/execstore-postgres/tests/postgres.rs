@@ -5,6 +5,7 @@ mod common;
 
 use std::time::Duration;
 
+use execstore::conformance::Harness;
 use execstore::{BatchItem, Effects, Execution, ExecutionStore, ListQuery, Status, StoreError};
 use execstore_postgres::{PgOptions, PgStore};
 use serde_json::json;
@@ -53,7 +54,7 @@ fn concurrent_opens_migrate_once() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for store in &stores {
-        assert_eq!(store.schema_version().unwrap(), 3);
+        assert_eq!(store.schema_version().unwrap(), 4);
     }
     drop(stores);
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
@@ -64,7 +65,7 @@ fn concurrent_opens_migrate_once() {
         )
         .unwrap()
         .get(0);
-    assert_eq!(n, 3, "each migration recorded once");
+    assert_eq!(n, 4, "each migration recorded once");
     common::drop_tables(&url, Some(&prefix));
 }
 
@@ -173,7 +174,7 @@ fn reads_use_the_indexes() {
 /// counters.
 #[test]
 fn status_listing_uses_the_status_index_by_default() {
-    let h = pg_harness!(new);
+    let mut h = pg_harness!(new);
     let store = h.pg();
     let filler = "x".repeat(1500); // W1-sized documents
     for chunk in 0..30 {
@@ -190,10 +191,19 @@ fn status_listing_uses_the_status_index_by_default() {
             r.unwrap();
         }
     }
+    // A fresh store for the listing: the writing one's sessions end, and a session reports
+    // its pending counters (the migration's index builds scan the table) as it ends.
+    h.reopen();
+    let store = h.pg();
     let prefix = h.options.prefix.clone().unwrap();
     let exe = format!("{prefix}_executions");
+    // ANALYZE on a session of its own, which reports its counters as it ends: the session
+    // that reads the counters below touches the table in no other way.
+    postgres::Client::connect(&h.url, postgres::NoTls)
+        .unwrap()
+        .batch_execute(&format!("ANALYZE {exe}"))
+        .unwrap();
     let mut client = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
-    client.batch_execute(&format!("ANALYZE {exe}")).unwrap();
     let counters = |client: &mut postgres::Client, index: &str| -> (i64, i64) {
         client.batch_execute("SELECT pg_stat_clear_snapshot()").unwrap();
         let row = client
@@ -205,6 +215,18 @@ fn status_listing_uses_the_status_index_by_default() {
             .unwrap();
         (row.get(0), row.get(1))
     };
+    // The ended sessions' last reports are in (they come as each one exits) before the
+    // first "before" figures are taken.
+    let mut settled = counters(&mut client, "exe_status");
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = counters(&mut client, "exe_status");
+        if now == settled || std::time::Instant::now() > deadline {
+            break;
+        }
+        settled = now;
+    }
     for (statuses, roots_only, index) in [
         (vec![Status::Running], false, "exe_status"),
         (vec![Status::Done, Status::Failed], false, "exe_status"),
@@ -350,7 +372,8 @@ fn backend_terminated_mid_commit_leaves_nothing() {
                     r
                 }
             });
-            // The store's backend, waiting on a lock over the outbox.
+            // The store's backend, waiting on a lock over the outbox inside its commit
+            // function (whose name carries the prefix).
             let mut killer = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
             let deadline = std::time::Instant::now() + Duration::from_secs(20);
             let pid: i32 = loop {
@@ -358,7 +381,7 @@ fn backend_terminated_mid_commit_leaves_nothing() {
                     .query(
                         "SELECT pid FROM pg_stat_activity \
                          WHERE pid <> pg_backend_pid() AND wait_event_type = 'Lock' \
-                         AND state = 'active' AND query LIKE '%' || $1 || '_outbox%'",
+                         AND state = 'active' AND query LIKE '%' || $1 || '\\_execstore\\_commit%'",
                         &[&prefix],
                     )
                     .unwrap();
@@ -499,4 +522,61 @@ fn harels_commit_cas_function_is_there() {
     );
     assert!(store.is_processed("fn-1", "ev-1").unwrap());
     assert!(!store.is_processed("fn-1", "ev-2").unwrap());
+}
+
+/// A step's timer changes apply in order even when they repeat a path (the commit function
+/// writes each path's last change in one statement): schedule-then-cancel leaves none,
+/// cancel-then-schedule and two schedules leave the last; alone and in a batch, as the
+/// in-memory store leaves them.
+#[test]
+fn repeated_timer_changes_in_one_step_apply_in_order() {
+    let h = pg_harness!(new);
+    let store = h.pg();
+    let reference = execstore::MemoryStore::new();
+    let effects = Effects::new()
+        .schedule("a", 10.0)
+        .cancel("a")
+        .cancel("b")
+        .schedule("b", 20.0)
+        .schedule("c", 30.0)
+        .schedule("c", 31.0)
+        .cancel("c")
+        .schedule("c", 32.0)
+        .schedule("d", 40.0);
+    let other = Effects::new().schedule("x", 1.0).cancel("x").schedule("y", 2.0);
+    for s in [store as &dyn ExecutionStore, &reference] {
+        // One step; then a batch of a second step of it and a first step of another.
+        let mut exe = Execution::new("tm-1", "d");
+        s.commit(&mut exe, &Effects::new().schedule("a", 5.0).schedule("z", 9.0))
+            .unwrap();
+        s.commit(&mut exe, &effects).unwrap();
+        let mut items = [
+            BatchItem::new(
+                exe.clone(),
+                Effects::new().cancel("z").schedule("z", 8.0).cancel("z"),
+            ),
+            BatchItem::new(Execution::new("tm-2", "d"), other.clone()),
+        ];
+        for r in s.commit_batch(&mut items).unwrap() {
+            r.unwrap();
+        }
+    }
+    let timers = |s: &dyn ExecutionStore| -> Vec<(String, String, f64)> {
+        s.due_timers(1e9, None, 100)
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.execution_id, t.path, t.fire_at))
+            .collect()
+    };
+    let want: Vec<(String, String, f64)> = [
+        ("tm-2", "y", 2.0),
+        ("tm-1", "b", 20.0),
+        ("tm-1", "c", 32.0),
+        ("tm-1", "d", 40.0),
+    ]
+    .iter()
+    .map(|(e, p, f)| (e.to_string(), p.to_string(), *f))
+    .collect();
+    assert_eq!(timers(&reference), want, "the in-memory store");
+    assert_eq!(timers(store), want);
 }

@@ -57,6 +57,22 @@ pub(crate) fn map_err(err: postgres::Error) -> StoreError {
     StoreError::backend(err, retryable)
 }
 
+/// Whether `err` means the session is gone or going (its server process terminated or shut
+/// down, the connection broken): the connection must not go back to the pool, where its
+/// next user would fail on it.
+pub(crate) fn session_lost(err: &postgres::Error) -> bool {
+    match err.code() {
+        Some(code) => {
+            code.code().starts_with("08")
+                || matches!(
+                    *code,
+                    SqlState::ADMIN_SHUTDOWN | SqlState::CRASH_SHUTDOWN | SqlState::CANNOT_CONNECT_NOW
+                )
+        }
+        None => err.is_closed() || std::error::Error::source(err).is_some_and(|s| s.is::<std::io::Error>()),
+    }
+}
+
 /// A connection could not be had from the pool in time: retryable.
 pub(crate) fn pool_err(err: r2d2::Error) -> StoreError {
     StoreError::backend(err, true)

@@ -15,7 +15,7 @@ use execstore::{Result, StoreError};
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement};
 
-pub(crate) use error::{map_err, pool_err, Db};
+pub(crate) use error::{map_err, pool_err, session_lost, Db};
 pub(crate) use listen::Listener;
 
 /// How to connect, beyond what the URL says.
@@ -77,13 +77,34 @@ impl Conn {
     /// Runs a prepared `sql`, returning its rows.
     pub(crate) fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
         let stmt = self.prepare(sql)?;
-        self.client.query(&stmt, params).db()
+        let result = self.client.query(&stmt, params);
+        self.checked(result)
+    }
+
+    /// Runs a prepared `sql` that returns exactly one row.
+    pub(crate) fn query_one(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        let stmt = self.prepare(sql)?;
+        let result = self.client.query_one(&stmt, params);
+        self.checked(result)
     }
 
     /// Runs a prepared `sql`, returning how many rows it changed.
     pub(crate) fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
         let stmt = self.prepare(sql)?;
-        self.client.execute(&stmt, params).db()
+        let result = self.client.execute(&stmt, params);
+        self.checked(result)
+    }
+
+    /// `result` as a store result; an error that lost the session marks this connection
+    /// broken, so the pool drops it rather than hand it to the next caller (a statement sent
+    /// on its own has no transaction whose failed rollback would find that out).
+    fn checked<T>(&mut self, result: std::result::Result<T, postgres::Error>) -> Result<T> {
+        result.map_err(|e| {
+            if session_lost(&e) {
+                self.broken = true;
+            }
+            map_err(e)
+        })
     }
 
     /// Runs statements without parameters in one round trip (the simple query protocol).

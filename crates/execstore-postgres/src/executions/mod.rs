@@ -8,9 +8,16 @@
 //! writers of one execution queue, and every one but the first finds the version moved on
 //! and reports a [`StoreError::Conflict`].
 //!
-//! On top of harel's tables the store applies migrations of its own (indexes only, which
-//! harel's writes keep valid) and records them in `execstore_migrations`, under harel's
-//! schema advisory lock so that concurrent opens are safe.
+//! A step is one round trip: the server-side function `{prefix}_execstore_commit` (migration
+//! 4) runs the CAS write and every effect's statement, called as one statement outside any
+//! explicit transaction, so that the call is the transaction; `commit_batch` sends all its
+//! steps to `{prefix}_execstore_commit_batch`, again one statement. The rows are the ones the
+//! separate statements wrote before, byte for byte.
+//!
+//! On top of harel's tables the store applies migrations of its own (indexes, which harel's
+//! writes keep valid, harel's `commit_cas` function where it is missing, and the commit
+//! functions) and records them in `execstore_migrations`, under harel's schema advisory lock
+//! so that concurrent opens are safe.
 
 mod rows;
 mod schema;
@@ -20,13 +27,13 @@ mod store;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use execstore::validate::{check_limit, check_seq, PreparedCommit};
+use execstore::validate::{check_limit, check_seq, PreparedCommit, PreparedWrite};
 use execstore::{Result, StoreError, TimerOp, Work, DEFAULT_TRACE_MAX};
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement, Transaction};
 
 use crate::db::{self, pool_err, prepared, Conn, Db, Listener, Pool, Pooled};
-use rows::limit_param;
+use rows::{col, limit_param};
 use schema::Tables;
 use sql::Stmts;
 
@@ -49,6 +56,12 @@ pub struct PgOptions {
     /// migration applied (tables that are missing are an error), and every session is
     /// `default_transaction_read_only`, so any write fails in the server.
     pub read_only: bool,
+    /// Test-only: relays and sweepers claim without any lock (no `FOR UPDATE SKIP LOCKED`
+    /// on the outbox and spawn rows, no advisory lock on timers), so that concurrent workers
+    /// are handed the same entries. It exists so that the multi-worker relay tests can show
+    /// their exactly-once check failing; never set it otherwise.
+    #[doc(hidden)]
+    pub unlocked_claims: bool,
 }
 
 impl Default for PgOptions {
@@ -59,6 +72,7 @@ impl Default for PgOptions {
             max_connections: 8,
             connect_timeout: Duration::from_secs(10),
             read_only: false,
+            unlocked_claims: false,
         }
     }
 }
@@ -98,14 +112,19 @@ impl PgOptions {
         self.read_only = read_only;
         self
     }
+
+    /// Test-only (see the field): claims that take no lock.
+    #[doc(hidden)]
+    pub fn unlocked_claims(mut self, unlocked: bool) -> Self {
+        self.unlocked_claims = unlocked;
+        self
+    }
 }
 
 /// An open transaction on a pooled connection, and that connection's statements.
 struct Tx<'a> {
     tx: Transaction<'a>,
     statements: &'a mut HashMap<String, Statement>,
-    /// The kinds of work this transaction has announced (NOTIFY once per kind).
-    notified: Vec<Work>,
 }
 
 impl Tx<'_> {
@@ -124,24 +143,9 @@ impl Tx<'_> {
         self.tx.query_opt(&stmt, params).db()
     }
 
-    fn batch(&mut self, sql: &str) -> Result<()> {
-        self.tx.batch_execute(sql).db()
-    }
-
     fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
         let stmt = prepared(self.statements, &mut self.tx, sql)?;
         self.tx.query(&stmt, params).db()
-    }
-
-    /// Wakes the waiters for `work` once this transaction commits (PostgreSQL delivers a
-    /// NOTIFY at commit, and drops it on rollback).
-    fn announce(&mut self, work: Work, s: &Stmts) -> Result<()> {
-        if self.notified.contains(&work) {
-            return Ok(());
-        }
-        self.notified.push(work);
-        let channel = s.channels.of(work);
-        self.execute(&s.notify, &[&channel]).map(|_| ())
     }
 }
 
@@ -154,6 +158,8 @@ pub struct PgStore {
     pool: Pool,
     sql: Stmts,
     trace_max: Option<u32>,
+    /// Opened read-only: a commit fails before it reaches the server.
+    read_only: bool,
     /// One LISTENing connection per kind of work, opened by the first wait for it (a
     /// notification read by a waiter for one kind is never lost to a waiter for another).
     listeners: [Listener; 3],
@@ -214,15 +220,16 @@ pub fn store_bytes(url: &str, prefix: Option<&str>) -> Result<u64> {
 }
 
 /// Drops the store under `prefix` from the database at `url`: its tables (with their
-/// indexes and every row) and harel's `commit_cas` function, in one transaction. For
-/// benchmarks, tests and tearing down; there is no undo.
+/// indexes and every row), harel's `commit_cas` function and execstore's commit functions,
+/// in one transaction. For benchmarks, tests and tearing down; there is no undo.
 pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
     let tables = table_names(prefix)?;
-    let function = format!("{}commit_cas", Tables::new(prefix)?.pfx);
+    let pfx = Tables::new(prefix)?.pfx;
     let mut client = Client::connect(url, NoTls).db()?;
     let mut tx = client.transaction().db()?;
     tx.batch_execute(&format!(
-        "DROP TABLE IF EXISTS {} CASCADE; DROP FUNCTION IF EXISTS {function}",
+        "DROP TABLE IF EXISTS {} CASCADE; DROP FUNCTION IF EXISTS {pfx}commit_cas; \
+         DROP FUNCTION IF EXISTS {pfx}execstore_commit_batch; DROP FUNCTION IF EXISTS {pfx}execstore_commit",
         tables.join(", ")
     ))
     .db()?;
@@ -252,7 +259,7 @@ impl PgStore {
                 schema::migrate(&mut conn.client, &tables)?;
             }
         }
-        let sql = Stmts::new(&tables);
+        let sql = Stmts::new(&tables, options.unlocked_claims);
         let listener = |work: Work| Listener::new(config.clone(), sql.channels.of(work).to_owned());
         Ok(PgStore {
             listeners: [
@@ -263,10 +270,11 @@ impl PgStore {
             pool,
             sql,
             trace_max: options.trace_max.filter(|n| *n > 0),
+            read_only: options.read_only,
         })
     }
 
-    /// The highest execstore migration applied to this database (1 for this build's
+    /// The highest execstore migration applied to this database (4 for this build's
     /// schema; more if a newer build migrated it).
     pub fn schema_version(&self) -> Result<i64> {
         let row = self.query_one(&self.sql.schema_version, &[])?;
@@ -282,9 +290,7 @@ impl PgStore {
     }
 
     fn query_one(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
-        let mut conn = self.conn()?;
-        let stmt = conn.prepare(sql)?;
-        conn.client.query_one(&stmt, params).db()
+        self.conn()?.query_one(sql, params)
     }
 
     /// Runs `f` in one transaction and commits it if `f` succeeds; an error (from `f` or the
@@ -295,80 +301,102 @@ impl PgStore {
             client, statements, ..
         } = &mut *conn;
         let tx = client.transaction().db()?;
-        let mut tx = Tx {
-            tx,
-            statements,
-            notified: Vec::new(),
-        };
+        let mut tx = Tx { tx, statements };
         let out = f(&mut tx, &self.sql)?;
         tx.tx.commit().db()?;
         Ok(out)
     }
 
-    /// One event step's statements, in the open transaction `tx`: the CAS write of `p`, then
-    /// its outbox, dedupe, spawn, timer and trace rows. A lost CAS is a `Conflict`, found
-    /// before anything is written (and without an SQL error, so the transaction stays
-    /// usable). `commit` and `commit_batch` both run this.
-    fn apply(&self, tx: &mut Tx<'_>, p: &PreparedCommit) -> Result<Vec<i64>> {
-        let s = &self.sql;
+    /// One event step in one round trip: `{pfx}execstore_commit` called as one statement,
+    /// which PostgreSQL runs as one transaction. A lost CAS is a `Conflict` (the function
+    /// wrote nothing).
+    fn commit_step(&self, p: &PreparedCommit) -> Result<Vec<i64>> {
+        self.check_writable()?;
         let w = &p.write;
-        let updated = tx.execute(&s.update_cas, &[&w.data, &w.version, &w.id, &w.expected])?;
-        if updated == 0 {
-            let conflict = |found: Option<i64>| StoreError::Conflict {
-                id: w.id.clone(),
-                expected: w.expected,
-                found,
-            };
-            let found: Option<i64> = tx.query_opt(&s.select_version, &[&w.id])?.map(|r| r.get(0));
-            if found.is_some() || w.expected != 0 {
-                return Err(conflict(found));
-            }
-            let inserted = tx.execute(
-                &s.insert_execution,
-                &[&w.id, &w.definition_id, &w.data, &w.version],
-            )?;
-            if inserted == 0 {
-                // Another writer inserted it since: its row is committed and visible now.
-                let found: Option<i64> = tx.query_opt(&s.select_version, &[&w.id])?.map(|r| r.get(0));
-                return Err(conflict(found));
-            }
+        let step = StepParams::new(p);
+        let trace_max = self.trace_max.map(i64::from);
+        let mut conn = self.conn()?;
+        let rows = conn.query(
+            &self.sql.commit,
+            &[
+                &w.id,
+                &w.definition_id,
+                &w.data,
+                &w.version,
+                &w.expected,
+                &step.targets,
+                &step.events,
+                &p.processed_event_id,
+                &step.children,
+                &step.root_paths,
+                &step.contexts,
+                &step.timer_paths,
+                &step.fire_ats,
+                &p.trace,
+                &trace_max,
+            ],
+        )?;
+        match rows.as_slice() {
+            [row] => step_outcome(w, row),
+            _ => Err(corrupt_reply(rows.len(), 1)),
         }
-        let mut seqs = Vec::with_capacity(p.emits.len());
-        for (target_id, event) in &p.emits {
-            seqs.push(tx.query_one(&s.insert_outbox, &[target_id, event])?.get(0));
+    }
+
+    /// Every step of a batch in one round trip: `{pfx}execstore_commit_batch`, one statement
+    /// and so one transaction, its steps' lists flattened. Returns each step's outcome, in
+    /// order; an `Err` means nothing was committed.
+    fn commit_steps(&self, steps: &[&PreparedCommit]) -> Result<Vec<Result<Vec<i64>>>> {
+        self.check_writable()?;
+        let mut b = BatchParams::default();
+        for p in steps {
+            b.push(p);
         }
-        if !p.emits.is_empty() {
-            tx.announce(Work::Outbox, s)?;
+        let trace_max = self.trace_max.map(i64::from);
+        let mut conn = self.conn()?;
+        let rows = conn.query(
+            &self.sql.commit_batch,
+            &[
+                &b.ids,
+                &b.definitions,
+                &b.datas,
+                &b.versions,
+                &b.expecteds,
+                &b.emit_counts,
+                &b.step.targets,
+                &b.step.events,
+                &b.processed,
+                &b.spawn_counts,
+                &b.step.children,
+                &b.step.root_paths,
+                &b.step.contexts,
+                &b.timer_counts,
+                &b.step.timer_paths,
+                &b.step.fire_ats,
+                &b.traces,
+                &trace_max,
+            ],
+        )?;
+        if rows.len() != steps.len() {
+            return Err(corrupt_reply(rows.len(), steps.len()));
         }
-        if !p.spawns.is_empty() {
-            tx.announce(Work::Spawns, s)?;
+        Ok(steps
+            .iter()
+            .zip(&rows)
+            .map(|(p, row)| step_outcome(&p.write, row))
+            .collect())
+    }
+
+    /// A read-only store's commit fails here, the same way the server would fail it, without
+    /// a round trip (and whether or not the commit functions were ever created).
+    fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(StoreError::Backend {
+                message: "cannot commit: the store was opened read-only".into(),
+                retryable: false,
+                source: None,
+            });
         }
-        if p.timers.iter().any(|op| matches!(op, TimerOp::Schedule { .. })) {
-            tx.announce(Work::Timers, s)?;
-        }
-        if let Some(event_id) = &p.processed_event_id {
-            tx.execute(&s.insert_processed, &[&w.id, event_id])?;
-        }
-        for spawn in &p.spawns {
-            tx.execute(
-                &s.insert_spawn,
-                &[&w.id, &spawn.child_id, &spawn.root_path, &spawn.context],
-            )?;
-        }
-        for op in &p.timers {
-            match op {
-                TimerOp::Schedule { path, fire_at } => {
-                    tx.execute(&s.upsert_timer, &[&w.id, path, fire_at])?;
-                }
-                TimerOp::Cancel { path } => {
-                    tx.execute(&s.cancel_timer, &[&w.id, path])?;
-                }
-            }
-        }
-        if let Some(entry) = &p.trace {
-            self.append_trace_in(tx, &w.id, entry)?;
-        }
-        Ok(seqs)
+        Ok(())
     }
 
     /// An ack: deletes the row `seq` with the statement `sql` picks, in its own transaction;
@@ -384,6 +412,7 @@ impl PgStore {
         })
     }
 
+    /// `append_trace` outside a commit (a commit's trace step is the commit function's).
     fn append_trace_in(&self, tx: &mut Tx<'_>, execution_id: &str, entry: &str) -> Result<i64> {
         let idx: i64 = tx
             .query_one(&self.sql.insert_trace, &[&execution_id, &entry])?
@@ -396,7 +425,6 @@ impl PgStore {
 }
 
 impl PgStore {
-    /// The listening connection for `work`, locked for this waiter.
     /// The listening connection for `work`.
     fn listener(&self, work: Work) -> &Listener {
         match work {
@@ -464,5 +492,120 @@ impl Drop for TimerClaims<'_> {
                 .client
                 .simple_query("SELECT pg_terminate_backend(pg_backend_pid())");
         }
+    }
+}
+
+/// One step's lists as the commit functions take them: parallel arrays; a timer cancel is a
+/// `NULL` fire time, and each path appears once, with its last change (what applying the
+/// changes in order leaves: the function writes them in one statement).
+#[derive(Default)]
+struct StepParams<'a> {
+    targets: Vec<Option<&'a str>>,
+    events: Vec<&'a str>,
+    children: Vec<&'a str>,
+    root_paths: Vec<&'a str>,
+    contexts: Vec<&'a str>,
+    timer_paths: Vec<&'a str>,
+    fire_ats: Vec<Option<f64>>,
+}
+
+impl<'a> StepParams<'a> {
+    fn new(p: &'a PreparedCommit) -> Self {
+        let mut step = StepParams::default();
+        step.push(p);
+        step
+    }
+
+    /// Appends `p`'s lists (a batch flattens its steps' lists this way) and returns how many
+    /// timer changes it appended.
+    fn push(&mut self, p: &'a PreparedCommit) -> usize {
+        for (target, event) in &p.emits {
+            self.targets.push(target.as_deref());
+            self.events.push(event);
+        }
+        for spawn in &p.spawns {
+            self.children.push(&spawn.child_id);
+            self.root_paths.push(&spawn.root_path);
+            self.contexts.push(&spawn.context);
+        }
+        let first = self.timer_paths.len();
+        let mut at: HashMap<&str, usize> = HashMap::new();
+        for op in &p.timers {
+            let (path, fire_at) = match op {
+                TimerOp::Schedule { path, fire_at } => (path.as_str(), Some(*fire_at)),
+                TimerOp::Cancel { path } => (path.as_str(), None),
+            };
+            match at.get(path) {
+                Some(&i) => self.fire_ats[i] = fire_at,
+                None => {
+                    at.insert(path, self.timer_paths.len());
+                    self.timer_paths.push(path);
+                    self.fire_ats.push(fire_at);
+                }
+            }
+        }
+        self.timer_paths.len() - first
+    }
+}
+
+/// A batch's steps as `{pfx}execstore_commit_batch` takes them: one array element per step,
+/// and the steps' lists flattened with their lengths.
+#[derive(Default)]
+struct BatchParams<'a> {
+    ids: Vec<&'a str>,
+    definitions: Vec<&'a str>,
+    datas: Vec<&'a str>,
+    versions: Vec<i64>,
+    expecteds: Vec<i64>,
+    processed: Vec<Option<&'a str>>,
+    traces: Vec<Option<&'a str>>,
+    emit_counts: Vec<i32>,
+    spawn_counts: Vec<i32>,
+    timer_counts: Vec<i32>,
+    step: StepParams<'a>,
+}
+
+impl<'a> BatchParams<'a> {
+    fn push(&mut self, p: &'a PreparedCommit) {
+        let w = &p.write;
+        self.ids.push(&w.id);
+        self.definitions.push(&w.definition_id);
+        self.datas.push(&w.data);
+        self.versions.push(w.version);
+        self.expecteds.push(w.expected);
+        self.processed.push(p.processed_event_id.as_deref());
+        self.traces.push(p.trace.as_deref());
+        let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+        self.emit_counts.push(count(p.emits.len()));
+        self.spawn_counts.push(count(p.spawns.len()));
+        let timers = self.step.push(p);
+        self.timer_counts.push(count(timers));
+    }
+}
+
+/// A commit function's row for the step `w`: its outbox seqs, or its `Conflict` (with the
+/// version the function found, if any).
+fn step_outcome(w: &PreparedWrite, row: &Row) -> Result<Vec<i64>> {
+    if col::<bool>(row, 0)? {
+        Ok(col::<Option<Vec<i64>>>(row, 2)?.unwrap_or_default())
+    } else {
+        Err(StoreError::Conflict {
+            id: w.id.clone(),
+            expected: w.expected,
+            found: col(row, 1)?,
+        })
+    }
+}
+
+/// A commit function answered with the wrong number of rows (it never does; which of the
+/// steps it committed is then unknown).
+fn corrupt_reply(got: usize, want: usize) -> StoreError {
+    StoreError::Backend {
+        message: format!(
+            "the commit function returned {got} rows for {want} steps (which of them it committed is \
+             unknown)"
+        ),
+        retryable: false,
+        source: None,
     }
 }

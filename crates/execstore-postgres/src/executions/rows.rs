@@ -91,7 +91,7 @@ mod tests {
 
     #[test]
     fn listing_spells_the_indexed_expression() {
-        let s = Stmts::new(&Tables::new(Some("harel")).unwrap());
+        let s = Stmts::new(&Tables::new(Some("harel")).unwrap(), false);
         let sql = s.list(true, true, 1, true);
         let status = format!("({}->>'status')", schema::JSON_OF_DATA);
         assert!(

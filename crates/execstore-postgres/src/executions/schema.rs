@@ -119,7 +119,132 @@ BEGIN
 END; $$ LANGUAGE plpgsql$fn$; \
          END IF; END $execstore$"],
     },
+    Migration {
+        version: 4,
+        description: "execstore's commit functions: an event step, or a batch of them, in one round trip",
+        statements: &[COMMIT_FUNCTION, COMMIT_BATCH_FUNCTION],
+    },
 ];
+
+/// `{pfx}execstore_commit`: one event step, as one statement (so one round trip, and, called
+/// on its own, one transaction), writing the rows the step wrote as separate statements
+/// before (harel's rows, byte for byte): the CAS write, then its outbox, dedupe, spawn,
+/// timer and trace rows, each kind one statement, run only if the step has some (a
+/// statement's executor setup is much of its cost). A plpgsql function, whose statements
+/// each take a fresh snapshot as separate statements did in READ COMMITTED: a lost CAS
+/// reports the version that is there now, and the trace index is read once this step holds
+/// the execution's row lock (which `append_trace` takes too).
+///
+/// A lost CAS returns `o_ok = false` and the version found (`NULL`: none), having written
+/// nothing. `o_seqs` are the outbox seqs, in emit order (inserted in that order, so
+/// ascending). `p_fire_ats[i]` is `NULL` for a cancel of `p_timer_paths[i]`; a path appears
+/// once (the caller keeps each path's last change, which is what applying them in order
+/// leaves). `p_trace_max` `NULL` keeps every trace step. NOTIFY wakes the waiters for each
+/// kind of work the step added, at commit.
+const COMMIT_FUNCTION: &str = "CREATE OR REPLACE FUNCTION {pfx}execstore_commit(
+  p_id text, p_defn text, p_data text, p_version bigint, p_expected bigint,
+  p_targets text[], p_events text[], p_processed text,
+  p_children text[], p_root_paths text[], p_contexts text[],
+  p_timer_paths text[], p_fire_ats float8[],
+  p_trace text, p_trace_max bigint,
+  OUT o_ok boolean, OUT o_found bigint, OUT o_seqs bigint[])
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_idx bigint;
+BEGIN
+  UPDATE {executions} SET data = p_data, version = p_version WHERE id = p_id AND version = p_expected;
+  IF NOT FOUND THEN
+    IF p_expected = 0 THEN
+      -- A new execution. Two writers inserting one new id race on the primary key: the
+      -- loser inserts nothing (after waiting for the winner).
+      INSERT INTO {executions} (id, definition_id, data, version) VALUES (p_id, p_defn, p_data, p_version)
+        ON CONFLICT (id) DO NOTHING;
+    END IF;
+    IF NOT FOUND THEN
+      SELECT version INTO o_found FROM {executions} WHERE id = p_id;
+      o_ok := false;
+      RETURN;
+    END IF;
+  END IF;
+  o_ok := true;
+  o_seqs := ARRAY[]::bigint[];
+  IF cardinality(p_events) > 0 THEN
+    WITH added AS (
+      INSERT INTO {outbox} (target_id, event)
+      SELECT e.target_id, e.event FROM unnest(p_targets, p_events) WITH ORDINALITY AS e(target_id, event, n)
+      ORDER BY e.n
+      RETURNING seq
+    ) SELECT array_agg(seq ORDER BY seq) INTO o_seqs FROM added;
+    PERFORM pg_notify('{pfx}execstore_outbox', '');
+  END IF;
+  IF p_processed IS NOT NULL THEN
+    INSERT INTO {processed_events} (execution_id, event_id) VALUES (p_id, p_processed) ON CONFLICT DO NOTHING;
+  END IF;
+  IF cardinality(p_children) > 0 THEN
+    INSERT INTO {spawns} (parent_id, child_id, root_path, context)
+    SELECT p_id, s.child_id, s.root_path, s.context
+    FROM unnest(p_children, p_root_paths, p_contexts) WITH ORDINALITY AS s(child_id, root_path, context, n)
+    ORDER BY s.n;
+    PERFORM pg_notify('{pfx}execstore_spawns', '');
+  END IF;
+  IF cardinality(array_remove(p_fire_ats, NULL)) > 0 THEN
+    INSERT INTO {timers} (execution_id, path, fire_at)
+    SELECT p_id, t.path, t.fire_at FROM unnest(p_timer_paths, p_fire_ats) AS t(path, fire_at)
+    WHERE t.fire_at IS NOT NULL
+    ON CONFLICT (execution_id, path) DO UPDATE SET fire_at = EXCLUDED.fire_at;
+    PERFORM pg_notify('{pfx}execstore_timers', '');
+  END IF;
+  IF array_position(p_fire_ats, NULL) IS NOT NULL THEN
+    DELETE FROM {timers} d USING unnest(p_timer_paths, p_fire_ats) AS t(path, fire_at)
+    WHERE t.fire_at IS NULL AND d.execution_id = p_id AND d.path = t.path;
+  END IF;
+  IF p_trace IS NOT NULL THEN
+    INSERT INTO {trace} (execution_id, idx, entry)
+    SELECT p_id, COALESCE((SELECT MAX(t.idx) FROM {trace} t WHERE t.execution_id = p_id), -1) + 1, p_trace
+    RETURNING idx INTO v_idx;
+    -- The ring: only once it is full is there a step to drop.
+    IF p_trace_max IS NOT NULL AND v_idx >= p_trace_max THEN
+      DELETE FROM {trace} WHERE execution_id = p_id AND idx <= v_idx - p_trace_max;
+    END IF;
+  END IF;
+END
+$fn$";
+
+/// `{pfx}execstore_commit_batch`: many event steps in one statement (one round trip, one
+/// transaction), each through `{pfx}execstore_commit`, in order, one result row each. The
+/// steps' lists are flattened: step `i` owns the next `p_emit_counts[i]` emits,
+/// `p_spawn_counts[i]` spawns and `p_timer_counts[i]` timer changes. A lost CAS writes
+/// nothing of its step (so no savepoint is needed) and the batch goes on; any error fails
+/// the whole statement, and so the whole batch.
+const COMMIT_BATCH_FUNCTION: &str = "CREATE OR REPLACE FUNCTION {pfx}execstore_commit_batch(
+  p_ids text[], p_defns text[], p_datas text[], p_versions bigint[], p_expecteds bigint[],
+  p_emit_counts int[], p_targets text[], p_events text[], p_processed text[],
+  p_spawn_counts int[], p_children text[], p_root_paths text[], p_contexts text[],
+  p_timer_counts int[], p_timer_paths text[], p_fire_ats float8[],
+  p_traces text[], p_trace_max bigint)
+RETURNS TABLE (o_ok boolean, o_found bigint, o_seqs bigint[])
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_e int := 0;
+  v_s int := 0;
+  v_t int := 0;
+BEGIN
+  FOR i IN 1 .. cardinality(p_ids) LOOP
+    SELECT c.o_ok, c.o_found, c.o_seqs INTO o_ok, o_found, o_seqs
+      FROM {pfx}execstore_commit(p_ids[i], p_defns[i], p_datas[i], p_versions[i], p_expecteds[i],
+        p_targets[v_e + 1 : v_e + p_emit_counts[i]], p_events[v_e + 1 : v_e + p_emit_counts[i]],
+        p_processed[i],
+        p_children[v_s + 1 : v_s + p_spawn_counts[i]], p_root_paths[v_s + 1 : v_s + p_spawn_counts[i]],
+        p_contexts[v_s + 1 : v_s + p_spawn_counts[i]],
+        p_timer_paths[v_t + 1 : v_t + p_timer_counts[i]], p_fire_ats[v_t + 1 : v_t + p_timer_counts[i]],
+        p_traces[i], p_trace_max) AS c;
+    v_e := v_e + p_emit_counts[i];
+    v_s := v_s + p_spawn_counts[i];
+    v_t := v_t + p_timer_counts[i];
+    RETURN NEXT;
+  END LOOP;
+END
+$fn$";
 
 /// Creates harel's tables and applies every migration not yet recorded, in one transaction
 /// under harel's schema advisory lock: several processes opening the same fresh database at

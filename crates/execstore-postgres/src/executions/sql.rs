@@ -17,8 +17,21 @@ const LIST_FIELDS: &str = "status text, outcome text, active_path text, parent_i
 /// makes a sweeper skip a timer that a later sweep offers.
 const TIMER_LOCK_TRY: &str = "pg_try_advisory_lock(hashtext($4), hashtext(execution_id || chr(31) || path))";
 
+/// The claims' locks (`FOR UPDATE SKIP LOCKED` on the outbox and spawn rows, the advisory
+/// lock of each timer), or, for [`PgOptions::unlocked_claims`](super::PgOptions), none: the
+/// test-only claim that the relay tests show handing entries out twice.
+fn claim_locks(unlocked: bool) -> (&'static str, &'static str) {
+    if unlocked {
+        // `$4` still typed, so the statement takes the same parameters.
+        ("", "$4::text IS NOT NULL")
+    } else {
+        (" FOR UPDATE SKIP LOCKED", TIMER_LOCK_TRY)
+    }
+}
+
 /// The NOTIFY channel of each kind of deferred work, named after the tables so that stores
-/// with different prefixes in one database wake only their own waiters.
+/// with different prefixes in one database wake only their own waiters. The commit functions
+/// of migration 4 notify the same names (`{pfx}execstore_outbox`, ...).
 #[derive(Debug)]
 pub(crate) struct Channels {
     pub(crate) outbox: String,
@@ -38,14 +51,10 @@ impl Channels {
 
 #[derive(Debug)]
 pub(crate) struct Stmts {
-    pub(crate) update_cas: String,
-    pub(crate) select_version: String,
-    pub(crate) insert_execution: String,
-    pub(crate) insert_outbox: String,
-    pub(crate) insert_processed: String,
-    pub(crate) insert_spawn: String,
-    pub(crate) upsert_timer: String,
-    pub(crate) cancel_timer: String,
+    /// One event step: `{pfx}execstore_commit` (migration 4), one round trip.
+    pub(crate) commit: String,
+    /// Many event steps: `{pfx}execstore_commit_batch`, one round trip.
+    pub(crate) commit_batch: String,
     pub(crate) insert_trace: String,
     pub(crate) cap_trace: String,
     pub(crate) load: String,
@@ -75,7 +84,6 @@ pub(crate) struct Stmts {
     pub(crate) unlock_claims: String,
     /// The table name that keys the timers' advisory locks (their first `int4`).
     pub(crate) timer_lock_space: String,
-    pub(crate) notify: String,
     /// The NOTIFY channels of new outbox entries, spawn intents and armed timers.
     pub(crate) channels: Channels,
     list_select: String,
@@ -84,31 +92,23 @@ pub(crate) struct Stmts {
 }
 
 impl Stmts {
-    pub(crate) fn new(t: &Tables) -> Self {
+    /// The statements of the tables `t`; `unlocked_claims`: see [`claim_locks`].
+    pub(crate) fn new(t: &Tables, unlocked_claims: bool) -> Self {
+        let (row_lock, timer_lock) = claim_locks(unlocked_claims);
         Stmts {
-            // harel's column is INT: the parameters are bigint and cast on assignment.
-            update_cas: t.sql(
-                "UPDATE {executions} SET data = $1, version = $2::int8 WHERE id = $3 AND version = $4::int8",
+            // Every parameter typed, so that the call names the one function whatever else
+            // the search path holds.
+            commit: t.sql(
+                "SELECT o_ok, o_found, o_seqs FROM {pfx}execstore_commit($1::text, $2::text, $3::text, \
+                 $4::int8, $5::int8, $6::text[], $7::text[], $8::text, $9::text[], $10::text[], $11::text[], \
+                 $12::text[], $13::float8[], $14::text, $15::int8)",
             ),
-            select_version: t.sql("SELECT version::int8 FROM {executions} WHERE id = $1"),
-            // Two writers inserting one new id race on the primary key: the loser inserts
-            // nothing (after waiting for the winner) and reports a conflict.
-            insert_execution: t.sql(
-                "INSERT INTO {executions} (id, definition_id, data, version) VALUES ($1, $2, $3, $4::int8) \
-                 ON CONFLICT (id) DO NOTHING",
+            commit_batch: t.sql(
+                "SELECT o_ok, o_found, o_seqs FROM {pfx}execstore_commit_batch($1::text[], $2::text[], \
+                 $3::text[], $4::int8[], $5::int8[], $6::int4[], $7::text[], $8::text[], $9::text[], \
+                 $10::int4[], $11::text[], $12::text[], $13::text[], $14::int4[], $15::text[], \
+                 $16::float8[], $17::text[], $18::int8)",
             ),
-            insert_outbox: t.sql("INSERT INTO {outbox} (target_id, event) VALUES ($1, $2) RETURNING seq"),
-            insert_processed: t.sql(
-                "INSERT INTO {processed_events} (execution_id, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-            ),
-            insert_spawn: t.sql(
-                "INSERT INTO {spawns} (parent_id, child_id, root_path, context) VALUES ($1, $2, $3, $4)",
-            ),
-            upsert_timer: t.sql(
-                "INSERT INTO {timers} (execution_id, path, fire_at) VALUES ($1, $2, $3) \
-                 ON CONFLICT (execution_id, path) DO UPDATE SET fire_at = EXCLUDED.fire_at",
-            ),
-            cancel_timer: t.sql("DELETE FROM {timers} WHERE execution_id = $1 AND path = $2"),
             insert_trace: t.sql(
                 "INSERT INTO {trace} (execution_id, idx, entry) \
                  SELECT $1, COALESCE((SELECT MAX(idx) FROM {trace} WHERE execution_id = $1), -1) + 1, $2 \
@@ -170,13 +170,13 @@ impl Stmts {
             schema_version: t.sql("SELECT COALESCE(MAX(version), 0)::int8 FROM {migrations}"),
             // Row locks held until the claiming transaction ends, which also acks: a relay
             // that dies releases them with its connection.
-            claim_outbox: t.sql(
-                "SELECT seq, target_id, event FROM {outbox} ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
-            ),
-            claim_spawns: t.sql(
-                "SELECT seq, parent_id, child_id, root_path, context FROM {spawns} \
-                 ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
-            ),
+            claim_outbox: t.sql(&format!(
+                "SELECT seq, target_id, event FROM {{outbox}} ORDER BY seq LIMIT $1{row_lock}"
+            )),
+            claim_spawns: t.sql(&format!(
+                "SELECT seq, parent_id, child_id, root_path, context FROM {{spawns}} \
+                 ORDER BY seq LIMIT $1{row_lock}"
+            )),
             ack_spawns_many: t.sql("DELETE FROM {spawns} WHERE seq = ANY($1)"),
             // Timers are claimed with session advisory locks, not row locks: firing a timer
             // is an event step that cancels or re-arms that very row, from another
@@ -187,7 +187,7 @@ impl Stmts {
                 "WITH due AS MATERIALIZED (SELECT execution_id, path, fire_at FROM {{timers}} \
                  WHERE fire_at <= $1 ORDER BY fire_at, (execution_id COLLATE \"C\"), (path COLLATE \"C\") \
                  LIMIT $3) \
-                 SELECT execution_id, path, fire_at FROM due WHERE {TIMER_LOCK_TRY} LIMIT $2"
+                 SELECT execution_id, path, fire_at FROM due WHERE {timer_lock} LIMIT $2"
             )),
             // A fresh snapshot after locking: a timer fired (removed or re-armed) by another
             // sweeper between our read and our lock is not offered again.
@@ -198,7 +198,6 @@ impl Stmts {
             ),
             unlock_claims: "SELECT pg_advisory_unlock_all()".to_owned(),
             timer_lock_space: t.sql("{timers}"),
-            notify: "SELECT pg_notify($1, '')".to_owned(),
             channels: Channels {
                 outbox: t.sql("{pfx}execstore_outbox"),
                 spawns: t.sql("{pfx}execstore_spawns"),

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use execstore::validate::{
-    check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedBatch, MAX_PAGE,
+    check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedBatch,
+    PreparedCommit, MAX_PAGE,
 };
 use execstore::{
     BatchItem, Capabilities, DueTimer, Effects, Execution, ExecutionPage, ExecutionStore, ExecutionSummary,
@@ -26,35 +27,28 @@ impl ExecutionStore for PgStore {
         self.trace_max
     }
 
+    /// One round trip (see [`PgStore`]'s commit function).
     fn commit(&self, exe: &mut Execution, effects: &Effects) -> Result<Vec<i64>> {
         let p = prepare_commit(exe, effects)?;
-        let seqs = self.write(|tx, _| self.apply(tx, &p))?;
+        let seqs = self.commit_step(&p)?;
         exe.version = p.write.version;
         Ok(seqs)
     }
 
     /// Checks every item first (an invalid one gets its `InvalidInput` and is left out), then
-    /// writes the rest in one transaction, each item under a savepoint: a lost CAS rolls back
-    /// to it and the batch goes on. One COMMIT for them all; the committed items' versions
-    /// move only once it succeeded. Any other failure fails the whole batch.
+    /// writes the rest in one statement, one transaction: a lost CAS writes nothing of its
+    /// item and the batch goes on. The committed items' versions move only once it
+    /// succeeded. Any other failure fails the whole batch.
     fn commit_batch(&self, items: &mut [BatchItem]) -> Result<Vec<Result<Vec<i64>>>> {
         let mut batch = PreparedBatch::new(items);
         if batch.has_writes() {
-            self.write(|tx, _| {
-                for (p, result) in batch.to_write() {
-                    tx.batch("SAVEPOINT execstore_item")?;
-                    match self.apply(tx, p) {
-                        Ok(seqs) => *result = Ok(seqs),
-                        Err(conflict @ StoreError::Conflict { .. }) => {
-                            tx.batch("ROLLBACK TO SAVEPOINT execstore_item")?;
-                            *result = Err(conflict);
-                        }
-                        Err(e) => return Err(e),
-                    }
-                    tx.batch("RELEASE SAVEPOINT execstore_item")?;
-                }
-                Ok(())
-            })?;
+            let outcomes = {
+                let steps: Vec<&PreparedCommit> = batch.to_write().map(|(p, _)| p).collect();
+                self.commit_steps(&steps)?
+            };
+            for ((_, result), outcome) in batch.to_write().zip(outcomes) {
+                *result = outcome;
+            }
         }
         Ok(batch.finish(items))
     }
