@@ -48,3 +48,20 @@ impl WorkspaceHarness for FileHarness {
 }
 
 execstore::workspace_conformance_tests!(durable: FileHarness::new());
+
+/// The suite on [`SqliteWorkspaceStorage::open_in_memory`]: one connection for reads and
+/// writes (the mode of the OPFS and in-memory VFSs in wasm), where a read outside a
+/// transaction takes the writer's turn.
+mod one_connection {
+    use super::*;
+    use execstore::workspace_conformance::SimpleHarness;
+
+    execstore::workspace_conformance_tests!(ephemeral: SimpleHarness::new(|clock| {
+        // A read beside an open transaction on this thread waits this long, then is refused.
+        let options = SqliteWorkspaceOptions::new()
+            .clock(Arc::new(clock))
+            .busy_timeout(std::time::Duration::from_millis(50));
+        SqliteWorkspaceStorage::open_in_memory(options).expect("open in memory")
+    })
+    .one_connection());
+}

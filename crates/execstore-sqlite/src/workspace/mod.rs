@@ -139,6 +139,8 @@ pub(crate) struct Inner {
     committed: Condvar,
     pub(crate) clock: Arc<dyn Clock>,
     poll_interval: Duration,
+    /// How long a read on the one connection waits for an open transaction.
+    busy_timeout: Duration,
     read_only: bool,
 }
 
@@ -149,11 +151,27 @@ impl Inner {
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The connection for reads outside transactions.
-    pub(crate) fn reader(&self) -> MutexGuard<'_, Connection> {
+    /// The connection for reads outside transactions: the `query_only` reader; or, with one
+    /// connection, the writer once no transaction owns it (so a read never sees another
+    /// transaction's uncommitted writes: it waits for that transaction to end, or on
+    /// wasm32-unknown-unknown, where waiting would never end, is refused).
+    pub(crate) fn reader(&self) -> Result<Reader<'_>> {
         match &self.reader {
-            Some(reader) => reader.lock().unwrap_or_else(PoisonError::into_inner),
-            None => self.writer(),
+            Some(reader) => Ok(Reader {
+                conn: reader.lock().unwrap_or_else(PoisonError::into_inner),
+                turn: None,
+            }),
+            None if self.read_only => Ok(Reader {
+                conn: self.writer(),
+                turn: None,
+            }),
+            None => {
+                self.take_turn_within(self.busy_timeout)?;
+                Ok(Reader {
+                    conn: self.writer(),
+                    turn: Some(self),
+                })
+            }
         }
     }
 
@@ -187,10 +205,36 @@ impl Inner {
         Ok(())
     }
 
+    /// [`Inner::take_turn`], giving up after `wait` with a retryable error (a read on the one
+    /// connection, which the thread holding the open transaction may itself be making).
+    fn take_turn_within(&self, wait: Duration) -> Result<()> {
+        let busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        let open = || StoreError::Backend {
+            message: "a transaction is open on this storage's one connection: a read outside it \
+                      must wait for it to end"
+                .into(),
+            retryable: true,
+            source: None,
+        };
+        if cfg!(all(target_family = "wasm", target_os = "unknown")) && *busy {
+            // One thread: waiting would never end.
+            return Err(open());
+        }
+        let (mut busy, _) = self
+            .turn
+            .wait_timeout_while(busy, wait, |busy| *busy)
+            .unwrap_or_else(PoisonError::into_inner);
+        if *busy {
+            return Err(open());
+        }
+        *busy = true;
+        Ok(())
+    }
+
     /// Hands the writer to the next transaction.
     pub(crate) fn end_turn(&self) {
         *self.busy.lock().unwrap_or_else(PoisonError::into_inner) = false;
-        self.turn.notify_one();
+        self.turn.notify_all();
     }
 
     /// Wakes every waiter of [`Inner::wait_for_commit`].
@@ -255,6 +299,29 @@ impl Inner {
     }
 }
 
+/// A connection for reads, locked; with one connection, it also holds the writer's turn
+/// until dropped.
+pub(crate) struct Reader<'a> {
+    conn: MutexGuard<'a, Connection>,
+    turn: Option<&'a Inner>,
+}
+
+impl std::ops::Deref for Reader<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        if let Some(inner) = self.turn {
+            inner.end_turn();
+        }
+    }
+}
+
 /// reflexr's workspaces in a SQLite file: [`execstore::workspace::WorkspaceStorage`] over
 /// reflexr 0.1.1's `reflexr_*` tables, byte for byte what reflexr's `SqlStorage` writes, so
 /// reflexr and execstore read and write each other's files.
@@ -284,17 +351,13 @@ impl SqliteWorkspaceStorage {
     /// `reflexr_alembic_version`, as reflexr's `migrate()` does). A file whose tables are at
     /// another version is refused with an error naming both. With
     /// [`read_only`](SqliteWorkspaceOptions::read_only) nothing is created or changed, and a
-    /// file without reflexr's tables is [`StoreError::NotFound`] (`"reflexr tables"`).
+    /// file without reflexr's tables is [`StoreError::NotFound`] (`"reflexr tables"`). The
+    /// path `":memory:"` opens a private in-memory database, as
+    /// [`SqliteWorkspaceStorage::open_in_memory`].
     pub fn open(path: impl AsRef<Path>, options: SqliteWorkspaceOptions) -> Result<Self> {
         let path = path.as_ref();
         if path.as_os_str() == ":memory:" {
-            // One in-memory database cannot have a reader apart from the writer that does
-            // not wait for its transactions (SQLite's memdb locks readers out), as the
-            // contract needs.
-            return Err(StoreError::invalid(
-                "path",
-                "the workspace storage needs a file (in-memory databases are not supported)",
-            ));
+            return Self::open_in_memory(options);
         }
         let clock = options.take_clock()?;
         let mut conn = db::open_file(path, options.read_only)?;
@@ -307,6 +370,59 @@ impl SqliteWorkspaceStorage {
         schema::migrate(&mut conn)?;
         let reader = db::open_reader(path, options.busy_timeout)?;
         Ok(Self::new(conn, Some(reader), clock, &options))
+    }
+
+    /// Opens a private in-memory database with reflexr's tables: everything is lost when the
+    /// last clone is dropped. One connection serves reads and writes, so a read outside a
+    /// transaction waits for an open transaction to end (on wasm32-unknown-unknown, where
+    /// nothing else can end it, such a read is refused with a [`StoreError::Backend`] error).
+    /// `read_only` is refused: an empty database has nothing to read.
+    pub fn open_in_memory(options: SqliteWorkspaceOptions) -> Result<Self> {
+        if options.read_only {
+            return Err(StoreError::invalid(
+                "read_only",
+                "an in-memory database starts empty: open it read-write",
+            ));
+        }
+        let clock = options.take_clock()?;
+        let mut conn = Connection::open_in_memory().db()?;
+        db::configure(&conn, options.busy_timeout, false)?;
+        schema::migrate(&mut conn)?;
+        Ok(Self::new(conn, None, clock, &options))
+    }
+
+    /// wasm32 only: opens (creating if needed) the database `name` kept by the SQLite VFS
+    /// registered as `vfs` (sqlite-wasm-vfs's `sahpool` over the Origin Private File System,
+    /// or the in-memory `memvfs`; the caller installs it first), with reflexr's tables as
+    /// [`SqliteWorkspaceStorage::open`] makes them. One connection serves reads and writes
+    /// (such a VFS serves one connection per file), holding the file in exclusive locking
+    /// mode, in WAL where the VFS can do it; a read outside a transaction while one is open is
+    /// refused (nothing else could end it). `synchronous` applies as on a file. With
+    /// `read_only`, the file must hold reflexr's tables and nothing is written.
+    #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+    pub fn open_in_vfs(name: &str, vfs: &str, options: SqliteWorkspaceOptions) -> Result<Self> {
+        use rusqlite::OpenFlags;
+        if name.is_empty() {
+            return Err(StoreError::invalid("name", "must not be empty"));
+        }
+        let clock = options.take_clock()?;
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if !options.read_only {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let mut conn = Connection::open_with_flags_and_vfs(name, flags, vfs).db()?;
+        db::configure(&conn, options.busy_timeout, options.read_only)?;
+        if options.read_only {
+            schema::check(&conn)?;
+            return Ok(Self::new(conn, None, clock, &options));
+        }
+        conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE").db()?;
+        // Answers the mode in force: `wal`, or the VFS's journal if it cannot do WAL.
+        conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0))
+            .db()?;
+        db::set_synchronous(&conn, options.synchronous)?;
+        schema::migrate(&mut conn)?;
+        Ok(Self::new(conn, None, clock, &options))
     }
 
     fn new(
@@ -325,6 +441,7 @@ impl SqliteWorkspaceStorage {
                 committed: Condvar::new(),
                 clock,
                 poll_interval: options.poll_interval,
+                busy_timeout: options.busy_timeout,
                 read_only: options.read_only,
             }),
         }
@@ -332,7 +449,7 @@ impl SqliteWorkspaceStorage {
 
     /// The schema version the database records (`"0008"`).
     pub fn schema_version(&self) -> Result<String> {
-        let conn = self.inner.reader();
+        let conn = self.inner.reader()?;
         conn.query_row("SELECT version_num FROM reflexr_alembic_version", [], |row| {
             row.get(0)
         })

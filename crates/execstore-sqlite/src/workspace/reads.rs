@@ -92,7 +92,7 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
         }
         args.push(&limit);
         let text = log_query(query.before_seq.is_some(), types.len(), last);
-        let mut found = sql::all(&self.inner.reader(), &text, &args, sql::envelope)?;
+        let mut found = sql::all(&*self.inner.reader()?, &text, &args, sql::envelope)?;
         if last {
             found.reverse();
         }
@@ -103,7 +103,7 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
         workspace.check()?;
         check_key("name", name)?;
         sql::all(
-            &self.inner.reader(),
+            &*self.inner.reader()?,
             sql::RULE_HISTORY,
             params![workspace.tenant_id, workspace.workspace_id, name],
             sql::envelope,
@@ -113,13 +113,13 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     fn envelope(&self, workspace: &WorkspaceRef, event_id: &str) -> Result<Option<Envelope>> {
         workspace.check()?;
         check_key("event_id", event_id)?;
-        sql::find_envelope(&self.inner.reader(), workspace, event_id)
+        sql::find_envelope(&*self.inner.reader()?, workspace, event_id)
     }
 
     fn run(&self, workspace: &WorkspaceRef, run_id: &str) -> Result<Option<Run>> {
         workspace.check()?;
         check_key("run_id", run_id)?;
-        sql::find_run(&self.inner.reader(), workspace, run_id)
+        sql::find_run(&*self.inner.reader()?, workspace, run_id)
     }
 
     fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>> {
@@ -139,12 +139,12 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
         }
         args.push(&limit);
         let text = runs_query(query.rule.is_some(), status.is_some(), query.scope_key.is_some());
-        sql::all(&self.inner.reader(), &text, &args, sql::run)
+        sql::all(&*self.inner.reader()?, &text, &args, sql::run)
     }
 
     fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>> {
         workspace.check()?;
-        let conn = self.inner.reader();
+        let conn = self.inner.reader()?;
         match rule {
             Some(rule) => {
                 check_key("rule", rule)?;
@@ -167,7 +167,7 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>> {
         workspace.check()?;
         sql::all(
-            &self.inner.reader(),
+            &*self.inner.reader()?,
             sql::ALL_PROGRESS,
             params![workspace.tenant_id, workspace.workspace_id],
             |row| {
@@ -181,7 +181,7 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     fn schedules(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, Timestamp)>> {
         workspace.check()?;
         sql::all(
-            &self.inner.reader(),
+            &*self.inner.reader()?,
             sql::SCHEDULES,
             params![workspace.tenant_id, workspace.workspace_id],
             |row| {
@@ -194,11 +194,11 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
 
     fn stored_rules(&self, workspace: &WorkspaceRef) -> Result<Vec<StoredRule>> {
         workspace.check()?;
-        sql::active_rules(&self.inner.reader(), workspace)
+        sql::active_rules(&*self.inner.reader()?, workspace)
     }
 
     fn workspaces(&self) -> Result<Vec<WorkspaceRef>> {
-        sql::all(&self.inner.reader(), sql::WORKSPACES, &[], |row| {
+        sql::all(&*self.inner.reader()?, sql::WORKSPACES, &[], |row| {
             Ok(WorkspaceRef::new(
                 row.get::<_, String>(0).db()?,
                 row.get::<_, String>(1).db()?,
@@ -208,7 +208,7 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
 
     fn workspace_info(&self, workspace: &WorkspaceRef) -> Result<Option<WorkspaceInfo>> {
         workspace.check()?;
-        let conn = self.inner.reader();
+        let conn = self.inner.reader()?;
         let row: Option<(i64, Option<String>)> = conn
             .prepare_cached(sql::WORKSPACE)
             .db()?
@@ -231,7 +231,7 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
 
     fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
         execstore::workspace::check_due_limit(limit)?;
-        due::due_runs(&self.inner.reader(), now, limit, policy)
+        due::due_runs(&*self.inner.reader()?, now, limit, policy)
     }
 
     fn acquire_lease(
@@ -283,7 +283,7 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>> {
         workspace.check()?;
         sql::all(
-            &self.inner.reader(),
+            &*self.inner.reader()?,
             sql::LEASES,
             params![workspace.tenant_id, workspace.workspace_id],
             sql::lease,
@@ -295,7 +295,7 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
         check_cursor(name, None)?;
         let seq: Option<i64> = self
             .inner
-            .reader()
+            .reader()?
             .prepare_cached(sql::CURSOR)
             .db()?
             .query_row(
@@ -322,7 +322,7 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     fn cursors(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, i64)>> {
         workspace.check()?;
         sql::all(
-            &self.inner.reader(),
+            &*self.inner.reader()?,
             sql::CURSORS,
             params![workspace.tenant_id, workspace.workspace_id],
             |row| Ok((row.get(0).db()?, row.get(1).db()?)),

@@ -41,7 +41,7 @@ fn fill(s: &SqliteWorkspaceStorage) -> WorkspaceRef {
 }
 
 fn plan(s: &SqliteWorkspaceStorage, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Vec<String> {
-    let conn = s.inner.reader();
+    let conn = s.inner.reader().unwrap();
     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
     let rows = stmt.query_map(args, |row| row.get::<_, String>(3)).unwrap();
     rows.collect::<rusqlite::Result<_>>().unwrap()
@@ -130,7 +130,7 @@ fn statements_are_prepared_once() {
         assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0, "{text}");
     }
     drop(conn);
-    let reader = s.inner.reader();
+    let reader = s.inner.reader().unwrap();
     let stmt = reader.prepare_cached(&log_query(false, 0, true)).unwrap();
     assert!(stmt.get_status(rusqlite::StatementStatus::Run) >= 20);
 }
@@ -157,6 +157,6 @@ fn pragmas_of_the_connections() {
     assert_eq!(pragma(&writer, "busy_timeout"), "5000");
     assert_eq!(pragma(&writer, "query_only"), "0");
     drop(writer);
-    let reader = s.inner.reader();
+    let reader = s.inner.reader().unwrap();
     assert_eq!(pragma(&reader, "query_only"), "1");
 }
