@@ -13,7 +13,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use execstore::{BatchItem, Execution, ExecutionStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
-use execstore::conformance::w1_like::{execution, step};
+use execstore::w1::{cycling_step, execution};
 
 const EXECUTIONS: usize = 64;
 
@@ -49,7 +49,7 @@ impl Fixture {
             self.round += 1;
             let i = (self.round % EXECUTIONS as u64) as usize;
             let exe = &mut self.exes[i];
-            let effects = step(exe, i, self.round / EXECUTIONS as u64 + 1);
+            let effects = cycling_step(exe, i, self.round / EXECUTIONS as u64 + 1, true);
             let start = Instant::now();
             black_box(self.store.commit(exe, &effects).unwrap());
             elapsed += start.elapsed();
@@ -66,7 +66,7 @@ impl Fixture {
                 .map(|k| {
                     let i = (self.round as usize * 16 + k) % EXECUTIONS;
                     let mut exe = self.exes[i].clone();
-                    let effects = step(&mut exe, i, self.round);
+                    let effects = cycling_step(&mut exe, i, self.round, true);
                     BatchItem::new(exe, effects)
                 })
                 .collect();

@@ -15,7 +15,7 @@ use std::time::Instant;
 use execstore::{ExecutionStore, GroupCommit};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
-use execstore::conformance::w1_like as w1;
+use execstore::w1;
 
 struct Args {
     clients: usize,
@@ -65,7 +65,7 @@ fn run(store: &dyn ExecutionStore, args: &Args) -> f64 {
                 for n in 0..args.steps {
                     let i = mine[n % mine.len()];
                     let mut exe = store.load(&ids[i]).unwrap().expect("stored");
-                    let effects = w1::step(&mut exe, i, (n / mine.len()) as u64 + 1);
+                    let effects = w1::cycling_step(&mut exe, i, (n / mine.len()) as u64 + 1, true);
                     store.commit(&mut exe, &effects).unwrap();
                 }
             });

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use execstore::{Execution, ExecutionStore, GroupCommit, MemoryStore};
 
-use execstore::conformance::w1_like::{execution, step};
+use execstore::w1::{cycling_step, execution};
 
 /// Times `iters` W1 steps on a fresh store (made outside the timing), round-robin over 64
 /// executions.
@@ -23,7 +23,7 @@ fn run(store: &dyn ExecutionStore, iters: u64) -> Duration {
     for n in 0..iters {
         let i = (n % 64) as usize;
         let exe = &mut exes[i];
-        let effects = step(exe, i, n / 64 + 1);
+        let effects = cycling_step(exe, i, n / 64 + 1, true);
         let start = Instant::now();
         black_box(store.commit(exe, &effects).unwrap());
         elapsed += start.elapsed();

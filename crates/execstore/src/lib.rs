@@ -24,6 +24,7 @@ pub mod pyjson;
 mod query;
 mod store;
 pub mod validate;
+pub mod w1;
 pub mod workspace;
 
 #[cfg(feature = "conformance")]
