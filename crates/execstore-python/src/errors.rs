@@ -66,7 +66,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// An [`execstore::StoreError`] as its Python exception, with its fields as attributes (`code`, and
 /// `id`/`expected`/`found`, `field`/`reason`, `what`/`key`, `retryable` as the kind has them).
-#[allow(dead_code)] // used by the harel and reflexr modules as they grow
 pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let message = e.to_string();
     let err = match &e {
@@ -97,7 +96,6 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
 }
 
 /// `Result<T, execstore::StoreError>` into `PyResult<T>`.
-#[allow(dead_code)]
 pub(crate) trait IntoPy<T> {
     /// The error as its Python exception.
     fn py_err(self, py: Python<'_>) -> PyResult<T>;
