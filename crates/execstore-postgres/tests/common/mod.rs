@@ -223,6 +223,10 @@ impl Drop for WsHarness {
 }
 
 impl execstore::workspace_conformance::WorkspaceHarness for WsHarness {
+    /// The workspace's row is locked `FOR UPDATE`: other workspaces' transactions proceed.
+    fn parallel_workspaces(&self) -> bool {
+        true
+    }
     fn storage(&self) -> &dyn execstore::workspace::WorkspaceStorage {
         self.pg()
     }

@@ -131,8 +131,9 @@ pub(crate) struct Inner {
     reader: Option<Mutex<Connection>>,
     /// Every write, and every read of a read-only storage.
     writer: Mutex<Connection>,
-    /// Whether a transaction (or a lease or cursor write) owns the writer.
-    busy: Mutex<bool>,
+    /// Who owns the writer (a transaction, a lease or cursor write, or a read on the one
+    /// connection), and who waits.
+    busy: Mutex<Turns>,
     turn: Condvar,
     /// Commits through this storage, for [`Inner::wait_for_commit`].
     commits: Mutex<u64>,
@@ -187,10 +188,10 @@ impl Inner {
     }
 
     /// Waits until nothing owns the writer, then owns it: one transaction at a time from its
-    /// begin to its end, whichever thread it moves to.
+    /// begin to its end, whichever thread it moves to, in the order they asked.
     fn take_turn(&self) -> Result<()> {
-        let mut busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
-        if cfg!(all(target_family = "wasm", target_os = "unknown")) && *busy {
+        let mut turns = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        if cfg!(all(target_family = "wasm", target_os = "unknown")) && turns.taken() {
             // One thread: waiting would never end.
             return Err(StoreError::Backend {
                 message: "a transaction is already open on this storage".into(),
@@ -198,17 +199,17 @@ impl Inner {
                 source: None,
             });
         }
-        while *busy {
-            busy = self.turn.wait(busy).unwrap_or_else(PoisonError::into_inner);
+        let ticket = turns.ticket();
+        while turns.serving != ticket {
+            turns = self.turn.wait(turns).unwrap_or_else(PoisonError::into_inner);
         }
-        *busy = true;
         Ok(())
     }
 
     /// [`Inner::take_turn`], giving up after `wait` with a retryable error (a read on the one
     /// connection, which the thread holding the open transaction may itself be making).
     fn take_turn_within(&self, wait: Duration) -> Result<()> {
-        let busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut turns = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
         let open = || StoreError::Backend {
             message: "a transaction is open on this storage's one connection: a read outside it \
                       must wait for it to end"
@@ -216,24 +217,31 @@ impl Inner {
             retryable: true,
             source: None,
         };
-        if cfg!(all(target_family = "wasm", target_os = "unknown")) && *busy {
-            // One thread: waiting would never end.
-            return Err(open());
+        if cfg!(all(target_family = "wasm", target_os = "unknown")) {
+            // One thread: waiting would never end (and a timed wait reads `Instant`, which
+            // wasm32-unknown-unknown lacks: it panics).
+            if turns.taken() {
+                return Err(open());
+            }
+            turns.ticket();
+            return Ok(());
         }
-        let (mut busy, _) = self
+        let ticket = turns.ticket();
+        let (mut turns, _) = self
             .turn
-            .wait_timeout_while(busy, wait, |busy| *busy)
+            .wait_timeout_while(turns, wait, |turns| turns.serving != ticket)
             .unwrap_or_else(PoisonError::into_inner);
-        if *busy {
+        if turns.serving != ticket {
+            // Its turn is skipped when it comes.
+            turns.abandoned.insert(ticket);
             return Err(open());
         }
-        *busy = true;
         Ok(())
     }
 
     /// Hands the writer to the next transaction.
     pub(crate) fn end_turn(&self) {
-        *self.busy.lock().unwrap_or_else(PoisonError::into_inner) = false;
+        self.busy.lock().unwrap_or_else(PoisonError::into_inner).advance();
         self.turn.notify_all();
     }
 
@@ -296,6 +304,38 @@ impl Inner {
         })();
         self.end_turn();
         out
+    }
+}
+
+/// The writer's turns, first come first served (a ticket lock): the owner holds ticket
+/// `serving`; tickets up to `next` wait in order; a waiter that gave up leaves its ticket in
+/// `abandoned`, skipped when its turn comes.
+#[derive(Default)]
+struct Turns {
+    next: u64,
+    serving: u64,
+    abandoned: std::collections::BTreeSet<u64>,
+}
+
+impl Turns {
+    /// Whether someone owns the writer (or waits for it).
+    fn taken(&self) -> bool {
+        self.serving != self.next
+    }
+
+    /// The next ticket.
+    fn ticket(&mut self) -> u64 {
+        let ticket = self.next;
+        self.next += 1;
+        ticket
+    }
+
+    /// Ends the owner's turn: the next ticket not abandoned is served.
+    fn advance(&mut self) {
+        self.serving += 1;
+        while self.abandoned.remove(&self.serving) {
+            self.serving += 1;
+        }
     }
 }
 
@@ -435,7 +475,7 @@ impl SqliteWorkspaceStorage {
             inner: Arc::new(Inner {
                 reader: reader.map(Mutex::new),
                 writer: Mutex::new(writer),
-                busy: Mutex::new(false),
+                busy: Mutex::new(Turns::default()),
                 turn: Condvar::new(),
                 commits: Mutex::new(0),
                 committed: Condvar::new(),
