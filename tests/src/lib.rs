@@ -437,6 +437,36 @@ pub fn line_reader(from: impl Read + Send + 'static) -> Receiver<String> {
     rx
 }
 
+/// Spawns `command` (stdin closed, stdout and stderr piped and read by [`line_reader`]) and
+/// waits up to 30 s for its first line, which must be `ready`; otherwise kills it and panics
+/// with what it printed on stderr (`what` names it, `trial` says which). Returns the child
+/// and its stdout and stderr lines.
+pub fn spawn_ready(
+    mut command: std::process::Command,
+    what: &str,
+    trial: u64,
+) -> (std::process::Child, Receiver<String>, Receiver<String>) {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {what}: {e}"));
+    let stdout = line_reader(child.stdout.take().expect("stdout is piped"));
+    let stderr = line_reader(child.stderr.take().expect("stderr is piped"));
+    match stdout.recv_timeout(std::time::Duration::from_secs(30)) {
+        Ok(line) if line == "ready" => {}
+        other => {
+            let _ = child.kill();
+            let status = child.wait();
+            let err: Vec<String> = stderr.iter().collect();
+            panic!("trial {trial}: {what} did not get ready: {other:?}, {status:?}, stderr {err:?}");
+        }
+    }
+    (child, stdout, stderr)
+}
+
 /// A `json!` object as a [`JsonObject`].
 pub fn obj(value: Value) -> JsonObject {
     match value {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use execstore::ExecutionStore;
 use execstore_e2e::pg;
 use execstore_e2e::{
-    check_crash_invariants, crash_id, crash_ids, crash_step, line_reader, step_child_id, step_event_id,
+    check_crash_invariants, crash_id, crash_ids, crash_step, spawn_ready, step_child_id, step_event_id,
     step_input_id, CheckReport, StepDone, CRASH_TRACE_MAX,
 };
 use execstore_postgres::{PgOptions, PgStore};
@@ -181,25 +181,7 @@ fn run_trials(
         if split {
             command.arg("split");
         }
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn crash_writer");
-        let stdout = line_reader(child.stdout.take().expect("stdout"));
-        let stderr = line_reader(child.stderr.take().expect("stderr"));
-        match stdout.recv_timeout(Duration::from_secs(30)) {
-            Ok(line) if line == "ready" => {}
-            other => {
-                let _ = child.kill();
-                let status = child.wait();
-                let err: Vec<String> = stderr.iter().collect();
-                panic!(
-                    "trial {trial}: crash_writer did not get ready: {other:?}, {status:?}, stderr {err:?}"
-                );
-            }
-        }
+        let (mut child, stdout, stderr) = spawn_ready(command, "crash_writer", trial);
         std::thread::sleep(Duration::from_millis(rng.u64(0..=80)));
         if let Some(status) = child.try_wait().expect("try_wait") {
             let err: Vec<String> = stderr.iter().collect();

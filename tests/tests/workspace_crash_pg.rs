@@ -12,12 +12,12 @@
 //! only the writer is killed, and it says so).
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use execstore::workspace::{WorkspaceRef, WorkspaceStorage};
-use execstore_e2e::{line_reader, pg};
+use execstore_e2e::{pg, spawn_ready};
 use execstore_postgres::{drop_workspace_schema, PgWorkspaceOptions, PgWorkspaceStorage};
 
 /// One test of this file crashes the server, which the other must not use meanwhile.
@@ -152,23 +152,7 @@ fn run_trials(
         if split {
             command.arg("split");
         }
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn workspace_pg_worker");
-        let stdout = line_reader(child.stdout.take().expect("stdout"));
-        let stderr = line_reader(child.stderr.take().expect("stderr"));
-        match stdout.recv_timeout(Duration::from_secs(30)) {
-            Ok(line) if line == "ready" => {}
-            other => {
-                let _ = child.kill();
-                let status = child.wait();
-                let err: Vec<String> = stderr.iter().collect();
-                panic!("trial {trial}: the writer did not get ready: {other:?}, {status:?}, stderr {err:?}");
-            }
-        }
+        let (mut child, stdout, stderr) = spawn_ready(command, "the writer", trial);
         std::thread::sleep(Duration::from_millis(rng.u64(5..=80)));
         if let Some(status) = child.try_wait().expect("try_wait") {
             let err: Vec<String> = stderr.iter().collect();

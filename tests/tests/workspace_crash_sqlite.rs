@@ -12,12 +12,12 @@
 mod workspace_common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use execstore::workspace::ManualClock;
-use execstore_e2e::line_reader;
+use execstore_e2e::spawn_ready;
 use execstore_sqlite::{SqliteWorkspaceOptions, SqliteWorkspaceStorage};
 use workspace_common::crash;
 use workspace_common::variety::at;
@@ -72,24 +72,16 @@ fn run_trials(path: &Path, trials: u64, rng: &mut fastrand::Rng, split: bool) ->
         if split {
             command.arg("split");
         }
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn workspace_writer");
-        let stdout = line_reader(child.stdout.take().expect("stdout"));
-        let stderr = line_reader(child.stderr.take().expect("stderr"));
-        match stdout.recv_timeout(Duration::from_secs(30)) {
-            Ok(line) if line == "ready" => {}
-            other => {
-                let _ = child.kill();
-                let status = child.wait();
-                let err: Vec<String> = stderr.iter().collect();
-                panic!("trial {trial}: workspace_writer did not get ready: {other:?}, {status:?}, stderr {err:?}");
+        let (mut child, stdout, stderr) = spawn_ready(command, "workspace_writer", trial);
+        // A random moment: mostly once the writer has committed something (so a loaded
+        // machine's slow start does not turn trials into kills before any work), now and then
+        // at once.
+        let mut early = Vec::new();
+        if rng.u64(0..10) != 0 {
+            if let Ok(line) = stdout.recv_timeout(Duration::from_secs(10)) {
+                early.push(line);
             }
         }
-        // A random moment: mostly while batches are being written, now and then at once.
         std::thread::sleep(Duration::from_micros(rng.u64(0..60_000)));
         if child.try_wait().expect("try_wait").is_none() {
             t.killed_mid_work += 1;
@@ -98,8 +90,9 @@ fn run_trials(path: &Path, trials: u64, rng: &mut fastrand::Rng, split: bool) ->
         child.wait().expect("reap the writer");
         let err: Vec<String> = stderr.iter().collect();
         assert!(err.is_empty(), "trial {trial}: the writer failed: {err:?}");
-        let acknowledged: Vec<i64> = stdout
-            .iter()
+        let acknowledged: Vec<i64> = early
+            .into_iter()
+            .chain(stdout.iter())
             .filter_map(|line| {
                 line.strip_prefix("committed ")
                     .map(|n| n.parse().expect("a head"))
