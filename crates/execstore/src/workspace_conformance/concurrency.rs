@@ -1,0 +1,321 @@
+//! Listing, bad input, and what needs threads or a reopen: subscriptions, serialized transactions, parallel workspaces, cursor races, durability.
+
+use super::*;
+
+/// `workspaces()` lists those with a log, by tenant then workspace.
+pub fn workspaces_lists_those_with_a_log(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    append(s, &ws("t-list-b", "w"), &["e"]);
+    append(s, &ws("t-list-a", "z"), &["e"]);
+    append(s, &ws("t-list-a", "y"), &["e"]);
+    // A transaction that appended nothing, and one rolled back, leave no listed workspace.
+    commit(s, &ws("t-list-c", "w"), |tx| tx.save_schedule("x", t0()).unwrap());
+    {
+        let mut tx = s.begin(&ws("t-list-d", "w")).unwrap();
+        tx.append(&[entry("e", "x")]).unwrap();
+    }
+    let got: Vec<String> = s.workspaces().unwrap().iter().map(|w| w.to_string()).collect();
+    assert_eq!(got, ["t-list-a/y", "t-list-a/z", "t-list-b/w"]);
+    let info = s.workspace_info(&ws("t-list-a", "z")).unwrap().unwrap();
+    assert_eq!((info.head_seq, info.head_ts), (1, Some(t0())));
+    assert!(s.workspace_info(&ws("t-list-x", "w")).unwrap().is_none());
+    // A rolled-back transaction, a lease or a cursor makes no workspace row.
+    assert!(s.workspace_info(&ws("t-list-d", "w")).unwrap().is_none());
+    assert!(s
+        .acquire_lease(&ws("t-list-e", "w"), "k", "h", Duration::from_secs(5))
+        .unwrap());
+    s.save_cursor(&ws("t-list-e", "w"), "c", 3).unwrap();
+    assert!(s.workspace_info(&ws("t-list-e", "w")).unwrap().is_none());
+    let info = s
+        .workspace_info(&ws("t-list-c", "w"))
+        .unwrap()
+        .expect("committed, appended nothing");
+    assert_eq!((info.head_seq, info.head_ts), (0, None));
+}
+
+/// Bad input is a typed error and changes nothing.
+pub fn bad_input_changes_nothing(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    let w = ws("t-bad", "w");
+    append(s, &w, &["a"]);
+    invalid(s.begin(&ws("", "w")).map(|_| ()), "empty tenant");
+    invalid(s.begin(&ws("t", "w\0")).map(|_| ()), "NUL");
+    invalid(s.head_seq(&ws(&"x".repeat(5000), "w")), "over-long tenant");
+    let mut tx = s.begin(&w).unwrap();
+    invalid(tx.append(&[entry("", "x")]), "empty id");
+    invalid(tx.append(&[entry("ok", "x"), entry("bad\0", "x")]), "NUL in id");
+    let mut no_type = entry("nt", "x");
+    no_type.event.remove("type");
+    invalid(tx.append(&[no_type]), "event without type");
+    invalid(
+        tx.save_progress("", &RuleProgress::from_doc(JsonObject::new())),
+        "empty rule",
+    );
+    invalid(
+        tx.save_states("r", &[(String::new(), ScopeState::from_doc(JsonObject::new()))]),
+        "empty scope key",
+    );
+    invalid(tx.read(-1, 10), "negative after");
+    invalid(
+        tx.save_stored_rule(&StoredRule {
+            rule: JsonObject::new(),
+            version: 1,
+            status: StoredRuleStatus::Active,
+            provenance: JsonObject::new(),
+        }),
+        "rule without name",
+    );
+    assert!(tx
+        .save_stored_rule(&stored("suite:x", 4, StoredRuleStatus::Active))
+        .is_err());
+    assert_eq!(tx.head_seq().unwrap(), 1);
+    tx.append(&[entry("b", "x")]).unwrap();
+    tx.commit().unwrap();
+    assert_eq!(seqs(&s.read(&w, &LogQuery::new()).unwrap()), [1, 2]);
+    invalid(
+        s.acquire_lease(&w, "k", "", Duration::from_secs(1)),
+        "empty holder",
+    );
+    invalid(s.save_cursor(&w, "", 1), "empty cursor name");
+    invalid(
+        s.runs(
+            &w,
+            &RunQuery {
+                limit: Some(MAX_READ + 1),
+                ..Default::default()
+            },
+        ),
+        "huge run limit",
+    );
+    invalid(
+        s.due_runs(t0(), MAX_READ + 1, &RunPolicy::new()),
+        "huge due limit",
+    );
+    assert!(Run::from_doc(obj(json!({"id": "r"}))).is_err());
+    assert!(s.leases(&w).unwrap().is_empty());
+    assert!(s.cursors(&w).unwrap().is_empty());
+}
+
+/// A subscription replays, then follows: another thread's commits arrive promptly, each
+/// envelope exactly once.
+pub fn subscribe_replays_then_follows(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    let w = ws("t-sub", "w");
+    append(s, &w, &["a", "b", "c"]);
+    let mut sub = Subscription::new(s, w.clone(), 1).unwrap();
+    assert_eq!(
+        sub.next_timeout(Duration::from_secs(5)).unwrap().map(|e| e.seq),
+        Some(2)
+    );
+    assert_eq!(
+        sub.next_timeout(Duration::from_secs(5)).unwrap().map(|e| e.seq),
+        Some(3)
+    );
+    assert!(sub.next_timeout(Duration::from_millis(20)).unwrap().is_none());
+    const N: usize = 60;
+    let got = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for i in 0..N / 3 {
+                let mut tx = s.begin(&w).unwrap();
+                tx.append(&[
+                    entry(&format!("n{i}-1"), "x"),
+                    entry(&format!("n{i}-2"), "x"),
+                    entry(&format!("n{i}-3"), "x"),
+                ])
+                .unwrap();
+                tx.commit().unwrap();
+            }
+        });
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while got.len() < N && Instant::now() < deadline {
+            if let Some(e) = sub.next_timeout(Duration::from_secs(2)).unwrap() {
+                got.push(e.seq);
+            }
+        }
+        got
+    });
+    assert_eq!(
+        got,
+        (4..4 + N as i64).collect::<Vec<_>>(),
+        "every envelope once, in order"
+    );
+    // A commit in this process wakes a waiting subscriber at once (well under the poll interval).
+    let started = Instant::now();
+    let woke = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            append(s, &w, &["late"]);
+        });
+        sub.next_timeout(Duration::from_secs(10)).unwrap()
+    });
+    assert_eq!(woke.map(|e| e.id), Some("late".to_string()));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "woken by the commit, not a timeout"
+    );
+}
+
+/// Transactions on one workspace run one at a time from the moment they begin: racing
+/// read-then-write transactions lose no update, and the log stays gap-free.
+pub fn transactions_serialize_per_workspace(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    let w = ws("t-serial", "w");
+    let counter = |tx: &mut dyn crate::workspace::WorkspaceTx| -> i64 {
+        tx.progress("count")
+            .unwrap()
+            .and_then(|p| p.doc()["n"].as_i64())
+            .unwrap_or(0)
+    };
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let w = &w;
+            scope.spawn(move || {
+                for i in 0..15 {
+                    let mut tx = s.begin(w).unwrap();
+                    let n = counter(&mut *tx);
+                    let head = tx.head_seq().unwrap();
+                    std::thread::yield_now();
+                    let out = tx.append(&[entry(&format!("t{t}-{i}"), "x")]).unwrap();
+                    assert_eq!(out[0].seq, head + 1);
+                    tx.save_progress("count", &RuleProgress::from_doc(obj(json!({"n": n + 1}))))
+                        .unwrap();
+                    tx.commit().unwrap();
+                }
+            });
+        }
+    });
+    let mut tx = s.begin(&w).unwrap();
+    assert_eq!(counter(&mut *tx), 60, "no lost update");
+    drop(tx);
+    assert_eq!(
+        seqs(&s.read(&w, &LogQuery::new()).unwrap()),
+        (1..=60).collect::<Vec<_>>()
+    );
+}
+
+/// While one transaction holds a workspace, another workspace's transactions proceed, and
+/// reads outside transactions do not wait for it.
+pub fn other_workspaces_proceed_during_a_transaction(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    let a = ws("t-par", "a");
+    let b = ws("t-par", "b");
+    append(s, &a, &["x"]);
+    let mut held = s.begin(&a).unwrap();
+    held.append(&[entry("y", "x")]).unwrap();
+    // Reads of the held workspace answer with what is committed.
+    read_beside_open_tx(h, || s.head_seq(&a), 1);
+    if h.parallel_workspaces() {
+        // Another workspace's transaction begins, appends and commits while `a` is held.
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let mut tx = s.begin(&b).unwrap();
+                tx.append(&[entry("b1", "x")]).unwrap();
+                tx.commit().unwrap();
+                let _ = done.send(());
+            });
+            let proceeded = finished.recv_timeout(Duration::from_secs(10)).is_ok();
+            assert!(
+                proceeded,
+                "a transaction on another workspace waited 10 s for the held one"
+            );
+        });
+        assert_eq!(s.head_seq(&b).unwrap(), 1, "committed while `a` was held");
+    }
+    // A second transaction on `a` waits; on SQLite every write transaction waits (one writer
+    // per file), so only backends with per-workspace locks are asked to proceed on `b`.
+    let second_began = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let t = scope.spawn(|| {
+            let mut tx = s.begin(&a).unwrap();
+            second_began.store(true, Ordering::SeqCst);
+            let head = tx.head_seq().unwrap();
+            tx.append(&[entry("z", "x")]).unwrap();
+            tx.commit().unwrap();
+            head
+        });
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(
+            !second_began.load(Ordering::SeqCst),
+            "a second transaction on the workspace waited"
+        );
+        held.commit().unwrap();
+        assert_eq!(t.join().unwrap(), 2, "it began after the first committed");
+    });
+    let expected = if h.parallel_workspaces() { 2 } else { 1 };
+    assert_eq!(append(s, &b, &["w"])[0].seq, expected);
+}
+
+/// Saves from several threads leave the furthest cursor.
+pub fn cursor_race_keeps_the_furthest(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    let w = ws("t-cursor-race", "w");
+    std::thread::scope(|scope| {
+        for t in 0..4i64 {
+            let w = &w;
+            scope.spawn(move || {
+                for i in 0..25i64 {
+                    // Even threads climb, odd ones descend: the furthest is 24 * 4 + 3.
+                    let step = if t % 2 == 0 { i } else { 24 - i };
+                    s.save_cursor(w, "m", step * 4 + t).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(s.cursor(&w, "m").unwrap(), 99);
+}
+
+/// Everything committed survives a close and reopen, byte for byte.
+pub fn reopen_sees_everything_committed(h: &mut dyn WorkspaceHarness) {
+    let w = ws("t-reopen", "w");
+    let r = run("r1", "rule", "k", 1, t0());
+    let sr = stored("suite:r", 1, StoredRuleStatus::Active);
+    let before;
+    {
+        let s = h.storage();
+        append(s, &w, &["a", "b"]);
+        commit(s, &w, |tx| {
+            tx.save_runs(std::slice::from_ref(&r)).unwrap();
+            tx.save_progress("rule", &RuleProgress::from_doc(obj(json!({"cursor": 2}))))
+                .unwrap();
+            tx.save_states(
+                "rule",
+                &[("k".into(), ScopeState::from_doc(obj(json!({"scope": {"k": 1}}))))],
+            )
+            .unwrap();
+            tx.dead_letter(&[EvaluationError::new("rule", 1, "boom")])
+                .unwrap();
+            tx.save_schedule("hourly", at(7)).unwrap();
+            tx.save_stored_rule(&sr).unwrap();
+        });
+        h.clock().set(t0());
+        assert!(s
+            .acquire_lease(&w, "eval", "me", Duration::from_secs(60))
+            .unwrap());
+        s.save_cursor(&w, "m", 2).unwrap();
+        before = s.read(&w, &LogQuery::new()).unwrap();
+    }
+    if !h.reopen() {
+        return;
+    }
+    let s = h.storage();
+    let after = s.read(&w, &LogQuery::new()).unwrap();
+    assert_eq!(after, before);
+    assert_eq!(
+        after.iter().map(Envelope::to_json).collect::<Vec<_>>(),
+        before.iter().map(Envelope::to_json).collect::<Vec<_>>()
+    );
+    assert_eq!(s.run(&w, "r1").unwrap().map(|r| r.to_json()), Some(r.to_json()));
+    assert_eq!(s.progress(&w).unwrap().len(), 1);
+    assert_eq!(s.dead_letters(&w, None).unwrap().len(), 1);
+    assert_eq!(s.schedules(&w).unwrap(), vec![("hourly".to_string(), at(7))]);
+    assert_eq!(s.stored_rules(&w).unwrap(), vec![sr]);
+    assert_eq!(s.cursor(&w, "m").unwrap(), 2);
+    assert!(!s
+        .acquire_lease(&w, "eval", "other", Duration::from_secs(1))
+        .unwrap());
+    let mut tx = s.begin(&w).unwrap();
+    assert_eq!(tx.states("rule", &["k".to_string()]).unwrap().len(), 1);
+    assert_eq!(tx.append(&[entry("c", "x")]).unwrap()[0].seq, 3);
+}
