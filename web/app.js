@@ -7,13 +7,16 @@
 import { ApiError, createClient, token } from "./api.js";
 import { $, absTime, add, clear, h, pad, span, toSeconds } from "./dom.js";
 import * as workspaces from "./workspaces.js";
+import * as graph from "./graph.js";
+import * as filters from "./filters.js";
+import * as actions from "./actions.js";
 
 const STATUSES = ["PENDING", "RUNNING", "DONE", "CANCELLED", "SUSPENDED", "CANCELLING", "FAILED"];
 /** The chart's labels where a column is too narrow for the full name: each one distinct. */
 const STATUS_SHORT = {
   PENDING: "PEND", RUNNING: "RUN", DONE: "DONE", CANCELLED: "CNCLD", SUSPENDED: "SUSP", CANCELLING: "CNCLG", FAILED: "FAIL",
 };
-const VIEWS = ["executions", "outbox", "timers", "spawns", "workspaces"];
+const VIEWS = ["executions", "outbox", "timers", "spawns", "workspaces", "definition"];
 const PAGE_SIZES = [25, 50, 100, 200];
 const POLL_MS = 2000;
 /** An outbox entry or a spawn intent older than this is highlighted: the relay is late. */
@@ -74,6 +77,7 @@ function parseRoute(search) {
     limit: PAGE_SIZES.includes(limit) ? limit : 50,
     after: p.get("after") || "",
     due: p.get("due") === "1",
+    ...filters.parseFilters(p),
   };
 }
 
@@ -84,6 +88,7 @@ function routeSearch(r) {
   if (r.definition) p.set("definition", r.definition);
   if (r.roots) p.set("roots", "1");
   if (r.q) p.set("q", r.q);
+  filters.writeFilters(r, p);
   if (r.limit !== 50) p.set("limit", String(r.limit));
   if (r.cursor) p.set("cursor", r.cursor);
   if (r.after) p.set("after", r.after);
@@ -123,11 +128,12 @@ let viewSeq = 0;
 function navigate(changes, { replace = false } = {}) {
   const before = state.route;
   const next = { ...before, ...changes };
-  const filtersMoved = ["view", "status", "definition", "roots", "q", "limit", "due"].some(
+  const filtersMoved = ["view", "status", "definition", "roots", "q", "limit", "due", ...filters.FILTER_KEYS].some(
     (k) => String(before[k]) !== String(next[k]),
   );
   if (filtersMoved) {
     state.stack = [];
+    actions.unpickAll(); // picks are of the rows these filters showed
     if (!("cursor" in changes)) next.cursor = "";
     if (!("after" in changes)) next.after = "";
   }
@@ -209,7 +215,7 @@ function execLink(id, text = id, extra = {}) {
 
 function keepListFilters() {
   const r = state.route;
-  return { status: r.status, definition: r.definition, roots: r.roots, q: r.q, limit: r.limit, cursor: r.view === "executions" ? r.cursor : "" };
+  return { status: r.status, definition: r.definition, roots: r.roots, q: r.q, ...filters.pickFilters(r), limit: r.limit, cursor: r.view === "executions" ? r.cursor : "" };
 }
 
 function writeButton(label, run, what) {
@@ -244,6 +250,22 @@ function writeButton(label, run, what) {
     },
   }, label);
   return button;
+}
+
+/** What the control actions (actions.js) need from the page. */
+function actionCtx() {
+  const r = state.route;
+  return {
+    api,
+    writable: Boolean(state.info && state.info.writable),
+    hasToken: () => Boolean(token.get()),
+    needToken: () => {
+      $("#token-input") && $("#token-input").focus();
+      showBanner("Enter the monitor's write token (top right) to do this.");
+    },
+    refresh,
+    listParams: () => ({ status: r.status.join(","), definition: r.definition, roots_only: r.roots, q: r.q, ...filters.apiParams(r) }),
+  };
 }
 
 function table(columns, rows, { rowProps } = {}) {
@@ -315,8 +337,9 @@ function executionsShell() {
       h("label", { class: "field" }, h("span", null, "Definition"), definition, h("datalist", { id: "definitions" })),
       h("label", { class: "check" }, roots, " roots only"),
       limit,
-      h("button", { type: "button", class: "ghost", id: "clear", onclick: () => navigate({ status: [], definition: "", roots: false, q: "" }) }, "Clear filters"),
+      h("button", { type: "button", class: "ghost", id: "clear", onclick: () => navigate({ status: [], definition: "", roots: false, q: "", ...filters.CLEARED }) }, "Clear filters"),
     ),
+    filters.filterControls(navigate),
     chart,
     tableWrap,
     pager,
@@ -332,7 +355,8 @@ function syncFilters() {
   if (document.activeElement !== s.definition) s.definition.value = r.definition;
   s.roots.checked = r.roots;
   s.limit.value = String(r.limit);
-  $("#clear").hidden = !(r.status.length || r.definition || r.roots || r.q);
+  filters.syncFilterControls(r);
+  $("#clear").hidden = !(r.status.length || r.definition || r.roots || r.q || filters.hasFilters(r));
   s.root.classList.toggle("with-detail", Boolean(r.id));
 }
 
@@ -393,6 +417,7 @@ async function loadList({ quiet = false } = {}) {
   try {
     const page = await api.get("api/executions", {
       status: r.status.join(","), definition: r.definition, roots_only: r.roots, q: r.q, cursor: r.cursor, limit: r.limit,
+      ...filters.apiParams(r),
     });
     if (seq !== listSeq) return;
     done();
@@ -420,12 +445,13 @@ function renderTable(previousVersions) {
   const page = state.list;
   const r = state.route;
   if (!page.items.length) {
-    const filtered = r.status.length || r.definition || r.roots || r.q;
+    const filtered = r.status.length || r.definition || r.roots || r.q || filters.hasFilters(r);
     clear(
       tableWrap,
+      actions.bulkBar(actionCtx()),
       filtered
         ? emptyBox("No executions match these filters", r.q ? `No id starts with "${r.q}" among them.` : null,
-          h("button", { type: "button", onclick: () => navigate({ status: [], definition: "", roots: false, q: "" }) }, "Clear filters"))
+          h("button", { type: "button", onclick: () => navigate({ status: [], definition: "", roots: false, q: "", ...filters.CLEARED }) }, "Clear filters"))
         : r.cursor
           ? emptyBox("No more executions", "This page is past the end.", h("button", { type: "button", onclick: () => navigate({ cursor: "" }) }, "First page"))
           : emptyBox("This store has no executions yet", state.info && !state.info.prefix ? "A file written by harel 0.9 needs --prefix harel." : null),
@@ -446,6 +472,8 @@ function renderTable(previousVersions) {
     { label: "Ver", class: "num", cell: (e) => e.version },
     { label: "Updated", class: "when", cell: (e) => (e.updated_at ? timeEl(e.updated_at) : h("span", { class: "muted" }, "–")) },
   ];
+  const pick = actions.selectColumn(actionCtx(), page.items);
+  if (pick) columns.unshift(pick);
   const grid = table(columns, page.items, {
     rowProps: (e, i) => ({
       class: [
@@ -463,7 +491,7 @@ function renderTable(previousVersions) {
     }),
   });
   grid.classList.add("executions-grid");
-  clear(tableWrap, grid);
+  clear(tableWrap, actions.bulkBar(actionCtx()), grid);
 }
 
 function renderPager() {
@@ -472,7 +500,7 @@ function renderPager() {
   const page = state.list;
   const pageNo = r.cursor ? (state.stack.length ? state.stack.length + 1 : null) : 1;
   let total = null;
-  if (state.counts && !r.q) {
+  if (state.counts && !r.q && !filters.hasFilters(r)) {
     const c = state.counts.counts;
     total = (r.status.length ? r.status : STATUSES).reduce((sum, s) => sum + (c[s] || 0), 0);
   }
@@ -579,7 +607,7 @@ function renderDetail(one, trace, pending) {
   const summary = h(
     "dl",
     { class: "summary" },
-    field("Definition", exe.definition_id),
+    field("Definition", [exe.definition_id, " ", h("a", { href: graph.definitionHref(exe.definition_id), class: "def-graph-link" }, "statechart")]),
     field("Definition FQN", exe.definition_fqn),
     field("Status", statusPill(exe.status)),
     field("Outcome", exe.outcome),
@@ -600,7 +628,9 @@ function renderDetail(one, trace, pending) {
     detailHeader(exe.id, exe),
     error,
     summary,
+    actions.detailSection(actionCtx(), exe),
     renderFamily(one),
+    graph.executionSection(api, exe),
     section("timeline", "Timeline", `${trace.items.length} steps`, renderTimeline(trace)),
     section("context", "Context", `${Object.keys(exe.context || {}).length} keys`, h("div", { class: "json", id: "context" }, jsonTree(exe.context, { open: 2 }))),
     section("timers", "Timers", timersOverdue ? `${pending.timers.length} (${timersOverdue} overdue)` : pending.timers.length, renderTimers(pending.timers, { withExecution: false })),
@@ -848,6 +878,11 @@ function render(before) {
     workspaces.show();
     return;
   }
+  if (r.view === "definition") {
+    shell && shell.root.remove();
+    graph.showDefinition(api, $("#main"), r.definition);
+    return;
+  }
   if (r.view !== "executions") {
     shell && shell.root.remove();
     loadStoreView();
@@ -858,7 +893,7 @@ function render(before) {
   if (s.root.parentNode !== main) clear(main, s.root);
   syncFilters();
   const listMoved = !before || before.view !== "executions" ||
-    ["status", "definition", "roots", "q", "limit", "cursor"].some((k) => String(before[k]) !== String(r[k]));
+    ["status", "definition", "roots", "q", "limit", "cursor", ...filters.FILTER_KEYS].some((k) => String(before[k]) !== String(r[k]));
   const countsMoved = !before || before.view !== "executions" || before.definition !== r.definition || before.roots !== r.roots;
   if (listMoved) loadList();
   else if (state.list) renderTable();
@@ -876,6 +911,8 @@ function refresh() {
     if (r.id) loadDetail({ quiet: true });
   } else if (r.view === "workspaces") {
     workspaces.refresh();
+  } else if (r.view === "definition") {
+    graph.refreshDefinition(api, $("#main"), r.definition);
   } else {
     loadStoreView({ quiet: true });
   }

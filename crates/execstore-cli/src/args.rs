@@ -70,6 +70,17 @@ pub enum Command {
     Timers(TimersArgs),
     /// List pending child creations (orthogonal forks), oldest first.
     Spawns(SeqPageArgs),
+    /// Suspend a RUNNING execution and its regions (as harel's control plane; opens the
+    /// store for writing). A no-op for any other status.
+    Suspend(crate::control_commands::ControlArgs),
+    /// Resume a SUSPENDED execution and its regions. A no-op for any other status.
+    Resume(crate::control_commands::ControlArgs),
+    /// Terminate (cancel at once, no hooks) an execution and its unfinished regions.
+    Terminate(crate::control_commands::ControlArgs),
+    /// Permanently delete a finished root execution's whole tree and everything keyed by it.
+    Purge(crate::control_commands::PurgeArgs),
+    /// Purge every root tree that finished longer ago than a duration.
+    PurgeFinished(crate::control_commands::PurgeFinishedArgs),
     /// Write a realistic demo store (three statecharts, every status, parents and children,
     /// timers, outbox, spawns and timelines) to a new SQLite file, then serve the monitor
     /// over it (unless --no-serve).
@@ -108,6 +119,36 @@ pub struct ListArgs {
     /// Follow the cursors to the end and print everything.
     #[arg(long)]
     pub all: bool,
+
+    /// Keep executions created at or after T: epoch seconds, RFC 3339
+    /// (2026-01-01T12:00:00Z) or `now`.
+    #[arg(long, value_name = "T", value_parser = parse_when)]
+    pub created_after: Option<f64>,
+
+    /// Keep executions created strictly before T.
+    #[arg(long, value_name = "T", value_parser = parse_when)]
+    pub created_before: Option<f64>,
+
+    /// Keep executions last updated at or after T.
+    #[arg(long, value_name = "T", value_parser = parse_when)]
+    pub updated_after: Option<f64>,
+
+    /// Keep executions last updated strictly before T.
+    #[arg(long, value_name = "T", value_parser = parse_when)]
+    pub updated_before: Option<f64>,
+
+    /// Keep executions finished at or after T (unfinished ones never match a finished bound).
+    #[arg(long, value_name = "T", value_parser = parse_when)]
+    pub finished_after: Option<f64>,
+
+    /// Keep executions finished strictly before T.
+    #[arg(long, value_name = "T", value_parser = parse_when)]
+    pub finished_before: Option<f64>,
+
+    /// Keep executions whose id starts with S, or that are in state S (active path S or
+    /// below it, e.g. `order.checkout` finds `order.checkout.pay`). Case-sensitive.
+    #[arg(long, value_name = "S")]
+    pub search: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -340,6 +381,22 @@ fn parse_time(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
         _ => Err("expected epoch seconds (e.g. 1735689600) or `now`".into()),
+    }
+}
+
+/// A moment for the list's time filters: epoch seconds, an RFC 3339 date-time with an
+/// offset, or `now`.
+fn parse_when(s: &str) -> Result<f64, String> {
+    if let Ok(t) = parse_time(s) {
+        return Ok(t);
+    }
+    match execstore::workspace::Timestamp::parse_json_text(s) {
+        Ok(ts) if ts.secs_f64() >= 0.0 => Ok(ts.secs_f64()),
+        _ => Err(
+            "expected epoch seconds (e.g. 1735689600), an RFC 3339 time with an offset \
+             (2026-01-01T12:00:00Z) or `now`"
+                .into(),
+        ),
     }
 }
 

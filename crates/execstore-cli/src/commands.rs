@@ -24,6 +24,21 @@ fn or_dash(s: Option<&str>) -> String {
     s.unwrap_or("-").to_owned()
 }
 
+/// Whether `list` was given a time filter or a search.
+fn query_has_time_or_search(args: &ListArgs) -> bool {
+    [
+        args.created_after,
+        args.created_before,
+        args.updated_after,
+        args.updated_before,
+        args.finished_after,
+        args.finished_before,
+    ]
+    .iter()
+    .any(Option::is_some)
+        || args.search.is_some()
+}
+
 fn stamp(t: Option<f64>) -> String {
     t.map_or_else(|| "-".to_owned(), time::utc)
 }
@@ -39,7 +54,11 @@ pub fn list(
     let mut query = ListQuery::new()
         .limit(args.limit)
         .cursor(args.cursor.clone())
-        .roots_only(args.roots_only);
+        .roots_only(args.roots_only)
+        .created_between(args.created_after, args.created_before)
+        .updated_between(args.updated_after, args.updated_before)
+        .finished_between(args.finished_after, args.finished_before);
+    query.search = args.search.clone();
     if !args.status.is_empty() {
         query = query.status(args.status.iter().copied());
     }
@@ -61,7 +80,10 @@ pub fn list(
         return write_json(out, &page);
     }
     if page.items.is_empty() {
-        let unfiltered = args.status.is_empty() && args.definition.is_none() && args.cursor.is_none();
+        let unfiltered = args.status.is_empty()
+            && args.definition.is_none()
+            && args.cursor.is_none()
+            && !query_has_time_or_search(args);
         if unfiltered && !prefixed {
             writeln!(
                 out,
@@ -392,6 +414,13 @@ mod tests {
             limit,
             cursor: None,
             all,
+            created_after: None,
+            created_before: None,
+            updated_after: None,
+            updated_before: None,
+            finished_after: None,
+            finished_before: None,
+            search: None,
         }
     }
 

@@ -4,6 +4,7 @@ mod args;
 mod bench;
 mod bench_w2;
 mod commands;
+mod control_commands;
 mod demo;
 mod error;
 mod monitor;
@@ -93,6 +94,14 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
             let storage = targets::open_workspaces_to_read(&db, prefix)?;
             run_workspace_command(&cli.command, &*storage, json, &mut out)?;
         }
+        Command::Suspend(_)
+        | Command::Resume(_)
+        | Command::Terminate(_)
+        | Command::Purge(_)
+        | Command::PurgeFinished(_) => {
+            let db = db.context("no store given")?;
+            run_control_command(&cli.command, &db, prefix, json, &mut out)?;
+        }
         command => {
             let db = db.context("no store given")?;
             if !targets::is_postgres(&db) {
@@ -112,6 +121,31 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
         }
     }
     out.flush().map_err(CliError::Io)?;
+    Ok(())
+}
+
+/// The control commands: the one place the CLI opens an execution store for writing.
+fn run_control_command(
+    command: &Command,
+    db: &Path,
+    prefix: Option<&str>,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    use execstore::control::Command as Ctl;
+    if !targets::is_postgres(db) {
+        targets::require_executions(db, prefix)?;
+    }
+    let store = targets::open_executions(db, prefix, false)?;
+    let store = &*store;
+    match command {
+        Command::Suspend(args) => control_commands::status_command(store, Ctl::Suspend, args, json, out)?,
+        Command::Resume(args) => control_commands::status_command(store, Ctl::Resume, args, json, out)?,
+        Command::Terminate(args) => control_commands::status_command(store, Ctl::Terminate, args, json, out)?,
+        Command::Purge(args) => control_commands::purge(store, args, json, out)?,
+        Command::PurgeFinished(args) => control_commands::purge_finished(store, args, json, out)?,
+        _ => unreachable!("only control commands come here"),
+    }
     Ok(())
 }
 

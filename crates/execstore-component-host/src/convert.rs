@@ -136,6 +136,13 @@ pub mod to_wit {
             roots_only: query.roots_only,
             limit: crate::limit(query.limit),
             cursor: query.cursor.clone(),
+            created_after: query.created.after,
+            created_before: query.created.before,
+            updated_after: query.updated.after,
+            updated_before: query.updated.before,
+            finished_after: query.finished.after,
+            finished_before: query.finished.before,
+            search: query.search.clone(),
         }
     }
 

@@ -148,7 +148,11 @@ pub mod from_wit {
         let mut out = execstore::ListQuery::new()
             .roots_only(query.roots_only)
             .limit(crate::limit(query.limit))
-            .cursor(query.cursor);
+            .cursor(query.cursor)
+            .created_between(query.created_after, query.created_before)
+            .updated_between(query.updated_after, query.updated_before)
+            .finished_between(query.finished_after, query.finished_before);
+        out.search = query.search;
         if let Some(statuses) = query.status {
             out = out.status(statuses.into_iter().map(status));
         }

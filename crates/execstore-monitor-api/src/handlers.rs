@@ -102,11 +102,32 @@ impl Call<'_> {
     }
 
     pub(crate) fn executions(&self) -> ApiResult {
-        let params = self.params(&["status", "definition", "roots_only", "q", "limit", "cursor"])?;
+        let params = self.params(&[
+            "status",
+            "definition",
+            "roots_only",
+            "q",
+            "limit",
+            "cursor",
+            "created_after",
+            "created_before",
+            "updated_after",
+            "updated_before",
+            "finished_after",
+            "finished_before",
+            "search",
+        ])?;
         let mut list = ListQuery::new()
             .limit(params.limit()?)
             .roots_only(params.flag("roots_only")?)
-            .cursor(params.get("cursor").map(str::to_owned));
+            .cursor(params.get("cursor").map(str::to_owned))
+            .created_between(params.moment("created_after")?, params.moment("created_before")?)
+            .updated_between(params.moment("updated_after")?, params.moment("updated_before")?)
+            .finished_between(
+                params.moment("finished_after")?,
+                params.moment("finished_before")?,
+            );
+        list.search = params.get("search").map(str::to_owned);
         if let Some(statuses) = params.statuses()? {
             list = list.status(statuses);
         }
@@ -281,7 +302,7 @@ fn search(store: &dyn ExecutionStore, mut query: ListQuery, prefix: &str) -> Res
     if query.cursor.is_none() {
         query.validated_after()?;
         if let Some(exe) = store.load(prefix)? {
-            if query.matches(exe.status, &exe.definition_id, exe.parent_id.as_deref()) {
+            if query.matches_execution(&exe) {
                 items.push(ExecutionSummary::of(&exe));
             }
         }

@@ -12,6 +12,8 @@
 //! Every failure is `{"error": {"code": ..., "message": ...}}` with a 4xx or 5xx status.
 #![deny(missing_docs)]
 
+mod control;
+mod graph;
 mod handlers;
 mod params;
 mod workspaces;
@@ -241,11 +243,15 @@ enum Route<'p> {
     Execution(&'p str),
     Trace(&'p str),
     Pending(&'p str),
+    ExecutionGraph(&'p str),
+    DefinitionGraph(&'p str),
     Outbox,
     AckOutbox(&'p str),
     Spawns,
     AckSpawn(&'p str),
     Timers,
+    /// `POST /api/executions/{id}/{action}` (see `control.rs`).
+    Control(&'p str, &'p str),
     /// `/api/workspaces...` and `/api/due-runs`: the workspace log's endpoints.
     Workspace(workspaces::WsRoute<'p>),
 }
@@ -254,7 +260,7 @@ impl Route<'_> {
     /// The methods the endpoint answers (`HEAD` counts as `GET`).
     fn methods(&self) -> &'static [&'static str] {
         match self {
-            Route::AckOutbox(_) | Route::AckSpawn(_) => &["POST"],
+            Route::AckOutbox(_) | Route::AckSpawn(_) | Route::Control(..) => &["POST"],
             Route::Timers => &["GET", "DELETE"],
             _ => &["GET"],
         }
@@ -299,6 +305,11 @@ impl<'a> Call<'a> {
             ["executions", id] if !id.is_empty() => Route::Execution(id),
             ["executions", id, "trace"] if !id.is_empty() => Route::Trace(id),
             ["executions", id, "pending"] if !id.is_empty() => Route::Pending(id),
+            ["executions", id, "graph"] if !id.is_empty() => Route::ExecutionGraph(id),
+            ["executions", id, action] if !id.is_empty() && control::ACTIONS.contains(action) => {
+                Route::Control(id, action)
+            }
+            ["definitions", id, "graph"] if !id.is_empty() => Route::DefinitionGraph(id),
             ["outbox"] => Route::Outbox,
             ["outbox", seq, "ack"] if !seq.is_empty() => Route::AckOutbox(seq),
             ["spawns"] => Route::Spawns,
@@ -335,12 +346,15 @@ impl<'a> Call<'a> {
             Route::Execution(id) => self.execution(decode(id)?),
             Route::Trace(id) => self.trace(decode(id)?),
             Route::Pending(id) => self.pending(decode(id)?),
+            Route::ExecutionGraph(id) => self.execution_graph(decode(id)?),
+            Route::DefinitionGraph(id) => self.definition_graph(decode(id)?),
             Route::Outbox => self.outbox(),
             Route::AckOutbox(seq) => self.ack_outbox(seq),
             Route::Spawns => self.spawns(),
             Route::AckSpawn(seq) => self.ack_spawn(seq),
             Route::Timers if method == "DELETE" => self.delete_timer(),
             Route::Timers => self.timers(),
+            Route::Control(id, action) => self.control(decode(id)?, action),
             Route::Workspace(r) => self.workspace_route(r),
         }
     }

@@ -96,6 +96,22 @@ impl Params {
             .transpose()
     }
 
+    /// Epoch seconds, an RFC 3339 date-time with an offset, or `now` (the list's windows).
+    pub(crate) fn moment(&self, name: &str) -> Result<Option<f64>, ApiError> {
+        let Some(v) = self.get(name) else {
+            return Ok(None);
+        };
+        if let Ok(t) = self.time(name) {
+            return Ok(t);
+        }
+        match execstore::workspace::Timestamp::parse_json_text(v) {
+            Ok(ts) if ts.secs_f64() >= 0.0 => Ok(Some(ts.secs_f64())),
+            _ => Err(ApiError::bad_request(format!(
+                "{name} {v:?} is not epoch seconds, an RFC 3339 time with an offset or \"now\""
+            ))),
+        }
+    }
+
     pub(crate) fn statuses(&self) -> Result<Option<Vec<Status>>, ApiError> {
         self.get("status")
             .map(|v| {

@@ -66,8 +66,12 @@ fn table_names_without_prefix() {
     assert_eq!(
         indexes,
         [
+            "execstore_executions_by_active_path",
+            "execstore_executions_by_created",
             "execstore_executions_by_definition",
+            "execstore_executions_by_finished",
             "execstore_executions_by_status",
+            "execstore_executions_by_updated",
             "execstore_timers_by_fire_at"
         ]
     );
@@ -114,8 +118,8 @@ fn two_prefixes_share_one_file() {
     let harel = open_harel(&db(&dir));
     plain.save(&mut Execution::new("only-plain", "d")).unwrap();
     assert!(harel.load("only-plain").unwrap().is_none());
-    assert_eq!(plain.schema_version().unwrap(), 1);
-    assert_eq!(harel.schema_version().unwrap(), 1);
+    assert_eq!(plain.schema_version().unwrap(), 2);
+    assert_eq!(harel.schema_version().unwrap(), 2);
 }
 
 #[test]
@@ -140,7 +144,7 @@ fn migrations_recorded_once_and_idempotent() {
     let dir = tempfile::tempdir().unwrap();
     for _ in 0..3 {
         let store = open(&db(&dir));
-        assert_eq!(store.schema_version().unwrap(), 1);
+        assert_eq!(store.schema_version().unwrap(), 2);
     }
     let conn = Connection::open(db(&dir)).unwrap();
     let rows: Vec<(i64, String, String, String)> = conn
@@ -150,7 +154,7 @@ fn migrations_recorded_once_and_idempotent() {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows.len(), 2, "{rows:?}");
     let (version, description, checksum, applied_at) = &rows[0];
     assert_eq!(*version, 1);
     assert!(!description.is_empty());
@@ -169,12 +173,12 @@ fn newer_migrations_left_alone_and_changed_ones_refused() {
     drop(open(&db(&dir)));
     let conn = Connection::open(db(&dir)).unwrap();
     conn.execute(
-        "INSERT INTO execstore_migrations (version, description, checksum) VALUES (2, 'from the future', 'x')",
+        "INSERT INTO execstore_migrations (version, description, checksum) VALUES (3, 'from the future', 'x')",
         [],
     )
     .unwrap();
     let store = open(&db(&dir));
-    assert_eq!(store.schema_version().unwrap(), 2);
+    assert_eq!(store.schema_version().unwrap(), 3);
     drop(store);
 
     conn.execute(
@@ -389,6 +393,10 @@ fn corrupt_rows_are_corrupt_not_panics() {
     // ...but a file written without them may hold it.
     conn.execute_batch(
         "DROP INDEX execstore_executions_by_status;
+         DROP INDEX execstore_executions_by_created;
+         DROP INDEX execstore_executions_by_updated;
+         DROP INDEX execstore_executions_by_finished;
+         DROP INDEX execstore_executions_by_active_path;
          DELETE FROM executions WHERE id <> 'fine';
          INSERT INTO executions VALUES ('garbage', 'd', '{not json', 1);",
     )
@@ -418,13 +426,13 @@ fn concurrent_opens_of_a_fresh_file_migrate_once() {
         })
         .collect();
     for handle in handles {
-        assert_eq!(handle.join().unwrap().unwrap(), 1);
+        assert_eq!(handle.join().unwrap().unwrap(), 2);
     }
     let conn = Connection::open(&path).unwrap();
     let count: i64 = conn
         .query_row("SELECT COUNT(*) FROM execstore_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(count, 1);
+    assert_eq!(count, 2);
     assert_eq!(open(&path).ids_with_prefix("t").unwrap().len(), 8);
 }
 
@@ -619,7 +627,7 @@ fn opens_a_file_harel_created() {
     )
     .unwrap();
     let store = open_harel(&db(&dir));
-    assert_eq!(store.schema_version().unwrap(), 1);
+    assert_eq!(store.schema_version().unwrap(), 2);
     let exe = store.load("old").unwrap().unwrap();
     assert_eq!((exe.version, exe.status), (7, Status::Done));
     let page = store

@@ -24,6 +24,12 @@ use crate::query::{encode_cursor, ListQuery};
 use crate::store::{BatchItem, ExecutionStore, Work};
 use crate::validate::{ALL_TIMERS, MAX_DOCUMENT_BYTES, MAX_PAGE};
 
+pub use crate::conformance_control::*;
+
+pub use crate::conformance_list_filters::{
+    list_filters_bad_input_rejected, list_filters_search, list_filters_time_windows,
+};
+
 /// What the suite needs from a backend's test: the store under test and, for a durable
 /// backend, a way to close and reopen it on the same data.
 pub trait Harness {
@@ -107,6 +113,14 @@ macro_rules! conformance_tests {
             change_token_moves_with_every_write,
             relay_acks_what_was_delivered,
             claims_match_capabilities,
+            list_filters_time_windows,
+            list_filters_search,
+            list_filters_bad_input_rejected,
+            control_suspend_resume_tree,
+            control_terminate_tree,
+            control_refusals_change_nothing,
+            control_purge_tree,
+            control_purge_finished,
         );
     };
     // wasm32-unknown-unknown (wasm-bindgen-test; the calling crate depends on

@@ -13,7 +13,9 @@
 //! builds for `wasm32-unknown-unknown`.
 #![deny(missing_docs)]
 
+pub mod control;
 mod error;
+pub mod graph;
 mod group;
 mod memory;
 pub mod migration;
@@ -30,6 +32,10 @@ pub mod workspace;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 #[cfg(feature = "conformance")]
+pub mod conformance_control;
+#[cfg(feature = "conformance")]
+pub mod conformance_list_filters;
+#[cfg(feature = "conformance")]
 pub mod workspace_conformance;
 
 pub use error::{Result, StoreError};
@@ -39,5 +45,7 @@ pub use model::{
     ChildState, DueTimer, Effects, Emit, Event, Execution, ExecutionPage, ExecutionSummary, JsonObject,
     OutboxEntry, Spawn, SpawnEntry, Status, TimerOp, TraceStep,
 };
-pub use query::{decode_cursor, encode_cursor, ListQuery, DEFAULT_LIST_LIMIT};
+pub use query::{
+    decode_cursor, encode_cursor, search_matches, ListQuery, TimeRange, DEFAULT_LIST_LIMIT, MAX_SEARCH_BYTES,
+};
 pub use store::{BatchItem, Capabilities, ExecutionStore, Work, DEFAULT_TRACE_MAX};

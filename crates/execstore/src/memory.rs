@@ -208,7 +208,7 @@ impl ExecutionStore for MemoryStore {
             .executions
             .range((start, Bound::Unbounded))
             .map(|(_, exe)| exe)
-            .filter(|exe| query.matches(exe.status, &exe.definition_id, exe.parent_id.as_deref()))
+            .filter(|exe| query.matches_execution(exe))
             .take(query.limit + 1)
             .map(ExecutionSummary::of)
             .collect();

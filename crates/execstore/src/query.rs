@@ -5,11 +5,82 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
-use crate::model::Status;
-use crate::validate::check_limit;
+use crate::model::{Execution, Status};
+use crate::validate::{check_limit, check_time};
 
 /// How many summaries a page holds when the query does not say (harel's default).
 pub const DEFAULT_LIST_LIMIT: usize = 100;
+
+/// The longest [`ListQuery::search`] accepted, in bytes.
+pub const MAX_SEARCH_BYTES: usize = 256;
+
+/// A window of epoch seconds over one of an execution's times: from `after` (inclusive)
+/// until `before` (exclusive), either end open when `None`. Half-open, so consecutive
+/// windows tile time without overlap. An execution without that time (`None`, e.g.
+/// `finished_at` of a running one) is outside every window that has a bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeRange {
+    /// Keep times at or after this.
+    pub after: Option<f64>,
+    /// Keep times strictly before this.
+    pub before: Option<f64>,
+}
+
+impl TimeRange {
+    /// The window `[after, before)`.
+    pub fn new(after: Option<f64>, before: Option<f64>) -> Self {
+        TimeRange { after, before }
+    }
+
+    /// Whether either end is set (an unset window keeps everything, `None` times included).
+    pub fn is_set(&self) -> bool {
+        self.after.is_some() || self.before.is_some()
+    }
+
+    /// Whether `time` is inside the window.
+    pub fn contains(&self, time: Option<f64>) -> bool {
+        if !self.is_set() {
+            return true;
+        }
+        match time {
+            None => false,
+            Some(t) => self.after.is_none_or(|a| t >= a) && self.before.is_none_or(|b| t < b),
+        }
+    }
+
+    /// Checks both ends (finite, not negative) and their order (`after` not past `before`);
+    /// `field` names the window in the error (`"updated"`, ...).
+    pub fn check(&self, field: &str) -> Result<()> {
+        if let Some(a) = self.after {
+            check_time(&format!("{field}_after"), a)?;
+        }
+        if let Some(b) = self.before {
+            check_time(&format!("{field}_before"), b)?;
+        }
+        if let (Some(a), Some(b)) = (self.after, self.before) {
+            if a > b {
+                return Err(StoreError::invalid(
+                    field,
+                    format!("the window is inverted: {field}_after {a} is past {field}_before {b}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether an execution matches a [`ListQuery::search`] text `search`: its id starts with
+/// `search`, or it is in state `search`, that is its active path is `search` itself or a
+/// descendant of it (`search` followed by `.`, harel's path separator). Case-sensitive,
+/// literal (no wildcards). Both halves are ranges of an index (the id; the active path), so
+/// the SQL backends answer a search from indexes.
+pub fn search_matches(search: &str, id: &str, active_path: Option<&str>) -> bool {
+    id.starts_with(search)
+        || active_path.is_some_and(|path| {
+            path.strip_prefix(search)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        })
+}
 
 /// What [`crate::ExecutionStore::list_executions`] returns: a filter, a page size and where
 /// to resume. Pages are ordered by id; every backend filters in the same way.
@@ -27,6 +98,19 @@ pub struct ListQuery {
     pub limit: usize,
     /// The `next_cursor` of the previous page; `None` for the first page.
     pub cursor: Option<String>,
+    /// Keep executions whose `created_at` is in this window.
+    #[serde(default)]
+    pub created: TimeRange,
+    /// Keep executions whose `updated_at` is in this window.
+    #[serde(default)]
+    pub updated: TimeRange,
+    /// Keep executions whose `finished_at` is in this window.
+    #[serde(default)]
+    pub finished: TimeRange,
+    /// Keep executions this text finds (see [`search_matches`]: an id prefix, or a state
+    /// the execution is in); 1 to [`MAX_SEARCH_BYTES`] bytes, no NUL.
+    #[serde(default)]
+    pub search: Option<String>,
 }
 
 impl Default for ListQuery {
@@ -37,6 +121,10 @@ impl Default for ListQuery {
             roots_only: false,
             limit: DEFAULT_LIST_LIMIT,
             cursor: None,
+            created: TimeRange::default(),
+            updated: TimeRange::default(),
+            finished: TimeRange::default(),
+            search: None,
         }
     }
 }
@@ -77,18 +165,80 @@ impl ListQuery {
         self
     }
 
+    /// Keeps executions created in `[after, before)`.
+    pub fn created_between(mut self, after: Option<f64>, before: Option<f64>) -> Self {
+        self.created = TimeRange::new(after, before);
+        self
+    }
+
+    /// Keeps executions last updated in `[after, before)`.
+    pub fn updated_between(mut self, after: Option<f64>, before: Option<f64>) -> Self {
+        self.updated = TimeRange::new(after, before);
+        self
+    }
+
+    /// Keeps executions finished in `[after, before)`.
+    pub fn finished_between(mut self, after: Option<f64>, before: Option<f64>) -> Self {
+        self.finished = TimeRange::new(after, before);
+        self
+    }
+
+    /// Keeps executions that `search` finds (see [`search_matches`]).
+    pub fn search(mut self, search: impl Into<String>) -> Self {
+        self.search = Some(search.into());
+        self
+    }
+
     /// Checks the query and decodes its cursor into the id to resume after.
-    /// A cursor that this crate did not make is [`StoreError::InvalidInput`].
+    /// A cursor that this crate did not make, a time that is NaN, infinite or negative, an
+    /// inverted window, and an empty, over-long or NUL-holding search are
+    /// [`StoreError::InvalidInput`].
     pub fn validated_after(&self) -> Result<Option<String>> {
         check_limit("limit", self.limit)?;
+        self.created.check("created")?;
+        self.updated.check("updated")?;
+        self.finished.check("finished")?;
+        if let Some(search) = &self.search {
+            if search.is_empty() {
+                return Err(StoreError::invalid("search", "must not be empty"));
+            }
+            if search.len() > MAX_SEARCH_BYTES {
+                return Err(StoreError::invalid(
+                    "search",
+                    format!("longer than {MAX_SEARCH_BYTES} bytes"),
+                ));
+            }
+            if search.contains('\0') {
+                return Err(StoreError::invalid("search", "contains a NUL character"));
+            }
+        }
         self.cursor.as_deref().map(decode_cursor).transpose()
     }
 
-    /// Whether a summary passes the filter (for backends that filter in memory).
+    /// Whether the query filters by time or search (beyond status, definition and roots).
+    pub fn has_time_or_search(&self) -> bool {
+        self.created.is_set() || self.updated.is_set() || self.finished.is_set() || self.search.is_some()
+    }
+
+    /// Whether a summary passes the status, definition and roots filters (for backends
+    /// that filter in memory; the time windows and the search need
+    /// [`ListQuery::matches_execution`]).
     pub fn matches(&self, status: Status, definition_id: &str, parent_id: Option<&str>) -> bool {
         self.status.as_ref().is_none_or(|set| set.contains(&status))
             && self.definition_id.as_deref().is_none_or(|d| d == definition_id)
             && (!self.roots_only || parent_id.is_none())
+    }
+
+    /// Whether an execution passes every filter of the query.
+    pub fn matches_execution(&self, exe: &Execution) -> bool {
+        self.matches(exe.status, &exe.definition_id, exe.parent_id.as_deref())
+            && self.created.contains(exe.created_at)
+            && self.updated.contains(exe.updated_at)
+            && self.finished.contains(exe.finished_at)
+            && self
+                .search
+                .as_deref()
+                .is_none_or(|s| search_matches(s, &exe.id, exe.active_path.as_deref()))
     }
 }
 

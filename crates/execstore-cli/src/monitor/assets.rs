@@ -36,6 +36,27 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../../../web/workspaces.js"),
     ),
     (
+        "/filters.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/filters.js"),
+    ),
+    (
+        "/actions.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/actions.js"),
+    ),
+    (
+        "/graph.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/graph.js"),
+    ),
+    // @dagrejs/dagre 3.1.3 from the npm registry (MIT): see web/vendor/README.md.
+    (
+        "/vendor/dagre.esm.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/vendor/dagre.esm.js"),
+    ),
+    (
         "/style.css",
         "text/css; charset=utf-8",
         include_str!("../../../../web/style.css"),

@@ -19,6 +19,7 @@
 //! functions) and records them in `execstore_migrations`, under harel's schema advisory lock
 //! so that concurrent opens are safe.
 
+mod filters;
 mod rows;
 mod schema;
 mod sql;

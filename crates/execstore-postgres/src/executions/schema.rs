@@ -124,6 +124,23 @@ END; $$ LANGUAGE plpgsql$fn$; \
         description: "execstore's commit functions: an event step, or a batch of them, in one round trip",
         statements: &[COMMIT_FUNCTION, COMMIT_BATCH_FUNCTION],
     },
+    Migration {
+        version: 5,
+        description: "indexes for listing by created, updated and finished time and by active path",
+        // The listing's time windows and search (`ListQuery::created` ... `search`), spelled
+        // as the filtered listing spells them. A number that is not one would fail the cast,
+        // but harel writes these as numbers or null (pydantic writes NaN and infinities as null).
+        statements: &[
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_created \
+         ON {executions} ((({json}->>'created_at')::float8), (id COLLATE \"C\"))",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_updated \
+         ON {executions} ((({json}->>'updated_at')::float8), (id COLLATE \"C\"))",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_finished \
+         ON {executions} ((({json}->>'finished_at')::float8), (id COLLATE \"C\"))",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_exe_active_path \
+         ON {executions} ((({json}->>'active_path') COLLATE \"C\"), (id COLLATE \"C\"))",
+        ],
+    },
 ];
 
 /// `{pfx}execstore_commit`: one event step, as one statement (so one round trip, and, called

@@ -86,8 +86,12 @@ pub(crate) struct Stmts {
     pub(crate) timer_lock_space: String,
     /// The NOTIFY channels of new outbox entries, spawn intents and armed timers.
     pub(crate) channels: Channels,
-    list_select: String,
-    json: String,
+    /// `SELECT <summary columns> FROM <executions>, LATERAL <its document>`.
+    pub(crate) list_select: String,
+    /// The document of a row as `json` (`JSON_OF_DATA`).
+    pub(crate) json: String,
+    /// The executions table's name.
+    pub(crate) executions: String,
     status_counts_select: String,
 }
 
@@ -207,6 +211,7 @@ impl Stmts {
                 "SELECT {LIST_COLUMNS} FROM {{executions}}, LATERAL json_to_record({{json}}) AS doc({LIST_FIELDS})"
             )),
             json: t.sql("{json}"),
+            executions: t.sql("{executions}"),
             status_counts_select: t.sql("SELECT {json}->>'status', COUNT(*)::int8 FROM {executions}"),
         }
     }

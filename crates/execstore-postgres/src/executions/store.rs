@@ -105,7 +105,13 @@ impl ExecutionStore for PgStore {
         }
         args.push(&limit);
 
-        let rows = self.query(&sql, &args)?;
+        let rows = if query.has_time_or_search() {
+            let filtered = self.sql.list_filtered(query, after.as_deref(), &statuses, limit);
+            let args: Vec<&(dyn ToSql + Sync)> = filtered.args.iter().map(|a| a.as_sql()).collect();
+            self.query(&filtered.sql, &args)?
+        } else {
+            self.query(&sql, &args)?
+        };
         let mut items = Vec::with_capacity(rows.len());
         for row in &rows {
             let id: String = col(row, 0)?;

@@ -2,6 +2,7 @@
 //! operations are in `store`, the tables and execstore's own migrations in `schema`, every
 //! statement in `sql`.
 
+mod filters;
 mod schema;
 mod sql;
 mod store;
@@ -151,9 +152,18 @@ impl SqliteStore {
     /// and nothing runs concurrently in a worker), holding the file in exclusive locking
     /// mode: so WAL works without shared memory (which these VFSs lack; the WAL index stays
     /// in the connection's memory) and a commit costs one sync, not a rollback journal's
-    /// several. A VFS that cannot do WAL keeps its rollback journal. Committed data is
-    /// durable as far as the VFS is; `synchronous`, `prefix`, `trace_max` and `read_only`
-    /// apply as on a file. Close the store before opening the database again.
+    /// several. A VFS that cannot do WAL keeps its rollback journal. `synchronous`,
+    /// `prefix`, `trace_max` and `read_only` apply as on a file. Close the store before
+    /// opening the database again.
+    ///
+    /// What a commit promises is SQLite's WAL contract over the VFS's `xWrite` and `xSync`:
+    /// a commit appends its pages to the `-wal` file with `xWrite` before it returns; under
+    /// [`Synchronous::Full`] it also calls `xSync` on the `-wal` file, under
+    /// [`Synchronous::Normal`] it does not (the WAL is synced only before a checkpoint copies
+    /// it into the database, which is synced after). So under `Normal` a committed step
+    /// survives whatever keeps the VFS's written bytes (for sahpool: the end of the process
+    /// or tab, whose writes already reached the operating system) but may be lost, never
+    /// half-applied, with a power loss or OS crash before the next checkpoint.
     #[cfg(all(target_family = "wasm", target_os = "unknown"))]
     pub fn open_in_vfs(name: &str, vfs: &str, options: SqliteOptions) -> Result<Self> {
         if name.is_empty() {

@@ -51,21 +51,40 @@ pub(crate) use execstore::migration::Migration;
 ///
 /// The listing and sweep queries spell the indexed expressions exactly as written here
 /// (`json_extract(data,'$.status')`, ...); SQLite matches expression indexes textually.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    // Only indexes whose reads need them: every index costs each commit a page write. Roots
-    // are most executions (walking ids finds a page of them fast), and purge is rare while a
-    // relay keeps the outbox and spawns short, so those have none.
-    description: "indexes for listing by status and definition, and the timer sweep",
-    statements: &[
-        "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_status \
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        // Only indexes whose reads need them: every index costs each commit a page write. Roots
+        // are most executions (walking ids finds a page of them fast), and purge is rare while a
+        // relay keeps the outbox and spawns short, so those have none.
+        description: "indexes for listing by status and definition, and the timer sweep",
+        statements: &[
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_status \
          ON {executions} (json_extract(data,'$.status'), id)",
-        "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_definition \
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_definition \
          ON {executions} (definition_id, id)",
-        "CREATE INDEX IF NOT EXISTS {pfx}execstore_timers_by_fire_at \
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_timers_by_fire_at \
          ON {timers} (fire_at, execution_id, path)",
-    ],
-}];
+        ],
+    },
+    Migration {
+        version: 2,
+        // The listing's time windows and search (`ListQuery::created` ... `search`). Each costs a
+        // commit an index entry; `created_at` and `finished_at` rarely change, so theirs rarely
+        // move. harel's own writes keep them valid (expressions over `data` only).
+        description: "indexes for listing by created, updated and finished time and by active path",
+        statements: &[
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_created \
+         ON {executions} (json_extract(data,'$.created_at'), id)",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_updated \
+         ON {executions} (json_extract(data,'$.updated_at'), id)",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_finished \
+         ON {executions} (json_extract(data,'$.finished_at'), id)",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_active_path \
+         ON {executions} (json_extract(data,'$.active_path'), id)",
+        ],
+    },
+];
 
 /// Creates harel's tables and applies every migration not yet recorded, in one
 /// `BEGIN IMMEDIATE` transaction: several connections opening the same fresh file at once

@@ -43,7 +43,10 @@ pub(crate) struct Stmts {
     pub(crate) savepoint: String,
     pub(crate) rollback_to_savepoint: String,
     pub(crate) release_savepoint: String,
-    list_select: String,
+    /// `SELECT <summary columns> FROM <executions>`.
+    pub(crate) list_select: String,
+    /// The executions table's name.
+    pub(crate) executions: String,
     status_counts_select: String,
 }
 
@@ -120,6 +123,7 @@ impl Stmts {
             rollback_to_savepoint: "ROLLBACK TO execstore_item".into(),
             release_savepoint: "RELEASE execstore_item".into(),
             list_select: t.sql(&format!("SELECT {LIST_COLUMNS} FROM {{executions}}")),
+            executions: t.sql("{executions}"),
             status_counts_select: t.sql("SELECT json_extract(data,'$.status'), COUNT(*) FROM {executions}"),
         }
     }

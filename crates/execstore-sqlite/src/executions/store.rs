@@ -106,28 +106,34 @@ impl ExecutionStore for SqliteStore {
             statuses.sort_unstable();
             statuses.dedup();
         }
-        let sql = self.sql.list(
-            after.is_some(),
-            query.definition_id.is_some(),
-            statuses.len(),
-            query.roots_only,
-        );
         let limit = limit_param(query.limit.saturating_add(1));
-        let mut args: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(statuses.len() + 3);
-        if let Some(after) = &after {
-            args.push(after);
-        }
-        if let Some(definition_id) = &query.definition_id {
-            args.push(definition_id);
-        }
-        for status in &statuses {
-            args.push(status);
-        }
-        args.push(&limit);
-
         let conn = self.read();
-        let mut stmt = conn.prepare_cached(&sql).db()?;
-        let mut rows = stmt.query(args.as_slice()).db()?;
+        let mut stmt;
+        let mut rows = if query.has_time_or_search() {
+            let filtered = self.sql.list_filtered(query, after.as_deref(), &statuses, limit);
+            stmt = conn.prepare_cached(&filtered.sql).db()?;
+            stmt.query(rusqlite::params_from_iter(filtered.args)).db()?
+        } else {
+            let sql = self.sql.list(
+                after.is_some(),
+                query.definition_id.is_some(),
+                statuses.len(),
+                query.roots_only,
+            );
+            let mut args: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(statuses.len() + 3);
+            if let Some(after) = &after {
+                args.push(after);
+            }
+            if let Some(definition_id) = &query.definition_id {
+                args.push(definition_id);
+            }
+            for status in &statuses {
+                args.push(status);
+            }
+            args.push(&limit);
+            stmt = conn.prepare_cached(&sql).db()?;
+            stmt.query(args.as_slice()).db()?
+        };
         let mut items = Vec::new();
         while let Some(row) = rows.next().db()? {
             let id: String = row.get(0).db()?;

@@ -1,0 +1,276 @@
+//! The listing with time windows or a search (`ListQuery::created` ... `search`): one
+//! statement per query, built with its parameters.
+//!
+//! Each window is a range of an expression index of migration 5 (`created_at`,
+//! `updated_at`, `finished_at` as `float8`), the search a range of the `"C"`-collated id
+//! index or of the `active_path` index (a `BitmapOr` of the two); the planner picks among
+//! them and the status and definition indexes. The page is chosen first over ids alone, then
+//! only its rows' documents are parsed for the summary: keyset paging by id as in the plain
+//! listing.
+
+use execstore::{ListQuery, TimeRange};
+use postgres::types::ToSql;
+
+use super::rows::prefix_upper_bound;
+use super::sql::Stmts;
+
+/// One parameter of a filtered listing.
+#[derive(Debug)]
+pub(crate) enum Arg {
+    Text(String),
+    Real(f64),
+    Int(i64),
+}
+
+impl Arg {
+    pub(crate) fn as_sql(&self) -> &(dyn ToSql + Sync) {
+        match self {
+            Arg::Text(s) => s,
+            Arg::Real(f) => f,
+            Arg::Int(i) => i,
+        }
+    }
+}
+
+/// One filtered listing: its SQL and its parameters, in order.
+pub(crate) struct Filtered {
+    pub(crate) sql: String,
+    pub(crate) args: Vec<Arg>,
+}
+
+/// Builds the WHERE clause and its parameters in step (`$n` numbered as pushed).
+#[derive(Default)]
+struct Conditions {
+    terms: Vec<String>,
+    args: Vec<Arg>,
+}
+
+impl Conditions {
+    /// A placeholder for `arg` (`$n`, with its type cast).
+    fn param(&mut self, arg: Arg) -> String {
+        let cast = match arg {
+            Arg::Text(_) => "text",
+            Arg::Real(_) => "float8",
+            Arg::Int(_) => "int8",
+        };
+        self.args.push(arg);
+        format!("${}::{cast}", self.args.len())
+    }
+
+    fn window(&mut self, json: &str, field: &str, range: &TimeRange) {
+        let expr = format!("(({json}->>'{field}')::float8)");
+        if let Some(after) = range.after {
+            let p = self.param(Arg::Real(after));
+            self.terms.push(format!("{expr} >= {p}"));
+        }
+        if let Some(before) = range.before {
+            let p = self.param(Arg::Real(before));
+            self.terms.push(format!("{expr} < {p}"));
+        }
+    }
+
+    /// The search: an id range, or the active path equal to the text or inside `text.` ..
+    /// `text/` (`/` follows `.`), each in the `"C"` collation's byte order.
+    fn search(&mut self, json: &str, search: &str) {
+        let id = "(id COLLATE \"C\")";
+        let path = format!("(({json}->>'active_path') COLLATE \"C\")");
+        let from = self.param(Arg::Text(search.to_owned()));
+        let ids = match prefix_upper_bound(search) {
+            Some(upper) => {
+                let to = self.param(Arg::Text(upper));
+                format!("({id} >= {from} AND {id} < {to})")
+            }
+            None => format!("{id} >= {from}"),
+        };
+        let exact = self.param(Arg::Text(search.to_owned()));
+        let below_from = self.param(Arg::Text(format!("{search}.")));
+        let below_to = self.param(Arg::Text(format!("{search}/")));
+        self.terms.push(format!(
+            "({ids} OR {path} = {exact} OR ({path} >= {below_from} AND {path} < {below_to}))"
+        ));
+    }
+}
+
+impl Stmts {
+    /// The listing of `query` resuming after `after` (the decoded cursor), fetching
+    /// `fetch` rows (the page and one more, to know whether another page follows).
+    pub(crate) fn list_filtered(
+        &self,
+        query: &ListQuery,
+        after: Option<&str>,
+        statuses: &[&str],
+        fetch: i64,
+    ) -> Filtered {
+        let json = self.json.as_str();
+        let mut c = Conditions::default();
+        if let Some(after) = after {
+            let p = c.param(Arg::Text(after.to_owned()));
+            c.terms.push(format!("(id COLLATE \"C\") > {p}"));
+        }
+        if let Some(definition) = &query.definition_id {
+            let p = c.param(Arg::Text(definition.clone()));
+            c.terms.push(format!("definition_id = {p}"));
+        }
+        if !statuses.is_empty() {
+            let marks: Vec<String> = statuses
+                .iter()
+                .map(|s| c.param(Arg::Text((*s).to_owned())))
+                .collect();
+            c.terms
+                .push(format!("({json}->>'status') IN ({})", marks.join(", ")));
+        }
+        if query.roots_only {
+            c.terms.push(format!("({json}->>'parent_id') IS NULL"));
+        }
+        c.window(json, "created_at", &query.created);
+        c.window(json, "updated_at", &query.updated);
+        c.window(json, "finished_at", &query.finished);
+        if let Some(search) = &query.search {
+            c.search(json, search);
+        }
+        let limit = c.param(Arg::Int(fetch));
+        let filter = if c.terms.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", c.terms.join(" AND "))
+        };
+        Filtered {
+            sql: format!(
+                "{select} WHERE id IN (SELECT id FROM {table}{filter} ORDER BY (id COLLATE \"C\") LIMIT {limit}) \
+                 ORDER BY (id COLLATE \"C\")",
+                select = self.list_select,
+                table = self.executions,
+            ),
+            args: c.args,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{drop_store, PgOptions, PgStore};
+    use execstore::{BatchItem, Effects, Execution, ExecutionStore, ListQuery, Status};
+
+    /// The server from `EXECSTORE_PG_URL`; without it the test fails, unless
+    /// `EXECSTORE_PG_OPTIONAL=1`, which prints a SKIPPED line (as the crate's other tests do).
+    fn server_url() -> Option<String> {
+        match std::env::var("EXECSTORE_PG_URL") {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ if std::env::var("EXECSTORE_PG_OPTIONAL").as_deref() == Ok("1") => {
+                use std::io::Write as _;
+                let line = "SKIPPED: executions::filters::tests: EXECSTORE_PG_URL is not set \
+                            (EXECSTORE_PG_OPTIONAL=1)\n";
+                let _ = std::io::stderr().write_all(line.as_bytes());
+                None
+            }
+            _ => panic!("EXECSTORE_PG_URL is not set: this test needs a PostgreSQL server"),
+        }
+    }
+
+    /// Each time window and the search are answered from the migration's indexes, with the
+    /// planner's own choices (no setting changed, statistics gathered) on 6,000 executions:
+    /// the plan of the statement the store runs names the index and has no sequential scan.
+    #[test]
+    fn time_windows_and_search_use_indexes() {
+        let Some(url) = server_url() else { return };
+        let prefix = format!("lfplan{}", std::process::id());
+        let store = PgStore::open(&url, PgOptions::new().prefix(prefix.clone())).unwrap();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            check_plans(&url, &prefix, &store)
+        }));
+        drop(store);
+        let _ = drop_store(&url, Some(&prefix));
+        if let Err(panic) = result {
+            std::panic::resume_unwind(panic);
+        }
+    }
+
+    fn check_plans(url: &str, prefix: &str, store: &PgStore) {
+        for chunk in 0..60 {
+            let mut batch: Vec<BatchItem> = (0..100)
+                .map(|i| {
+                    let n = chunk * 100 + i;
+                    let mut exe = Execution::new(format!("e{n:05}"), format!("d{}", n % 5));
+                    exe.status = Status::ALL[n % Status::ALL.len()];
+                    exe.active_path = Some(format!("root.s{}.t{}", n % 97, n % 3));
+                    exe.created_at = Some(1e9 + n as f64);
+                    exe.updated_at = Some(2e9 + n as f64);
+                    exe.finished_at = (n % 2 == 0).then_some(3e9 + n as f64);
+                    exe.context.insert("filler".into(), "x".repeat(300).into());
+                    BatchItem::new(exe, Effects::new())
+                })
+                .collect();
+            for r in store.commit_batch(&mut batch).unwrap() {
+                r.unwrap();
+            }
+        }
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        client
+            .batch_execute(&format!("ANALYZE {prefix}_executions"))
+            .unwrap();
+        let idx = |name: &str| format!("{prefix}_execstore_exe_{name}");
+        let q = ListQuery::new;
+        let cases: Vec<(&str, ListQuery, Vec<String>)> = vec![
+            (
+                "created",
+                q().created_between(Some(1e9 + 10.0), Some(1e9 + 20.0)),
+                vec![idx("created")],
+            ),
+            (
+                "updated after",
+                q().updated_between(Some(2e9 + 5990.0), None),
+                vec![idx("updated")],
+            ),
+            (
+                "finished before",
+                q().finished_between(None, Some(3e9 + 10.0)),
+                vec![idx("finished")],
+            ),
+            (
+                "search",
+                q().search("root.s3"),
+                vec![idx("id_c"), idx("active_path")],
+            ),
+            (
+                "created + cursor + roots",
+                q().created_between(Some(1e9 + 100.0), Some(1e9 + 130.0))
+                    .roots_only(true)
+                    .cursor(Some(execstore::encode_cursor("e00110"))),
+                vec![idx("created")],
+            ),
+            (
+                "updated + search",
+                q().updated_between(Some(2e9), Some(2e9 + 50.0))
+                    .search("root.s1.t0"),
+                vec![],
+            ),
+            (
+                "finished + statuses + definition",
+                q().finished_between(Some(3e9), Some(3e9 + 40.0))
+                    .status([Status::Done, Status::Failed])
+                    .definition("d2"),
+                vec![],
+            ),
+        ];
+        for (what, query, indexes) in cases {
+            let after = query.validated_after().unwrap();
+            let statuses: Vec<&str> = query.status.iter().flatten().map(|s| s.as_str()).collect();
+            let f = store.sql.list_filtered(&query, after.as_deref(), &statuses, 51);
+            let args: Vec<&(dyn postgres::types::ToSql + Sync)> = f.args.iter().map(|a| a.as_sql()).collect();
+            let rows = client.query(&format!("EXPLAIN {}", f.sql), &args).unwrap();
+            let plan: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
+            let plan = plan.join("\n");
+            for index in &indexes {
+                assert!(plan.contains(index.as_str()), "{what}: {index} not used:\n{plan}");
+            }
+            assert!(!plan.contains("Seq Scan"), "{what}: a sequential scan:\n{plan}");
+            assert!(plan.contains("Index"), "{what}: no index:\n{plan}");
+            // And the listing itself answers, with what the query asked for.
+            let page = store.list_executions(&query.clone().limit(50)).unwrap();
+            assert!(page
+                .items
+                .iter()
+                .all(|s| query.status.as_ref().is_none_or(|st| st.contains(&s.status))));
+        }
+    }
+}
