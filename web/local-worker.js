@@ -1,14 +1,32 @@
-// The in-browser monitor's dedicated worker (started by local.js): it owns the OPFS store
-// the user imported and answers the UI's API requests with the package's `MonitorApi`, the
-// same code as the native server's. Messages in (each answered in order, with its `id`):
-//   {op: "open", packageUrl, name, prefix, label}          open the store imported earlier
+// The in-browser monitor's dedicated worker (started by local.js): it holds the store file the
+// user imported and answers the UI's API requests with the package's `MonitorApi`, the same
+// code as the native server's. Like `execstore monitor --db F`, it serves whatever the file
+// holds: executions (harel's tables), a workspace log (reflexr's tables), or both.
+//
+// Where each part lives (a file opened through SQLite's OPFS VFS, sahpool, serves one
+// connection, which the execution store holds; so the workspace log is read elsewhere):
+// - the executions: the OPFS store `name` (`Store.importOpfs`, then `Store.openOpfs` after a
+//   reload), read in place;
+// - the workspace log: the file's bytes (and its -wal sidecar's) kept as plain OPFS files
+//   (`execstore-monitor-images/<name>.db`, `...db-wal`), read from a read-only copy in wasm
+//   memory (`WorkspaceImage.fromBytes`, SQLite's memvfs), made at import and again at each
+//   reopen. It costs the file's size in memory; the page never writes, so the copy never
+//   goes stale. A file with both is stored twice in OPFS (the store, and the bytes).
+//
+// Messages in (each answered in order, with its `id`):
+//   {op: "open", packageUrl, name, prefix, label, holds}       reopen what was imported earlier
 //   {op: "import", packageUrl, name, bytes, wal, prefix, label}   import a file, then open it
 //   {op: "api", method, target, authorization}              one API request -> {status, body}
 // Messages out: {id, ok: true, result} | {id, ok: false, error} (the error as a plain object,
-// so its `code` and fields survive the structured clone).
+// so its `code` and fields survive the structured clone). `open` and `import` answer
+// `{kind, holds: {executions, workspaces}}`.
+
+/** The OPFS directory of the workspace images' bytes (beside sahpool's `execstore/`). */
+const IMAGES_DIR = "execstore-monitor-images";
 
 let pkg = null;
 let store = null;
+let workspaces = null;
 let api = null;
 
 async function load(packageUrl) {
@@ -23,42 +41,116 @@ function plain(error) {
   return out;
 }
 
-function closeStore() {
+function closeStores() {
   store?.close();
+  workspaces?.close();
   store = null;
+  workspaces = null;
   api = null;
 }
+
+const lacks = (error, what) => error?.code === "NOT_FOUND" && error.what === what;
 
 /** Read-only: the page never writes (no token), and the store is opened for reading. */
 function monitorApi(MonitorApi, message) {
   return new MonitorApi({ store: message.label || message.name, backend: "opfs", prefix: message.prefix || null });
 }
 
+async function imagesDir() {
+  const root = await navigator.storage.getDirectory();
+  return root.getDirectoryHandle(IMAGES_DIR, { create: true });
+}
+
+/** Writes `bytes` to the OPFS file `name` of the images directory (`null`: removes it). */
+async function putFile(dir, name, bytes) {
+  if (!bytes) {
+    await dir.removeEntry(name).catch(() => {});
+    return;
+  }
+  const handle = await dir.getFileHandle(name, { create: true });
+  const access = await handle.createSyncAccessHandle();
+  try {
+    access.truncate(0);
+    access.write(new Uint8Array(bytes), { at: 0 });
+    access.flush();
+  } finally {
+    access.close();
+  }
+}
+
+async function getFile(dir, name) {
+  try {
+    const file = await (await dir.getFileHandle(name)).getFile();
+    return new Uint8Array(await file.arrayBuffer());
+  } catch (error) {
+    if (error?.name === "NotFoundError") return null;
+    throw error;
+  }
+}
+
+function holds() {
+  return { executions: store !== null, workspaces: workspaces !== null };
+}
+
 async function run(message) {
   switch (message.op) {
     case "open": {
-      const { Store, MonitorApi } = await load(message.packageUrl);
-      closeStore();
-      store = await Store.openOpfs(message.name, { readOnly: true, prefix: message.prefix || undefined, waitMs: 10000 });
+      const { Store, MonitorApi, WorkspaceImage } = await load(message.packageUrl);
+      closeStores();
+      // Earlier imports (before workspaces were served) recorded no `holds`: executions.
+      const want = message.holds ?? { executions: true, workspaces: false };
+      if (want.executions) {
+        store = await Store.openOpfs(message.name, { readOnly: true, prefix: message.prefix || undefined, waitMs: 10000 });
+      }
+      if (want.workspaces) {
+        const dir = await imagesDir();
+        const bytes = await getFile(dir, `${message.name}.db`);
+        if (!bytes) throw Object.assign(new Error("the imported file's workspace log is gone from this browser's storage: import the file again"), { code: "NOT_FOUND" });
+        workspaces = WorkspaceImage.fromBytes(bytes, { wal: await getFile(dir, `${message.name}.db-wal`) });
+      }
       api = monitorApi(MonitorApi, message);
-      return { kind: store.kind };
+      return { kind: store?.kind ?? "memory", holds: holds() };
     }
     case "import": {
-      const { Store, MonitorApi } = await load(message.packageUrl);
-      closeStore();
+      const { Store, MonitorApi, WorkspaceImage } = await load(message.packageUrl);
+      // Checked before anything is replaced: a file that is neither store changes nothing.
+      let image = null;
+      try {
+        image = WorkspaceImage.fromBytes(message.bytes, { wal: message.wal || undefined });
+      } catch (error) {
+        if (!lacks(error, "reflexr tables")) throw error;
+      }
+      closeStores();
       const started = performance.now();
-      store = await Store.importOpfs(message.name, message.bytes, {
-        readOnly: true, replace: true, waitMs: 10000, prefix: message.prefix || undefined, wal: message.wal || undefined,
-      });
+      try {
+        store = await Store.importOpfs(message.name, message.bytes, {
+          readOnly: true, replace: true, waitMs: 10000, prefix: message.prefix || undefined, wal: message.wal || undefined,
+        });
+      } catch (error) {
+        // A reflexr user's database: no execution tables, only the workspace log.
+        if (!(image && lacks(error, "table"))) {
+          image?.close();
+          throw error;
+        }
+      }
+      const dir = await imagesDir();
+      await putFile(dir, `${message.name}.db`, image ? message.bytes : null);
+      await putFile(dir, `${message.name}.db-wal`, image ? message.wal : null);
+      workspaces = image;
       api = monitorApi(MonitorApi, message);
-      return { kind: store.kind, importMs: performance.now() - started };
+      return { kind: store?.kind ?? "memory", holds: holds(), importMs: performance.now() - started };
     }
-    case "api":
-      if (store === null) {
+    case "api": {
+      if (api === null) {
         const body = { error: { code: "BACKEND", message: "no store is open in this page: import a store file" } };
         return { status: 503, body: JSON.stringify(body) };
       }
-      return api.handle(store, message.method, message.target, message.authorization ?? null);
+      const { method, target } = message;
+      const authorization = message.authorization ?? null;
+      if (!workspaces) return api.handle(store, method, target, authorization);
+      if (!store) return api.handleWorkspaces(workspaces, method, target, authorization);
+      return api.handleBoth(store, workspaces, method, target, authorization);
+    }
     default:
       throw new Error(`unknown op ${message.op}`);
   }

@@ -3,7 +3,9 @@
 // (app.js) browses it. No server: the UI's transport posts each API request to a dedicated
 // worker (local-worker.js) that answers it from the wasm store with the package's
 // `MonitorApi`, the very code of the native server's API. The import survives reloads: the
-// page reopens it from OPFS until another file is imported.
+// page reopens it from OPFS until another file is imported. As `execstore monitor --db F`,
+// it shows whatever the file holds: executions, a workspace log (reflexr's tables, read from
+// a copy in wasm memory: see local-worker.js), or both.
 
 // app.js starts itself unless told not to: set before it is loaded.
 window.EXECSTORE_MANUAL_START = true;
@@ -11,7 +13,7 @@ const { start } = await import("./app.js");
 
 /** The OPFS store the imported file becomes (one at a time). */
 const STORE_NAME = "monitor-local";
-/** What was imported (file name, prefix), to reopen it after a reload. */
+/** What was imported (file name, prefix, what it holds), to reopen it after a reload. */
 const META_KEY = "execstore.local.store";
 
 const $ = (sel) => document.querySelector(sel);
@@ -112,7 +114,7 @@ function begin() {
 
 function explain(error) {
   if (error.code === "NOT_FOUND" && error.what === "table") {
-    return `This file has no table ${error.key}: is it an execstore store? A file written by harel 0.9 needs the prefix "harel".`;
+    return `This file has no table ${error.key} and no workspace log: is it an execstore, harel or reflexr store? A file written by harel 0.9 needs the prefix "harel".`;
   }
   if (error.code === "INVALID_INPUT" && error.field === "bytes") return `This is not a SQLite database file (${error.reason}).`;
   if (error.code === "LOCKED") return "The store is open in another tab of this monitor: close it, then try again.";
@@ -131,19 +133,20 @@ async function importFiles(fileList) {
   }
   const prefix = $("#prefix").value;
   setState(`Importing ${db.name} (${size(db.size)})${wal ? ` with ${wal.name}` : ""}…`, "loading");
+  let holds;
   performance.mark("execstore:import-start");
   try {
     const bytes = await db.arrayBuffer();
     const walBytes = wal ? await wal.arrayBuffer() : undefined;
-    await link.request(
+    ({ holds } = await link.request(
       { op: "import", packageUrl, name: STORE_NAME, bytes, wal: walBytes, prefix, label: db.name },
       walBytes ? [bytes, walBytes] : [bytes],
-    );
+    ));
   } catch (error) {
     setState(`Could not import ${db.name}: ${explain(error)}`, "error");
     return;
   }
-  writeMeta({ file: db.name, prefix });
+  writeMeta({ file: db.name, prefix, holds });
   if (started) {
     // A fresh UI (filters, caches) over the new store: reopened from OPFS after the reload.
     location.replace(location.pathname);
@@ -188,7 +191,7 @@ async function main() {
     return;
   }
   try {
-    await link.request({ op: "open", packageUrl, name: STORE_NAME, prefix: meta.prefix, label: meta.file });
+    await link.request({ op: "open", packageUrl, name: STORE_NAME, prefix: meta.prefix, label: meta.file, holds: meta.holds });
     begin();
   } catch (error) {
     showImporter(`The store imported earlier (${meta.file}) could not be opened: ${explain(error)}`, "error");

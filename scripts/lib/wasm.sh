@@ -172,6 +172,9 @@ wasm_test() {
 	_wasm_say "behaviour suite in wasm32 in headless Chromium: OPFS in a dedicated worker"
 	CARGO_TARGET_DIR="$target_dir" CHROMEDRIVER=/usr/bin/chromedriver \
 		wasm-pack test --headless --chrome crates/execstore-wasm --test conformance_opfs || rc=1
+	_wasm_say "workspace suite in wasm32 in headless Chromium: SQLite in OPFS (sahpool)"
+	CARGO_TARGET_DIR="$target_dir" CHROMEDRIVER=/usr/bin/chromedriver \
+		wasm-pack test --headless --chrome crates/execstore-wasm --test workspace_opfs || rc=1
 	_wasm_say "npm package: build (wasm-pack, --target web)"
 	CARGO_TARGET_DIR="$target_dir" npm run --silent build:wasm || return 1
 	_wasm_say "native execstore for the JS tests (cargo build -p execstore-cli)"

@@ -4,7 +4,11 @@
 // The API is the wasm package's `MonitorApi`: the very code of the native `execstore
 // monitor` (crates/execstore-monitor-api), so routes, parameters, errors and JSON shapes
 // are the same (README.md, "Monitor"). The store lives in the isolate's memory: a SQLite
-// store file's bytes given at start (`Store.sqliteFromBytes`), or any `Store` you pass.
+// store file's bytes given at start, or any `Store` you pass. Like `execstore monitor --db F`,
+// it serves whatever the file holds: executions (harel's tables, `Store.sqliteFromBytes`), a
+// workspace log (reflexr's tables, `WorkspaceImage.fromBytes`, always read-only), or both;
+// the endpoints of what it does not hold answer 404 saying so, and `/api/info`'s `holds`
+// says which. A file that holds both is two copies in memory (one per SQLite connection).
 //
 //   import * as execstore from "execstore";
 //   import { createHandler } from "./web/edge/handler.js";
@@ -21,6 +25,10 @@ const FILES = {
   "/api.js": ["api.js", "text/javascript; charset=utf-8"],
   "/dom.js": ["dom.js", "text/javascript; charset=utf-8"],
   "/workspaces.js": ["workspaces.js", "text/javascript; charset=utf-8"],
+  "/graph.js": ["graph.js", "text/javascript; charset=utf-8"],
+  "/filters.js": ["filters.js", "text/javascript; charset=utf-8"],
+  "/actions.js": ["actions.js", "text/javascript; charset=utf-8"],
+  "/vendor/dagre.esm.js": ["vendor/dagre.esm.js", "text/javascript; charset=utf-8"],
   "/style.css": ["style.css", "text/css; charset=utf-8"],
   "/favicon.svg": ["favicon.svg", "image/svg+xml"],
 };
@@ -44,6 +52,43 @@ async function fetchBeside(name) {
   return response.ok ? await response.arrayBuffer() : null;
 }
 
+/** Whether `error` says the file lacks the tables of one contract (so it holds the other). */
+function lacksTables(error, what) {
+  return error?.code === "NOT_FOUND" && error.what === what;
+}
+
+/**
+ * Opens what a store file's bytes hold, as `execstore monitor --db F` does: its workspace
+ * log (read-only) if it has reflexr's tables; its executions if it has harel's tables under
+ * `prefix`, or if it has neither (then the execution store's own error says what is wrong,
+ * or, writable, it makes its tables in the copy). Writable (a token): only the executions.
+ */
+function openBytes(execstore, bytes, { wal, prefix, writable }) {
+  let workspaces = null;
+  if (execstore.WorkspaceImage) {
+    try {
+      workspaces = execstore.WorkspaceImage.fromBytes(bytes, { wal });
+    } catch (error) {
+      if (!lacksTables(error, "reflexr tables")) throw error;
+    }
+  }
+  const open = (readOnly) => execstore.Store.sqliteFromBytes(bytes, { prefix, wal, readOnly });
+  if (!workspaces) return { store: open(!writable), workspaces };
+  let store;
+  try {
+    store = open(true);
+  } catch (error) {
+    if (lacksTables(error, "table")) return { store: null, workspaces };
+    workspaces.close();
+    throw error;
+  }
+  if (writable) {
+    store.close();
+    store = open(false);
+  }
+  return { store, workspaces };
+}
+
 /**
  * Makes the handler.
  *
@@ -53,6 +98,7 @@ async function fetchBeside(name) {
  * @param {Uint8Array|ArrayBuffer} [options.wal]  its `-wal` sidecar, if it has one with content
  * @param {string} [options.prefix]  the table prefix (`"harel"` for harel's files)
  * @param {object} [options.store]  a `Store` to serve instead of `bytes` (default: an empty `Store.memory()`)
+ * @param {object} [options.workspaces]  a `WorkspaceImage` to serve beside `options.store`
  * @param {string} [options.token]  allows writes to requests with `Authorization: Bearer <token>`
  * @param {string} [options.label]  what the UI shows as the store
  * @param {(name: string) => Promise<string|Uint8Array|ArrayBuffer|null>} [options.files]  loads a UI file by name
@@ -63,18 +109,21 @@ export function createHandler(options) {
   if (!execstore || !execstore.Store || !execstore.MonitorApi) {
     throw new TypeError("createHandler needs options.execstore, the loaded `execstore` package");
   }
-  let store = options.store;
+  let store = options.store ?? null;
+  let workspaces = options.workspaces ?? null;
   let backend = "memory";
   if (!store && bytes) {
-    store = execstore.Store.sqliteFromBytes(bytes, { prefix, wal, readOnly: !token });
+    ({ store, workspaces } = openBytes(execstore, bytes, { wal, prefix, writable: Boolean(token) }));
     backend = "sqlite";
   } else if (store) {
     backend = store.kind === "memory" ? "memory" : "sqlite";
+  } else if (workspaces) {
+    backend = "sqlite";
   } else {
     store = execstore.Store.memory();
   }
   const api = new execstore.MonitorApi({
-    store: options.label ?? (bytes ? "store file (in memory)" : store.kind),
+    store: options.label ?? (bytes ? "store file (in memory)" : store?.kind ?? "workspace image"),
     backend,
     prefix: prefix ?? null,
     token,
@@ -100,7 +149,13 @@ export function createHandler(options) {
     const url = new URL(request.url);
     const method = request.method.toUpperCase();
     if (url.pathname.startsWith("/api/")) {
-      const { status, body } = api.handle(store, method, url.pathname + url.search, request.headers.get("authorization"));
+      const target = url.pathname + url.search;
+      const authorization = request.headers.get("authorization");
+      const { status, body } = !workspaces
+        ? api.handle(store, method, target, authorization)
+        : store
+          ? api.handleBoth(store, workspaces, method, target, authorization)
+          : api.handleWorkspaces(workspaces, method, target, authorization);
       return respond(status, body, { "content-type": "application/json", "cache-control": "no-store" }, method);
     }
     if (Object.hasOwn(FILES, url.pathname) && (method === "GET" || method === "HEAD")) {

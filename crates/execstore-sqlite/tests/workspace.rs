@@ -93,8 +93,12 @@ fn a_new_file_records_reflexrs_version() {
     let before = schema(&conn);
     drop(SqliteWorkspaceStorage::open(&path, options()).unwrap());
     assert_eq!(schema(&conn), before);
+    // ":memory:" is a private in-memory database with the same tables and version, on one
+    // connection; read-only is refused there (an empty database has nothing to read).
+    let memory = SqliteWorkspaceStorage::open(":memory:", options()).unwrap();
+    assert_eq!(memory.schema_version().unwrap(), "0008");
     assert!(matches!(
-        SqliteWorkspaceStorage::open(":memory:", options()),
+        SqliteWorkspaceStorage::open(":memory:", options().read_only(true)),
         Err(StoreError::InvalidInput { .. })
     ));
 }

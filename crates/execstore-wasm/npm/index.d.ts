@@ -1,6 +1,6 @@
 // `import { Store } from "execstore"`: the module is loaded at import (top-level await in a
 // browser or worker, synchronously in Node), so `Store` is ready to use.
-export { MonitorApi, Store } from "./wasm/execstore.js";
+export { MonitorApi, Store, WorkspaceImage } from "./wasm/execstore.js";
 export type {
   AlreadyExistsError, ApiAnswer, BackendError, BatchItem, BytesOptions, BatchOutcome, Capabilities, ChildState, ConflictError, CorruptError, DueTimer,
   Effects, Emit, Event, Execution, ExecutionInput, ExecutionPage, ExecutionSummary, InvalidInputError,
@@ -9,9 +9,9 @@ export type {
   StoreKind, TimerOp, TraceStep,
 } from "./wasm/execstore.js";
 // The workspace log (reflexr's Storage): `import { WorkspaceStore } from "execstore"`.
-export { WorkspaceStore, WorkspaceTx } from "./workspace.js";
+export { OpfsWorkspaceStore, WorkspaceStore, WorkspaceTx } from "./workspace.js";
 export type {
   DueRun, Entry, Envelope, EvaluationError, Lease, LogQuery, Run, RunPolicy, RunQuery, RunStatus, StoredRule,
   StoredRuleInput, SubscribeOptions, Subscription, TimeInput, WorkspaceCapabilities, WorkspaceEvent, WorkspaceInfo,
-  WorkspaceRef,
+  WorkspaceOpfsOptions, WorkspaceRef, WorkspaceStoreError,
 } from "./workspace.js";

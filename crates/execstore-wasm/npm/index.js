@@ -4,5 +4,5 @@ import init from "./wasm/execstore.js";
 
 await init({ module_or_path: new URL("./wasm/execstore_bg.wasm", import.meta.url) });
 
-export { MonitorApi, Store } from "./wasm/execstore.js";
-export { WorkspaceStore, WorkspaceTx } from "./workspace.js";
+export { MonitorApi, Store, WorkspaceImage } from "./wasm/execstore.js";
+export { OpfsWorkspaceStore, WorkspaceStore, WorkspaceTx } from "./workspace.js";

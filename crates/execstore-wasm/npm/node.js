@@ -5,5 +5,5 @@ import { initSync } from "./wasm/execstore.js";
 
 initSync({ module: readFileSync(new URL("./wasm/execstore_bg.wasm", import.meta.url)) });
 
-export { MonitorApi, Store } from "./wasm/execstore.js";
-export { WorkspaceStore, WorkspaceTx } from "./workspace.js";
+export { MonitorApi, Store, WorkspaceImage } from "./wasm/execstore.js";
+export { OpfsWorkspaceStore, WorkspaceStore, WorkspaceTx } from "./workspace.js";

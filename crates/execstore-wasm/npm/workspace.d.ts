@@ -1,6 +1,18 @@
 // The workspace log of the package (`WorkspaceStore`): reflexr 0.1.1's records, as the store
 // takes and returns them (snake_case keys, key order kept, unknown fields kept).
-import type { JsonObject, JsonValue } from "./wasm/execstore.js";
+import type { JsonObject, JsonValue, StoreError, StoreErrorCode } from "./wasm/execstore.js";
+
+/**
+ * What the workspace log's operations throw (an `Error` named `StoreError` with a stable
+ * `code`): `INVALID_INPUT` (bad input: nothing changed), `ALREADY_EXISTS` (an event id
+ * already in the log: none of the call appended), `CONFLICT` (a stored rule saved at any
+ * version but the next), `NOT_FOUND` (a read-only file without reflexr's tables), `CORRUPT`
+ * (a stored row that does not parse), `BACKEND` (SQLite or OPFS failed, the store is closed,
+ * the transaction has ended; `retryable` says whether trying again may work) and, for an
+ * OPFS store, `LOCKED` (another tab or worker held it past `waitMs`).
+ */
+export type WorkspaceStoreError = StoreError;
+export type { StoreError, StoreErrorCode };
 
 /** A tenant's workspace: the unit of isolation, ordering and locking. */
 export interface WorkspaceRef {
@@ -177,11 +189,35 @@ export declare class WorkspaceTx {
   readonly ended: boolean;
 }
 
+/** Options of `WorkspaceStore.openOpfs`. */
+export interface WorkspaceOpfsOptions {
+  /**
+   * How long to wait for the store's lease while another tab or worker holds it, at the open
+   * and whenever this store takes it back, in milliseconds (default 5000; `0`: at once), then
+   * `LOCKED`.
+   */
+  waitMs?: number;
+  /**
+   * `"full"` (the default): every commit is synced to OPFS before it resolves. `"normal"`:
+   * synced at checkpoints; a crashed worker or tab loses nothing, a power loss or OS crash may
+   * lose the last commits (never corrupting the file).
+   */
+  synchronous?: "full" | "normal";
+  /** Opens an existing store for reading only: every write is refused. */
+  readOnly?: boolean;
+}
+
 /** A tenant's workspaces: the workspace log. */
 export declare class WorkspaceStore {
   private constructor();
   /** Workspaces in memory, timed by `Date.now()`. */
   static memory(): WorkspaceStore;
+  /**
+   * The workspace store `name` (1 to 64 letters, digits, `.`, `_`, `-`) in a SQLite file in
+   * the Origin Private File System; only in a dedicated worker. Rejects with `LOCKED` if
+   * another tab or worker keeps it past `options.waitMs`.
+   */
+  static openOpfs(name: string, options?: WorkspaceOpfsOptions): Promise<OpfsWorkspaceStore>;
   readonly kind: "memory" | "closed";
   close(): void;
   capabilities(): WorkspaceCapabilities;
@@ -210,4 +246,46 @@ export declare class WorkspaceStore {
   cursor(ref: WorkspaceRef, name: string): number;
   saveCursor(ref: WorkspaceRef, name: string, seq: number): void;
   cursors(ref: WorkspaceRef): [string, number][];
+}
+
+/**
+ * The workspace log in a SQLite file in OPFS (made by `WorkspaceStore.openOpfs`): the same
+ * operations as `WorkspaceStore`, each returning a Promise, run one at a time in call order
+ * (a call made while a `transaction` callback runs waits for it to end: inside the callback,
+ * use `tx`, never the store). Tabs and workers of the origin share the store by taking turns
+ * on its lease; subscriptions wake on commits made in any of them.
+ */
+export declare class OpfsWorkspaceStore {
+  private constructor();
+  readonly kind: "opfs" | "closed";
+  /** The store's name. */
+  readonly name: string;
+  /** Whether this agent holds the store's lease now (let go when another tab asks for it). */
+  readonly leaseHeld: boolean;
+  /** Closes the store once earlier calls have run: the file and the lease are let go. */
+  close(): Promise<void>;
+  capabilities(): Promise<WorkspaceCapabilities>;
+  /** Runs `fn` in a transaction: commits when it resolves, rolls back when it throws. */
+  transaction<T>(ref: WorkspaceRef, fn: (tx: WorkspaceTx) => T | Promise<T>): Promise<T>;
+  /** The log, then every later commit (in any tab or worker of the origin), in order. */
+  subscribe(ref: WorkspaceRef, options?: SubscribeOptions): Subscription;
+  headSeq(ref: WorkspaceRef): Promise<number>;
+  read(ref: WorkspaceRef, query?: LogQuery): Promise<Envelope[]>;
+  ruleHistory(ref: WorkspaceRef, name: string): Promise<Envelope[]>;
+  envelope(ref: WorkspaceRef, eventId: string): Promise<Envelope | null>;
+  run(ref: WorkspaceRef, runId: string): Promise<Run | null>;
+  runs(ref: WorkspaceRef, query?: RunQuery): Promise<Run[]>;
+  deadLetters(ref: WorkspaceRef, rule?: string | null): Promise<EvaluationError[]>;
+  progress(ref: WorkspaceRef): Promise<[string, JsonObject][]>;
+  schedules(ref: WorkspaceRef): Promise<[string, string][]>;
+  storedRules(ref: WorkspaceRef): Promise<StoredRule[]>;
+  workspaces(): Promise<WorkspaceRef[]>;
+  workspaceInfo(ref: WorkspaceRef): Promise<WorkspaceInfo | null>;
+  dueRuns(now: TimeInput, limit: number, policy?: RunPolicy): Promise<DueRun[]>;
+  acquireLease(ref: WorkspaceRef, key: string, holder: string, ttlMs: number): Promise<boolean>;
+  releaseLease(ref: WorkspaceRef, key: string, holder: string): Promise<void>;
+  leases(ref: WorkspaceRef): Promise<Lease[]>;
+  cursor(ref: WorkspaceRef, name: string): Promise<number>;
+  saveCursor(ref: WorkspaceRef, name: string, seq: number): Promise<void>;
+  cursors(ref: WorkspaceRef): Promise<[string, number][]>;
 }

@@ -9,8 +9,10 @@
 //! file.
 
 use std::cell::Cell;
+use std::sync::Arc;
 
-use execstore_sqlite::{SqliteOptions, SqliteStore};
+use execstore::workspace::Clock;
+use execstore_sqlite::{SqliteOptions, SqliteStore, SqliteWorkspaceOptions, SqliteWorkspaceStorage};
 use sqlite_wasm_rs::vfs::memvfs::{MemVfsError, MemVfsUtil};
 use sqlite_wasm_rs::vfs::transfer::DbTransfer;
 use sqlite_wasm_rs::vfs::VfsFilesManager;
@@ -77,6 +79,53 @@ impl Drop for ImageStore {
     fn drop(&mut self) {
         self.store = None;
         remove_files(&self.name);
+    }
+}
+
+/// The workspace log (reflexr's tables) of a database image in wasm memory, read-only (as the
+/// native monitor opens it); its memory is freed when dropped. An image of its own, beside
+/// any [`ImageStore`] of the same file: a memvfs file serves one connection, and the
+/// execution store holds it.
+#[derive(Debug)]
+pub struct ImageWorkspaces {
+    // Declared (so dropped) before the file is removed in `drop`.
+    storage: Option<SqliteWorkspaceStorage>,
+    name: String,
+}
+
+impl ImageWorkspaces {
+    /// Loads the database file `bytes` (and its `-wal` sidecar `wal`) and opens its workspace
+    /// log read-only, with `clock` for the storage's own use. Not a SQLite file:
+    /// `INVALID_INPUT` (field `bytes`); no reflexr tables: `NOT_FOUND` (what `reflexr
+    /// tables`).
+    pub fn load(bytes: &[u8], wal: Option<&[u8]>, clock: Arc<dyn Clock>) -> Result<Self, WasmError> {
+        let image = Image::load(bytes, wal)?;
+        let options = SqliteWorkspaceOptions::new().read_only(true).clock(clock);
+        let storage = SqliteWorkspaceStorage::open_in_vfs(&image.name, MEMVFS, options)?;
+        Ok(ImageWorkspaces {
+            storage: Some(storage),
+            name: image.release(),
+        })
+    }
+
+    /// The workspace storage.
+    pub fn storage(&self) -> Result<&SqliteWorkspaceStorage, WasmError> {
+        self.storage
+            .as_ref()
+            .ok_or_else(|| backend("the workspace image is closed"))
+    }
+
+    /// Closes it and frees its memory (later calls fail with `BACKEND`).
+    pub fn close(&mut self) {
+        if self.storage.take().is_some() {
+            remove_files(&self.name);
+        }
+    }
+}
+
+impl Drop for ImageWorkspaces {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 

@@ -10,7 +10,9 @@
 //!   Private File System, through sqlite-wasm-vfs's `sahpool` VFS, in a dedicated worker.
 //!   The database survives reloads; one worker at a time owns it (Web Locks, and the
 //!   pool's own access-handle lease), a second opener gets `LOCKED` or waits a bounded time.
-//!   `await Store.importOpfs(name, bytes)` makes one from a SQLite file's bytes;
+//!   `synchronous: "full" | "normal"` chooses what a returned commit survives (see
+//!   [`opfs`]'s "Durability"). `await Store.importOpfs(name, bytes)` makes one from a SQLite
+//!   file's bytes;
 //! * `Store.sqliteFromBytes(bytes)`: the SQLite adapter on a database file's bytes, kept in
 //!   wasm memory (anywhere: Node, edge runtimes, pages).
 //!
@@ -37,9 +39,9 @@ mod store;
 mod workspace;
 
 pub use errors::WasmError;
-pub use monitor::MonitorApi;
+pub use monitor::{MonitorApi, WorkspaceImage};
 pub use store::Store;
-pub use workspace::{RawWorkspaceStore, RawWorkspaceTx};
+pub use workspace::{RawOpfsLease, RawWorkspaceStore, RawWorkspaceTx};
 
 use wasm_bindgen::prelude::wasm_bindgen;
 

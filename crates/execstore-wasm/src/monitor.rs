@@ -1,16 +1,110 @@
 //! The JS `MonitorApi` class: the monitor's JSON API (the same code as the native server's,
-//! `execstore-monitor-api`) over a `Store`, for the edge `fetch` handler and the in-browser
-//! monitor's worker.
+//! `execstore-monitor-api`) over a `Store` (executions) and a `WorkspaceImage` (a file's
+//! workspace log, read-only), either or both, for the edge `fetch` handler and the
+//! in-browser monitor's worker.
 
-use execstore_monitor_api::{ApiRequest, MonitorApi as Api};
+use std::sync::Arc;
+
+use execstore::workspace::{Clock, Timestamp, WorkspaceStorage};
+use execstore::ExecutionStore;
+use execstore_monitor_api::{ApiRequest, MonitorApi as Api, Stores};
+use js_sys::{ArrayBuffer, Reflect, Uint8Array};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::wasm_bindgen;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
 use crate::convert::{self, object, Unknown};
-use crate::errors::WasmError;
+use crate::errors::{invalid, WasmError};
+use crate::image::ImageWorkspaces;
 use crate::store::Store;
+
+/// The workspace log (reflexr's `reflexr_*` tables) of a SQLite file's bytes, read-only, for
+/// the monitor: `MonitorApi.handleWorkspaces` (or `handleBoth`, with a `Store`) answers `/api/workspaces...` and `/api/due-runs` from it. The bytes are copied into wasm
+/// memory (SQLite's memvfs), apart from any `Store` of the same file.
+///
+/// ```js
+/// const workspaces = WorkspaceImage.fromBytes(bytes, { wal });   // NOT_FOUND: no reflexr tables
+/// const { status, body } = api.handleWorkspaces(workspaces, "GET", "/api/workspaces");
+/// ```
+#[wasm_bindgen]
+pub struct WorkspaceImage {
+    inner: ImageWorkspaces,
+}
+
+/// The JS clock (`Date.now()`), which a read-only image's storage is given (it writes
+/// nothing, so it stamps nothing; the API's answers take their `now` from the request).
+struct DateClock;
+
+impl Clock for DateClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_micros((js_sys::Date::now() * 1000.0) as i64)
+            .or_else(|_| Timestamp::from_micros(0))
+            .expect("the epoch is in range")
+    }
+}
+
+/// A `Uint8Array` or `ArrayBuffer`'s bytes.
+fn bytes_of(value: &JsValue, field: &str) -> Result<Vec<u8>, WasmError> {
+    if value.is_instance_of::<Uint8Array>() || value.is_instance_of::<ArrayBuffer>() {
+        Ok(Uint8Array::new(value).to_vec())
+    } else {
+        Err(invalid(field, "must be a Uint8Array or an ArrayBuffer"))
+    }
+}
+
+#[wasm_bindgen]
+impl WorkspaceImage {
+    /// Loads a SQLite database file's `bytes` (and `options.wal`, its `-wal` sidecar's bytes,
+    /// whose commits are recovered first) and opens its workspace log read-only: nothing in
+    /// the bytes is changed. Not a SQLite file: `INVALID_INPUT` (field `bytes`); a file
+    /// without reflexr's tables: `NOT_FOUND` (`what`: `"reflexr tables"`).
+    #[wasm_bindgen(js_name = fromBytes)]
+    pub fn from_bytes(
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array | ArrayBuffer")] bytes: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ wal?: Uint8Array | ArrayBuffer | null }")]
+        options: JsValue,
+    ) -> Result<WorkspaceImage, JsValue> {
+        let bytes = bytes_of(&bytes, "bytes")?;
+        let mut wal = None;
+        if !(options.is_undefined() || options.is_null()) {
+            if !options.is_object() {
+                return Err(invalid("options", "must be an object").into());
+            }
+            for key in js_sys::Object::keys(options.unchecked_ref::<js_sys::Object>()).iter() {
+                let key = key.as_string().unwrap_or_default();
+                if key != "wal" {
+                    return Err(invalid(format!("options.{key}"), "is not an option of fromBytes").into());
+                }
+            }
+            let value = Reflect::get(&options, &"wal".into()).unwrap_or(JsValue::UNDEFINED);
+            if !(value.is_undefined() || value.is_null()) {
+                wal = Some(bytes_of(&value, "options.wal")?);
+            }
+        }
+        let inner = ImageWorkspaces::load(&bytes, wal.as_deref(), Arc::new(DateClock))?;
+        Ok(WorkspaceImage { inner })
+    }
+
+    /// The workspaces it holds, as `[{tenant_id, workspace_id}]`.
+    #[wasm_bindgen(unchecked_return_type = "{ tenant_id: string; workspace_id: string }[]")]
+    pub fn workspaces(&self) -> Result<JsValue, JsValue> {
+        let list = self.inner.storage()?.workspaces().map_err(WasmError::from)?;
+        let out = js_sys::Array::new();
+        for ws in list {
+            let o = js_sys::Object::new();
+            Reflect::set(&o, &"tenant_id".into(), &ws.tenant_id.as_str().into())?;
+            Reflect::set(&o, &"workspace_id".into(), &ws.workspace_id.as_str().into())?;
+            out.push(&o);
+        }
+        Ok(out.into())
+    }
+
+    /// Frees its memory; later calls (and API requests over it) fail with `BACKEND`.
+    pub fn close(&mut self) {
+        self.inner.close();
+    }
+}
 
 /// Options of `new MonitorApi()`.
 #[derive(Deserialize, Default)]
@@ -75,10 +169,12 @@ impl MonitorApi {
         self.api.writable()
     }
 
-    /// Answers one request: `method` (`"GET"`...), `target` (the path and query, as
-    /// `url.pathname + url.search`), and the `Authorization` header's value if any.
-    /// Returns `{status, body}` with `body` the JSON text. Never throws for a bad request
-    /// (that is a 4xx answer); throws only if `method` or `target` is not a string.
+    /// Answers one request from `store`: `method` (`"GET"`...), `target` (the path and
+    /// query, as `url.pathname + url.search`), and the `Authorization` header's value if
+    /// any. Returns `{status, body}` with `body` the JSON text. Never throws for a bad
+    /// request (that is a 4xx answer); throws only if `method` or `target` is not a string.
+    /// The workspace endpoints answer 404 (the store holds no workspace log): see
+    /// `handleBoth` and `handleWorkspaces` for a file that holds one.
     #[wasm_bindgen(unchecked_return_type = "ApiAnswer")]
     pub fn handle(
         &self,
@@ -87,13 +183,54 @@ impl MonitorApi {
         #[wasm_bindgen(unchecked_param_type = "string")] target: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "string | null")] authorization: JsValue,
     ) -> Result<JsValue, JsValue> {
-        let method = convert::string(&method, "method")?.to_ascii_uppercase();
-        let target = convert::string(&target, "target")?;
+        self.answer(Some(store), None, &method, &target, &authorization)
+    }
+
+    /// As `handle`, from a file that holds executions (`store`) and a workspace log
+    /// (`workspaces`): every endpoint answers, as the native monitor over such a file.
+    #[wasm_bindgen(js_name = handleBoth, unchecked_return_type = "ApiAnswer")]
+    pub fn handle_both(
+        &self,
+        store: &Store,
+        workspaces: &WorkspaceImage,
+        #[wasm_bindgen(unchecked_param_type = "string")] method: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] target: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "string | null")] authorization: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        self.answer(Some(store), Some(workspaces), &method, &target, &authorization)
+    }
+
+    /// As `handle`, from a file that holds a workspace log only (a reflexr user's
+    /// database): the execution endpoints answer 404 saying so; `/api/info`'s `holds` says
+    /// `{executions: false, workspaces: true}`.
+    #[wasm_bindgen(js_name = handleWorkspaces, unchecked_return_type = "ApiAnswer")]
+    pub fn handle_workspaces(
+        &self,
+        workspaces: &WorkspaceImage,
+        #[wasm_bindgen(unchecked_param_type = "string")] method: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] target: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "string | null")] authorization: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        self.answer(None, Some(workspaces), &method, &target, &authorization)
+    }
+}
+
+impl MonitorApi {
+    fn answer(
+        &self,
+        store: Option<&Store>,
+        workspaces: Option<&WorkspaceImage>,
+        method: &JsValue,
+        target: &JsValue,
+        authorization: &JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let method = convert::string(method, "method")?.to_ascii_uppercase();
+        let target = convert::string(target, "target")?;
         let authorization = authorization.as_string();
         let now = js_sys::Date::now() / 1000.0;
-        let answer = match store.inner() {
-            Ok(inner) => self.api.handle(
-                inner,
+        let answer = match stores(store, workspaces) {
+            Ok(stores) => self.api.handle_stores(
+                stores,
                 &ApiRequest::from_target(&method, &target, authorization.as_deref()),
                 now,
             ),
@@ -104,6 +241,22 @@ impl MonitorApi {
         js_sys::Reflect::set(&out, &"body".into(), &answer.body.to_string().into())?;
         Ok(out.into())
     }
+}
+
+/// What a request is answered from: a closed store or image is an error (503).
+fn stores<'a>(
+    store: Option<&'a Store>,
+    workspaces: Option<&'a WorkspaceImage>,
+) -> Result<Stores<'a>, WasmError> {
+    let executions: Option<&dyn ExecutionStore> = store.map(Store::inner).transpose()?;
+    let workspaces: Option<&dyn WorkspaceStorage> = match workspaces {
+        Some(w) => Some(w.inner.storage()?),
+        None => None,
+    };
+    Ok(Stores {
+        executions,
+        workspaces,
+    })
 }
 
 /// The answer when the store is closed: a 503 in the API's error shape.

@@ -8,11 +8,37 @@
 //! agent at a time can hold. A second opener waits for the Web Lock at most `wait_ms`, then
 //! fails with [`WasmError::Locked`]; it never touches a file it does not own, and never
 //! waits without end.
+//!
+//! # Durability: `synchronous` "full" or "normal"
+//!
+//! The database runs in WAL mode (exclusive locking, see
+//! [`SqliteStore::open_in_vfs`]): a commit appends its pages to the `-wal` file, and every
+//! 1000 pages (SQLite's `wal_autocheckpoint`) a checkpoint copies them into the database
+//! file. The pool's files are OPFS files written through sync access handles: a `write()`
+//! hands the bytes to the browser's file (in Chromium on a profile on disk: to the operating
+//! system, from the worker's own process, no buffering in between), and the VFS's `xSync`
+//! (sqlite-wasm-vfs's sahpool) is the handle's `flush()`, which asks the operating system
+//! to put the file on the device.
+//!
+//! * [`Synchronous::Full`] (the default): a commit flushes the `-wal` file before it
+//!   returns. A commit that returned survives the end of the worker, a killed or crashed
+//!   tab or browser, and a power loss or OS crash (as far as the device keeps what it
+//!   acknowledged as flushed).
+//! * [`Synchronous::Normal`]: a commit writes the `-wal` file and returns without a flush;
+//!   the WAL is flushed before each checkpoint and the database after it. A commit that
+//!   returned survives the end of the worker and a killed or crashed tab or browser (its
+//!   bytes were with the operating system when it returned; the next open replays the WAL).
+//!   A power loss or OS crash may lose the commits since the last checkpoint, the newest
+//!   first: the store reopens as it was after an earlier commit, never with a step half
+//!   applied.
+//!
+//! In an off-the-record (incognito) profile the browser keeps OPFS in its own memory and
+//! drops it with the profile: both levels then survive the end of a worker or tab only.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use execstore_sqlite::{SqliteOptions, SqliteStore};
+use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use js_sys::futures::JsFuture;
 use js_sys::{Function, Object, Promise, Reflect};
 use sqlite_wasm_rs::vfs::transfer::DbTransfer;
@@ -25,12 +51,25 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::errors::{backend, describe, invalid, WasmError};
 
 /// The database's file name inside its pool.
-const DB_FILE: &str = "execstore.db";
+pub(crate) const DB_FILE: &str = "execstore.db";
 
 /// At least this long, the open retries a pool whose access handles are still held after
 /// it got the Web Lock: the previous owner's worker has ended (its lock is gone) but the
 /// browser closes its handles a moment later.
 const HANDOVER_MS: f64 = 3000.0;
+
+/// The durability levels an OPFS store offers (see the module's "Durability"): `"full"` or
+/// `"normal"`; anything else is `INVALID_INPUT` on `field`.
+pub fn opfs_synchronous(level: &str, field: &str) -> Result<Synchronous, WasmError> {
+    match level {
+        "full" => Ok(Synchronous::Full),
+        "normal" => Ok(Synchronous::Normal),
+        other => Err(invalid(
+            field,
+            format!("{other:?} is not one of \"full\" \"normal\" (an OPFS store's durability levels)"),
+        )),
+    }
+}
 
 /// How [`OpfsStore::open`] opens a store.
 #[derive(Clone, Debug)]
@@ -38,7 +77,8 @@ pub struct OpfsOptions {
     /// How long to wait for a store another worker or tab holds, in milliseconds; `0`
     /// fails at once with `LOCKED`.
     pub wait_ms: f64,
-    /// The SQLite options (`prefix`, `synchronous`, `trace_max`, `read_only`).
+    /// The SQLite options (`prefix`, `synchronous`, `trace_max`, `read_only`). `synchronous`
+    /// is [`Synchronous::Full`] or [`Synchronous::Normal`] (see the module's "Durability").
     pub sqlite: SqliteOptions,
 }
 
@@ -75,6 +115,7 @@ impl OpfsStore {
     /// most 64) in this dedicated worker: takes the Web Lock (waiting up to
     /// `options.wait_ms`), installs or resumes its pool, and opens the database.
     pub async fn open(name: &str, options: OpfsOptions) -> Result<Self, WasmError> {
+        check_durability(&options.sqlite)?;
         let (lease, vfs) = Lease::take(name, options.wait_ms).await?;
         Self::open_leased(lease, vfs, options.sqlite)
     }
@@ -90,6 +131,7 @@ impl OpfsStore {
         options: OpfsOptions,
         replace: bool,
     ) -> Result<Self, WasmError> {
+        check_durability(&options.sqlite)?;
         let (lease, vfs) = Lease::take(name, options.wait_ms).await?;
         let pool = &lease.pool;
         let opfs = |e: OpfsSAHError| backend(format!("cannot import into the OPFS store {name:?}: {e}"));
@@ -152,7 +194,7 @@ impl OpfsStore {
 
 /// The store's hold on its pool and Web Lock; dropping it releases the pool's access
 /// handles (so another worker can open the store) and then the lock.
-struct Lease {
+pub(crate) struct Lease {
     pool: OpfsSAHPoolUtil,
     _lock: WebLock,
 }
@@ -160,7 +202,7 @@ struct Lease {
 impl Lease {
     /// Takes the Web Lock of the store `name` (waiting up to `wait_ms`) and installs or
     /// resumes its pool; returns the lease and the pool's VFS name.
-    async fn take(name: &str, wait_ms: f64) -> Result<(Lease, String), WasmError> {
+    pub(crate) async fn take(name: &str, wait_ms: f64) -> Result<(Lease, String), WasmError> {
         check_name(name)?;
         if !(wait_ms >= 0.0 && wait_ms.is_finite()) {
             return Err(invalid(
@@ -212,6 +254,18 @@ impl Drop for Lease {
         // Fails only while a database of the pool is still open, which the store's field
         // order rules out; the worker's end releases the handles anyway.
         let _ = self.pool.pause();
+    }
+}
+
+/// Refuses a `synchronous` other than the two levels an OPFS store offers, before anything
+/// is touched.
+fn check_durability(sqlite: &SqliteOptions) -> Result<(), WasmError> {
+    match sqlite.synchronous {
+        Synchronous::Full | Synchronous::Normal => Ok(()),
+        other => Err(invalid(
+            "options.synchronous",
+            format!("{other:?} is not one of Full Normal (an OPFS store's durability levels)"),
+        )),
     }
 }
 

@@ -7,7 +7,7 @@ use execstore::{
     BatchItem, DueTimer, Effects, Execution, ExecutionStore, ListQuery, MemoryStore, Status, TraceStep,
     DEFAULT_LIST_LIMIT,
 };
-use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
+use execstore_sqlite::{SqliteOptions, SqliteStore};
 use js_sys::{Array, ArrayBuffer, Function, Object, Reflect, Uint8Array};
 use serde::Deserialize;
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -16,7 +16,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::convert::{self, object, Unknown};
 use crate::errors::{backend, invalid, WasmError};
 use crate::image::{checked_image, ImageStore};
-use crate::opfs::{OpfsOptions, OpfsStore};
+use crate::opfs::{opfs_synchronous, OpfsOptions, OpfsStore};
 
 type JsResult<T> = Result<T, JsValue>;
 
@@ -127,6 +127,13 @@ struct JsListQuery {
     roots_only: bool,
     limit: Option<usize>,
     cursor: Option<String>,
+    created_after: Option<f64>,
+    created_before: Option<f64>,
+    updated_after: Option<f64>,
+    updated_before: Option<f64>,
+    finished_after: Option<f64>,
+    finished_before: Option<f64>,
+    search: Option<String>,
 }
 
 /// One item of `commitBatch`.
@@ -214,13 +221,7 @@ fn take_wal(options: &JsValue, field: &str) -> Result<(JsValue, Option<Vec<u8>>)
 fn opfs_sqlite_options(js: &OpfsJsOptions) -> Result<SqliteOptions, WasmError> {
     let mut sqlite = sqlite_options(js.trace_max, js.prefix.clone()).read_only(js.read_only);
     if let Some(level) = &js.synchronous {
-        let level: Synchronous = level.parse().map_err(|_| {
-            invalid(
-                "options.synchronous",
-                format!("{level:?} is not one of off normal full extra"),
-            )
-        })?;
-        sqlite = sqlite.synchronous(level);
+        sqlite = sqlite.synchronous(opfs_synchronous(level, "options.synchronous")?);
     }
     Ok(sqlite)
 }
@@ -264,7 +265,11 @@ impl Store {
     /// Private File System; only in a dedicated worker. One worker or tab at a time owns a
     /// store: another opener waits up to `options.waitMs` (default 5000; 0 fails at once)
     /// for it to be closed, then throws `LOCKED`. Other options: `traceMax`, `prefix`,
-    /// `synchronous` ("off" | "normal" | "full" | "extra", default "full"), `readOnly`.
+    /// `readOnly`, and `synchronous`, the durability of a commit that returned: `"full"`
+    /// (the default: it survives a power loss too) or `"normal"` (no flush per commit: it
+    /// survives a killed or crashed worker, tab or browser, while a power loss or OS crash
+    /// may lose the commits since the last checkpoint, never half of one); anything else is
+    /// `INVALID_INPUT`. See the package README's "Durability".
     #[wasm_bindgen(js_name = openOpfs)]
     pub async fn open_opfs(
         #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
@@ -527,7 +532,11 @@ impl Store {
         let mut q = ListQuery::new()
             .roots_only(js.roots_only)
             .limit(js.limit.unwrap_or(DEFAULT_LIST_LIMIT))
-            .cursor(js.cursor);
+            .cursor(js.cursor)
+            .created_between(js.created_after, js.created_before)
+            .updated_between(js.updated_after, js.updated_before)
+            .finished_between(js.finished_after, js.finished_before);
+        q.search = js.search;
         if let Some(status) = js.status {
             q = q.status(status);
         }

@@ -133,6 +133,17 @@ export interface ListQuery {
   limit?: number;
   /** The previous page's `next_cursor`. */
   cursor?: string | null;
+  /** Keep `created_at` in [created_after, created_before) (epoch seconds; either end open). */
+  created_after?: number | null;
+  created_before?: number | null;
+  /** Keep `updated_at` in [updated_after, updated_before). */
+  updated_after?: number | null;
+  updated_before?: number | null;
+  /** Keep `finished_at` in [finished_after, finished_before). */
+  finished_after?: number | null;
+  finished_before?: number | null;
+  /** Keep ids starting with it, and executions in that state (active path equal to it or below it at a `.`). */
+  search?: string | null;
 }
 
 /** A list view's projection of an execution. */
@@ -215,8 +226,13 @@ export interface SqliteMemoryOptions extends MemoryOptions {
 export interface OpfsOptions extends SqliteMemoryOptions {
   /** How long to wait for a store another worker or tab holds, in ms; default 5000, 0 fails at once with LOCKED. */
   waitMs?: number;
-  /** SQLite's `PRAGMA synchronous`; default "full". */
-  synchronous?: "off" | "normal" | "full" | "extra";
+  /**
+   * The durability of a commit that returned (SQLite's `PRAGMA synchronous` in WAL mode).
+   * "full" (default): the WAL is flushed on every commit; it survives a power loss too.
+   * "normal": no flush per commit; it survives a killed or crashed worker, tab or browser, but a
+   * power loss or OS crash may lose the commits since the last checkpoint (never half of one).
+   */
+  synchronous?: "full" | "normal";
   /** Open for reading only. */
   readOnly?: boolean;
 }

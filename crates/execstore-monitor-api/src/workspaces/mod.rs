@@ -1,0 +1,240 @@
+//! The workspace log's endpoints (reflexr's tables): workspaces, a workspace's log, an
+//! envelope's causal chain, runs (due now or held, and by which), dead letters, leases,
+//! cursors, stored rules and their history, and the due runs across workspaces.
+//!
+//! Here: the routes, the shared parameter helpers, the change token, the workspace list and
+//! a workspace's log; `chain`: an envelope's causal chain; `runs`: runs and due runs under
+//! the stored rules' policy; `records`: dead letters, leases, cursors and stored rules.
+
+mod chain;
+mod records;
+mod runs;
+#[cfg(test)]
+mod tests;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use execstore::workspace::{Envelope, LogQuery, Timestamp, WorkspaceRef, WorkspaceStorage, MAX_READ};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::params::Params;
+use crate::{decode, ApiError, ApiResult, Call, DEFAULT_LIMIT};
+
+/// A workspace endpoint, with its path parameters still percent-encoded.
+pub(crate) enum WsRoute<'p> {
+    List,
+    Info(&'p str, &'p str),
+    Log(&'p str, &'p str),
+    Envelope(&'p str, &'p str, &'p str),
+    Runs(&'p str, &'p str),
+    DeadLetters(&'p str, &'p str),
+    Leases(&'p str, &'p str),
+    Cursors(&'p str, &'p str),
+    Rules(&'p str, &'p str),
+    RuleHistory(&'p str, &'p str, &'p str),
+    DueRuns,
+}
+
+impl<'p> WsRoute<'p> {
+    /// The route of the segments after `/api/workspaces`; `None`: no such endpoint.
+    pub(crate) fn parse(rest: &[&'p str]) -> Option<Self> {
+        let full = |s: &&str| !s.is_empty();
+        Some(match rest {
+            [] => WsRoute::List,
+            [t, w, tail @ ..] if full(t) && full(w) => match tail {
+                [] => WsRoute::Info(t, w),
+                ["log"] => WsRoute::Log(t, w),
+                ["envelopes", id] if full(id) => WsRoute::Envelope(t, w, id),
+                ["runs"] => WsRoute::Runs(t, w),
+                ["dead-letters"] => WsRoute::DeadLetters(t, w),
+                ["leases"] => WsRoute::Leases(t, w),
+                ["cursors"] => WsRoute::Cursors(t, w),
+                ["rules"] => WsRoute::Rules(t, w),
+                ["rules", name, "history"] if full(name) => WsRoute::RuleHistory(t, w, name),
+                _ => return None,
+            },
+            _ => return None,
+        })
+    }
+}
+
+fn ts(t: Timestamp) -> Value {
+    Value::from(t.to_json_text())
+}
+
+/// A comma-separated list parameter (empty items dropped).
+fn list(params: &Params, name: &str) -> Vec<String> {
+    params
+        .get(name)
+        .map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A time parameter: `now`, epoch seconds, or an RFC 3339 date-time.
+fn time_param(params: &Params, name: &str, now: f64) -> Result<Option<Timestamp>, ApiError> {
+    let Some(v) = params.get(name) else {
+        return Ok(None);
+    };
+    let bad = || {
+        ApiError::bad_request(format!(
+            "{name} {v:?} is not \"now\", epoch seconds or an RFC 3339 time"
+        ))
+    };
+    if v.eq_ignore_ascii_case("now") {
+        return Timestamp::from_secs_f64(now).map(Some).map_err(|_| bad());
+    }
+    if let Ok(secs) = v.parse::<f64>() {
+        if !secs.is_finite() || secs < 0.0 {
+            return Err(bad());
+        }
+        return Timestamp::from_secs_f64(secs).map(Some).map_err(|_| bad());
+    }
+    Timestamp::parse_json_text(v).map(Some).map_err(|_| bad())
+}
+
+/// The workspace-wide change token part: every workspace's head.
+pub(crate) fn token(storage: &dyn WorkspaceStorage) -> Result<String, ApiError> {
+    let mut hash = Sha256::new();
+    for ws in storage.workspaces()? {
+        let head = storage.head_seq(&ws)?;
+        let leases = storage.leases(&ws)?.len();
+        let cursors: i64 = storage.cursors(&ws)?.iter().map(|(_, s)| s).sum();
+        hash.update(
+            json!([ws.tenant_id, ws.workspace_id, head, leases, cursors])
+                .to_string()
+                .as_bytes(),
+        );
+    }
+    Ok(URL_SAFE_NO_PAD.encode(&hash.finalize()[..12]))
+}
+
+impl Call<'_> {
+    fn ws_params(&self, known: &[&str]) -> Result<Params, ApiError> {
+        Params::new(self.request.query, known, self.now)
+    }
+
+    pub(crate) fn workspace_token(&self, storage: &dyn WorkspaceStorage) -> Result<String, ApiError> {
+        token(storage)
+    }
+
+    /// A workspace named in a path, checked, and known to the store (404 otherwise).
+    fn workspace(&self, t: &str, w: &str) -> Result<(WorkspaceRef, i64, Option<Timestamp>), ApiError> {
+        let ws = WorkspaceRef::new(decode(t)?, decode(w)?);
+        ws.check()?;
+        let info = self.ws()?.workspace_info(&ws)?.ok_or_else(|| {
+            ApiError::not_found(format!(
+                "no workspace {} of tenant {}",
+                ws.workspace_id, ws.tenant_id
+            ))
+        })?;
+        Ok((ws, info.head_seq, info.head_ts))
+    }
+
+    pub(crate) fn workspace_route(&self, route: WsRoute<'_>) -> ApiResult {
+        match route {
+            WsRoute::List => self.workspaces(),
+            WsRoute::Info(t, w) => self.workspace_info(t, w),
+            WsRoute::Log(t, w) => self.log(t, w),
+            WsRoute::Envelope(t, w, id) => self.envelope(t, w, id),
+            WsRoute::Runs(t, w) => self.runs(t, w),
+            WsRoute::DeadLetters(t, w) => self.dead_letters(t, w),
+            WsRoute::Leases(t, w) => self.leases(t, w),
+            WsRoute::Cursors(t, w) => self.cursors(t, w),
+            WsRoute::Rules(t, w) => self.rules(t, w),
+            WsRoute::RuleHistory(t, w, name) => self.rule_history(t, w, name),
+            WsRoute::DueRuns => self.due_runs(),
+        }
+    }
+
+    fn workspaces(&self) -> ApiResult {
+        self.ws_params(&[])?;
+        let storage = self.ws()?;
+        let mut items = Vec::new();
+        for ws in storage.workspaces()? {
+            let info = storage.workspace_info(&ws)?;
+            let head = info.as_ref().map_or(0, |i| i.head_seq);
+            let cursors: Vec<Value> = storage
+                .cursors(&ws)?
+                .into_iter()
+                .map(|(name, seq)| json!({ "name": name, "seq": seq, "lag": head - seq }))
+                .collect();
+            items.push(json!({
+                "tenant_id": ws.tenant_id,
+                "workspace_id": ws.workspace_id,
+                "head_seq": head,
+                "head_ts": info.and_then(|i| i.head_ts).map(ts),
+                "cursors": cursors,
+            }));
+        }
+        Ok(json!({ "items": items, "now": self.now }))
+    }
+
+    fn workspace_info(&self, t: &str, w: &str) -> ApiResult {
+        self.ws_params(&[])?;
+        let (ws, head, head_ts) = self.workspace(t, w)?;
+        Ok(json!({
+            "tenant_id": ws.tenant_id,
+            "workspace_id": ws.workspace_id,
+            "head_seq": head,
+            "head_ts": head_ts.map(ts),
+            "now": self.now,
+        }))
+    }
+
+    fn log(&self, t: &str, w: &str) -> ApiResult {
+        let params = self.ws_params(&["after", "before", "type", "limit", "last"])?;
+        let (ws, head, _) = self.workspace(t, w)?;
+        let page = |name: &str| -> Result<Option<usize>, ApiError> {
+            params
+                .get(name)
+                .map(|v| match v.parse::<usize>() {
+                    Ok(n) if (1..=MAX_READ.min(execstore::validate::MAX_PAGE)).contains(&n) => Ok(n),
+                    _ => Err(ApiError::bad_request(format!(
+                        "{name} {v:?} is not a whole number in 1..={}",
+                        execstore::validate::MAX_PAGE
+                    ))),
+                })
+                .transpose()
+        };
+        let (limit, last) = (page("limit")?, page("last")?);
+        if limit.is_some() && last.is_some() {
+            return Err(ApiError::bad_request("give at most one of limit and last"));
+        }
+        let types = list(&params, "type");
+        let mut query = LogQuery::new().after(params.seq("after")?.unwrap_or(0));
+        if let Some(before) = params.seq("before")? {
+            query = query.before(before);
+        }
+        if !types.is_empty() {
+            query = query.types(types);
+        }
+        let limit = match last {
+            Some(n) => {
+                query = query.last(n);
+                None
+            }
+            None => {
+                let n = limit.unwrap_or(DEFAULT_LIMIT);
+                query = query.limit(n);
+                Some(n)
+            }
+        };
+        let items = self.ws()?.read(&ws, &query)?;
+        let next_after = limit
+            .filter(|n| items.len() == *n)
+            .and_then(|_| items.last().map(|e| e.seq));
+        Ok(json!({
+            "items": items.iter().map(Envelope::to_value).collect::<Vec<_>>(),
+            "head_seq": head,
+            "next_after": next_after,
+            "now": self.now,
+        }))
+    }
+}

@@ -1,0 +1,96 @@
+//! A workspace's dead letters, leases (lapsed or not), consumer cursors (with their lag),
+//! stored rules and a stored rule's version history.
+
+use execstore::workspace::{Envelope, Timestamp};
+use serde_json::{json, Value};
+
+use super::ts;
+use crate::{decode, ApiError, ApiResult, Call};
+
+impl Call<'_> {
+    pub(super) fn dead_letters(&self, t: &str, w: &str) -> ApiResult {
+        let params = self.ws_params(&["rule"])?;
+        let (ws, _, _) = self.workspace(t, w)?;
+        if let Some(rule) = params.get("rule") {
+            execstore::validate::check_id("rule", rule)?;
+        }
+        let items: Vec<Value> = self
+            .ws()?
+            .dead_letters(&ws, params.get("rule"))?
+            .into_iter()
+            .map(|l| Value::Object(l.doc().clone()))
+            .collect();
+        Ok(json!({ "items": items }))
+    }
+
+    pub(super) fn leases(&self, t: &str, w: &str) -> ApiResult {
+        self.ws_params(&[])?;
+        let (ws, _, _) = self.workspace(t, w)?;
+        let now = Timestamp::from_secs_f64(self.now).map_err(ApiError::from)?;
+        let items: Vec<Value> = self
+            .ws()?
+            .leases(&ws)?
+            .into_iter()
+            .map(|l| {
+                json!({
+                    "key": l.key,
+                    "holder": l.holder,
+                    "expires_at": ts(l.expires_at),
+                    "lapsed": l.expires_at <= now,
+                })
+            })
+            .collect();
+        Ok(json!({ "items": items, "now": self.now }))
+    }
+
+    pub(super) fn cursors(&self, t: &str, w: &str) -> ApiResult {
+        self.ws_params(&[])?;
+        let (ws, head, _) = self.workspace(t, w)?;
+        let items: Vec<Value> = self
+            .ws()?
+            .cursors(&ws)?
+            .into_iter()
+            .map(|(name, seq)| json!({ "name": name, "seq": seq, "lag": head - seq }))
+            .collect();
+        Ok(json!({ "items": items, "head_seq": head }))
+    }
+
+    pub(super) fn rules(&self, t: &str, w: &str) -> ApiResult {
+        self.ws_params(&[])?;
+        let (ws, _, _) = self.workspace(t, w)?;
+        let items: Vec<Value> = self
+            .ws()?
+            .stored_rules(&ws)?
+            .into_iter()
+            .map(|r| {
+                json!({
+                    "name": r.name(),
+                    "rule": Value::Object(r.rule.clone()),
+                    "version": r.version,
+                    "status": r.status.as_str(),
+                    "provenance": Value::Object(r.provenance.clone()),
+                })
+            })
+            .collect();
+        Ok(json!({ "items": items }))
+    }
+
+    pub(super) fn rule_history(&self, t: &str, w: &str, raw_name: &str) -> ApiResult {
+        self.ws_params(&[])?;
+        let (ws, _, _) = self.workspace(t, w)?;
+        let name = decode(raw_name)?;
+        execstore::validate::check_id("name", &name)?;
+        let items: Vec<Value> = self
+            .ws()?
+            .rule_history(&ws, &name)?
+            .iter()
+            .map(Envelope::to_value)
+            .collect();
+        if items.is_empty() {
+            return Err(ApiError::not_found(format!(
+                "no stored rule {name} in this workspace"
+            )));
+        }
+        Ok(json!({ "name": name, "items": items }))
+    }
+}
