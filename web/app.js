@@ -5,102 +5,19 @@
 // query strings ("?view=..."), never taken from stored data.
 
 import { ApiError, createClient, token } from "./api.js";
-import { $, absTime, add, clear, h, pad, span, toSeconds } from "./dom.js";
+import { $, absTime, add, clear, h, span } from "./dom.js";
+import { ago, emptyBox, jsonTree, now, setServerNow, statusPill, table, timeEl, until } from "./format.js";
+import * as records from "./records.js";
+import { linkTo, PAGE_SIZES, parseRoute, routeSearch, STATUS_SHORT, STATUSES } from "./route.js";
 import * as workspaces from "./workspaces.js";
 import * as graph from "./graph.js";
 import * as filters from "./filters.js";
 import * as actions from "./actions.js";
 
-const STATUSES = ["PENDING", "RUNNING", "DONE", "CANCELLED", "SUSPENDED", "CANCELLING", "FAILED"];
-/** The chart's labels where a column is too narrow for the full name: each one distinct. */
-const STATUS_SHORT = {
-  PENDING: "PEND", RUNNING: "RUN", DONE: "DONE", CANCELLED: "CNCLD", SUSPENDED: "SUSP", CANCELLING: "CNCLG", FAILED: "FAIL",
-};
-const VIEWS = ["executions", "outbox", "timers", "spawns", "workspaces", "definition"];
-const PAGE_SIZES = [25, 50, 100, 200];
 const POLL_MS = 2000;
-/** An outbox entry or a spawn intent older than this is highlighted: the relay is late. */
-const OVERDUE_S = 300;
-const KNOWN_STEP_KEYS = new Set([
-  "index", "event_kind", "event_data", "from_path", "to_path", "guards", "actions",
-  "context_in", "context_out", "timestamp", "assigned", "note",
-]);
 
-// ---------------------------------------------------------------------------------------------
-// DOM helpers: everything is built as elements and text nodes.
-
-
-
-// ---------------------------------------------------------------------------------------------
-// Formatting
-
-function ago(t) {
-  const s = toSeconds(t);
-  return s === null ? "–" : `${span(now() - s)} ago`;
-}
-
-/** Seconds from now until `t`: "in 5m" or "overdue by 5m". */
-function until(t) {
-  const d = t - now();
-  return d >= 0 ? `in ${span(d)}` : `overdue by ${span(d)}`;
-}
-
-function timeEl(t, text = ago(t)) {
-  return h("time", { title: absTime(t), datetime: toSeconds(t) ? new Date(toSeconds(t) * 1000).toISOString() : null }, text);
-}
-
-const compact = (v) => (v === undefined ? "" : JSON.stringify(v));
-
-function shortJson(v, max = 140) {
-  const s = compact(v);
-  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
-}
-
-/** The server's clock (epoch seconds), as last seen, advanced by the local clock. */
-let clockSkew = 0;
-const now = () => Date.now() / 1000 + clockSkew;
-
-// ---------------------------------------------------------------------------------------------
-// Routes: everything the page shows is in its URL.
-
-function parseRoute(search) {
-  const p = new URLSearchParams(search);
-  const limit = Number(p.get("limit"));
-  return {
-    view: VIEWS.includes(p.get("view")) ? p.get("view") : "executions",
-    status: (p.get("status") || "").split(",").filter((s) => STATUSES.includes(s)),
-    definition: p.get("definition") || "",
-    roots: p.get("roots") === "1",
-    q: p.get("q") || "",
-    cursor: p.get("cursor") || "",
-    id: p.get("id") || "",
-    limit: PAGE_SIZES.includes(limit) ? limit : 50,
-    after: p.get("after") || "",
-    due: p.get("due") === "1",
-    ...filters.parseFilters(p),
-  };
-}
-
-function routeSearch(r) {
-  const p = new URLSearchParams();
-  if (r.view !== "executions") p.set("view", r.view);
-  if (r.status.length) p.set("status", r.status.join(","));
-  if (r.definition) p.set("definition", r.definition);
-  if (r.roots) p.set("roots", "1");
-  if (r.q) p.set("q", r.q);
-  filters.writeFilters(r, p);
-  if (r.limit !== 50) p.set("limit", String(r.limit));
-  if (r.cursor) p.set("cursor", r.cursor);
-  if (r.after) p.set("after", r.after);
-  if (r.due) p.set("due", "1");
-  if (r.id) p.set("id", r.id);
-  const s = p.toString();
-  return s ? `?${s}` : location.pathname;
-}
-
-function linkTo(changes) {
-  return routeSearch({ ...parseRoute(""), ...changes });
-}
+// DOM helpers are in dom.js, times, tables and the JSON tree in format.js, an execution's
+// records (timeline, timers, outbox, spawns) in records.js.
 
 // ---------------------------------------------------------------------------------------------
 // State
@@ -171,10 +88,6 @@ function errorBox(error, retry) {
   );
 }
 
-function emptyBox(title, text, action) {
-  return h("div", { class: "state empty" }, h("strong", null, title), text ? h("p", null, text) : null, action);
-}
-
 /** Shows "Loading…" in `el` only if the data takes more than a moment (no flicker). */
 function loadingLater(el, text = "Loading…") {
   const timer = setTimeout(() => {
@@ -191,10 +104,6 @@ function loadingLater(el, text = "Loading…") {
 
 // ---------------------------------------------------------------------------------------------
 // Shared pieces
-
-function statusPill(status) {
-  return h("span", { class: `pill s-${String(status).toLowerCase()}` }, status);
-}
 
 function execLink(id, text = id, extra = {}) {
   return h(
@@ -266,38 +175,6 @@ function actionCtx() {
     refresh,
     listParams: () => ({ status: r.status.join(","), definition: r.definition, roots_only: r.roots, q: r.q, ...filters.apiParams(r) }),
   };
-}
-
-function table(columns, rows, { rowProps } = {}) {
-  return h(
-    "table",
-    { class: "grid" },
-    h("thead", null, h("tr", null, columns.map((c) => h("th", { class: c.class }, c.label)))),
-    h("tbody", null, rows.map((row, i) => h("tr", rowProps ? rowProps(row, i) : null, columns.map((c) => h("td", { class: c.class }, c.cell(row, i)))))),
-  );
-}
-
-// ---------------------------------------------------------------------------------------------
-// JSON tree (collapsible); deeper levels are built when first opened.
-
-function jsonTree(value, { key, depth = 0, open = 1 } = {}) {
-  const label = key === undefined ? null : h("span", { class: "k" }, `${key}: `);
-  if (value !== null && typeof value === "object") {
-    const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
-    const shape = Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`;
-    if (!entries.length) return h("div", { class: "jl" }, label, h("span", { class: "v empty" }, Array.isArray(value) ? "[]" : "{}"));
-    const details = h("details", { class: "jt", open: depth < open }, h("summary", null, label, h("span", { class: "shape" }, shape), h("span", { class: "peek" }, ` ${shortJson(value, 80)}`)));
-    const build = () => {
-      if (details.dataset.built) return;
-      details.dataset.built = "1";
-      details.append(h("div", { class: "jc" }, entries.map(([k, v]) => jsonTree(v, { key: k, depth: depth + 1, open }))));
-    };
-    if (depth < open) build();
-    else details.addEventListener("toggle", build);
-    return details;
-  }
-  const type = value === null ? "null" : typeof value;
-  return h("div", { class: "jl" }, label, h("span", { class: `v ${type}` }, compact(value)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -555,10 +432,10 @@ async function loadDetail({ quiet = false } = {}) {
     const [one, trace, pending] = await Promise.all([api.get(path), api.get(`${path}/trace`), api.get(`${path}/pending`)]);
     if (seq !== detailSeq) return;
     done();
-    const open = rememberOpen(detail);
+    const open = records.rememberOpen(detail);
     detail.dataset.id = id;
     clear(detail, renderDetail(one, trace, pending));
-    restoreOpen(detail, open);
+    records.restoreOpen(detail, open);
   } catch (e) {
     if (seq !== detailSeq) return;
     done();
@@ -569,18 +446,6 @@ async function loadDetail({ quiet = false } = {}) {
 }
 
 /** Which collapsible sections the user opened or closed, kept across a live refresh. */
-function rememberOpen(root) {
-  const open = new Map();
-  for (const d of root.querySelectorAll("details[data-key]")) open.set(d.dataset.key, d.open);
-  return open;
-}
-
-function restoreOpen(root, open) {
-  for (const d of root.querySelectorAll("details[data-key]")) {
-    if (open.has(d.dataset.key)) d.open = open.get(d.dataset.key);
-  }
-}
-
 function detailHeader(id, exe) {
   return h(
     "div",
@@ -591,18 +456,9 @@ function detailHeader(id, exe) {
   );
 }
 
-function section(key, title, count, body, { open = true } = {}) {
-  return h(
-    "details",
-    { class: "section", open, dataset: { key } },
-    h("summary", null, h("span", null, title), count !== null && count !== undefined ? h("span", { class: "count" }, count) : null),
-    body,
-  );
-}
-
 function renderDetail(one, trace, pending) {
   const exe = one.execution;
-  clockSkew = pending.now - Date.now() / 1000;
+  setServerNow(pending.now);
   const field = (label, value) => (value === null || value === undefined || value === "" ? null : [h("dt", null, label), h("dd", null, value)]);
   const summary = h(
     "dl",
@@ -629,188 +485,16 @@ function renderDetail(one, trace, pending) {
     error,
     summary,
     actions.detailSection(actionCtx(), exe),
-    renderFamily(one),
+    records.renderFamily(one),
     graph.executionSection(api, exe),
-    section("timeline", "Timeline", `${trace.items.length} steps`, renderTimeline(trace)),
-    section("context", "Context", `${Object.keys(exe.context || {}).length} keys`, h("div", { class: "json", id: "context" }, jsonTree(exe.context, { open: 2 }))),
-    section("timers", "Timers", timersOverdue ? `${pending.timers.length} (${timersOverdue} overdue)` : pending.timers.length, renderTimers(pending.timers, { withExecution: false })),
-    section("outbox", "Outbox (addressed to it)", pending.outbox.length, renderOutbox(pending.outbox, { withTarget: false })),
-    section("spawns", "Spawns (pending children)", pending.spawns.length, renderSpawns(pending.spawns, { withParent: false })),
+    records.section("timeline", "Timeline", `${trace.items.length} steps`, records.renderTimeline(trace)),
+    records.section("context", "Context", `${Object.keys(exe.context || {}).length} keys`, h("div", { class: "json", id: "context" }, jsonTree(exe.context, { open: 2 }))),
+    records.section("timers", "Timers", timersOverdue ? `${pending.timers.length} (${timersOverdue} overdue)` : pending.timers.length, records.renderTimers(pending.timers, { withExecution: false })),
+    records.section("outbox", "Outbox (addressed to it)", pending.outbox.length, records.renderOutbox(pending.outbox, { withTarget: false })),
+    records.section("spawns", "Spawns (pending children)", pending.spawns.length, records.renderSpawns(pending.spawns, { withParent: false })),
     pending.truncated ? h("p", { class: "muted" }, "Only the first 200,000 timers, outbox entries and spawns of the store were looked through.") : null,
-    section("raw", "Stored JSON", null, h("div", { class: "json" }, jsonTree(exe, { open: 1 })), { open: false }),
+    records.section("raw", "Stored JSON", null, h("div", { class: "json" }, jsonTree(exe, { open: 1 })), { open: false }),
   ];
-}
-
-function renderFamily(one) {
-  const exe = one.execution;
-  if (!one.ancestors.length && !one.children.length) return null;
-  const node = (id, summary, current, join) =>
-    h(
-      "div",
-      { class: `node${current ? " current" : ""}` },
-      current ? h("span", { class: "mono" }, id) : execLink(id),
-      summary ? statusPill(summary.status) : h("span", { class: "muted" }, current ? "" : " not created yet"),
-      summary && summary.active_path ? h("span", { class: "mono muted" }, ` ${summary.active_path}`) : null,
-      join ? h("span", { class: `join${join.finished ? " finished" : ""}` }, join.finished ? `joined${join.outcome ? `: ${join.outcome}` : ""}` : "not joined", join.root_path ? ` · ${join.root_path}` : "") : null,
-    );
-  const tree = h("ul", { class: "tree" });
-  let level = tree;
-  for (const a of one.ancestors) {
-    const li = h("li", null, node(a.id, a.summary, false));
-    level.append(li);
-    const ul = h("ul");
-    li.append(ul);
-    level = ul;
-  }
-  const self = h("li", null, node(exe.id, exe, true));
-  level.append(self);
-  if (one.children.length) {
-    self.append(h("ul", null, one.children.map((c) => h("li", null, node(c.id, c.summary, false, c.join)))));
-  }
-  return section("family", "Parent and children", one.children_total ? `${one.children_total} children` : "child", h("div", { class: "family" }, tree));
-}
-
-function diffContext(before, after) {
-  const out = [];
-  if (!after || typeof after !== "object") return out;
-  for (const [k, v] of Object.entries(after)) {
-    if (!before || !(k in before)) out.push({ op: "+", key: k, value: v });
-    else if (compact(before[k]) !== compact(v)) out.push({ op: "~", key: k, old: before[k], value: v });
-  }
-  if (before && typeof before === "object") {
-    for (const k of Object.keys(before)) if (!(k in after)) out.push({ op: "-", key: k, old: before[k] });
-  }
-  return out;
-}
-
-function chips(label, items, cls) {
-  if (!Array.isArray(items) || !items.length) return null;
-  return h("div", { class: "chips" }, h("span", { class: "chip-label" }, label), items.map((x) => h("span", { class: `chip ${cls}` }, typeof x === "string" ? x : compact(x))));
-}
-
-function renderTimeline(trace) {
-  const steps = trace.items;
-  if (!steps.length) return emptyBox("No trace steps", "The engine recorded no timeline for this execution (or it was written without tracing).");
-  const first = steps[0];
-  const evicted = typeof first.index === "number" && first.index > 0;
-  const list = h("ol", { class: "timeline", id: "timeline" });
-  let previousOut = evicted ? undefined : {};
-  let previousT = null;
-  for (const step of steps) {
-    const t = toSeconds(step.timestamp);
-    const before = step.context_in !== undefined ? step.context_in : previousOut;
-    const diff = before === undefined ? null : diffContext(before, step.context_out);
-    const failed = typeof step.note === "string" && step.note.startsWith("failed");
-    const extra = Object.entries(step).filter(([k]) => !KNOWN_STEP_KEYS.has(k));
-    list.append(
-      h(
-        "li",
-        { class: `step${failed ? " failed" : ""}`, dataset: { index: step.index } },
-        h("span", { class: "dot", "aria-hidden": "true" }),
-        h(
-          "div",
-          { class: "step-head" },
-          h("span", { class: "idx" }, `#${step.index ?? "?"}`),
-          h("span", { class: "kind" }, step.event_kind ?? "(no event)"),
-          t !== null ? h("time", { title: absTime(t) }, absTime(t).slice(11)) : null,
-          t !== null && previousT !== null ? h("span", { class: "delta" }, `+${span(t - previousT)}`) : null,
-        ),
-        h(
-          "div",
-          { class: "move mono" },
-          step.from_path ? h("span", { class: "from" }, step.from_path) : h("span", { class: "muted" }, "(start)"),
-          h("span", { class: "arrow", "aria-label": "to" }, " → "),
-          h("span", { class: "to" }, step.to_path ?? "?"),
-        ),
-        chips("guards", step.guards, "guard"),
-        chips("actions", step.actions, "action"),
-        step.event_data && Object.keys(step.event_data).length ? h("div", { class: "kv" }, h("span", { class: "chip-label" }, "event data"), h("code", { class: "mono", title: compact(step.event_data) }, shortJson(step.event_data, 200))) : null,
-        diff === null
-          ? h("div", { class: "diff muted" }, "context before this step is not kept (earlier steps were evicted)")
-          : diff.length
-            ? h("ul", { class: "diff" }, diff.map((d) => h(
-              "li",
-              { class: `op-${d.op === "+" ? "add" : d.op === "-" ? "del" : "chg"}` },
-              h("span", { class: "op" }, d.op),
-              h("span", { class: "k" }, d.key),
-              d.op === "~" ? [h("span", { class: "old", title: compact(d.old) }, shortJson(d.old, 60)), " → "] : null,
-              h("span", { class: d.op === "-" ? "old" : "new", title: compact(d.op === "-" ? d.old : d.value) }, shortJson(d.op === "-" ? d.old : d.value, 100)),
-            )))
-            : h("div", { class: "diff muted" }, "context unchanged"),
-        step.note ? h("div", { class: "note" }, String(step.note)) : null,
-        extra.length ? h("div", { class: "kv" }, extra.map(([k, v]) => [h("span", { class: "chip-label" }, k), h("code", { class: "mono" }, shortJson(v, 120))])) : null,
-      ),
-    );
-    if (step.context_out !== undefined) previousOut = step.context_out;
-    if (t !== null) previousT = t;
-  }
-  return [
-    evicted ? h("p", { class: "muted" }, `Steps before #${first.index} were evicted (the store keeps the last ${trace.trace_max ?? "N"}).`) : null,
-    list,
-  ];
-}
-
-// ---------------------------------------------------------------------------------------------
-// Outbox, timers and spawns (store-wide views and an execution's own)
-
-function renderTimers(items, { withExecution = true } = {}) {
-  if (!items.length) return emptyBox("No armed timers", null);
-  return table(
-    [
-      withExecution ? { label: "Execution", class: "id mono", cell: (t) => execLink(t.execution_id) } : null,
-      { label: "State", class: "path mono", cell: (t) => t.path },
-      { label: "Fires at", class: "when", cell: (t) => absTime(t.fire_at) },
-      { label: "", class: "due", cell: (t) => h("span", { class: t.fire_at < now() ? "overdue-text" : "muted" }, until(t.fire_at)) },
-      state.info && state.info.writable
-        ? { label: "", class: "act", cell: (t) => writeButton("Delete", () => api.del("api/timers", { execution_id: t.execution_id, path: t.path, fire_at: t.fire_at }), "Remove this timer (only if it still fires at this time)") }
-        : null,
-    ].filter(Boolean),
-    items,
-    { rowProps: (t) => ({ class: t.fire_at < now() ? "overdue" : null }) },
-  );
-}
-
-function outboxAge(e) {
-  return toSeconds(e.event.created_time);
-}
-
-function renderOutbox(items, { withTarget = true } = {}) {
-  if (!items.length) return emptyBox("Nothing waiting in the outbox", "Every event emitted so far was delivered.");
-  return table(
-    [
-      { label: "Seq", class: "num", cell: (e) => e.seq },
-      withTarget ? { label: "Target", class: "id mono", cell: (e) => (e.target_id ? execLink(e.target_id) : h("span", { class: "muted" }, "(broadcast)")) } : null,
-      { label: "Event", class: "kind", cell: (e) => h("span", { class: "chip action" }, e.event.kind) },
-      { label: "Event id", class: "mono small", cell: (e) => e.event.id },
-      { label: "Created", class: "when", cell: (e) => (outboxAge(e) !== null ? timeEl(outboxAge(e)) : h("span", { class: "muted" }, "–")) },
-      { label: "Data", class: "data mono", cell: (e) => h("code", { title: compact(e.event.data) }, shortJson(e.event.data, 90)) },
-      state.info && state.info.writable
-        ? { label: "", class: "act", cell: (e) => writeButton("Ack", () => api.post(`api/outbox/${e.seq}/ack`), "Mark delivered: removes it from the outbox") }
-        : null,
-    ].filter(Boolean),
-    items,
-    { rowProps: (e) => ({ class: outboxAge(e) !== null && now() - outboxAge(e) > OVERDUE_S ? "overdue" : null, dataset: { seq: e.seq } }) },
-  );
-}
-
-function renderSpawns(items, { withParent = true } = {}) {
-  if (!items.length) return emptyBox("No pending spawns", "Every forked child was created.");
-  const since = (s) => (typeof s.parent_updated_at === "number" ? s.parent_updated_at : null);
-  return table(
-    [
-      { label: "Seq", class: "num", cell: (s) => s.seq },
-      withParent ? { label: "Parent", class: "id mono", cell: (s) => execLink(s.parent_id) } : null,
-      { label: "Child to create", class: "id mono", cell: (s) => s.child_id },
-      { label: "Runs", class: "path mono", cell: (s) => s.root_path },
-      withParent ? { label: "Waiting", class: "when", cell: (s) => (since(s) !== null ? h("span", { title: "at least since the parent's last commit" }, `≥ ${span(now() - since(s))}`) : "–") } : null,
-      { label: "Seed context", class: "data mono", cell: (s) => h("code", { title: compact(s.context) }, shortJson(s.context, 90)) },
-      state.info && state.info.writable
-        ? { label: "", class: "act", cell: (s) => writeButton("Ack", () => api.post(`api/spawns/${s.seq}/ack`), "Mark created: removes the intent") }
-        : null,
-    ].filter(Boolean),
-    items,
-    { rowProps: (s) => ({ class: since(s) !== null && now() - since(s) > OVERDUE_S ? "overdue" : null }) },
-  );
 }
 
 async function loadStoreView({ quiet = false } = {}) {
@@ -843,8 +527,8 @@ async function loadStoreView({ quiet = false } = {}) {
     else page = await api.get(`api/${r.view}`, { after: r.after, limit: r.limit });
     if (seq !== viewSeq) return;
     done();
-    clockSkew = page.now - Date.now() / 1000;
-    const render = { outbox: renderOutbox, timers: renderTimers, spawns: renderSpawns }[r.view];
+    setServerNow(page.now);
+    const render = { outbox: records.renderOutbox, timers: records.renderTimers, spawns: records.renderSpawns }[r.view];
     clear(list, render(page.items));
     const next = r.view === "timers" ? page.next_cursor : page.next_after;
     const overdue = list.querySelectorAll("tr.overdue").length;
@@ -929,7 +613,7 @@ async function poll() {
   if (state.live && !document.hidden) {
     try {
       const { token: changeToken, now: serverNow } = await api.get("api/changes");
-      clockSkew = serverNow - Date.now() / 1000;
+      setServerNow(serverNow);
       if (state.changeToken !== null && changeToken !== state.changeToken) refresh();
       state.changeToken = changeToken;
       state.lastCheck = Date.now();
@@ -1016,7 +700,7 @@ function onKey(e) {
 async function loadInfo() {
   try {
     state.info = await api.get("api/info");
-    clockSkew = state.info.now - Date.now() / 1000;
+    setServerNow(state.info.now);
     const label = `${state.info.backend}: ${state.info.store}${state.info.prefix ? ` (prefix ${state.info.prefix})` : ""}`;
     $("#store").textContent = label;
     $("#store").title = label;
@@ -1076,6 +760,12 @@ export async function start({ transport } = {}) {
       navigate({ ...parseRoute(""), view });
     });
   }
+  records.init({
+    api: () => api,
+    writable: () => Boolean(state.info && state.info.writable),
+    execLink,
+    writeButton,
+  });
   await loadInfo();
   workspaces.init({
     api,

@@ -31,6 +31,21 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../../../web/dom.js"),
     ),
     (
+        "/format.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/format.js"),
+    ),
+    (
+        "/records.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/records.js"),
+    ),
+    (
+        "/route.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/route.js"),
+    ),
+    (
         "/workspaces.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../../web/workspaces.js"),

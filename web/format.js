@@ -1,0 +1,76 @@
+// The monitor's presentation helpers: times relative to the server's clock, short JSON, tables,
+// the collapsible JSON tree, empty states and status pills. Stored data reaches the page only as
+// text nodes (`h()` from dom.js).
+
+import { absTime, h, span, toSeconds } from "./dom.js";
+
+export function ago(t) {
+  const s = toSeconds(t);
+  return s === null ? "–" : `${span(now() - s)} ago`;
+}
+
+/** Seconds from now until `t`: "in 5m" or "overdue by 5m". */
+export function until(t) {
+  const d = t - now();
+  return d >= 0 ? `in ${span(d)}` : `overdue by ${span(d)}`;
+}
+
+export function timeEl(t, text = ago(t)) {
+  return h("time", { title: absTime(t), datetime: toSeconds(t) ? new Date(toSeconds(t) * 1000).toISOString() : null }, text);
+}
+
+export const compact = (v) => (v === undefined ? "" : JSON.stringify(v));
+
+export function shortJson(v, max = 140) {
+  const s = compact(v);
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+/** The server's clock (epoch seconds), as last seen, advanced by the local clock. */
+let clockSkew = 0;
+
+/** Records the server's clock (epoch seconds) as the page's "now". */
+export function setServerNow(t) {
+  clockSkew = t - Date.now() / 1000;
+}
+export const now = () => Date.now() / 1000 + clockSkew;
+
+export function emptyBox(title, text, action) {
+  return h("div", { class: "state empty" }, h("strong", null, title), text ? h("p", null, text) : null, action);
+}
+
+export function statusPill(status) {
+  return h("span", { class: `pill s-${String(status).toLowerCase()}` }, status);
+}
+
+export function table(columns, rows, { rowProps } = {}) {
+  return h(
+    "table",
+    { class: "grid" },
+    h("thead", null, h("tr", null, columns.map((c) => h("th", { class: c.class }, c.label)))),
+    h("tbody", null, rows.map((row, i) => h("tr", rowProps ? rowProps(row, i) : null, columns.map((c) => h("td", { class: c.class }, c.cell(row, i)))))),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON tree (collapsible); deeper levels are built when first opened.
+
+export function jsonTree(value, { key, depth = 0, open = 1 } = {}) {
+  const label = key === undefined ? null : h("span", { class: "k" }, `${key}: `);
+  if (value !== null && typeof value === "object") {
+    const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+    const shape = Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`;
+    if (!entries.length) return h("div", { class: "jl" }, label, h("span", { class: "v empty" }, Array.isArray(value) ? "[]" : "{}"));
+    const details = h("details", { class: "jt", open: depth < open }, h("summary", null, label, h("span", { class: "shape" }, shape), h("span", { class: "peek" }, ` ${shortJson(value, 80)}`)));
+    const build = () => {
+      if (details.dataset.built) return;
+      details.dataset.built = "1";
+      details.append(h("div", { class: "jc" }, entries.map(([k, v]) => jsonTree(v, { key: k, depth: depth + 1, open }))));
+    };
+    if (depth < open) build();
+    else details.addEventListener("toggle", build);
+    return details;
+  }
+  const type = value === null ? "null" : typeof value;
+  return h("div", { class: "jl" }, label, h("span", { class: `v ${type}` }, compact(value)));
+}

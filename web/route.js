@@ -1,0 +1,51 @@
+// The monitor's routes: everything the page shows is in its URL (`?view=...&status=...`), parsed
+// here and written back, so any view can be linked to.
+
+import * as filters from "./filters.js";
+
+export const STATUSES = ["PENDING", "RUNNING", "DONE", "CANCELLED", "SUSPENDED", "CANCELLING", "FAILED"];
+/** The chart's labels where a column is too narrow for the full name: each one distinct. */
+export const STATUS_SHORT = {
+  PENDING: "PEND", RUNNING: "RUN", DONE: "DONE", CANCELLED: "CNCLD", SUSPENDED: "SUSP", CANCELLING: "CNCLG", FAILED: "FAIL",
+};
+export const VIEWS = ["executions", "outbox", "timers", "spawns", "workspaces", "definition"];
+export const PAGE_SIZES = [25, 50, 100, 200];
+
+export function parseRoute(search) {
+  const p = new URLSearchParams(search);
+  const limit = Number(p.get("limit"));
+  return {
+    view: VIEWS.includes(p.get("view")) ? p.get("view") : "executions",
+    status: (p.get("status") || "").split(",").filter((s) => STATUSES.includes(s)),
+    definition: p.get("definition") || "",
+    roots: p.get("roots") === "1",
+    q: p.get("q") || "",
+    cursor: p.get("cursor") || "",
+    id: p.get("id") || "",
+    limit: PAGE_SIZES.includes(limit) ? limit : 50,
+    after: p.get("after") || "",
+    due: p.get("due") === "1",
+    ...filters.parseFilters(p),
+  };
+}
+
+export function routeSearch(r) {
+  const p = new URLSearchParams();
+  if (r.view !== "executions") p.set("view", r.view);
+  if (r.status.length) p.set("status", r.status.join(","));
+  if (r.definition) p.set("definition", r.definition);
+  if (r.roots) p.set("roots", "1");
+  if (r.q) p.set("q", r.q);
+  filters.writeFilters(r, p);
+  if (r.limit !== 50) p.set("limit", String(r.limit));
+  if (r.cursor) p.set("cursor", r.cursor);
+  if (r.after) p.set("after", r.after);
+  if (r.due) p.set("due", "1");
+  if (r.id) p.set("id", r.id);
+  const s = p.toString();
+  return s ? `?${s}` : location.pathname;
+}
+
+export function linkTo(changes) {
+  return routeSearch({ ...parseRoute(""), ...changes });
+}
