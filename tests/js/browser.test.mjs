@@ -4,22 +4,13 @@
 // data; a second opener (same tab or another tab) gets LOCKED or waits a bounded time.
 // Run: node --test tests/js/  (needs `npm run build:wasm` and /usr/bin/chromium)
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
 
+import { ARGS, CHROMIUM, noChromium } from "./chromium.mjs";
 import { serveRepository } from "./serve.mjs";
 
-const CHROMIUM = process.env.EXECSTORE_CHROMIUM ?? "/usr/bin/chromium";
-const ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--no-first-run",
-];
-const missing = !existsSync(CHROMIUM);
-if (missing && process.env.EXECSTORE_REQUIRE_BROWSER) {
-  throw new Error(`EXECSTORE_REQUIRE_BROWSER is set but ${CHROMIUM} does not exist`);
-}
-const skip = missing ? `no Chromium at ${CHROMIUM} (apt-get install chromium; scripts/lib/wasm.sh does)` : false;
+const skip = noChromium;
 
 describe("OPFS store in Chromium", { skip }, () => {
   let server;

@@ -8,7 +8,7 @@
 // Run: node --test tests/js/  (needs `npm run build:wasm` and `cargo build -p execstore-cli`)
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, readFileSync } from "node:fs";
+import { copyFileSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url";
 
 import * as execstore from "execstore";
 import { createHandler } from "../../web/edge/handler.js";
+import { ARGS, CHROMIUM, noChromium } from "./chromium.mjs";
 import { binMissing, demo, nativeMonitor, tempDir } from "./native.mjs";
 
 const WEB = fileURLToPath(new URL("../../web/", import.meta.url));
@@ -242,9 +243,6 @@ describe("the edge handler over a workspace log", { skip: binMissing() || python
 // The edge's UI in Chromium: the handler behind a plain Node HTTP server, over the reflexr-only
 // file. The workspaces view opens (no executions view), a workspace's log renders, and its
 // tail falls back to polling (the edge has no stream endpoint: 404).
-const CHROMIUM = process.env.EXECSTORE_CHROMIUM ?? "/usr/bin/chromium";
-const noChromium = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}`;
-if (noChromium && process.env.EXECSTORE_REQUIRE_BROWSER) throw new Error(`EXECSTORE_REQUIRE_BROWSER is set but ${noChromium}`);
 
 describe("the edge's UI over a reflexr user's database, in Chromium", { skip: noChromium || binMissing() || pythonMissing() }, () => {
   let tmp;
@@ -264,7 +262,7 @@ describe("the edge's UI over a reflexr user's database, in Chromium", { skip: no
     await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
     url = `http://127.0.0.1:${server.address().port}/`;
     const { chromium } = await import("playwright-core");
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"] });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
   });
 
   after(async () => {

@@ -5,24 +5,16 @@
 // takes commits that persist.
 // Run: node --test tests/js/  (needs `npm run build:wasm`, `cargo build -p execstore-cli`, Chromium)
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, readFileSync } from "node:fs";
+import { copyFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
 
 import { binMissing, demo, nativeMonitor, tempDir } from "./native.mjs";
+import { ARGS, CHROMIUM, noChromium } from "./chromium.mjs";
 import { serveRepository } from "./serve.mjs";
 
-const CHROMIUM = process.env.EXECSTORE_CHROMIUM ?? "/usr/bin/chromium";
-const ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--no-first-run",
-];
-const missing = !existsSync(CHROMIUM);
-if (missing && process.env.EXECSTORE_REQUIRE_BROWSER) {
-  throw new Error(`EXECSTORE_REQUIRE_BROWSER is set but ${CHROMIUM} does not exist`);
-}
-const skip = (missing ? `no Chromium at ${CHROMIUM} (apt-get install chromium; scripts/lib/wasm.sh does)` : false) || binMissing();
+const skip = noChromium || binMissing();
 
 describe("Store.importOpfs in Chromium", { skip }, () => {
   let tmp;

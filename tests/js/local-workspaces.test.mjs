@@ -7,26 +7,18 @@
 // Run: node --test tests/js/  (needs `npm run build:wasm`, `cargo build -p execstore-cli`, Chromium, python3)
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
 import { binMissing, cliJson, demo, tempDir } from "./native.mjs";
+import { ARGS, CHROMIUM, noChromium } from "./chromium.mjs";
 import { serveRepository } from "./serve.mjs";
 
-const CHROMIUM = process.env.EXECSTORE_CHROMIUM ?? "/usr/bin/chromium";
-const ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--no-first-run",
-];
 const ARTIFACTS = process.env.EXECSTORE_ARTIFACTS ?? fileURLToPath(new URL("../../test-artifacts", import.meta.url));
-const missing = !existsSync(CHROMIUM);
-if (missing && process.env.EXECSTORE_REQUIRE_BROWSER) {
-  throw new Error(`EXECSTORE_REQUIRE_BROWSER is set but ${CHROMIUM} does not exist`);
-}
-const skip = (missing ? `no Chromium at ${CHROMIUM} (apt-get install chromium; scripts/lib/wasm.sh does)` : false) || binMissing();
+const skip = noChromium || binMissing();
 
 /** The demo file without its execution tables: what a reflexr user's database holds. */
 function reflexrOnly(db, out) {

@@ -9,24 +9,16 @@
 // the same number of whole steps.
 // Run: node --test tests/js/opfs-crash.test.mjs  (needs `npm run build:wasm` and Chromium)
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
 
+import { ARGS, CHROMIUM, noChromium } from "./chromium.mjs";
 import { serveRepository } from "./serve.mjs";
 
-const CHROMIUM = process.env.EXECSTORE_CHROMIUM ?? "/usr/bin/chromium";
-const ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--no-first-run",
-];
-const missing = !existsSync(CHROMIUM);
-if (missing && process.env.EXECSTORE_REQUIRE_BROWSER) {
-  throw new Error(`EXECSTORE_REQUIRE_BROWSER is set but ${CHROMIUM} does not exist`);
-}
-const skip = missing ? `no Chromium at ${CHROMIUM} (apt-get install chromium; scripts/lib/wasm.sh does)` : false;
+const skip = noChromium;
 
 const EXECUTIONS = 60;
 const ROUNDS = 100; // 6,060 commits in all: every trial crashes long before the end
