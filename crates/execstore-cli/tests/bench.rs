@@ -2,9 +2,12 @@
 //! JSON line's keys in the spec's order, the spec's hashes of execution 0's stored row and the
 //! spec's cross-check counts, on every backend and with concurrent clients.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+use std::process::Command;
+
+use common::execstore;
 use serde_json::Value;
 
 /// SHA-256 of execution 0's stored `data` after phase 1, seed 1 (WORKLOAD.md §7).
@@ -53,15 +56,6 @@ fn skip(reason: &str) {
     let thread = std::thread::current();
     let line = format!("SKIPPED: {}: {reason}\n", thread.name().unwrap_or("?"));
     let _ = std::io::stderr().write_all(line.as_bytes());
-}
-
-fn execstore(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_execstore"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("EXECSTORE_DB")
-        .output()
-        .expect("run execstore")
 }
 
 /// Runs `execstore bench ARGS`, checks it printed exactly one JSON line with the keys in

@@ -1,11 +1,14 @@
 //! The `execstore` binary end to end: a demo store written to a temporary directory, then
 //! read back through every command.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use common::execstore;
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -18,16 +21,6 @@ const STATUSES: [&str; 7] = [
     "CANCELLING",
     "FAILED",
 ];
-
-/// Runs `execstore` in `dir` without any EXECSTORE_DB from the caller's environment.
-fn execstore(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_execstore"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("EXECSTORE_DB")
-        .output()
-        .expect("run execstore")
-}
 
 fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()

@@ -3,22 +3,15 @@
 //! their output and exit codes, what they change, and that every refusal and usage error
 //! leaves the store exactly as it was.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Output;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use common::execstore;
 use execstore::{ChildState, Effects, Event, Execution, ExecutionStore, JsonObject, Status};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
-
-fn execstore(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_execstore"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("EXECSTORE_DB")
-        .output()
-        .expect("run execstore")
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

@@ -2,24 +2,17 @@
 //! epoch seconds and RFC 3339 alike, bounds `after` inclusive and `before` exclusive, the
 //! search by id prefix and by state, paging, and bad values refused with the file unchanged.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+
+use common::execstore;
 use execstore::{Execution, ExecutionStore, Status};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
 
 /// 2026-01-01T00:00:00Z.
 const T0: f64 = 1_767_225_600.0;
-
-fn execstore(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_execstore"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("EXECSTORE_DB")
-        .output()
-        .expect("run execstore")
-}
 
 /// Ten executions `x00`..`x09`: created at T0 + i minutes, updated an hour later, the even
 /// ones finished two hours later (DONE) and in `order.checkout.pay`, the odd ones RUNNING in

@@ -2,11 +2,13 @@
 //! free port, driven over HTTP. Every endpoint, bad parameters (400 with a JSON error),
 //! unknown ids (404), the read-only default (403) and writes with the token.
 
-use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
 
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{start_monitor, Monitor};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -20,55 +22,8 @@ const STATUSES: [&str; 7] = [
     "FAILED",
 ];
 
-/// A running monitor: killed when dropped.
-struct Monitor {
-    child: Child,
-    url: String,
-    agent: ureq::Agent,
-}
-
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `execstore <args> --port 0` and waits for the URL line it prints.
 fn start(args: &[&str], env: &[(&str, &str)]) -> Monitor {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_execstore"));
-    command
-        .args(args)
-        .args(["--port", "0"])
-        .env_remove("EXECSTORE_DB")
-        .env_remove("EXECSTORE_MONITOR_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    let mut child = command.spawn().expect("run execstore");
-    let stdout = child.stdout.take().unwrap();
-    let mut url = None;
-    for line in BufReader::new(stdout).lines() {
-        let line = line.unwrap();
-        if let Some(rest) = line.strip_prefix("monitor: ") {
-            url = rest.split_whitespace().next().map(str::to_owned);
-            break;
-        }
-    }
-    let Some(url) = url else {
-        let out = child.wait_with_output().unwrap();
-        panic!(
-            "{args:?} printed no URL: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    Monitor { child, url, agent }
+    start_monitor(args, env)
 }
 
 /// An answer: status and JSON body.

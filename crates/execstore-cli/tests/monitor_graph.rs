@@ -4,53 +4,18 @@
 //! /api/definitions/{id}/graph` where every execution of the definition sits (recounted from
 //! the list), with the monitor's parameter and error rules.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+mod common;
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{start_monitor, Monitor};
 use serde_json::Value;
 use tempfile::TempDir;
 
-/// A running monitor: killed when dropped.
-struct Monitor {
-    child: Child,
-    url: String,
-    agent: ureq::Agent,
-}
-
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start(args: &[&str]) -> Monitor {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_execstore"))
-        .args(args)
-        .args(["--port", "0"])
-        .env_remove("EXECSTORE_DB")
-        .env_remove("EXECSTORE_MONITOR_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("run execstore");
-    let stdout = child.stdout.take().unwrap();
-    let url = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|line| {
-            line.strip_prefix("monitor: ")
-                .and_then(|rest| rest.split_whitespace().next())
-                .map(str::to_owned)
-        })
-        .expect("the monitor printed its URL");
-    let agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    Monitor { child, url, agent }
+    start_monitor(args, &[])
 }
 
 impl Monitor {

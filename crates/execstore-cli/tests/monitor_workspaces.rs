@@ -4,12 +4,13 @@
 //! the JSON error shape), unknown workspaces (404), `/api/info`'s `holds`, and the pushed
 //! log tail (server-sent events fed by `wait_for_append`).
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::{start_monitor, Monitor};
 use execstore::workspace::{
     run_lease, Entry, EvaluationError, ManualClock, NewRun, Run, StoredRule, StoredRuleStatus, Timestamp,
     WorkspaceRef, WorkspaceStorage, RULE_ARCHIVED, RULE_INSTALLED,
@@ -18,50 +19,9 @@ use execstore::{Execution, ExecutionStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore, SqliteWorkspaceOptions, SqliteWorkspaceStorage};
 use serde_json::{json, Map, Value};
 
-/// A running monitor: killed when dropped.
-struct Monitor {
-    child: Child,
-    url: String,
-    agent: ureq::Agent,
-}
-
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start(db: &Path) -> Monitor {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_execstore"))
-        .arg("monitor")
-        .arg("--db")
-        .arg(db)
-        .args(["--port", "0"])
-        .env_remove("EXECSTORE_DB")
-        .env_remove("EXECSTORE_MONITOR_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run execstore");
-    let stdout = child.stdout.take().unwrap();
-    let mut url = None;
-    for line in BufReader::new(stdout).lines() {
-        let line = line.unwrap();
-        if let Some(rest) = line.strip_prefix("monitor: ") {
-            url = rest.split_whitespace().next().map(str::to_owned);
-            break;
-        }
-    }
-    let Some(url) = url else {
-        let out = child.wait_with_output().unwrap();
-        panic!("printed no URL: {}", String::from_utf8_lossy(&out.stderr));
-    };
-    let agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    Monitor { child, url, agent }
+    let db = db.to_str().expect("a UTF-8 temporary path");
+    start_monitor(&["monitor", "--db", db], &[])
 }
 
 struct Answer {
