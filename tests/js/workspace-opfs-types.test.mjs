@@ -4,42 +4,13 @@
 // typed error, bad names and options with INVALID_INPUT.
 // Run: node --test tests/js/  (needs `npm run build:wasm`, and `npm ci` for tsc)
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 
 import { OpfsWorkspaceStore, WorkspaceStore } from "execstore";
 
-const require = createRequire(import.meta.url);
-const TSC = require.resolve("typescript/bin/tsc");
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+import { tscSnippet } from "./tsc.mjs";
 
-/** Compiles `code` under --strict against the package; tsc's diagnostics ("" when it compiles). */
-function tsc(code) {
-  const dir = mkdtempSync(join(tmpdir(), "execstore-ws-opfs-types-"));
-  try {
-    symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
-    writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module" }));
-    writeFileSync(join(dir, "main.ts"), code);
-    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
-      compilerOptions: {
-        strict: true, noEmit: true, target: "es2022", module: "nodenext", moduleResolution: "nodenext",
-        lib: ["esnext", "dom"], skipLibCheck: false, types: [],
-      },
-      files: ["main.ts"],
-    }));
-    execFileSync(process.execPath, [TSC, "-p", dir], { encoding: "utf8", stdio: "pipe" });
-    return "";
-  } catch (error) {
-    return `${error.stdout ?? ""}${error.stderr ?? ""}`;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+const tsc = tscSnippet;
 
 describe("OpfsWorkspaceStore's TypeScript declarations", () => {
   test("a typical use compiles under --strict", () => {

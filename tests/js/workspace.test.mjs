@@ -4,15 +4,14 @@
 // that replay and then wake on commits, and the TypeScript declarations.
 // Run: node --test tests/js/  (needs `npm run build:wasm`, and `npm ci` for tsc)
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { WorkspaceStore } from "execstore";
+
+import { tscSnippet } from "./tsc.mjs";
 
 const WS = { tenant_id: "acme", workspace_id: "prod" };
 
@@ -334,32 +333,8 @@ describe("WorkspaceStore.subscribe", () => {
 });
 
 describe("the TypeScript declarations of the workspace log", () => {
-  const require = createRequire(import.meta.url);
-  const TSC = require.resolve("typescript/bin/tsc");
+  const tsc = tscSnippet;
   const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-
-  /** Compiles `code` under --strict against the package; tsc's diagnostics ("" when it compiles). */
-  function tsc(code) {
-    const dir = mkdtempSync(join(tmpdir(), "execstore-ws-types-"));
-    try {
-      symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
-      writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module" }));
-      writeFileSync(join(dir, "main.ts"), code);
-      writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
-        compilerOptions: {
-          strict: true, noEmit: true, target: "es2022", module: "nodenext", moduleResolution: "nodenext",
-          lib: ["esnext", "dom"], skipLibCheck: false, types: [],
-        },
-        files: ["main.ts"],
-      }));
-      execFileSync(process.execPath, [TSC, "-p", dir], { encoding: "utf8", stdio: "pipe" });
-      return "";
-    } catch (error) {
-      return `${error.stdout ?? ""}${error.stderr ?? ""}`;
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }
 
   const USAGE = `
 import { WorkspaceStore, type Envelope, type WorkspaceRef } from "execstore";

@@ -9,7 +9,7 @@ use std::process::Output;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use common::execstore;
-use execstore::{ChildState, Effects, Event, Execution, ExecutionStore, JsonObject, Status};
+use execstore::{ChildState, Effects, Event, Execution, ExecutionStore, Status};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
 
@@ -43,16 +43,8 @@ fn put(
     exe.parent_id = parent.map(str::to_owned);
     exe.finished_at = finished;
     for k in kids {
-        let child = ChildState {
-            root_path: "orders.r".into(),
-            finished: false,
-            outcome: None,
-            result: JsonObject::new(),
-            submachine: false,
-            key: "r".into(),
-            extra: JsonObject::new(),
-        };
-        exe.children.insert((*k).to_owned(), child);
+        exe.children
+            .insert((*k).to_owned(), ChildState::region("orders.r", "r"));
     }
     store.save(&mut exe).expect("save");
     if status == Status::Running && parent.is_none() {

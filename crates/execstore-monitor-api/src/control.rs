@@ -48,7 +48,7 @@ impl Call<'_> {
 
 #[cfg(test)]
 mod tests {
-    use execstore::{ChildState, Execution, ExecutionStore, JsonObject, MemoryStore, Status};
+    use execstore::{ChildState, Execution, ExecutionStore, MemoryStore, Status};
     use serde_json::{json, Map, Value};
 
     use crate::{ApiRequest, ApiResponse, MonitorApi};
@@ -62,16 +62,8 @@ mod tests {
             exe.status = status;
             exe.parent_id = parent.map(str::to_owned);
             for k in kids {
-                let child = ChildState {
-                    root_path: "d.r".into(),
-                    finished: false,
-                    outcome: None,
-                    result: JsonObject::new(),
-                    submachine: false,
-                    key: "r".into(),
-                    extra: JsonObject::new(),
-                };
-                exe.children.insert((*k).to_owned(), child);
+                exe.children
+                    .insert((*k).to_owned(), ChildState::region("d.r", "r"));
             }
             store.save(&mut exe).unwrap();
         };

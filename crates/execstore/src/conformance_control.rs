@@ -20,15 +20,7 @@ use super::conformance::{all_outbox, all_spawns, all_timers, scope};
 const NOW: f64 = 1_800_000_000.5;
 
 fn region(root_path: &str) -> ChildState {
-    ChildState {
-        root_path: root_path.into(),
-        finished: false,
-        outcome: None,
-        result: JsonObject::new(),
-        submachine: false,
-        key: root_path.into(),
-        extra: JsonObject::new(),
-    }
+    ChildState::region(root_path, root_path)
 }
 
 /// Saves `id` with `status`, under `parent` when given, listing `children`.

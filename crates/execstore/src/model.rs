@@ -156,6 +156,22 @@ pub struct ChildState {
     pub extra: JsonObject,
 }
 
+impl ChildState {
+    /// A region child as its parent records it at the fork: running `root_path` under the
+    /// region key `key`, not finished, nothing carried.
+    pub fn region(root_path: impl Into<String>, key: impl Into<String>) -> Self {
+        ChildState {
+            root_path: root_path.into(),
+            finished: false,
+            outcome: None,
+            result: JsonObject::new(),
+            submachine: false,
+            key: key.into(),
+            extra: JsonObject::new(),
+        }
+    }
+}
+
 /// The serializable running instance of a definition (harel's `Execution`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Execution {

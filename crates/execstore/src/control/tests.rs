@@ -13,16 +13,8 @@ fn put(store: &MemoryStore, id: &str, status: Status, parent: Option<&str>, kids
     exe.status = status;
     exe.parent_id = parent.map(str::to_owned);
     for k in kids {
-        let child = ChildState {
-            root_path: "d.r".into(),
-            finished: false,
-            outcome: None,
-            result: Default::default(),
-            submachine: false,
-            key: "r".into(),
-            extra: Default::default(),
-        };
-        exe.children.insert((*k).to_owned(), child);
+        exe.children
+            .insert((*k).to_owned(), ChildState::region("d.r", "r"));
     }
     store.save(&mut exe).unwrap();
     exe
