@@ -54,7 +54,7 @@ fn concurrent_opens_migrate_once() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for store in &stores {
-        assert_eq!(store.schema_version().unwrap(), 5);
+        assert_eq!(store.schema_version().unwrap(), 6);
     }
     drop(stores);
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
@@ -65,7 +65,7 @@ fn concurrent_opens_migrate_once() {
         )
         .unwrap()
         .get(0);
-    assert_eq!(n, 5, "each migration recorded once");
+    assert_eq!(n, 6, "each migration recorded once");
     common::drop_tables(&url, Some(&prefix));
 }
 
@@ -125,7 +125,6 @@ fn reads_use_the_indexes() {
     let prefix = h.options.prefix.clone().unwrap();
     let mut client = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
     client.batch_execute("SET enable_seqscan = off").unwrap();
-    let json = r"(replace(data, '\u0000', '\ufffd')::json)";
     let plan = |client: &mut postgres::Client, sql: &str| -> String {
         let rows = client.query(&format!("EXPLAIN {sql}"), &[]).unwrap();
         rows.iter()
@@ -137,10 +136,10 @@ fn reads_use_the_indexes() {
     for (sql, index) in [
         (
             format!(
-                "SELECT id FROM {exe} WHERE ({json}->>'status') = ANY('{{RUNNING,DONE}}'::text[]) \
-                 ORDER BY (id COLLATE \"C\") LIMIT 5"
+                "SELECT id FROM {prefix}_execstore_keys WHERE status = 'RUNNING' AND id > 'e010' \
+                 ORDER BY status, id LIMIT 5"
             ),
-            "execstore_exe_status",
+            "execstore_k_status",
         ),
         (
             format!(
@@ -201,7 +200,7 @@ fn status_listing_uses_the_status_index_by_default() {
     // that reads the counters below touches the table in no other way.
     postgres::Client::connect(&h.url, postgres::NoTls)
         .unwrap()
-        .batch_execute(&format!("ANALYZE {exe}"))
+        .batch_execute(&format!("ANALYZE {exe}, {prefix}_execstore_keys"))
         .unwrap();
     let mut client = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
     let counters = |client: &mut postgres::Client, index: &str| -> (i64, i64) {
@@ -209,28 +208,28 @@ fn status_listing_uses_the_status_index_by_default() {
         let row = client
             .query_one(
                 "SELECT COALESCE((SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = $1), 0), \
-                 COALESCE((SELECT seq_scan FROM pg_stat_user_tables WHERE relname = $2), 0)",
-                &[&format!("{prefix}_execstore_{index}"), &exe],
+                 COALESCE((SELECT sum(seq_scan)::int8 FROM pg_stat_user_tables WHERE relname IN ($2, $3)), 0)",
+                &[&format!("{prefix}_execstore_{index}"), &exe, &format!("{prefix}_execstore_keys")],
             )
             .unwrap();
         (row.get(0), row.get(1))
     };
     // The ended sessions' last reports are in (they come as each one exits) before the
     // first "before" figures are taken.
-    let mut settled = counters(&mut client, "exe_status");
+    let mut settled = counters(&mut client, "k_status");
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     loop {
         std::thread::sleep(Duration::from_millis(500));
-        let now = counters(&mut client, "exe_status");
+        let now = counters(&mut client, "k_status");
         if now == settled || std::time::Instant::now() > deadline {
             break;
         }
         settled = now;
     }
     for (statuses, roots_only, index) in [
-        (vec![Status::Running], false, "exe_status"),
-        (vec![Status::Done, Status::Failed], false, "exe_status"),
-        (vec![Status::Running], true, "exe_root_status"),
+        (vec![Status::Running], false, "k_status"),
+        (vec![Status::Done, Status::Failed], false, "k_status"),
+        (vec![Status::Running], true, "k_root_status"),
     ] {
         let (idx_before, seq_before) = counters(&mut client, index);
         let mut query = ListQuery::new()
@@ -261,10 +260,7 @@ fn status_listing_uses_the_status_index_by_default() {
             idx_after > idx_before,
             "{statuses:?}, roots only {roots_only}: {index} was not scanned"
         );
-        assert_eq!(
-            seq_after, seq_before,
-            "{statuses:?}: the listing scanned the table"
-        );
+        assert_eq!(seq_after, seq_before, "{statuses:?}: the listing scanned a table");
     }
 }
 
@@ -381,7 +377,7 @@ fn backend_terminated_mid_commit_leaves_nothing() {
                     .query(
                         "SELECT pid FROM pg_stat_activity \
                          WHERE pid <> pg_backend_pid() AND wait_event_type = 'Lock' \
-                         AND state = 'active' AND query LIKE '%' || $1 || '\\_execstore\\_commit%'",
+                         AND state = 'active' AND query LIKE '%' || $1 || '\\_execstore\\_%'",
                         &[&prefix],
                     )
                     .unwrap();
@@ -579,4 +575,105 @@ fn repeated_timer_changes_in_one_step_apply_in_order() {
     .collect();
     assert_eq!(timers(&reference), want, "the in-memory store");
     assert_eq!(timers(store), want);
+}
+
+/// The listing keys (migration 6) are what the documents say, read as the listing of a
+/// database without them reads them: those the step function writes from the caller's
+/// values, for awkward ones (a NUL and the text `\u0000` in a path, a child, fractions), on
+/// its insert and its update paths; and those the triggers keep for every other writer
+/// (here plain SQL, as harel's own store writes), through an insert, an update, a delete
+/// and a `TRUNCATE`. Breaking either (a key passed as something else, a trigger missing)
+/// makes the documents and the keys disagree.
+#[test]
+fn listing_keys_match_the_documents() {
+    let h = pg_harness!(new);
+    let store = h.pg();
+    let paths = ["a\u{0}b", "x\\u0000y", "\\\u{0}", "é.ü.\u{1F600}", "plain.path"];
+    for (i, path) in paths.iter().enumerate() {
+        let mut exe = Execution::new(format!("k{i}"), "d");
+        exe.active_path = Some((*path).to_owned());
+        exe.status = Status::ALL[i % Status::ALL.len()];
+        exe.created_at = Some(1.5 + i as f64);
+        exe.updated_at = Some(1e9 + 0.1 * i as f64);
+        exe.finished_at = (i % 2 == 0).then_some(2e9 + 1.0 / 3.0);
+        if i == 3 {
+            exe.parent_id = Some("k0".into());
+        }
+        store.commit(&mut exe, &Effects::new()).unwrap();
+        exe.updated_at = Some(1e9 + 7.0 + i as f64);
+        exe.status = Status::ALL[(i + 1) % Status::ALL.len()];
+        store.commit(&mut exe, &Effects::new()).unwrap();
+    }
+    let prefix = h.options.prefix.clone().unwrap();
+    let (exe, keys) = (format!("{prefix}_executions"), format!("{prefix}_execstore_keys"));
+    let json = r"(replace(data, '\u0000', '\ufffd')::json)";
+    let disagreeing = format!(
+        "SELECT count(*) FROM {keys} k FULL JOIN (SELECT (id COLLATE \"C\") AS id, \
+         ({json}->>'status') AS status, (({json}->>'parent_id') IS NULL) AS root, \
+         (({json}->>'created_at')::float8) AS created_at, (({json}->>'updated_at')::float8) AS updated_at, \
+         (({json}->>'finished_at')::float8) AS finished_at, (({json}->>'active_path') COLLATE \"C\") AS active_path \
+         FROM {exe}) d USING (id) \
+         WHERE (k.status, k.root, k.created_at, k.updated_at, k.finished_at, k.active_path) IS DISTINCT FROM \
+         (d.status, d.root, d.created_at, d.updated_at, d.finished_at, d.active_path)"
+    );
+    let mut client = postgres::Client::connect(&h.url, postgres::NoTls).unwrap();
+    let count =
+        |client: &mut postgres::Client, sql: &str| -> i64 { client.query_one(sql, &[]).unwrap().get(0) };
+    let check = |client: &mut postgres::Client, rows: i64, what: &str| {
+        assert_eq!(
+            count(client, &disagreeing),
+            0,
+            "{what}: keys and documents disagree"
+        );
+        assert_eq!(
+            count(client, &format!("SELECT count(*) FROM {keys}")),
+            rows,
+            "{what}"
+        );
+    };
+    check(&mut client, paths.len() as i64, "the step function");
+    // The keys as stored: NUL read as U+FFFD, the text \u0000 as \ufffd, a child not a root.
+    let row = client
+        .query_one(
+            &format!("SELECT active_path, root FROM {keys} WHERE id = 'k3'"),
+            &[],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "é.ü.\u{1F600}");
+    assert!(!row.get::<_, bool>(1));
+    let path = |client: &mut postgres::Client, id: &str| -> String {
+        client
+            .query_one(&format!("SELECT active_path FROM {keys} WHERE id = $1"), &[&id])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(path(&mut client, "k0"), "a\u{FFFD}b");
+    assert_eq!(path(&mut client, "k1"), "x\\ufffdy");
+    // Another writer: an insert, an update to another document, a delete, a TRUNCATE.
+    client
+        .batch_execute(&format!(
+            "INSERT INTO {exe} (id, definition_id, data, version) SELECT 'f1', definition_id, data, version \
+             FROM {exe} WHERE id = 'k1'"
+        ))
+        .unwrap();
+    check(&mut client, 6, "a foreign insert");
+    client
+        .batch_execute(&format!(
+            "UPDATE {exe} SET data = (SELECT data FROM {exe} WHERE id = 'k3') WHERE id = 'f1'"
+        ))
+        .unwrap();
+    check(&mut client, 6, "a foreign update");
+    assert_eq!(path(&mut client, "f1"), "é.ü.\u{1F600}");
+    client
+        .batch_execute(&format!("DELETE FROM {exe} WHERE id = 'k0'"))
+        .unwrap();
+    check(&mut client, 5, "a foreign delete");
+    // The step function's own writes are not the trigger's: a step after a foreign write
+    // in the same session still writes its keys.
+    let mut again = store.load("k2").unwrap().unwrap();
+    again.active_path = Some("after.foreign".into());
+    store.commit(&mut again, &Effects::new()).unwrap();
+    check(&mut client, 5, "a step after foreign writes");
+    client.batch_execute(&format!("TRUNCATE {exe}")).unwrap();
+    check(&mut client, 0, "a TRUNCATE");
 }

@@ -1,18 +1,19 @@
 //! The listing with time windows or a search (`ListQuery::created` ... `search`): one
 //! statement per query, built with its parameters.
 //!
-//! Each window is a range of an expression index of migration 5 (`created_at`,
-//! `updated_at`, `finished_at` as `float8`), the search a range of the `"C"`-collated id
-//! index or of the `active_path` index (a `BitmapOr` of the two); the planner picks among
-//! them and the status and definition indexes. The page is chosen first over ids alone, then
-//! only its rows' documents are parsed for the summary: keyset paging by id as in the plain
+//! Every filter is a condition on the listing keys (`{pfx}execstore_keys`, migration 6):
+//! each window a range of its index (`created_at`, `updated_at`, `finished_at`), the search
+//! a range of the keys' `"C"`-collated primary key or of the `active_path` index (a
+//! `BitmapOr` of the two); the planner picks among them and the status index (a definition
+//! joins the executions' own index). The page is chosen first over the keys alone, then only
+//! its rows' documents are parsed for the summary: keyset paging by id as in the plain
 //! listing.
 
 use execstore::{ListQuery, TimeRange};
 use postgres::types::ToSql;
 
 use super::rows::prefix_upper_bound;
-use super::sql::Stmts;
+use super::sql::{Stmts, KEYS_JOIN};
 
 /// One parameter of a filtered listing.
 #[derive(Debug)]
@@ -57,8 +58,8 @@ impl Conditions {
         format!("${}::{cast}", self.args.len())
     }
 
-    fn window(&mut self, json: &str, field: &str, range: &TimeRange) {
-        let expr = format!("(({json}->>'{field}')::float8)");
+    fn window(&mut self, column: &str, range: &TimeRange) {
+        let expr = format!("k.{column}");
         if let Some(after) = range.after {
             let p = self.param(Arg::Real(after));
             self.terms.push(format!("{expr} >= {p}"));
@@ -71,9 +72,9 @@ impl Conditions {
 
     /// The search: an id range, or the active path equal to the text or inside `text.` ..
     /// `text/` (`/` follows `.`), each in the `"C"` collation's byte order.
-    fn search(&mut self, json: &str, search: &str) {
-        let id = "(id COLLATE \"C\")";
-        let path = format!("(({json}->>'active_path') COLLATE \"C\")");
+    fn search(&mut self, search: &str) {
+        let id = "k.id";
+        let path = "k.active_path";
         let from = self.param(Arg::Text(search.to_owned()));
         let ids = match prefix_upper_bound(search) {
             Some(upper) => {
@@ -101,32 +102,32 @@ impl Stmts {
         statuses: &[&str],
         fetch: i64,
     ) -> Filtered {
-        let json = self.json.as_str();
         let mut c = Conditions::default();
+        let mut from = format!("{} k", self.keys);
         if let Some(after) = after {
             let p = c.param(Arg::Text(after.to_owned()));
-            c.terms.push(format!("(id COLLATE \"C\") > {p}"));
+            c.terms.push(format!("k.id > {p}"));
         }
         if let Some(definition) = &query.definition_id {
             let p = c.param(Arg::Text(definition.clone()));
-            c.terms.push(format!("definition_id = {p}"));
+            from.push_str(&format!(" JOIN {} e ON {KEYS_JOIN}", self.executions));
+            c.terms.push(format!("e.definition_id = {p}"));
         }
         if !statuses.is_empty() {
             let marks: Vec<String> = statuses
                 .iter()
                 .map(|s| c.param(Arg::Text((*s).to_owned())))
                 .collect();
-            c.terms
-                .push(format!("({json}->>'status') IN ({})", marks.join(", ")));
+            c.terms.push(format!("k.status IN ({})", marks.join(", ")));
         }
         if query.roots_only {
-            c.terms.push(format!("({json}->>'parent_id') IS NULL"));
+            c.terms.push("k.root".to_owned());
         }
-        c.window(json, "created_at", &query.created);
-        c.window(json, "updated_at", &query.updated);
-        c.window(json, "finished_at", &query.finished);
+        c.window("created_at", &query.created);
+        c.window("updated_at", &query.updated);
+        c.window("finished_at", &query.finished);
         if let Some(search) = &query.search {
-            c.search(json, search);
+            c.search(search);
         }
         let limit = c.param(Arg::Int(fetch));
         let filter = if c.terms.is_empty() {
@@ -136,10 +137,9 @@ impl Stmts {
         };
         Filtered {
             sql: format!(
-                "{select} WHERE id IN (SELECT id FROM {table}{filter} ORDER BY (id COLLATE \"C\") LIMIT {limit}) \
-                 ORDER BY (id COLLATE \"C\")",
+                "{select} WHERE (e.id COLLATE \"C\") IN (SELECT k.id FROM {from}{filter} ORDER BY k.id LIMIT {limit}) \
+                 ORDER BY (e.id COLLATE \"C\")",
                 select = self.list_select,
-                table = self.executions,
             ),
             args: c.args,
         }
@@ -206,9 +206,9 @@ mod tests {
         }
         let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
         client
-            .batch_execute(&format!("ANALYZE {prefix}_executions"))
+            .batch_execute(&format!("ANALYZE {prefix}_executions, {prefix}_execstore_keys"))
             .unwrap();
-        let idx = |name: &str| format!("{prefix}_execstore_exe_{name}");
+        let idx = |name: &str| format!("{prefix}_execstore_k_{name}");
         let q = ListQuery::new;
         let cases: Vec<(&str, ListQuery, Vec<String>)> = vec![
             (
@@ -229,7 +229,7 @@ mod tests {
             (
                 "search",
                 q().search("root.s3"),
-                vec![idx("id_c"), idx("active_path")],
+                vec![format!("{prefix}_execstore_keys_pkey"), idx("active_path")],
             ),
             (
                 "created + cursor + roots",

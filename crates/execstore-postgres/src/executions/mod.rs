@@ -8,16 +8,18 @@
 //! writers of one execution queue, and every one but the first finds the version moved on
 //! and reports a [`StoreError::Conflict`].
 //!
-//! A step is one round trip: the server-side function `{prefix}_execstore_commit` (migration
-//! 4) runs the CAS write and every effect's statement, called as one statement outside any
-//! explicit transaction, so that the call is the transaction; `commit_batch` sends all its
-//! steps to `{prefix}_execstore_commit_batch`, again one statement. The rows are the ones the
-//! separate statements wrote before, byte for byte.
+//! A step is one round trip: the server-side function `{prefix}_execstore_step` (migration 6,
+//! over migration 4's `{prefix}_execstore_commit`) runs the CAS write, every effect's
+//! statement and the execution's listing keys, called as one statement outside any explicit
+//! transaction, so that the call is the transaction; `commit_batch` sends all its steps to
+//! `{prefix}_execstore_commit_batch`, again one statement (the keys trigger writes their
+//! keys). The rows are the ones the separate statements wrote before, byte for byte.
 //!
 //! On top of harel's tables the store applies migrations of its own (indexes, which harel's
-//! writes keep valid, harel's `commit_cas` function where it is missing, and the commit
-//! functions) and records them in `execstore_migrations`, under harel's schema advisory lock
-//! so that concurrent opens are safe.
+//! writes keep valid, harel's `commit_cas` function where it is missing, the commit
+//! functions, and the listing keys with the triggers that keep them for other writers) and
+//! records them in `execstore_migrations`, under harel's schema advisory lock so that
+//! concurrent opens are safe.
 
 mod filters;
 mod rows;
@@ -35,7 +37,7 @@ use postgres::{Client, NoTls, Row, Statement, Transaction};
 
 use crate::db::{self, pool_err, prepared, Conn, Db, Listener, Pool, Pooled};
 use rows::{col, limit_param};
-use schema::Tables;
+use schema::{Sql as _, Tables};
 use sql::Stmts;
 
 /// How [`PgStore::open`] connects.
@@ -175,11 +177,12 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
-/// The tables of a store under `prefix` (`None`: the bare names): harel's six and execstore's
-/// record of its migrations.
+/// The tables of a store under `prefix` (`None`: the bare names): harel's six, execstore's
+/// record of its migrations and its listing keys.
 pub fn table_names(prefix: Option<&str>) -> Result<Vec<String>> {
     let t = Tables::new(prefix)?;
     Ok(vec![
+        t.sql("{pfx}execstore_keys"),
         t.executions,
         t.outbox,
         t.processed_events,
@@ -230,6 +233,7 @@ pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
     let mut tx = client.transaction().db()?;
     tx.batch_execute(&format!(
         "DROP TABLE IF EXISTS {} CASCADE; DROP FUNCTION IF EXISTS {pfx}commit_cas; \
+         DROP FUNCTION IF EXISTS {pfx}execstore_step; DROP FUNCTION IF EXISTS {pfx}execstore_keys_sync; \
          DROP FUNCTION IF EXISTS {pfx}execstore_commit_batch; DROP FUNCTION IF EXISTS {pfx}execstore_commit",
         tables.join(", ")
     ))
@@ -252,15 +256,16 @@ impl PgStore {
             },
         )?;
         let pool = db::pool(&config, options.max_connections, options.connect_timeout)?;
-        {
+        let keyed = {
             let mut conn = pool.get().map_err(pool_err)?;
             if options.read_only {
                 schema::check_present(&mut conn.client, &tables)?;
             } else {
                 schema::migrate(&mut conn.client, &tables)?;
             }
-        }
-        let sql = Stmts::new(&tables, options.unlocked_claims);
+            schema::has_keys(&mut conn.client, &tables)?
+        };
+        let sql = Stmts::new(&tables, options.unlocked_claims, keyed);
         let listener = |work: Work| Listener::new(config.clone(), sql.channels.of(work).to_owned());
         Ok(PgStore {
             listeners: [
@@ -275,7 +280,7 @@ impl PgStore {
         })
     }
 
-    /// The highest execstore migration applied to this database (4 for this build's
+    /// The highest execstore migration applied to this database (6 for this build's
     /// schema; more if a newer build migrated it).
     pub fn schema_version(&self) -> Result<i64> {
         let row = self.query_one(&self.sql.schema_version, &[])?;
@@ -308,14 +313,15 @@ impl PgStore {
         Ok(out)
     }
 
-    /// One event step in one round trip: `{pfx}execstore_commit` called as one statement,
-    /// which PostgreSQL runs as one transaction. A lost CAS is a `Conflict` (the function
+    /// One event step in one round trip: `{pfx}execstore_step` called as one statement,
+    /// which PostgreSQL runs as one transaction, with the execution's listing keys. A lost CAS is a `Conflict` (the function
     /// wrote nothing).
     fn commit_step(&self, p: &PreparedCommit) -> Result<Vec<i64>> {
         self.check_writable()?;
         let w = &p.write;
         let step = StepParams::new(p);
         let trace_max = self.trace_max.map(i64::from);
+        let active_path = w.keys.active_path.as_deref().map(text_as_read);
         let mut conn = self.conn()?;
         let rows = conn.query(
             &self.sql.commit,
@@ -335,6 +341,12 @@ impl PgStore {
                 &step.fire_ats,
                 &p.trace,
                 &trace_max,
+                &w.keys.status,
+                &w.keys.root,
+                &w.keys.created_at,
+                &w.keys.updated_at,
+                &w.keys.finished_at,
+                &active_path,
             ],
         )?;
         match rows.as_slice() {
@@ -582,6 +594,14 @@ impl<'a> BatchParams<'a> {
         let timers = self.step.push(p);
         self.timer_counts.push(count(timers));
     }
+}
+
+/// A text key as the listing reads it from the stored document (`JSON_OF_DATA`): the
+/// document's `\u0000` escapes, a NUL or a backslash followed by `u0000`, read as
+/// `\ufffd`. A NUL becomes U+FFFD (a PostgreSQL text cannot hold one), and a backslash
+/// followed by `u0000` becomes one followed by `ufffd`.
+fn text_as_read(text: &str) -> String {
+    text.replace("\\u0000", "\\ufffd").replace('\0', "\u{fffd}")
 }
 
 /// A commit function's row for the step `w`: its outbox seqs, or its `Conflict` (with the

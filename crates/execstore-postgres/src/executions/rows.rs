@@ -90,31 +90,37 @@ mod tests {
     }
 
     #[test]
-    fn listing_spells_the_indexed_expression() {
-        let s = Stmts::new(&Tables::new(Some("harel")).unwrap(), false);
+    fn listing_walks_the_keys_indexes() {
+        let s = Stmts::new(&Tables::new(Some("harel")).unwrap(), false, true);
         let sql = s.list(true, true, 1, true);
-        let status = format!("({}->>'status')", schema::JSON_OF_DATA);
-        assert!(
-            sql.contains(&format!("({status}, (id COLLATE \"C\")) > ($3, $1)")),
-            "{sql}"
-        );
-        assert!(sql.contains(&format!("{status} <= $3")), "{sql}");
-        assert!(sql.ends_with("LIMIT $4::int8"), "{sql}");
+        assert!(sql.contains("JOIN harel_execstore_keys k ON "), "{sql}");
+        assert!(sql.contains("(k.status, k.id) > ($3, $1)"), "{sql}");
+        assert!(sql.contains("k.status <= $3") && sql.contains("k.root"), "{sql}");
+        assert!(sql.contains("e.definition_id = $2"), "{sql}");
+        assert!(sql.ends_with("ORDER BY k.status, k.id LIMIT $4::int8"), "{sql}");
         let several = s.list(false, false, 3, false);
         assert_eq!(several.matches(" UNION ALL ").count(), 2, "{several}");
         for p in ["$1", "$2", "$3"] {
-            assert!(several.contains(&format!("->>'status') >= {p}")), "{several}");
+            assert!(several.contains(&format!("k.status >= {p}")), "{several}");
         }
         assert!(
             several.ends_with("ORDER BY (id COLLATE \"C\") LIMIT $4::int8"),
             "{several}"
         );
+        // No status and no roots: the executions alone, by their "C" id index.
+        let plain = s.list(true, false, 0, false);
+        assert!(!plain.contains("execstore_keys"), "{plain}");
+        assert!(plain.contains("(e.id COLLATE \"C\") > $1"), "{plain}");
+        // A database without the keys reads the same columns from the documents, spelled as
+        // the indexes of migrations 1 and 2 are.
+        let unkeyed = Stmts::new(&Tables::new(Some("harel")).unwrap(), false, false);
         let index = Tables::new(Some("harel"))
             .unwrap()
             .sql(schema::MIGRATIONS[0].statements[1]);
-        assert!(
-            index.contains(&format!("(({}->>'status')", schema::JSON_OF_DATA)),
-            "{index}"
-        );
+        let status = format!("({}->>'status')", schema::JSON_OF_DATA);
+        assert!(index.contains(&format!("({status}, (id COLLATE")), "{index}");
+        assert!(unkeyed
+            .list(false, false, 1, true)
+            .contains(&format!("{status} AS status")));
     }
 }

@@ -141,6 +141,47 @@ END; $$ LANGUAGE plpgsql$fn$; \
          ON {executions} ((({json}->>'active_path') COLLATE \"C\"), (id COLLATE \"C\"))",
         ],
     },
+    Migration {
+        version: 6,
+        description: "the listing's keys in a table of their own, written with each step, instead of \
+                      indexes over the parsed document",
+        // Every update evaluated migrations 1, 2 and 5's seven expression indexes over `data`,
+        // each a parse of the whole document, and none could be a HOT update: a third of a
+        // commit. The keys (`{pfx}execstore_keys`, one row per execution) are written by
+        // `{pfx}execstore_step` from values the caller passes, and by a trigger, parsing
+        // the document once, for any other writer (harel's own store, the batch function);
+        // the step function tells the trigger it wrote them through a transaction-local
+        // setting. The listing joins them (see `KEYS_OF_DATA` for a store without them).
+        statements: &[
+            "CREATE TABLE IF NOT EXISTS {pfx}execstore_keys (id TEXT COLLATE \"C\" PRIMARY KEY, \
+             status TEXT, root BOOLEAN NOT NULL, created_at FLOAT8, updated_at FLOAT8, \
+             finished_at FLOAT8, active_path TEXT COLLATE \"C\")",
+            "DROP INDEX IF EXISTS {pfx}execstore_exe_status, {pfx}execstore_exe_root_status, \
+             {pfx}execstore_exe_created, {pfx}execstore_exe_updated, {pfx}execstore_exe_finished, \
+             {pfx}execstore_exe_active_path",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_k_status \
+             ON {pfx}execstore_keys (status, id)",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_k_root_status \
+             ON {pfx}execstore_keys (status, id) WHERE root",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_k_created \
+             ON {pfx}execstore_keys (created_at, id)",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_k_updated \
+             ON {pfx}execstore_keys (updated_at, id)",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_k_finished \
+             ON {pfx}execstore_keys (finished_at, id) WHERE finished_at IS NOT NULL",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_k_active_path \
+             ON {pfx}execstore_keys (active_path, id)",
+            KEYS_TRIGGERS,
+            // After the triggers: their lock on the table holds every other writer off
+            // until this commits, and a write that committed before is seen here.
+            "INSERT INTO {pfx}execstore_keys \
+             SELECT e.id, d.status, d.parent_id IS NULL, d.created_at, d.updated_at, d.finished_at, d.active_path \
+             FROM {executions} e, LATERAL json_to_record({json}) \
+             AS d(status text, parent_id text, created_at float8, updated_at float8, finished_at float8, active_path text) \
+             ON CONFLICT (id) DO NOTHING",
+            STEP_FUNCTION,
+        ],
+    },
 ];
 
 /// `{pfx}execstore_commit`: one event step, as one statement (so one round trip, and, called
@@ -227,6 +268,78 @@ BEGIN
 END
 $fn$";
 
+/// Keeps `{pfx}execstore_keys` for writers other than `{pfx}execstore_step`: a row written
+/// by anyone else (harel, the batch function, an older execstore) gets its keys from its
+/// document, parsed once, with the listing's own spelling of each field; a row deleted takes
+/// its keys along, and so does a `TRUNCATE`. The step function's own writes are skipped by
+/// the `WHEN` clause (evaluated as each row is written, without calling the function).
+const KEYS_TRIGGERS: &str = r#"CREATE OR REPLACE FUNCTION {pfx}execstore_keys_sync() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    DELETE FROM {pfx}execstore_keys WHERE id = OLD.id;
+    RETURN NULL;
+  END IF;
+  IF TG_OP = 'TRUNCATE' THEN
+    TRUNCATE {pfx}execstore_keys;
+    RETURN NULL;
+  END IF;
+  IF TG_OP = 'UPDATE' AND OLD.id IS DISTINCT FROM NEW.id THEN
+    DELETE FROM {pfx}execstore_keys WHERE id = OLD.id;
+  END IF;
+  INSERT INTO {pfx}execstore_keys AS k (id, status, root, created_at, updated_at, finished_at, active_path)
+  SELECT NEW.id, d.status, d.parent_id IS NULL, d.created_at, d.updated_at, d.finished_at, d.active_path
+  FROM json_to_record((replace(NEW.data, '\u0000', '\ufffd')::json))
+    AS d(status text, parent_id text, created_at float8, updated_at float8, finished_at float8, active_path text)
+  ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, root = EXCLUDED.root,
+    created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
+    finished_at = EXCLUDED.finished_at, active_path = EXCLUDED.active_path;
+  RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS {pfx}execstore_keys_write ON {executions};
+CREATE TRIGGER {pfx}execstore_keys_write AFTER INSERT OR UPDATE ON {executions} FOR EACH ROW
+  WHEN (current_setting('execstore.keys_written', true) IS DISTINCT FROM 'on')
+  EXECUTE FUNCTION {pfx}execstore_keys_sync();
+DROP TRIGGER IF EXISTS {pfx}execstore_keys_delete ON {executions};
+CREATE TRIGGER {pfx}execstore_keys_delete AFTER DELETE ON {executions} FOR EACH ROW
+  EXECUTE FUNCTION {pfx}execstore_keys_sync();
+DROP TRIGGER IF EXISTS {pfx}execstore_keys_truncate ON {executions};
+CREATE TRIGGER {pfx}execstore_keys_truncate AFTER TRUNCATE ON {executions} FOR EACH STATEMENT
+  EXECUTE FUNCTION {pfx}execstore_keys_sync()"#;
+
+/// `{pfx}execstore_step`: `{pfx}execstore_commit` (the step, one round trip) and the
+/// execution's listing keys, which the caller passes as they are in `p_data`, so that the
+/// document is not parsed on the server. The keys trigger is told to skip the step's row
+/// (the setting is the transaction's, and cleared again before the keys are written).
+const STEP_FUNCTION: &str = "CREATE OR REPLACE FUNCTION {pfx}execstore_step(
+  p_id text, p_defn text, p_data text, p_version bigint, p_expected bigint,
+  p_targets text[], p_events text[], p_processed text,
+  p_children text[], p_root_paths text[], p_contexts text[],
+  p_timer_paths text[], p_fire_ats float8[],
+  p_trace text, p_trace_max bigint,
+  p_status text, p_root boolean, p_created float8, p_updated float8, p_finished float8, p_path text,
+  OUT o_ok boolean, OUT o_found bigint, OUT o_seqs bigint[])
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  PERFORM set_config('execstore.keys_written', 'on', true);
+  SELECT c.o_ok, c.o_found, c.o_seqs INTO o_ok, o_found, o_seqs
+    FROM {pfx}execstore_commit(p_id, p_defn, p_data, p_version, p_expected, p_targets, p_events,
+      p_processed, p_children, p_root_paths, p_contexts, p_timer_paths, p_fire_ats, p_trace,
+      p_trace_max) AS c;
+  PERFORM set_config('execstore.keys_written', 'off', true);
+  IF o_ok THEN
+    UPDATE {pfx}execstore_keys SET status = p_status, root = p_root, created_at = p_created,
+      updated_at = p_updated, finished_at = p_finished, active_path = p_path
+      WHERE id = p_id;
+    IF NOT FOUND THEN
+      INSERT INTO {pfx}execstore_keys (id, status, root, created_at, updated_at, finished_at, active_path)
+        VALUES (p_id, p_status, p_root, p_created, p_updated, p_finished, p_path);
+    END IF;
+  END IF;
+END
+$fn$";
+
 /// `{pfx}execstore_commit_batch`: many event steps in one statement (one round trip, one
 /// transaction), each through `{pfx}execstore_commit`, in order, one result row each. The
 /// steps' lists are flattened: step `i` owns the next `p_emit_counts[i]` emits,
@@ -289,6 +402,18 @@ pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
         }
     }
     tx.commit().db()
+}
+
+/// Whether the listing keys of migration 6 are there (a read-only open of a database that no
+/// execstore of this version migrated reads them from the documents instead).
+pub(crate) fn has_keys(client: &mut Client, tables: &Tables) -> Result<bool> {
+    let row = client
+        .query_one(
+            "SELECT to_regclass($1) IS NOT NULL",
+            &[&tables.sql("{pfx}execstore_keys")],
+        )
+        .db()?;
+    Ok(row.get(0))
 }
 
 /// For a read-only open: every one of harel's tables is there (execstore's own migrations

@@ -3,7 +3,7 @@
 use super::schema::{Sql, Tables};
 
 /// The summary projection of `list_executions`: scalars only, never `data` itself.
-const LIST_COLUMNS: &str = "id, definition_id, version::int8, doc.status, doc.outcome, \
+const LIST_COLUMNS: &str = "e.id, e.definition_id, e.version::int8, doc.status, doc.outcome, \
      doc.active_path, doc.parent_id, doc.finished_at, doc.updated_at";
 
 /// The summary's fields, read in one pass over the document: each `->>` on `json` re-parses
@@ -11,6 +11,20 @@ const LIST_COLUMNS: &str = "id, definition_id, version::int8, doc.status, doc.ou
 /// over three times this.
 const LIST_FIELDS: &str = "status text, outcome text, active_path text, parent_id text, \
      finished_at float8, updated_at float8";
+
+/// The listing keys of a database without the keys table (one that no execstore of this
+/// version migrated, opened read-only): the same columns, read from each row's document
+/// with the spelling of the indexes of migrations 1, 2 and 5, so that a database at
+/// migration 5 still has them indexed.
+const KEYS_OF_DATA: &str = "(SELECT (id COLLATE \"C\") AS id, ({json}->>'status') AS status, \
+     (({json}->>'parent_id') IS NULL) AS root, (({json}->>'created_at')::float8) AS created_at, \
+     (({json}->>'updated_at')::float8) AS updated_at, (({json}->>'finished_at')::float8) AS finished_at, \
+     (({json}->>'active_path') COLLATE \"C\") AS active_path FROM {executions})";
+
+/// How an execution `e` meets its keys `k`: one clause that both the keys' primary key (in
+/// the `"C"` collation) and the executions' `"C"`-collated id index can answer, so either side
+/// may drive the join.
+pub(crate) const KEYS_JOIN: &str = "k.id = (e.id COLLATE \"C\")";
 
 /// Tries the advisory lock of one timer (in `claim_timers`, whose `$4` is the lock space):
 /// the two-`int4` key space, apart from harel's one-`int8` schema lock. A hash collision only
@@ -51,7 +65,8 @@ impl Channels {
 
 #[derive(Debug)]
 pub(crate) struct Stmts {
-    /// One event step: `{pfx}execstore_commit` (migration 4), one round trip.
+    /// One event step and its listing keys: `{pfx}execstore_step` (migration 6), one round
+    /// trip.
     pub(crate) commit: String,
     /// Many event steps: `{pfx}execstore_commit_batch`, one round trip.
     pub(crate) commit_batch: String,
@@ -86,26 +101,40 @@ pub(crate) struct Stmts {
     pub(crate) timer_lock_space: String,
     /// The NOTIFY channels of new outbox entries, spawn intents and armed timers.
     pub(crate) channels: Channels,
-    /// `SELECT <summary columns> FROM <executions>, LATERAL <its document>`.
+    /// `SELECT <summary columns> FROM <executions> e, LATERAL <its document>`.
     pub(crate) list_select: String,
-    /// The document of a row as `json` (`JSON_OF_DATA`).
-    pub(crate) json: String,
+    /// The same, joined to the listing keys `k`.
+    list_select_keyed: String,
+    /// The listing keys as a `FROM` item: `{pfx}execstore_keys` (migration 6), or, in a
+    /// database without them, the same columns read from each document.
+    pub(crate) keys: String,
     /// The executions table's name.
     pub(crate) executions: String,
-    status_counts_select: String,
 }
 
 impl Stmts {
     /// The statements of the tables `t`; `unlocked_claims`: see [`claim_locks`].
-    pub(crate) fn new(t: &Tables, unlocked_claims: bool) -> Self {
+    /// `keyed`: whether the database has the listing keys of migration 6.
+    pub(crate) fn new(t: &Tables, unlocked_claims: bool, keyed: bool) -> Self {
         let (row_lock, timer_lock) = claim_locks(unlocked_claims);
+        let keys = if keyed {
+            t.sql("{pfx}execstore_keys")
+        } else {
+            t.sql(KEYS_OF_DATA)
+        };
+        let list_from = |from: &str| {
+            t.sql(&format!(
+                "SELECT {LIST_COLUMNS} FROM {from}, LATERAL json_to_record({{json}}) AS doc({LIST_FIELDS})"
+            ))
+        };
         Stmts {
             // Every parameter typed, so that the call names the one function whatever else
             // the search path holds.
             commit: t.sql(
-                "SELECT o_ok, o_found, o_seqs FROM {pfx}execstore_commit($1::text, $2::text, $3::text, \
+                "SELECT o_ok, o_found, o_seqs FROM {pfx}execstore_step($1::text, $2::text, $3::text, \
                  $4::int8, $5::int8, $6::text[], $7::text[], $8::text, $9::text[], $10::text[], $11::text[], \
-                 $12::text[], $13::float8[], $14::text, $15::int8)",
+                 $12::text[], $13::float8[], $14::text, $15::int8, $16::text, $17::bool, $18::float8, \
+                 $19::float8, $20::float8, $21::text)",
             ),
             commit_batch: t.sql(
                 "SELECT o_ok, o_found, o_seqs FROM {pfx}execstore_commit_batch($1::text[], $2::text[], \
@@ -207,12 +236,10 @@ impl Stmts {
                 spawns: t.sql("{pfx}execstore_spawns"),
                 timers: t.sql("{pfx}execstore_timers"),
             },
-            list_select: t.sql(&format!(
-                "SELECT {LIST_COLUMNS} FROM {{executions}}, LATERAL json_to_record({{json}}) AS doc({LIST_FIELDS})"
-            )),
-            json: t.sql("{json}"),
+            list_select: list_from("{executions} e"),
+            list_select_keyed: list_from(&format!("{{executions}} e JOIN {keys} k ON {KEYS_JOIN}")),
+            keys,
             executions: t.sql("{executions}"),
-            status_counts_select: t.sql("SELECT {json}->>'status', COUNT(*)::int8 FROM {executions}"),
         }
     }
 
@@ -234,37 +261,40 @@ impl Stmts {
         let after = after.then(&mut param);
         let mut common: Vec<String> = Vec::new();
         if definition {
-            common.push(format!("definition_id = {}", param()));
+            common.push(format!("e.definition_id = {}", param()));
         }
         if roots_only {
-            common.push(format!("({}->>'parent_id') IS NULL", self.json));
+            common.push("k.root".to_owned());
         }
         let status_params: Vec<String> = (0..statuses).map(|_| param()).collect();
         let limit = format!("{}::int8", param());
         let by_id = format!(" ORDER BY (id COLLATE \"C\") LIMIT {limit}");
-        let status = format!("({}->>'status')", self.json);
         let select = |status_param: Option<&String>| {
             let mut conditions = common.clone();
             match (status_param, &after) {
                 (Some(s), Some(a)) => {
-                    conditions.push(format!("({status}, (id COLLATE \"C\")) > ({s}, {a})"));
-                    conditions.push(format!("{status} <= {s}"));
+                    conditions.push(format!("(k.status, k.id) > ({s}, {a})"));
+                    conditions.push(format!("k.status <= {s}"));
                 }
                 (Some(s), None) => {
-                    conditions.push(format!("{status} >= {s}"));
-                    conditions.push(format!("{status} <= {s}"));
+                    conditions.push(format!("k.status >= {s}"));
+                    conditions.push(format!("k.status <= {s}"));
                 }
-                (None, Some(a)) => conditions.push(format!("(id COLLATE \"C\") > {a}")),
+                (None, Some(a)) => conditions.push(format!("(e.id COLLATE \"C\") > {a}")),
                 (None, None) => {}
             }
-            let mut sql = self.list_select.clone();
+            let mut sql = if status_param.is_some() || roots_only {
+                self.list_select_keyed.clone()
+            } else {
+                self.list_select.clone()
+            };
             if !conditions.is_empty() {
                 sql.push_str(" WHERE ");
                 sql.push_str(&conditions.join(" AND "));
             }
             match status_param {
-                Some(_) => sql.push_str(&format!(" ORDER BY {status}, (id COLLATE \"C\") LIMIT {limit}")),
-                None => sql.push_str(&by_id),
+                Some(_) => sql.push_str(&format!(" ORDER BY k.status, k.id LIMIT {limit}")),
+                None => sql.push_str(&format!(" ORDER BY (e.id COLLATE \"C\") LIMIT {limit}")),
             }
             sql
         };
@@ -286,13 +316,14 @@ impl Stmts {
     /// The per-status count for one shape of filter (`status_counts`). Its parameter: the
     /// definition id (if `definition`). The expressions are spelled as the indexes are.
     pub(crate) fn status_counts(&self, definition: bool, roots_only: bool) -> String {
-        let mut sql = self.status_counts_select.clone();
+        let mut sql = format!("SELECT k.status, COUNT(*)::int8 FROM {} k", self.keys);
         let mut conditions = Vec::new();
         if definition {
-            conditions.push("definition_id = $1".to_owned());
+            sql.push_str(&format!(" JOIN {} e ON {KEYS_JOIN}", self.executions));
+            conditions.push("e.definition_id = $1".to_owned());
         }
         if roots_only {
-            conditions.push(format!("({}->>'parent_id') IS NULL", self.json));
+            conditions.push("k.root".to_owned());
         }
         if !conditions.is_empty() {
             sql.push_str(" WHERE ");

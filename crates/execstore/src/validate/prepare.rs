@@ -21,6 +21,41 @@ pub struct PreparedWrite {
     pub version: i64,
     /// The JSON written, carrying `version`.
     pub data: String,
+    /// What a listing filters and orders by, as `data` says it.
+    pub keys: ListKeys,
+}
+
+/// The fields of a written document that a listing filters and orders by, with the values a
+/// reader of `data` finds there: a backend that keeps them beside the row (so as not to parse
+/// the document for each index) takes them from here.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListKeys {
+    /// `status`, as stored (`"RUNNING"`, ...).
+    pub status: &'static str,
+    /// Whether `parent_id` is null: a root execution.
+    pub root: bool,
+    /// `created_at` (checked finite, so written as a number, or null).
+    pub created_at: Option<f64>,
+    /// `updated_at`.
+    pub updated_at: Option<f64>,
+    /// `finished_at`.
+    pub finished_at: Option<f64>,
+    /// `active_path`.
+    pub active_path: Option<String>,
+}
+
+impl ListKeys {
+    /// The keys of `exe` (checked).
+    fn of(exe: &Execution) -> Self {
+        ListKeys {
+            status: exe.status.as_str(),
+            root: exe.parent_id.is_none(),
+            created_at: exe.created_at,
+            updated_at: exe.updated_at,
+            finished_at: exe.finished_at,
+            active_path: exe.active_path.clone(),
+        }
+    }
 }
 
 /// A spawn ready to be stored.
@@ -79,6 +114,7 @@ pub fn prepare_write(exe: &mut Execution) -> Result<PreparedWrite> {
         expected,
         version: expected + 1,
         data,
+        keys: ListKeys::of(exe),
     })
 }
 
