@@ -62,7 +62,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn load(&self, id: &str) -> Result<Option<Execution>> {
-        let conn = self.read();
+        let conn = self.point_read();
         let data: Option<String> = conn
             .prepare_cached(&self.sql.load)
             .db()?
@@ -73,7 +73,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn load_for_event(&self, id: &str, event_id: &str) -> Result<(Option<Execution>, bool)> {
-        let conn = self.read();
+        let conn = self.point_read();
         let (data, processed): (Option<String>, bool) = conn
             .prepare_cached(&self.sql.load_for_event)
             .db()?
@@ -86,7 +86,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn is_processed(&self, execution_id: &str, event_id: &str) -> Result<bool> {
-        let conn = self.read();
+        let conn = self.point_read();
         let processed = conn
             .prepare_cached(&self.sql.is_processed)
             .db()?
