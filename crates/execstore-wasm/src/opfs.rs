@@ -13,8 +13,8 @@
 //!
 //! The database runs in WAL mode (exclusive locking, see
 //! [`SqliteStore::open_in_vfs`]): a commit appends its pages to the `-wal` file, and every
-//! 1000 pages (SQLite's `wal_autocheckpoint`) a checkpoint copies them into the database
-//! file. The pool's files are OPFS files written through sync access handles: a `write()`
+//! 10,000 pages (the store's `checkpoint_pages`, SQLite's `wal_autocheckpoint`) a checkpoint
+//! copies them into the database file. The pool's files are OPFS files written through sync access handles: a `write()`
 //! hands the bytes to the browser's file (in Chromium on a profile on disk: to the operating
 //! system, from the worker's own process, no buffering in between), and the VFS's `xSync`
 //! (sqlite-wasm-vfs's sahpool) is the handle's `flush()`, which asks the operating system

@@ -241,14 +241,14 @@ impl SqliteStore {
         }
         if durable {
             db::make_writer(&conn, options.busy_timeout, options.synchronous)?;
-            conn.execute_batch(&format!(
-                "PRAGMA wal_autocheckpoint = {}",
-                options.checkpoint_pages
-            ))
-            .db()?;
         } else {
             db::set_synchronous(&conn, options.synchronous)?;
         }
+        conn.execute_batch(&format!(
+            "PRAGMA wal_autocheckpoint = {}",
+            options.checkpoint_pages
+        ))
+        .db()?;
         schema::migrate(&mut conn, &tables)?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
