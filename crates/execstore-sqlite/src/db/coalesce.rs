@@ -153,63 +153,49 @@ fn present<T>(base: Option<T>, ours: T) -> Option<T> {
 /// # Safety
 /// `base` must point to a valid VFS.
 unsafe fn shim_vfs(base: *mut ffi::sqlite3_vfs, name: *const c_char) -> Result<ffi::sqlite3_vfs> {
-    // SAFETY: the caller's promise; fields past `iVersion` 1 are read only when the base's
-    // version says it has them.
-    let b = unsafe { &*base };
-    let version = b.iVersion;
-    let sz_os_file = usize::try_from(b.szOsFile)
+    // SAFETY: the caller's promise.
+    let (version, sz_os_file, mx_pathname) =
+        unsafe { ((*base).iVersion, (*base).szOsFile, (*base).mxPathname) };
+    /// The base's method `$field`, if its version (at least `$since`) declares it.
+    macro_rules! base {
+        ($field:ident, $since:expr) => {
+            if version >= $since {
+                // SAFETY: the caller's promise; a field is read through the pointer, and only
+                // when the base's version declares it (an older C struct is shorter).
+                unsafe { addr_of!((*base).$field).read() }
+            } else {
+                None
+            }
+        };
+    }
+    let size = usize::try_from(sz_os_file)
         .ok()
         .and_then(|n| n.checked_add(BASE_OFFSET))
         .and_then(|n| c_int::try_from(n).ok())
-        .ok_or_else(|| StoreError::invalid("vfs", format!("bad szOsFile {}", b.szOsFile)))?;
-    // SAFETY: as above, version 2 and 3 fields only when the base declares them.
-    let (time64, set_call, get_call, next_call) = unsafe {
-        (
-            if version >= 2 {
-                addr_of!((*base).xCurrentTimeInt64).read()
-            } else {
-                None
-            },
-            if version >= 3 {
-                addr_of!((*base).xSetSystemCall).read()
-            } else {
-                None
-            },
-            if version >= 3 {
-                addr_of!((*base).xGetSystemCall).read()
-            } else {
-                None
-            },
-            if version >= 3 {
-                addr_of!((*base).xNextSystemCall).read()
-            } else {
-                None
-            },
-        )
-    };
+        .ok_or_else(|| StoreError::invalid("vfs", format!("bad szOsFile {sz_os_file}")))?;
     Ok(ffi::sqlite3_vfs {
         iVersion: version,
-        szOsFile: sz_os_file,
-        mxPathname: b.mxPathname,
+        szOsFile: size,
+        mxPathname: mx_pathname,
         pNext: ptr::null_mut(),
         zName: name,
         pAppData: base.cast(),
-        xOpen: present(b.xOpen, vfs_open as _),
-        xDelete: present(b.xDelete, vfs_delete as _),
-        xAccess: present(b.xAccess, vfs_access as _),
-        xFullPathname: present(b.xFullPathname, vfs_full_pathname as _),
-        xDlOpen: present(b.xDlOpen, vfs_dl_open as _),
-        xDlError: present(b.xDlError, vfs_dl_error as _),
-        xDlSym: present(b.xDlSym, vfs_dl_sym as _),
-        xDlClose: present(b.xDlClose, vfs_dl_close as _),
-        xRandomness: present(b.xRandomness, vfs_randomness as _),
-        xSleep: present(b.xSleep, vfs_sleep as _),
-        xCurrentTime: present(b.xCurrentTime, vfs_current_time as _),
-        xGetLastError: present(b.xGetLastError, vfs_get_last_error as _),
-        xCurrentTimeInt64: present(time64, vfs_current_time_int64 as _),
-        xSetSystemCall: present(set_call, vfs_set_system_call as _),
-        xGetSystemCall: present(get_call, vfs_get_system_call as _),
-        xNextSystemCall: present(next_call, vfs_next_system_call as _),
+        xOpen: present(base!(xOpen, 1), vfs_open as _),
+        xDelete: present(base!(xDelete, 1), vfs_delete as _),
+        xAccess: present(base!(xAccess, 1), vfs_access as _),
+        xFullPathname: present(base!(xFullPathname, 1), vfs_full_pathname as _),
+        xDlOpen: present(base!(xDlOpen, 1), vfs_dl_open as _),
+        xDlError: present(base!(xDlError, 1), vfs_dl_error as _),
+        xDlSym: present(base!(xDlSym, 1), vfs_dl_sym as _),
+        xDlClose: present(base!(xDlClose, 1), vfs_dl_close as _),
+        xRandomness: present(base!(xRandomness, 1), vfs_randomness as _),
+        xSleep: present(base!(xSleep, 1), vfs_sleep as _),
+        xCurrentTime: present(base!(xCurrentTime, 1), vfs_current_time as _),
+        xGetLastError: present(base!(xGetLastError, 1), vfs_get_last_error as _),
+        xCurrentTimeInt64: present(base!(xCurrentTimeInt64, 2), vfs_current_time_int64 as _),
+        xSetSystemCall: present(base!(xSetSystemCall, 3), vfs_set_system_call as _),
+        xGetSystemCall: present(base!(xGetSystemCall, 3), vfs_get_system_call as _),
+        xNextSystemCall: present(base!(xNextSystemCall, 3), vfs_next_system_call as _),
     })
 }
 
@@ -378,72 +364,41 @@ struct Held {
 /// Our method table for a WAL file whose base file has `base`: the base's version and methods,
 /// each ours.
 fn wal_methods(base: *const ffi::sqlite3_io_methods) -> ffi::sqlite3_io_methods {
-    // SAFETY: `base` is the valid method table of an open file; fields of versions 2 and 3 are
-    // read only when its version declares them.
-    unsafe {
-        let version = (*base).iVersion;
-        let v2 = version >= 2;
-        let v3 = version >= 3;
-        let b = &*base;
-        ffi::sqlite3_io_methods {
-            iVersion: version,
-            xClose: present(b.xClose, wal_close as _),
-            xRead: present(b.xRead, wal_read as _),
-            xWrite: present(b.xWrite, wal_write as _),
-            xTruncate: present(b.xTruncate, wal_truncate as _),
-            xSync: present(b.xSync, wal_sync as _),
-            xFileSize: present(b.xFileSize, wal_file_size as _),
-            xLock: present(b.xLock, wal_lock as _),
-            xUnlock: present(b.xUnlock, wal_unlock as _),
-            xCheckReservedLock: present(b.xCheckReservedLock, wal_check_reserved_lock as _),
-            xFileControl: present(b.xFileControl, wal_file_control as _),
-            xSectorSize: present(b.xSectorSize, wal_sector_size as _),
-            xDeviceCharacteristics: present(b.xDeviceCharacteristics, wal_device_characteristics as _),
-            xShmMap: present(
-                if v2 {
-                    addr_of!((*base).xShmMap).read()
-                } else {
-                    None
-                },
-                wal_shm_map as _,
-            ),
-            xShmLock: present(
-                if v2 {
-                    addr_of!((*base).xShmLock).read()
-                } else {
-                    None
-                },
-                wal_shm_lock as _,
-            ),
-            xShmBarrier: present(
-                if v2 {
-                    addr_of!((*base).xShmBarrier).read()
-                } else {
-                    None
-                },
-                wal_shm_barrier as _,
-            ),
-            xShmUnmap: present(
-                if v2 {
-                    addr_of!((*base).xShmUnmap).read()
-                } else {
-                    None
-                },
-                wal_shm_unmap as _,
-            ),
-            xFetch: present(
-                if v3 { addr_of!((*base).xFetch).read() } else { None },
-                wal_fetch as _,
-            ),
-            xUnfetch: present(
-                if v3 {
-                    addr_of!((*base).xUnfetch).read()
-                } else {
-                    None
-                },
-                wal_unfetch as _,
-            ),
-        }
+    // SAFETY: `base` is the valid method table of an open file.
+    let version = unsafe { (*base).iVersion };
+    /// The base's method `$field`, if its version (at least `$since`) declares it.
+    macro_rules! base {
+        ($field:ident, $since:expr) => {
+            if version >= $since {
+                // SAFETY: the table is valid up to the fields of its version (fields are read
+                // through the pointer, so a shorter C table of an older version is never read
+                // past its end).
+                unsafe { addr_of!((*base).$field).read() }
+            } else {
+                None
+            }
+        };
+    }
+    ffi::sqlite3_io_methods {
+        iVersion: version,
+        xClose: present(base!(xClose, 1), wal_close as _),
+        xRead: present(base!(xRead, 1), wal_read as _),
+        xWrite: present(base!(xWrite, 1), wal_write as _),
+        xTruncate: present(base!(xTruncate, 1), wal_truncate as _),
+        xSync: present(base!(xSync, 1), wal_sync as _),
+        xFileSize: present(base!(xFileSize, 1), wal_file_size as _),
+        xLock: present(base!(xLock, 1), wal_lock as _),
+        xUnlock: present(base!(xUnlock, 1), wal_unlock as _),
+        xCheckReservedLock: present(base!(xCheckReservedLock, 1), wal_check_reserved_lock as _),
+        xFileControl: present(base!(xFileControl, 1), wal_file_control as _),
+        xSectorSize: present(base!(xSectorSize, 1), wal_sector_size as _),
+        xDeviceCharacteristics: present(base!(xDeviceCharacteristics, 1), wal_device_characteristics as _),
+        xShmMap: present(base!(xShmMap, 2), wal_shm_map as _),
+        xShmLock: present(base!(xShmLock, 2), wal_shm_lock as _),
+        xShmBarrier: present(base!(xShmBarrier, 2), wal_shm_barrier as _),
+        xShmUnmap: present(base!(xShmUnmap, 2), wal_shm_unmap as _),
+        xFetch: present(base!(xFetch, 3), wal_fetch as _),
+        xUnfetch: present(base!(xUnfetch, 3), wal_unfetch as _),
     }
 }
 
