@@ -56,7 +56,8 @@ const SUFFIX: &str = "+coalesce";
 /// larger than this goes out in pieces of at most this size (its commit frame with the last).
 /// It is the most SQLite's `unix` VFS writes in one `xWrite`: its `seekAndWriteFd` keeps only
 /// the low 17 bits of the size (SQLite itself never writes more than a 64 KiB page at once), so
-/// a larger write fails there with `SQLITE_FULL`. 128 KiB is eight W1 commits of 4 KiB pages.
+/// a larger write fails there with `SQLITE_FULL`. A W1 commit (about 16 frames of 4 KiB pages,
+/// 66 KB) fits in one write.
 pub(crate) const CAP: usize = 0x1ffff;
 
 /// The WAL header's size; frame `k` (from 0) starts at `WAL_HEADER + k * (page + FRAME_HEADER)`.
