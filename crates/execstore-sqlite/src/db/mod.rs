@@ -1,8 +1,10 @@
 //! The private database layer both contracts share: how a connection is opened (file flags,
 //! read-only, the reader), its pragmas (WAL, `synchronous`, busy timeout, stable plans),
 //! rolling back what a panic or an error left open, and read-only probes of what a file
-//! holds. No table of either contract is named here.
+//! holds; every file is opened through the VFS shim of `coalesce`. No table of either
+//! contract is named here.
 
+mod coalesce;
 pub(crate) mod error;
 
 use std::path::Path;
@@ -147,7 +149,8 @@ pub(crate) fn set_wal(conn: &Connection, wait: Duration) -> Result<()> {
 
 /// Opens the file database at `path` for a store: read-write, created if missing unless
 /// `read_only` (then a missing file is [`StoreError::NotFound`]). No URI flag: a path is a
-/// file name, never `file:...?mode=...`.
+/// file name, never `file:...?mode=...`. Through the coalescing VFS over SQLite's default
+/// one (see `coalesce`), which writes each commit's WAL frames in one call.
 pub(crate) fn open_file(path: &Path, read_only: bool) -> Result<Connection> {
     if path.as_os_str().is_empty() {
         return Err(StoreError::invalid("path", "must not be empty"));
@@ -161,7 +164,14 @@ pub(crate) fn open_file(path: &Path, read_only: bool) -> Result<Connection> {
             key: path.display().to_string(),
         });
     }
-    Connection::open_with_flags(path, flags).db()
+    Connection::open_with_flags_and_vfs(path, flags, coalesce::over(None)?.as_str()).db()
+}
+
+/// wasm32: opens the database `name` of the SQLite VFS `vfs` (installed by the caller) through
+/// the coalescing shim over it, which writes each commit's WAL frames in one call.
+#[cfg(all(target_family = "wasm", target_os = "unknown"))]
+pub(crate) fn open_in_vfs(name: &str, flags: OpenFlags, vfs: &str) -> Result<Connection> {
+    Connection::open_with_flags_and_vfs(name, flags, coalesce::over(Some(vfs))?.as_str()).db()
 }
 
 /// Sets a connection's busy timeout and stable plans; with `query_only`, it refuses every
@@ -191,9 +201,10 @@ pub(crate) fn set_synchronous(conn: &Connection, synchronous: Synchronous) -> Re
 /// The `query_only` reader of a file a writer has already made WAL and migrated: reads on it
 /// never wait for the writer's transactions, and see every commit that returned.
 pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connection> {
-    let reader = Connection::open_with_flags(
+    let reader = Connection::open_with_flags_and_vfs(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        coalesce::over(None)?.as_str(),
     )
     .db()?;
     configure(&reader, busy_timeout, true)?;

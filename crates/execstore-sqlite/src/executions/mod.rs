@@ -193,7 +193,7 @@ impl SqliteStore {
         if !options.read_only {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
-        let conn = Connection::open_with_flags_and_vfs(name, flags, vfs).db()?;
+        let conn = db::open_in_vfs(name, flags, vfs)?;
         if !options.read_only {
             conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE").db()?;
             // Answers the mode in force: `wal`, or the VFS's journal if it cannot do WAL.

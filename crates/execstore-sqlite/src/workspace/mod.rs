@@ -450,7 +450,7 @@ impl SqliteWorkspaceStorage {
         if !options.read_only {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
-        let mut conn = Connection::open_with_flags_and_vfs(name, flags, vfs).db()?;
+        let mut conn = db::open_in_vfs(name, flags, vfs)?;
         db::configure(&conn, options.busy_timeout, options.read_only)?;
         if options.read_only {
             schema::check(&conn)?;
