@@ -2,6 +2,8 @@
 //! operations are in `store`, the tables and execstore's own migrations in `schema`, every
 //! statement in `sql`.
 
+#[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+mod checkpointer;
 mod filters;
 mod schema;
 mod sql;
@@ -48,8 +50,12 @@ pub struct SqliteOptions {
     /// store's is [`DEFAULT_CHECKPOINT_PAGES`]: a checkpoint writes each page once however
     /// many commits changed it since the last one, so a longer interval writes fewer pages
     /// in all (W1: about 1.5x the commits per second), for a larger `-wal` file (up to this
-    /// many pages, reused rather than shrunk) and a longer recovery after a crash. `0` leaves
-    /// checkpoints to whoever runs `PRAGMA wal_checkpoint` (harel, another process).
+    /// many pages, reused rather than shrunk) and a longer recovery after a crash. A file
+    /// store also checkpoints from a thread of its own, with its own connection, a few
+    /// milliseconds after commits (a `PASSIVE` checkpoint: it never blocks a commit or a
+    /// read), so that the commit that crosses this many pages finds little left to copy.
+    /// `0` turns both off and leaves checkpoints to whoever runs `PRAGMA wal_checkpoint`
+    /// (harel, another process).
     pub checkpoint_pages: u32,
 }
 
@@ -126,6 +132,8 @@ impl SqliteOptions {
 pub struct SqliteStore {
     // Declared (so dropped) before the writer: the writer closes last, checkpointing the WAL
     // into the file and removing it, as a single connection's close does.
+    #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+    checkpointer: Option<checkpointer::Checkpointer>,
     reader: Option<Mutex<Connection>>,
     conn: Mutex<Connection>,
     sql: Stmts,
@@ -152,6 +160,10 @@ impl SqliteStore {
             // Opened once the writer made the file WAL and migrated it.
             let reader = db::open_reader(path, options.busy_timeout)?;
             store.reader = Some(Mutex::new(reader));
+            #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+            if options.checkpoint_pages > 0 {
+                store.checkpointer = Some(checkpointer::Checkpointer::start(path, options.synchronous)?);
+            }
         }
         Ok(store)
     }
@@ -232,6 +244,8 @@ impl SqliteStore {
                 });
             }
             return Ok(SqliteStore {
+                #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+                checkpointer: None,
                 conn: Mutex::new(conn),
                 reader: None,
                 sql: Stmts::new(&tables),
@@ -251,6 +265,8 @@ impl SqliteStore {
         .db()?;
         schema::migrate(&mut conn, &tables)?;
         Ok(SqliteStore {
+            #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+            checkpointer: None,
             conn: Mutex::new(conn),
             reader: None,
             sql: Stmts::new(&tables),
@@ -314,6 +330,12 @@ impl SqliteStore {
         let tx = OpenTransaction(&conn);
         let out = f(tx.0, &self.sql)?;
         tx.0.prepare_cached(&self.sql.commit).db()?.execute([]).db()?;
+        drop(tx);
+        drop(conn);
+        #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+        if let Some(checkpointer) = &self.checkpointer {
+            checkpointer.committed();
+        }
         Ok(out)
     }
 

@@ -320,3 +320,41 @@ fn point_reads_use_whichever_connection_is_free() {
     assert_eq!(loaded.unwrap().status, Status::Running, "the writer answers");
     assert!(processed);
 }
+
+/// The store's checkpoint thread copies commits into the database file soon after they
+/// return, long before the writer's own checkpoint (10,000 pages) would: the file grows to
+/// hold them while the store is open. With `checkpoint_pages(0)` nothing does, and the
+/// commits stay in the `-wal` file.
+#[test]
+fn commits_reach_the_database_file_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let file_pages = |pages: Option<u32>| -> (u64, u64) {
+        let mut options = SqliteOptions::new().synchronous(Synchronous::Normal);
+        if let Some(pages) = pages {
+            options = options.checkpoint_pages(pages);
+        }
+        let path = dir.path().join(format!("b{pages:?}.db"));
+        let store = SqliteStore::open(&path, options).unwrap();
+        let len = || std::fs::metadata(&path).unwrap().len() / 4096;
+        let before = len();
+        for i in 0..300 {
+            let mut exe = Execution::new(format!("e{i:05}"), "d");
+            exe.context.insert("filler".into(), "x".repeat(3000).into());
+            store.commit(&mut exe, &Effects::new()).unwrap();
+        }
+        // Long enough for many of the thread's pauses; the case without it waits less.
+        let wait = if pages == Some(0) { 500 } else { 10_000 };
+        let deadline = std::time::Instant::now() + Duration::from_millis(wait);
+        while len() < before + 300 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        (before, len())
+    };
+    let (before, after) = file_pages(None);
+    assert!(
+        after >= before + 300,
+        "{before} -> {after} pages: no checkpoint ran"
+    );
+    let (before, after) = file_pages(Some(0));
+    assert_eq!(after, before, "nothing checkpoints with checkpoint_pages(0)");
+}
