@@ -7,8 +7,12 @@
 //! `PASSIVE` checkpoint shortly after commits (at most one per [`PAUSE`]): it never waits
 //! for a writer or a reader and never blocks one, copies only what every reader has moved
 //! past, and syncs as the store's `synchronous` says. The writer's own automatic checkpoint
-//! stays as the backstop, and finds little left to copy. Durability is SQLite's either way:
-//! the checkpoint is SQLite's own, on the same file.
+//! stays as the backstop, and finds little left to copy. The `-wal` file starts over only once
+//! every frame is copied when a write begins; a writer that keeps finding the thread's
+//! checkpoint under way (its own automatic one then gives way) could see it grow well past
+//! `checkpoint_pages`, so once it has, the thread finishes the job with a `RESTART`
+//! checkpoint, which holds new writes back for the little that is left to copy.
+//! Durability is SQLite's either way: the checkpoints are SQLite's own, on the same file.
 
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -24,6 +28,9 @@ use crate::db::{self, Synchronous};
 /// After a commit wakes it, the thread waits this long before checkpointing, so that the
 /// commits of that time share one checkpoint (and its syncs).
 pub(crate) const PAUSE: Duration = Duration::from_millis(10);
+
+/// How long a `RESTART` checkpoint waits for the writer's transaction to end.
+const RESTART_WAIT: Duration = Duration::from_millis(200);
 
 /// The store's checkpointing thread; stopped (and joined) when dropped.
 #[derive(Debug)]
@@ -54,7 +61,7 @@ impl Shared {
 impl Checkpointer {
     /// Starts the thread, with its own connection to the file at `path` (which the store's
     /// writer already made WAL).
-    pub(crate) fn start(path: &Path, synchronous: Synchronous) -> Result<Self> {
+    pub(crate) fn start(path: &Path, synchronous: Synchronous, pages: u32) -> Result<Self> {
         let conn = db::open_file(path, false)?;
         // Never waits: a checkpoint that cannot start now is left to the next commit.
         db::configure(&conn, Duration::ZERO, false)?;
@@ -64,7 +71,7 @@ impl Checkpointer {
             .name("execstore-checkpoint".into())
             .spawn({
                 let shared = Arc::clone(&shared);
-                move || run(&conn, &shared)
+                move || run(&conn, &shared, i64::from(pages))
             })
             .map_err(|e| StoreError::Backend {
                 message: format!("cannot start the checkpoint thread: {e}"),
@@ -87,7 +94,9 @@ impl Checkpointer {
     }
 }
 
-fn run(conn: &Connection, shared: &Shared) {
+/// The thread: a `PASSIVE` checkpoint a [`PAUSE`] after commits, and a `RESTART` one when
+/// the log has grown past `pages` frames and is not all copied.
+fn run(conn: &Connection, shared: &Shared, pages: i64) {
     loop {
         {
             let mut state = shared.state();
@@ -102,10 +111,21 @@ fn run(conn: &Connection, shared: &Shared) {
         std::thread::sleep(PAUSE);
         // A busy or failed checkpoint changes nothing; the next commit asks again, and the
         // writer's automatic checkpoint remains.
-        let _ = conn
-            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-            .db();
+        if let Ok((log, copied)) = checkpoint(conn, "PASSIVE") {
+            if log >= pages && copied < log && conn.busy_timeout(RESTART_WAIT).is_ok() {
+                let _ = checkpoint(conn, "RESTART");
+                let _ = conn.busy_timeout(Duration::ZERO);
+            }
+        }
     }
+}
+
+/// Runs a checkpoint of `mode`: the frames in the log and how many of them are copied.
+fn checkpoint(conn: &Connection, mode: &str) -> Result<(i64, i64)> {
+    conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |row| {
+        Ok((row.get(1)?, row.get(2)?))
+    })
+    .db()
 }
 
 impl Drop for Checkpointer {

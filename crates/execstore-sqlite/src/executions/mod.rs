@@ -162,7 +162,11 @@ impl SqliteStore {
             store.reader = Some(Mutex::new(reader));
             #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
             if options.checkpoint_pages > 0 {
-                store.checkpointer = Some(checkpointer::Checkpointer::start(path, options.synchronous)?);
+                store.checkpointer = Some(checkpointer::Checkpointer::start(
+                    path,
+                    options.synchronous,
+                    options.checkpoint_pages,
+                )?);
             }
         }
         Ok(store)
