@@ -3,7 +3,8 @@
 // Chromium: a transaction handle appends and commits, a rollback takes no seq, reads come
 // back; typed errors (a bad ref, a duplicate id, an argument that cannot be cloned: none
 // reaches the store or changes it); a subscription (callback and async iterator) receives the
-// envelopes a transaction appends and stops when cancelled; a transaction left open holds the
+// envelopes a transaction appends and stops when cancelled, also another tab's (the two tabs'
+// workers take turns on the store's lease); a transaction left open holds the
 // store (another opener gets LOCKED) until `terminate()` (the lease is released, the open
 // transaction is lost, a second client commits) or `close()` (rolled back); a reload keeps
 // the data. Run: node --test tests/js/  (needs `npm run build:wasm` and /usr/bin/chromium)
@@ -217,6 +218,36 @@ describe("openWorkspaceOpfs (main-thread client) in Chromium", { skip, timeout: 
     assert.equal(got.leftAfterClose.code, "BACKEND");
     assert.deepEqual(got.finally, [[1, "kept"], [2, "second"]]);
     await page.close();
+  });
+
+  test("two tabs' clients take turns on the store; a subscriber in one wakes on the other's commits", async () => {
+    const a = await openPage();
+    const b = await openPage();
+    await inPage(a, `
+      window.store = await openWorkspaceOpfs("wsc-tabs");
+      window.seen = [];
+      window.sub = window.store.subscribe(ws, { afterSeq: 0 }, (e) => window.seen.push(e.id));
+      await window.store.transaction(ws, (tx) => tx.append([entry("from-a")]));
+      await until(() => window.seen.length === 1);
+    `);
+    const fromB = await inPage(b, `
+      const store = await openWorkspaceOpfs("wsc-tabs", { waitMs: 5000 });
+      const seqs = [];
+      for (const id of ["b1", "b2"]) seqs.push(...(await store.transaction(ws, (tx) => tx.append([entry(id)]))).map((e) => e.seq));
+      await store.close();
+      return seqs;
+    `);
+    const seenByA = await inPage(a, `
+      await until(() => window.seen.length === 3);
+      await window.sub.cancel();
+      const tail = (await window.store.read(ws, { after_seq: 0 })).map((e) => e.seq);
+      await window.store.close();
+      return { seen: window.seen, tail };
+    `);
+    assert.deepEqual(fromB, [2, 3]);
+    assert.deepEqual(seenByA, { seen: ["from-a", "b1", "b2"], tail: [1, 2, 3] });
+    await a.close();
+    await b.close();
   });
 
   test("a page reload keeps the data; the new page's client takes the store over", async () => {
