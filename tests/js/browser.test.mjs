@@ -4,37 +4,15 @@
 // data; a second opener (same tab or another tab) gets LOCKED or waits a bounded time.
 // Run: node --test tests/js/  (needs `npm run build:wasm` and /usr/bin/chromium)
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { chromium } from "playwright-core";
+import { describe, test } from "node:test";
 
-import { ARGS, CHROMIUM, noChromium } from "./chromium.mjs";
-import { serveRepository } from "./serve.mjs";
+import { chromiumSuite, noChromium } from "./chromium.mjs";
 
 const skip = noChromium;
 
 describe("OPFS store in Chromium", { skip }, () => {
-  let server;
-  let browser;
-  let context;
-
-  before(async () => {
-    server = await serveRepository();
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-    context = await browser.newContext();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
-
-  async function openPage() {
-    const page = await context.newPage();
-    page.on("pageerror", (error) => console.error("page error:", error));
-    await page.goto(`${server.url}/tests/js/pages/opfs.html`);
-    await page.waitForFunction(() => window.ready === true);
-    return page;
-  }
+  const { openPage: open } = chromiumSuite();
+  const openPage = () => open("/tests/js/pages/opfs.html");
 
   test("write, reload, read back; a worker restart keeps the data", async () => {
     const page = await openPage();

@@ -47,7 +47,7 @@ test("the public declarations contain no `any`", () => {
   const publicPart = generated.slice(0, generated.indexOf("export type InitInput"));
   assert.match(publicPart, /export class Store/);
   const files = { "wasm/execstore.d.ts (public part)": publicPart };
-  for (const name of ["index.d.ts", "client.d.ts"]) files[name] = readFileSync(`${PACKAGE}${name}`, "utf8");
+  for (const name of ["index.d.ts", "client.d.ts", "workspace-client.d.ts"]) files[name] = readFileSync(`${PACKAGE}${name}`, "utf8");
   for (const [name, text] of Object.entries(files)) {
     const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/\/\/.*$/gm, "");
     assert.doesNotMatch(code, /\bany\b/, `${name} declares an any`);

@@ -8,11 +8,9 @@
 // opened in turns. Run: node --test tests/js/  (needs `npm run build:wasm` and
 // /usr/bin/chromium)
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { chromium } from "playwright-core";
+import { describe, test } from "node:test";
 
-import { ARGS, CHROMIUM, noChromium } from "./chromium.mjs";
-import { serveRepository } from "./serve.mjs";
+import { chromiumSuite, noChromium } from "./chromium.mjs";
 
 const skip = noChromium;
 
@@ -35,32 +33,12 @@ const caught = (promise) => promise.then(
 `;
 
 describe("WorkspaceStore.openOpfs in Chromium", { skip }, () => {
-  let server;
-  let browser;
-  let context;
   const problems = [];
-
-  async function openPage() {
-    const page = await context.newPage();
-    page.on("pageerror", (error) => problems.push(String(error)));
-    await page.goto(`${server.url}/tests/js/pages/workspace-opfs.html`);
-    await page.waitForFunction(() => window.ready === true);
-    return page;
-  }
+  const { openPage: open } = chromiumSuite();
+  const openPage = () => open("/tests/js/pages/workspace-opfs.html", (error) => problems.push(String(error)));
 
   /** Runs `code` (an async function body) in the page's worker; resolves with its result. */
   const inWorker = (page, code) => page.evaluate((c) => window.inWorker(c), PRELUDE + code);
-
-  before(async () => {
-    server = await serveRepository();
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-    context = await browser.newContext();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await server?.close();
-  });
 
   test("transactions commit and roll back; calls made meanwhile wait; every operation", async () => {
     const page = await openPage();

@@ -8,15 +8,7 @@
 //   await store.commit(exe, { emits: [...] });   // exe.version is now 1
 //   await store.close();
 
-function toError(plain) {
-  const error = new Error(plain.message);
-  Object.assign(error, plain);
-  return error;
-}
-
-function closedError(message) {
-  return Object.assign(new Error(message), { name: "StoreError", code: "BACKEND", retryable: false });
-}
+import { WorkerLink, opened, toError } from "./rpc.js";
 
 /**
  * Opens (creating if needed) the OPFS store `name` in a new dedicated worker. Options as
@@ -25,62 +17,20 @@ function closedError(message) {
  */
 export async function openOpfs(name, options) {
   const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module", name: `execstore:${name}` });
-  const client = new OpfsStoreClient(worker);
-  try {
-    await client._request({ op: "open", name, options });
-  } catch (error) {
-    client.terminate();
-    throw error;
-  }
-  return client;
+  return opened(new OpfsStoreClient(worker), { op: "open", name, options });
 }
 
 /** An OPFS store hosted by a dedicated worker; made by `openOpfs`. */
 export class OpfsStoreClient {
-  #worker;
-  #next = 1;
-  #pending = new Map();
-  #failure = null;
+  #link;
 
   constructor(worker) {
-    this.#worker = worker;
-    worker.onmessage = (event) => {
-      const reply = event.data;
-      const pending = this.#pending.get(reply.id);
-      if (pending === undefined) return;
-      this.#pending.delete(reply.id);
-      if (reply.ok) pending.resolve(reply);
-      else pending.reject(toError(reply.error));
-    };
-    // A worker that fails to load or dies: every call in flight, and every later one, fails.
-    worker.onerror = (event) => {
-      event.preventDefault?.();
-      this.#fail(closedError(`the store's worker failed: ${event.message ?? "unknown error"}`));
-    };
-  }
-
-  #fail(error) {
-    this.#failure ??= error;
-    for (const pending of this.#pending.values()) pending.reject(error);
-    this.#pending.clear();
+    this.#link = new WorkerLink(worker);
   }
 
   /** @internal */
   _request(message) {
-    if (this.#failure !== null) return Promise.reject(this.#failure);
-    const id = this.#next++;
-    return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
-      try {
-        this.#worker.postMessage({ ...message, id });
-      } catch (error) {
-        // Not structured-cloneable (a function, a symbol...): the store never saw it.
-        this.#pending.delete(id);
-        reject(Object.assign(new Error(`cannot send the arguments: ${error.message}`), {
-          name: "StoreError", code: "INVALID_INPUT", field: "arguments", reason: String(error.message),
-        }));
-      }
-    });
+    return this.#link.request(message);
   }
 
   async #call(method, args) {
@@ -137,7 +87,7 @@ export class OpfsStoreClient {
 
   /** Closes the store (releasing its OPFS files and lock) and ends the worker. */
   async close() {
-    if (this.#failure === null) {
+    if (!this.#link.failed) {
       try {
         await this._request({ op: "close" });
       } finally {
@@ -148,7 +98,6 @@ export class OpfsStoreClient {
 
   /** Ends the worker at once, as a crash would: the browser releases the store's lock. */
   terminate() {
-    this.#worker.terminate();
-    this.#fail(closedError("the store is closed"));
+    this.#link.terminate();
   }
 }

@@ -4,6 +4,8 @@
 // {id, ok: false, error} with the error as a plain object (structured clone would drop an
 // Error's `code` and fields).
 
+import { misuse, openOnce, plain, serve } from "./rpc.js";
+
 // Loaded dynamically so that `onmessage` is in place before the module's top-level await
 // (the wasm download): a message that arrives earlier would otherwise be dropped.
 const loading = import("./index.js");
@@ -18,27 +20,11 @@ const METHODS = new Set([
 
 let store = null;
 
-function plain(error) {
-  if (error === null || typeof error !== "object") {
-    return { name: "Error", message: String(error) };
-  }
-  const out = { name: error.name ?? "Error", message: String(error.message ?? error) };
-  for (const key of Object.keys(error)) out[key] = error[key];
-  return out;
-}
-
-function misuse(message) {
-  return Object.assign(new Error(message), { name: "StoreError", code: "BACKEND", retryable: false });
-}
-
 async function run(message) {
   switch (message.op) {
-    case "open": {
-      if (store !== null) throw misuse("this worker already holds a store");
-      const { Store } = await loading;
-      store = await Store.openOpfs(message.name, message.options ?? undefined);
+    case "open":
+      store = await openOnce(store, (await loading).Store, message);
       return { result: null };
-    }
     case "close":
       store?.close();
       store = null;
@@ -60,17 +46,5 @@ async function run(message) {
   }
 }
 
-async function answer(message) {
-  try {
-    const reply = await run(message);
-    self.postMessage({ id: message.id, ok: true, ...reply });
-  } catch (error) {
-    self.postMessage({ id: message.id, ok: false, error: plain(error) });
-  }
-}
-
 // One message at a time, in order (an open awaits OPFS; nothing may overtake it).
-let queue = Promise.resolve();
-self.onmessage = (event) => {
-  queue = queue.then(() => answer(event.data));
-};
+serve(run, { ordered: true });
