@@ -14,8 +14,9 @@
 #                  `node --test tests/js/` (the package in Node, its TypeScript declarations,
 #                  the edge handler web/edge/ in Node, and Playwright + Chromium: OPFS through
 #                  the main-thread clients (the execution store's, the workspace log's),
-#                  reload, LOCKED, Store.importOpfs, the in-browser monitor web/local.html). Prints the in-browser monitor's time from import
-#                  to the list's first render.
+#                  reload, LOCKED, Store.importOpfs, the in-browser monitor web/local.html).
+#                  Prints the in-browser monitor's time from import to the list's first
+#                  render.
 #
 # scripts/build-wasm (what `npm run build:wasm` runs) calls:
 #
