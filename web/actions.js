@@ -165,12 +165,41 @@ async function everythingMatching(ctx) {
   }
 }
 
-/** Runs `name` on each target one by one and shows the tally and every miss. */
+/** The most targets the server takes in one `POST api/control/{action}`. */
+const BULK_LIMIT = 1000;
+
+/**
+ * Runs `name` on every target with one `POST api/control/{name}` (one per 1,000 targets),
+ * each target its own commit on the server; one result per target, as `act` gives.
+ */
+async function actAll(ctx, name, targets) {
+  const results = [];
+  for (let i = 0; i < targets.length; i += BULK_LIMIT) {
+    const chunk = targets.slice(i, i + BULK_LIMIT);
+    try {
+      const body = await ctx.api.postJson(`api/control/${name}`, {
+        targets: chunk.map(([id, version]) => ({ id, expected_version: version ?? null })),
+      });
+      for (const r of body.results) {
+        results.push(r.ok
+          ? { ok: true, body: r }
+          : { ok: false, conflict: r.status === 409, error: new ApiError(r.status, r.error.code, r.error.message) });
+      }
+    } catch (e) {
+      // The request failed as a whole (no token, unreachable...): so did every target in it.
+      results.push(...chunk.map(() => ({ ok: false, conflict: e instanceof ApiError && e.status === 409, error: e })));
+    }
+  }
+  return results;
+}
+
+/** Runs `name` on every target in one request and shows the tally and every miss. */
 async function runBulk(ctx, name, targets) {
   const tally = { changed: 0, noop: 0, conflict: 0, refused: 0 };
   const lines = [];
-  for (const [id, version] of targets) {
-    const r = await act(ctx, name, id, version);
+  const results = await actAll(ctx, name, targets);
+  for (const [i, [id]] of targets.entries()) {
+    const r = results[i];
     if (r.ok && (name === "purge" || r.body.changed.length)) tally.changed += 1;
     else if (r.ok) tally.noop += 1;
     else if (r.conflict) tally.conflict += 1;

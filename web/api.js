@@ -39,7 +39,7 @@ export const token = {
  * paths are relative to.
  */
 export function createClient({ transport = (req) => fetch(req), base = location.href } = {}) {
-  async function call(method, path, params) {
+  async function call(method, path, params, json) {
     const url = new URL(path, base);
     for (const [name, value] of Object.entries(params || {})) {
       if (value !== undefined && value !== null && value !== "" && value !== false) {
@@ -48,9 +48,14 @@ export function createClient({ transport = (req) => fetch(req), base = location.
     }
     const headers = { Accept: "application/json" };
     if (method !== "GET" && token.get()) headers.Authorization = `Bearer ${token.get()}`;
+    const init = { method, headers };
+    if (json !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(json);
+    }
     let response;
     try {
-      response = await transport(new Request(url, { method, headers }));
+      response = await transport(new Request(url, init));
     } catch (e) {
       throw new ApiError(0, "UNREACHABLE", `cannot reach the monitor server (${e.message}): is it still running?`);
     }
@@ -74,6 +79,8 @@ export function createClient({ transport = (req) => fetch(req), base = location.
   return {
     get: (path, params) => call("GET", path, params),
     post: (path, params) => call("POST", path, params),
+    /** POST with `json` as the body (JSON). */
+    postJson: (path, json) => call("POST", path, undefined, json),
     del: (path, params) => call("DELETE", path, params),
   };
 }

@@ -147,9 +147,10 @@ async function run(message) {
       }
       const { method, target } = message;
       const authorization = message.authorization ?? null;
-      if (!workspaces) return api.handle(store, method, target, authorization);
-      if (!store) return api.handleWorkspaces(workspaces, method, target, authorization);
-      return api.handleBoth(store, workspaces, method, target, authorization);
+      const body = message.body ?? null;
+      if (!workspaces) return api.handle(store, method, target, authorization, body);
+      if (!store) return api.handleWorkspaces(workspaces, method, target, authorization, body);
+      return api.handleBoth(store, workspaces, method, target, authorization, body);
     }
     default:
       throw new Error(`unknown op ${message.op}`);

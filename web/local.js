@@ -84,6 +84,7 @@ async function transport(request) {
     method: request.method,
     target,
     authorization: request.headers.get("authorization"),
+    body: request.method === "GET" || request.method === "HEAD" ? null : await request.text(),
   });
   return new Response(answer.body, { status: answer.status, headers: { "content-type": "application/json" } });
 }

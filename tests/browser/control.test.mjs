@@ -105,6 +105,11 @@ test("control actions", async (t) => {
     const failed = await listAll(url, "&status=FAILED");
     assert.ok(failed.length >= 3, "the demo has FAILED executions");
     const p = await page(b);
+    // every write the page sends: a bulk action is one request, whatever the count
+    const posts = [];
+    p.on("request", (r) => {
+      if (r.method() !== "GET") posts.push(`${r.method()} ${new URL(r.url()).pathname}`);
+    });
     await p.goto(`${url}?status=FAILED#token=${TOKEN}`);
     await p.waitForSelector(".executions-grid tbody tr .pick-row");
     const picks = failed.slice(0, 2).map((e) => e.id);
@@ -114,6 +119,7 @@ test("control actions", async (t) => {
     await p.waitForSelector("#bulk-result:not([hidden])");
     assert.match(await p.textContent("#bulk-result"), /Terminate: 2 done, 0 unchanged, 0 conflicts, 0 refused \(of 2\)/);
     for (const pid of picks) assert.equal((await one(url, pid)).status, "CANCELLED", pid);
+    assert.deepEqual(posts, ["POST /api/control/terminate"], "2 picked rows, one request");
     await p.screenshot({ path: join(artifacts, "control-bulk.png") });
 
     // everything matching: every finished root (all pages), purged
@@ -129,6 +135,8 @@ test("control actions", async (t) => {
     assert.ok(m, text);
     const [done, , conflicts, refused, of] = m.slice(1).map(Number);
     assert.equal(of, matching.length);
+    assert.ok(matching.length > 1, "several rows picked");
+    assert.deepEqual(posts.slice(1), ["POST /api/control/purge"], `${matching.length} picked rows, one request`);
     assert.equal(conflicts, 0);
     assert.ok(done > 0, text);
     const left = await listAll(url, "&status=DONE,CANCELLED&roots_only=true");

@@ -177,6 +177,30 @@ describe("the edge handler", { skip: binMissing() }, () => {
     assert.ok(readFileSync(db).equals(before), "the file is untouched");
   });
 
+  test("a bulk action is one POST whose JSON body the handler hands to the API", async () => {
+    const writable = createHandler({ execstore, bytes: readFileSync(db), token: "s3cret", files });
+    const running = (await call(writable, "/api/executions?status=RUNNING&roots_only=true&limit=2")).body.items;
+    assert.equal(running.length, 2);
+    const targets = [...running.map((e) => ({ id: e.id, expected_version: e.version })), { id: "no-such-execution" }];
+    const post = (body, authorization = "Bearer s3cret") =>
+      call(writable, "/api/control/suspend", { method: "POST", headers: { authorization, "content-type": "application/json" }, body });
+    const anonymous = await post(JSON.stringify({ targets }), "Bearer guess");
+    assert.equal(anonymous.status, 401);
+    const bad = await post("{\"targets\": 7}");
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, "INVALID_INPUT");
+    const done = await post(JSON.stringify({ targets }));
+    assert.equal(done.status, 200, done.text);
+    assert.deepEqual(done.body.results.map((r) => [r.id, r.ok, r.status ?? null]), [
+      [running[0].id, true, null],
+      [running[1].id, true, null],
+      ["no-such-execution", false, 404],
+    ]);
+    for (const e of running) {
+      assert.equal((await call(writable, `/api/executions/${encodeURIComponent(e.id)}`)).body.execution.status, "SUSPENDED", e.id);
+    }
+  });
+
   test("Store.sqliteFromBytes: a -wal sidecar's commits are recovered; a harel file needs its prefix; garbage is refused", async () => {
     // A monitor with a token keeps the file open read-write: an ack lands in the -wal file
     // and stays there until it exits. Copy both while it runs.

@@ -154,11 +154,12 @@ export function createHandler(options) {
     if (url.pathname.startsWith("/api/")) {
       const target = url.pathname + url.search;
       const authorization = request.headers.get("authorization");
+      const sent = method === "GET" || method === "HEAD" ? null : await request.text();
       const { status, body } = !workspaces
-        ? api.handle(store, method, target, authorization)
+        ? api.handle(store, method, target, authorization, sent)
         : store
-          ? api.handleBoth(store, workspaces, method, target, authorization)
-          : api.handleWorkspaces(workspaces, method, target, authorization);
+          ? api.handleBoth(store, workspaces, method, target, authorization, sent)
+          : api.handleWorkspaces(workspaces, method, target, authorization, sent);
       return respond(status, body, { "content-type": "application/json", "cache-control": "no-store" }, method);
     }
     if (Object.hasOwn(FILES, url.pathname) && (method === "GET" || method === "HEAD")) {

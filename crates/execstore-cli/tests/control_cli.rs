@@ -365,3 +365,127 @@ fn control_commands_on_postgres() {
     drop(store);
     execstore_postgres::drop_store(&url, Some(&prefix)).expect("drop the test tables");
 }
+
+/// `POST /api/control/{action}` with `body` to the monitor, with `Bearer token` if any: the
+/// status and the JSON answer.
+fn post_json(m: &common::Monitor, path: &str, token: Option<&str>, body: &str) -> (u16, Value) {
+    let mut req = m
+        .agent
+        .post(format!("{}{path}", m.url))
+        .header("Content-Type", "application/json");
+    if let Some(token) = token {
+        req = req.header("Authorization", format!("Bearer {token}"));
+    }
+    let mut response = req.send(body).expect("the request went through");
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().expect("read the answer");
+    let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    (status, json)
+}
+
+#[test]
+fn the_monitor_applies_a_bulk_action_in_one_request() {
+    let f = Fixture::new();
+    let before = f.rows();
+    {
+        let read_only = common::start_monitor(&["monitor", "--db", &f.db], &[]);
+        let (status, body) = post_json(
+            &read_only,
+            "api/control/suspend",
+            None,
+            r#"{"targets": [{"id": "r"}]}"#,
+        );
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (403, &Value::from("READ_ONLY")),
+            "{body}"
+        );
+    }
+    let m = common::start_monitor(&["monitor", "--db", &f.db, "--token", "s3cret"], &[]);
+    let (status, body) = post_json(&m, "api/control/suspend", None, r#"{"targets": [{"id": "r"}]}"#);
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (401, &Value::from("UNAUTHORIZED")),
+        "{body}"
+    );
+    for bad in [
+        "not json",
+        r#"{"targets": "r"}"#,
+        r#"{"targets": [{"id": "r"}, {"id": ""}]}"#,
+        r#"{"targets": [{"id": "r", "expected_version": -2}]}"#,
+    ] {
+        let (status, body) = post_json(&m, "api/control/suspend", Some("s3cret"), bad);
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (400, &Value::from("INVALID_INPUT")),
+            "{bad}: {body}"
+        );
+    }
+    assert_eq!(f.rows(), before, "no refused request changed the store");
+
+    // One request: a change, a no-op, a conflict (r moved just before), an unknown id.
+    let body = r#"{"targets": [
+        {"id": "r", "expected_version": 2},
+        {"id": "new"},
+        {"id": "r", "expected_version": 2},
+        {"id": "nope"}
+    ]}"#;
+    let (status, answer) = post_json(&m, "api/control/suspend", Some("s3cret"), body);
+    assert_eq!(status, 200, "{answer}");
+    let results = answer["results"].as_array().expect("results");
+    let summary: Vec<(&str, bool, Option<u64>)> = results
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap(),
+                r["ok"].as_bool().unwrap(),
+                r["status"].as_u64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("r", true, None),
+            ("new", true, None),
+            ("r", false, Some(409)),
+            ("nope", false, Some(404))
+        ],
+        "{answer}"
+    );
+    assert_eq!(
+        results[0]["changed"].as_array().map(Vec::len),
+        Some(2),
+        "r and r:a: {answer}"
+    );
+    assert_eq!(results[1]["changed"], Value::Array(vec![]));
+    assert_eq!(results[2]["error"]["code"], "CONFLICT");
+    assert_eq!(f.status("r"), Some(Status::Suspended));
+    assert_eq!(f.status("r:a"), Some(Status::Suspended));
+    assert_eq!(f.status("new"), Some(Status::Done));
+
+    let (status, answer) = post_json(
+        &m,
+        "api/control/purge",
+        Some("s3cret"),
+        r#"{"targets": [{"id": "live"}, {"id": "old"}]}"#,
+    );
+    assert_eq!(status, 200, "{answer}");
+    let results = answer["results"].as_array().expect("results");
+    assert_eq!(
+        (results[0]["ok"].as_bool(), results[0]["status"].as_u64()),
+        (Some(false), Some(400))
+    );
+    assert!(
+        results[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not finished"),
+        "{answer}"
+    );
+    assert_eq!(results[1]["ok"], true, "{answer}");
+    assert_eq!(results[1]["purged"], "old");
+    assert_eq!(f.status("old"), None);
+    assert_eq!(f.status("old:k"), None);
+    assert_eq!(f.status("live"), Some(Status::Done));
+}

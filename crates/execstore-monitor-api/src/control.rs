@@ -7,15 +7,24 @@
 //! no-op of harel's (suspending a DONE execution) answers 200 with `changed: []`; an unknown
 //! id is 404; a refused purge (a child, a live tree) is 400 `INVALID_INPUT` with harel's
 //! reason.
+//!
+//! `POST /api/control/{action}` makes one action on many executions in one request (the
+//! UI's bulk actions): its JSON body names the targets, each with its own optional
+//! `expected_version`, and the answer has one result per target (see
+//! [`Call::bulk_control`]).
 
 use execstore::control::{self, Command};
-use serde_json::json;
+use execstore::ExecutionStore;
+use serde_json::{json, Map, Value};
 
 use crate::params::{check_id, Params};
 use crate::{ApiError, ApiResult, Call};
 
 /// The actions an execution's page offers.
 pub(crate) const ACTIONS: [&str; 4] = ["suspend", "resume", "terminate", "purge"];
+
+/// The most targets one `POST /api/control/{action}` may name.
+pub(crate) const BULK_LIMIT: usize = 1000;
 
 impl Call<'_> {
     /// `POST /api/executions/{id}/{action}`.
@@ -25,25 +34,136 @@ impl Call<'_> {
         let params = Params::new(self.request.query, &["expected_version"], self.now)?;
         let expected = params.seq("expected_version")?;
         let store = self.exec()?;
-        let command = match action {
-            "suspend" => Command::Suspend,
-            "resume" => Command::Resume,
-            "terminate" => Command::Terminate,
-            "purge" => {
-                let outcome = control::purge(store, &id, expected, None)?;
-                return Ok(json!({
-                    "action": "purge",
-                    "id": id,
-                    "purged": outcome.root_id,
-                    "removed": outcome.removed,
-                    "swept": outcome.swept,
-                }));
-            }
-            other => return Err(ApiError::not_found(format!("no action {other:?}"))),
-        };
-        let outcome = control::run(store, command, &id, expected, self.now)?;
-        Ok(json!({"action": action, "id": id, "changed": outcome.changed}))
+        apply(store, action, id, expected, self.now)
     }
+
+    /// `POST /api/control/{action}` with `{"targets": [{"id", "expected_version"?}, ...]}`:
+    /// the action on each target in order, each its own commit exactly as
+    /// `POST /api/executions/{id}/{action}` makes it. The whole body is checked before
+    /// anything is written (a bad one is 400 `INVALID_INPUT` and changes nothing); then every
+    /// target has its own result, in order: `{"id", "ok": true, ...}` with the single
+    /// endpoint's fields, or `{"id", "ok": false, "status", "error": {"code", "message"}}`
+    /// with the status and error the single endpoint would have answered.
+    pub(crate) fn bulk_control(&self, action: &str) -> ApiResult {
+        self.api.authorize(self.request.authorization)?;
+        Params::new(self.request.query, &[], self.now)?;
+        let store = self.exec()?;
+        let targets = parse_targets(self.request.body)?;
+        let results: Vec<Value> = targets
+            .into_iter()
+            .map(|(id, expected)| {
+                let mut entry = Map::new();
+                entry.insert("id".into(), Value::from(id.as_str()));
+                match apply(store, action, id, expected, self.now) {
+                    Ok(Value::Object(fields)) => {
+                        entry.insert("ok".into(), Value::Bool(true));
+                        for (k, v) in fields {
+                            if k != "id" && k != "action" {
+                                entry.insert(k, v);
+                            }
+                        }
+                    }
+                    Ok(other) => {
+                        entry.insert("ok".into(), Value::Bool(true));
+                        entry.insert("result".into(), other);
+                    }
+                    Err(e) => {
+                        entry.insert("ok".into(), Value::Bool(false));
+                        entry.insert("status".into(), Value::from(e.status));
+                        entry.insert("error".into(), json!({ "code": e.code, "message": e.message }));
+                    }
+                }
+                Value::Object(entry)
+            })
+            .collect();
+        Ok(json!({ "action": action, "results": results }))
+    }
+}
+
+/// `action` on one execution, as both endpoints make it.
+fn apply(store: &dyn ExecutionStore, action: &str, id: String, expected: Option<i64>, now: f64) -> ApiResult {
+    let command = match action {
+        "suspend" => Command::Suspend,
+        "resume" => Command::Resume,
+        "terminate" => Command::Terminate,
+        "purge" => {
+            let outcome = control::purge(store, &id, expected, None)?;
+            return Ok(json!({
+                "action": "purge",
+                "id": id,
+                "purged": outcome.root_id,
+                "removed": outcome.removed,
+                "swept": outcome.swept,
+            }));
+        }
+        other => return Err(ApiError::not_found(format!("no action {other:?}"))),
+    };
+    let outcome = control::run(store, command, &id, expected, now)?;
+    Ok(json!({"action": action, "id": id, "changed": outcome.changed}))
+}
+
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::new(400, "INVALID_INPUT", message)
+}
+
+/// The bulk body's targets, every one checked: `(id, expected_version)` in order.
+fn parse_targets(body: &[u8]) -> Result<Vec<(String, Option<i64>)>, ApiError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        invalid(format!(
+            "the body must be JSON {{\"targets\": [{{\"id\": ..., \"expected_version\": ...}}, ...]}}: {e}"
+        ))
+    })?;
+    let Value::Object(mut body) = value else {
+        return Err(invalid("the body must be a JSON object {\"targets\": [...]}"));
+    };
+    let targets = body
+        .remove("targets")
+        .ok_or_else(|| invalid("the body has no \"targets\""))?;
+    if let Some(key) = body.keys().next() {
+        return Err(invalid(format!(
+            "the body has an unknown key {key:?} (only \"targets\")"
+        )));
+    }
+    let Value::Array(targets) = targets else {
+        return Err(invalid("\"targets\" must be an array"));
+    };
+    if targets.len() > BULK_LIMIT {
+        return Err(invalid(format!(
+            "{} targets: at most {BULK_LIMIT} in one request",
+            targets.len()
+        )));
+    }
+    targets
+        .into_iter()
+        .enumerate()
+        .map(|(i, target)| {
+            let Value::Object(mut target) = target else {
+                return Err(invalid(format!(
+                    "targets[{i}] must be an object {{\"id\", \"expected_version\"?}}"
+                )));
+            };
+            let id = match target.remove("id") {
+                Some(Value::String(id)) => id,
+                Some(_) => return Err(invalid(format!("targets[{i}].id must be a string"))),
+                None => return Err(invalid(format!("targets[{i}] has no \"id\""))),
+            };
+            check_id(&id).map_err(|e| invalid(format!("targets[{i}]: {}", e.message)))?;
+            let expected = match target.remove("expected_version") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.as_i64().filter(|n| *n >= 0).ok_or_else(|| {
+                    invalid(format!(
+                        "targets[{i}].expected_version {v} is not a non-negative integer"
+                    ))
+                })?),
+            };
+            if let Some(key) = target.keys().next() {
+                return Err(invalid(format!(
+                    "targets[{i}] has an unknown key {key:?} (only \"id\" and \"expected_version\")"
+                )));
+            }
+            Ok((id, expected))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -199,5 +319,225 @@ mod tests {
         assert_eq!(r.status, 200, "{}", r.body);
         assert_eq!(r.body["removed"], json!(["r:a", "r"]));
         assert_eq!(status(&store, "r"), None);
+    }
+
+    fn bulk(
+        api: &MonitorApi,
+        store: &MemoryStore,
+        action: &str,
+        body: &str,
+        auth: Option<&str>,
+    ) -> ApiResponse {
+        let target = format!("/api/control/{action}");
+        let request = ApiRequest::from_target("POST", &target, auth).with_body(body.as_bytes());
+        api.handle(store, &request, NOW)
+    }
+
+    /// Every execution of the test store, as stored (an absent one: null).
+    fn snapshot(store: &MemoryStore) -> Value {
+        let all: Vec<Value> = ["r", "r:a", "done"]
+            .iter()
+            .map(|id| serde_json::to_value(store.load(id).unwrap()).unwrap())
+            .collect();
+        Value::Array(all)
+    }
+
+    #[test]
+    fn bulk_control_needs_the_token_and_post() {
+        let store = store();
+        let before = snapshot(&store);
+        let body = r#"{"targets": [{"id": "r"}]}"#;
+        let read_only = MonitorApi::new(Map::new(), None);
+        let r = bulk(&read_only, &store, "terminate", body, None);
+        assert_eq!((r.status, code(&r)), (403, &json!("READ_ONLY")));
+        let api = MonitorApi::new(Map::new(), Some("tok"));
+        let r = bulk(&api, &store, "terminate", body, None);
+        assert_eq!((r.status, code(&r)), (401, &json!("UNAUTHORIZED")));
+        let r = bulk(&api, &store, "terminate", body, Some("Bearer nope"));
+        assert_eq!((r.status, code(&r)), (401, &json!("UNAUTHORIZED")));
+        let r = bulk(&api, &store, "explode", body, Some("Bearer tok"));
+        assert_eq!((r.status, code(&r)), (404, &json!("NOT_FOUND")));
+        let get = api.handle(
+            &store,
+            &ApiRequest::from_target("GET", "/api/control/terminate", Some("Bearer tok"))
+                .with_body(body.as_bytes()),
+            NOW,
+        );
+        assert_eq!(get.status, 405);
+        assert_eq!(snapshot(&store), before, "nothing changed");
+    }
+
+    /// A target: its id and `expected_version`.
+    type Target<'a> = (&'a str, Option<i64>);
+
+    #[test]
+    fn bulk_control_answers_each_target_as_the_single_endpoint_would() {
+        let api = MonitorApi::new(Map::new(), Some("tok"));
+        let auth = Some("Bearer tok");
+        // In order: a change (r and its child), a no-op (DONE), a conflict (r moved to
+        // version 2 just before), an unknown id; then purges: refused (not finished),
+        // refused (a child), done.
+        let steps: [(&str, &[Target]); 2] = [
+            (
+                "suspend",
+                &[("r", Some(1)), ("done", None), ("r", Some(1)), ("nope", Some(3))],
+            ),
+            ("purge", &[("r", None), ("r:a", None), ("done", Some(1))]),
+        ];
+        let singly = store();
+        let together = store();
+        for (action, targets) in steps {
+            let body = json!({
+                "targets": targets
+                    .iter()
+                    .map(|(id, v)| match v {
+                        Some(v) => json!({"id": id, "expected_version": v}),
+                        None => json!({"id": id}),
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let r = bulk(&api, &together, action, &body.to_string(), auth);
+            assert_eq!(r.status, 200, "{}", r.body);
+            assert_eq!(r.body["action"], json!(action));
+            let results = r.body["results"].as_array().unwrap();
+            assert_eq!(results.len(), targets.len());
+            for ((id, v), got) in targets.iter().zip(results) {
+                let query = v.map(|v| format!("?expected_version={v}")).unwrap_or_default();
+                let target = format!("/api/executions/{}/{action}{query}", id.replace(':', "%3A"));
+                let one = call(&api, &singly, "POST", &target, auth);
+                assert_eq!(got["id"], json!(id));
+                if one.status == 200 {
+                    let mut want = one.body.as_object().unwrap().clone();
+                    want.remove("action");
+                    want.insert("ok".into(), json!(true));
+                    assert_eq!(got, &Value::Object(want), "{id}");
+                } else {
+                    let want =
+                        json!({"id": id, "ok": false, "status": one.status, "error": one.body["error"]});
+                    assert_eq!(got, &want, "{id}");
+                }
+            }
+            assert_eq!(snapshot(&together), snapshot(&singly), "the same commits");
+        }
+        let r = bulk(&api, &together, "suspend", "{\"targets\": []}", auth);
+        assert_eq!((r.status, &r.body["results"]), (200, &json!([])));
+
+        // What each target got, spelled out.
+        let fresh = store();
+        let body = json!({"targets": [
+            {"id": "r", "expected_version": 1},
+            {"id": "done"},
+            {"id": "r", "expected_version": 1},
+            {"id": "nope", "expected_version": null},
+        ]});
+        let r = bulk(&api, &fresh, "suspend", &body.to_string(), auth);
+        let results = r.body["results"].as_array().unwrap();
+        let oks: Vec<(&Value, &Value, &Value)> = results
+            .iter()
+            .map(|x| (&x["id"], &x["ok"], &x["status"]))
+            .collect();
+        assert_eq!(
+            oks,
+            [
+                (&json!("r"), &json!(true), &Value::Null),
+                (&json!("done"), &json!(true), &Value::Null),
+                (&json!("r"), &json!(false), &json!(409)),
+                (&json!("nope"), &json!(false), &json!(404)),
+            ]
+        );
+        assert_eq!(results[0]["changed"].as_array().map(Vec::len), Some(2));
+        assert_eq!(results[1]["changed"], json!([]));
+        assert_eq!(results[2]["error"]["code"], "CONFLICT");
+        assert_eq!(results[3]["error"]["code"], "NOT_FOUND");
+        assert_eq!(status(&fresh, "r"), Some(Status::Suspended));
+        assert_eq!(status(&fresh, "r:a"), Some(Status::Suspended));
+        assert_eq!(
+            fresh.load("r").unwrap().unwrap().updated_at,
+            Some(NOW),
+            "the monitor's clock"
+        );
+        let r = bulk(
+            &api,
+            &fresh,
+            "purge",
+            r#"{"targets": [{"id": "r"}, {"id": "done"}]}"#,
+            auth,
+        );
+        let results = r.body["results"].as_array().unwrap();
+        assert_eq!(
+            (results[0]["status"].clone(), results[0]["error"]["code"].clone()),
+            (json!(400), json!("INVALID_INPUT"))
+        );
+        assert_eq!(
+            (results[1]["ok"].clone(), results[1]["removed"].clone()),
+            (json!(true), json!(["done"]))
+        );
+        assert_eq!(status(&fresh, "r"), Some(Status::Suspended));
+        assert_eq!(status(&fresh, "done"), None);
+    }
+
+    #[test]
+    fn bulk_control_bad_input_changes_nothing() {
+        let store = store();
+        let before = snapshot(&store);
+        let api = MonitorApi::new(Map::new(), Some("tok"));
+        let auth = Some("Bearer tok");
+        let too_many = json!({
+            "targets": (0..=super::BULK_LIMIT).map(|_| json!({"id": "r"})).collect::<Vec<_>>()
+        })
+        .to_string();
+        let long_id = "x".repeat(100_000);
+        let long = json!({"targets": [{"id": "r"}, {"id": long_id}]}).to_string();
+        for body in [
+            "",
+            "not json",
+            "[1, 2]",
+            "\"targets\"",
+            "{}",
+            r#"{"targets": {"id": "r"}}"#,
+            r#"{"targets": null}"#,
+            r#"{"targets": [{"id": "r"}], "extra": 1}"#,
+            r#"{"targets": [{"id": "r"}, "done"]}"#,
+            r#"{"targets": [{"id": "r"}, {}]}"#,
+            r#"{"targets": [{"id": "r"}, {"id": 7}]}"#,
+            r#"{"targets": [{"id": "r"}, {"id": ""}]}"#,
+            r#"{"targets": [{"id": "r"}, {"id": "done", "expected_version": -1}]}"#,
+            r#"{"targets": [{"id": "r"}, {"id": "done", "expected_version": 1.5}]}"#,
+            r#"{"targets": [{"id": "r"}, {"id": "done", "expected_version": "1"}]}"#,
+            r#"{"targets": [{"id": "r"}, {"id": "done", "expected_version": 1e30}]}"#,
+            r#"{"targets": [{"id": "r"}, {"id": "done", "version": 1}]}"#,
+            long.as_str(),
+            too_many.as_str(),
+        ] {
+            let r = bulk(&api, &store, "terminate", body, auth);
+            assert_eq!(
+                (r.status, code(&r)),
+                (400, &json!("INVALID_INPUT")),
+                "{body:.80}: {}",
+                r.body
+            );
+            assert_eq!(snapshot(&store), before, "{body:.80}: nothing changed");
+        }
+        let r = api.handle(
+            &store,
+            &ApiRequest::from_target("POST", "/api/control/terminate?expected_version=1", auth)
+                .with_body(br#"{"targets": [{"id": "r"}]}"#),
+            NOW,
+        );
+        assert_eq!(r.status, 400, "no query parameters: {}", r.body);
+        assert_eq!(snapshot(&store), before);
+
+        // The limit itself is fine.
+        let at_limit = json!({
+            "targets": (0..super::BULK_LIMIT).map(|i| json!({"id": format!("nope{i}")})).collect::<Vec<_>>()
+        })
+        .to_string();
+        let r = bulk(&api, &store, "terminate", &at_limit, auth);
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(
+            r.body["results"].as_array().map(Vec::len),
+            Some(super::BULK_LIMIT)
+        );
+        assert_eq!(snapshot(&store), before);
     }
 }

@@ -7,7 +7,8 @@
 //! errors and JSON shapes are documented in README.md, under "Monitor".
 //!
 //! Nothing here serves HTTP, spawns a thread or reads a clock: the caller hands over the
-//! request's method, path, query and `Authorization` header, and the time (epoch seconds).
+//! request's method, path, query, `Authorization` header and body (read by `POST
+//! /api/control/{action}` only), and the time (epoch seconds).
 //! Store calls are blocking; a server runs [`MonitorApi::handle`] where blocking is fine.
 //! Every failure is `{"error": {"code": ..., "message": ...}}` with a 4xx or 5xx status.
 #![deny(missing_docs)]
@@ -42,6 +43,8 @@ pub struct ApiRequest<'a> {
     pub query: &'a str,
     /// The `Authorization` header's value, if any (writes need `Bearer <token>`).
     pub authorization: Option<&'a str>,
+    /// The request's body as sent (empty: none). Only `POST /api/control/{action}` reads it.
+    pub body: &'a [u8],
 }
 
 impl<'a> ApiRequest<'a> {
@@ -53,7 +56,13 @@ impl<'a> ApiRequest<'a> {
             path,
             query,
             authorization,
+            body: &[],
         }
+    }
+
+    /// This request with `body` as its body.
+    pub fn with_body(self, body: &'a [u8]) -> Self {
+        ApiRequest { body, ..self }
     }
 }
 
@@ -252,6 +261,8 @@ enum Route<'p> {
     Timers,
     /// `POST /api/executions/{id}/{action}` (see `control.rs`).
     Control(&'p str, &'p str),
+    /// `POST /api/control/{action}`: one action on many executions (see `control.rs`).
+    BulkControl(&'p str),
     /// `/api/workspaces...` and `/api/due-runs`: the workspace log's endpoints.
     Workspace(workspaces::WsRoute<'p>),
 }
@@ -260,7 +271,9 @@ impl Route<'_> {
     /// The methods the endpoint answers (`HEAD` counts as `GET`).
     fn methods(&self) -> &'static [&'static str] {
         match self {
-            Route::AckOutbox(_) | Route::AckSpawn(_) | Route::Control(..) => &["POST"],
+            Route::AckOutbox(_) | Route::AckSpawn(_) | Route::Control(..) | Route::BulkControl(_) => {
+                &["POST"]
+            }
             Route::Timers => &["GET", "DELETE"],
             _ => &["GET"],
         }
@@ -309,6 +322,7 @@ impl<'a> Call<'a> {
             ["executions", id, action] if !id.is_empty() && control::ACTIONS.contains(action) => {
                 Route::Control(id, action)
             }
+            ["control", action] if control::ACTIONS.contains(action) => Route::BulkControl(action),
             ["definitions", id, "graph"] if !id.is_empty() => Route::DefinitionGraph(id),
             ["outbox"] => Route::Outbox,
             ["outbox", seq, "ack"] if !seq.is_empty() => Route::AckOutbox(seq),
@@ -355,6 +369,7 @@ impl<'a> Call<'a> {
             Route::Timers if method == "DELETE" => self.delete_timer(),
             Route::Timers => self.timers(),
             Route::Control(id, action) => self.control(decode(id)?, action),
+            Route::BulkControl(action) => self.bulk_control(action),
             Route::Workspace(r) => self.workspace_route(r),
         }
     }

@@ -170,8 +170,8 @@ impl MonitorApi {
     }
 
     /// Answers one request from `store`: `method` (`"GET"`...), `target` (the path and
-    /// query, as `url.pathname + url.search`), and the `Authorization` header's value if
-    /// any. Returns `{status, body}` with `body` the JSON text. Never throws for a bad
+    /// query, as `url.pathname + url.search`), the `Authorization` header's value if any,
+    /// and the request's body as text if any (`POST /api/control/{action}` reads it). Returns `{status, body}` with `body` the JSON text. Never throws for a bad
     /// request (that is a 4xx answer); throws only if `method` or `target` is not a string.
     /// The workspace endpoints answer 404 (the store holds no workspace log): see
     /// `handleBoth` and `handleWorkspaces` for a file that holds one.
@@ -182,8 +182,9 @@ impl MonitorApi {
         #[wasm_bindgen(unchecked_param_type = "string")] method: JsValue,
         #[wasm_bindgen(unchecked_param_type = "string")] target: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "string | null")] authorization: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "string | null")] body: JsValue,
     ) -> Result<JsValue, JsValue> {
-        self.answer(Some(store), None, &method, &target, &authorization)
+        self.answer(Some(store), None, &method, &target, &authorization, &body)
     }
 
     /// As `handle`, from a file that holds executions (`store`) and a workspace log
@@ -196,8 +197,16 @@ impl MonitorApi {
         #[wasm_bindgen(unchecked_param_type = "string")] method: JsValue,
         #[wasm_bindgen(unchecked_param_type = "string")] target: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "string | null")] authorization: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "string | null")] body: JsValue,
     ) -> Result<JsValue, JsValue> {
-        self.answer(Some(store), Some(workspaces), &method, &target, &authorization)
+        self.answer(
+            Some(store),
+            Some(workspaces),
+            &method,
+            &target,
+            &authorization,
+            &body,
+        )
     }
 
     /// As `handle`, from a file that holds a workspace log only (a reflexr user's
@@ -210,8 +219,9 @@ impl MonitorApi {
         #[wasm_bindgen(unchecked_param_type = "string")] method: JsValue,
         #[wasm_bindgen(unchecked_param_type = "string")] target: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "string | null")] authorization: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "string | null")] body: JsValue,
     ) -> Result<JsValue, JsValue> {
-        self.answer(None, Some(workspaces), &method, &target, &authorization)
+        self.answer(None, Some(workspaces), &method, &target, &authorization, &body)
     }
 }
 
@@ -223,15 +233,18 @@ impl MonitorApi {
         method: &JsValue,
         target: &JsValue,
         authorization: &JsValue,
+        body: &JsValue,
     ) -> Result<JsValue, JsValue> {
         let method = convert::string(method, "method")?.to_ascii_uppercase();
         let target = convert::string(target, "target")?;
         let authorization = authorization.as_string();
+        let body = body.as_string().unwrap_or_default();
         let now = js_sys::Date::now() / 1000.0;
         let answer = match stores(store, workspaces) {
             Ok(stores) => self.api.handle_stores(
                 stores,
-                &ApiRequest::from_target(&method, &target, authorization.as_deref()),
+                &ApiRequest::from_target(&method, &target, authorization.as_deref())
+                    .with_body(body.as_bytes()),
                 now,
             ),
             Err(e) => closed(e),

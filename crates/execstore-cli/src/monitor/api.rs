@@ -3,6 +3,7 @@
 //! errors and JSON shapes, shared with the edge handler and the in-browser monitor. Store
 //! calls block, so each request is answered on tokio's blocking pool.
 
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -24,7 +25,13 @@ pub(crate) fn error_response(status: StatusCode, code: &str, message: impl Into<
     (status, Json(body)).into_response()
 }
 
-async fn answer(State(state): State<AppState>, method: Method, uri: Uri, headers: HeaderMap) -> Response {
+async fn answer(
+    State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -35,6 +42,7 @@ async fn answer(State(state): State<AppState>, method: Method, uri: Uri, headers
             path: uri.path(),
             query: uri.query().unwrap_or(""),
             authorization: authorization.as_deref(),
+            body: &body,
         };
         state
             .api
