@@ -93,15 +93,7 @@ pub fn write_variety(store: &dyn ExecutionStore) {
         .commit(&mut pay, &Effects::new().processed("es-ev-x"))
         .expect("the same marker again");
 
-    let child = |root: &str, key: &str| ChildState {
-        root_path: root.into(),
-        finished: false,
-        outcome: None,
-        result: JsonObject::new(),
-        submachine: false,
-        key: key.into(),
-        extra: JsonObject::new(),
-    };
+    let child = ChildState::region;
     let mut par = Execution::new("par-101", "order");
     par.status = Status::Running;
     par.active_path = Some("par.fork".into());

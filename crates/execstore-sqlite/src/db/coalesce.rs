@@ -148,6 +148,22 @@ fn present<T>(base: Option<T>, ours: T) -> Option<T> {
     base.map(|_| ours)
 }
 
+/// The method `$field` of the C struct at `$ptr` (a VFS, or a file's method table) if its
+/// `$version` is at least `$since` (the version that added the field), else `None`. Only for a
+/// `$ptr` valid up to the fields its version declares: each field is read through the pointer,
+/// so a shorter struct of an older version is never read past its end.
+macro_rules! declared {
+    ($ptr:expr, $version:expr, $field:ident, $since:expr) => {
+        if $version >= $since {
+            // SAFETY: the macro's condition: `$ptr` is valid up to the fields of `$version`,
+            // and this field is one of them.
+            unsafe { addr_of!((*$ptr).$field).read() }
+        } else {
+            None
+        }
+    };
+}
+
 /// The shim's VFS over `base`: the base's limits and abilities, room for our file before the
 /// base's, and our methods forwarding to it.
 ///
@@ -157,16 +173,10 @@ unsafe fn shim_vfs(base: *mut ffi::sqlite3_vfs, name: *const c_char) -> Result<f
     // SAFETY: the caller's promise.
     let (version, sz_os_file, mx_pathname) =
         unsafe { ((*base).iVersion, (*base).szOsFile, (*base).mxPathname) };
-    /// The base's method `$field`, if its version (at least `$since`) declares it.
+    // `base` is valid up to the fields of its version: the caller's promise.
     macro_rules! base {
         ($field:ident, $since:expr) => {
-            if version >= $since {
-                // SAFETY: the caller's promise; a field is read through the pointer, and only
-                // when the base's version declares it (an older C struct is shorter).
-                unsafe { addr_of!((*base).$field).read() }
-            } else {
-                None
-            }
+            declared!(base, version, $field, $since)
         };
     }
     let size = usize::try_from(sz_os_file)
@@ -367,17 +377,10 @@ struct Held {
 fn wal_methods(base: *const ffi::sqlite3_io_methods) -> ffi::sqlite3_io_methods {
     // SAFETY: `base` is the valid method table of an open file.
     let version = unsafe { (*base).iVersion };
-    /// The base's method `$field`, if its version (at least `$since`) declares it.
+    // `base` is a valid table up to the fields of its version (an open file's).
     macro_rules! base {
         ($field:ident, $since:expr) => {
-            if version >= $since {
-                // SAFETY: the table is valid up to the fields of its version (fields are read
-                // through the pointer, so a shorter C table of an older version is never read
-                // past its end).
-                unsafe { addr_of!((*base).$field).read() }
-            } else {
-                None
-            }
+            declared!(base, version, $field, $since)
         };
     }
     ffi::sqlite3_io_methods {

@@ -317,9 +317,24 @@ fn point_reads_use_whichever_connection_is_free() {
     drop(held);
     exe.status = Status::Running;
     store.commit(&mut exe, &Effects::new()).unwrap();
-    let (loaded, processed) = store.load_for_event("a", "ev1").unwrap();
-    assert_eq!(loaded.unwrap().status, Status::Running, "the writer answers");
-    assert!(processed);
+    // With the reader held, only the writer can answer: a point read that went to the reader
+    // would wait here until the deadline.
+    let reader = store.read();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _ = tx.send(
+                store
+                    .load_for_event("a", "ev1")
+                    .map(|(e, p)| (e.map(|e| e.status), p)),
+            );
+        });
+        let answer = rx.recv_timeout(Duration::from_secs(5));
+        drop(reader);
+        let (status, processed) = answer.expect("the writer answers a point read").unwrap();
+        assert_eq!(status, Some(Status::Running));
+        assert!(processed);
+    });
 }
 
 /// The store's checkpoint thread copies commits into the database file soon after they
