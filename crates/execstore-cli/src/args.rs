@@ -308,6 +308,13 @@ pub struct BenchArgs {
     #[arg(long, value_enum, value_name = "on|off")]
     pub group_commit: Option<OnOff>,
 
+    /// How phase 1 reads before each step: `load-then-check` is W1 as specified (`load`,
+    /// then `is_processed`: two reads, on PostgreSQL two round trips); `load-for-event` is
+    /// the one call the store offers an engine for an event step (`load_for_event`: the
+    /// execution and whether the event is processed, in one read).
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = EventRead::LoadThenCheck)]
+    pub event_read: EventRead,
+
     /// The workload: W1 (executions, shared/bench/WORKLOAD.md) or W2 (the workspace log,
     /// bench/W2.md).
     #[arg(long, value_enum, value_name = "W", default_value_t = Workload::W1)]
@@ -315,6 +322,15 @@ pub struct BenchArgs {
 
     #[command(flatten)]
     pub w2: W2Args,
+}
+
+/// How `execstore bench` reads an execution before each step of phase 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EventRead {
+    /// `load`, then `is_processed`: W1 as specified.
+    LoadThenCheck,
+    /// `load_for_event`: both in one read.
+    LoadForEvent,
 }
 
 /// Which benchmark workload `execstore bench` runs.

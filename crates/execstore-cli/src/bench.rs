@@ -67,6 +67,8 @@ pub struct Config {
     pub clients: usize,
     /// Phase 1 commits through [`GroupCommit`].
     pub group_commit: bool,
+    /// Phase 1 reads with one `load_for_event` instead of `load` + `is_processed`.
+    pub load_for_event: bool,
 }
 
 /// The timings and counts of one run of the phases.
@@ -237,6 +239,12 @@ pub fn run(cfg: &Config) -> anyhow::Result<Value> {
     put("runtime", Value::from(env!("EXECSTORE_RUSTC_VERSION")));
     put("clients", Value::from(cfg.clients));
     put("group_commit", Value::from(cfg.group_commit));
+    let event_read = if cfg.load_for_event {
+        "load-for-event"
+    } else {
+        "load-then-check"
+    };
+    put("event_read", Value::from(event_read));
     put("mean_batch", m.mean_batch.map_or(Value::Null, |b| round_to(b, 2)));
     put(
         "outbox_drain_batch_acks_per_s",
@@ -382,19 +390,18 @@ fn store_err(e: execstore::StoreError) -> anyhow::Error {
     CliError::Store(e).into()
 }
 
-/// Phase 1 for one client: rounds 1..=K over the executions `first, first + stride, ...`.
+/// Phase 1 for one client: rounds 1..=K over the executions `first, first + C, ...`.
 /// Stops early (without an error of its own) when another client failed.
-#[allow(clippy::too_many_arguments)]
 fn client<W: ExecutionStore>(
     store: &W,
     ids: &[String],
     rounds: &[Round],
     first: usize,
-    stride: usize,
-    trace: bool,
+    cfg: &Config,
     bar: &ProgressBar,
     failed: &AtomicBool,
 ) -> anyhow::Result<()> {
+    let (stride, trace, load_for_event) = (cfg.clients.max(1), cfg.trace, cfg.load_for_event);
     for round in rounds {
         for i in (first..ids.len()).step_by(stride) {
             if failed.load(Ordering::Relaxed) {
@@ -402,11 +409,14 @@ fn client<W: ExecutionStore>(
             }
             let id = &ids[i];
             let in_id = in_event_id(round.r, i);
-            let mut exe = store
-                .load(id)
-                .map_err(store_err)?
-                .with_context(|| format!("execution {i} ({id}) is not stored"))?;
-            if store.is_processed(id, &in_id).map_err(store_err)? {
+            let (exe, processed) = if load_for_event {
+                store.load_for_event(id, &in_id).map_err(store_err)?
+            } else {
+                let exe = store.load(id).map_err(store_err)?;
+                (exe, store.is_processed(id, &in_id).map_err(store_err)?)
+            };
+            let mut exe = exe.with_context(|| format!("execution {i} ({id}) is not stored"))?;
+            if processed {
                 bail!("event {in_id} of execution {i} is unexpectedly already processed");
             }
             let effects = step(&mut exe, i, round, in_id, trace);
@@ -452,14 +462,14 @@ fn phases<B: ExecutionStore, W: ExecutionStore>(
     let t0 = Instant::now();
     let rounds: Vec<Round> = (1..=k).map(|r| Round::new(r, k)).collect();
     if cfg.clients <= 1 {
-        client(writer, &ids, &rounds, 0, 1, cfg.trace, &bar, &failed)?;
+        client(writer, &ids, &rounds, 0, cfg, &bar, &failed)?;
     } else {
         let results: Vec<anyhow::Result<()>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..cfg.clients)
                 .map(|c| {
                     let (ids, rounds, bar, failed) = (&ids, &rounds, &bar, &failed);
                     scope.spawn(move || {
-                        let result = client(writer, ids, rounds, c, cfg.clients, cfg.trace, bar, failed);
+                        let result = client(writer, ids, rounds, c, cfg, bar, failed);
                         if result.is_err() {
                             failed.store(true, Ordering::Relaxed);
                         }

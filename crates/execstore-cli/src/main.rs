@@ -27,7 +27,7 @@ use clap::{CommandFactory, FromArgMatches};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::args::{BenchArgs, Cli, Command, DemoArgs, OnOff, ServeArgs, DEMO_DB};
+use crate::args::{BenchArgs, Cli, Command, DemoArgs, EventRead, OnOff, ServeArgs, DEMO_DB};
 use crate::error::CliError;
 
 fn main() -> ExitCode {
@@ -375,6 +375,7 @@ fn run_bench(
         seed: args.seed,
         clients: args.clients as usize,
         group_commit: args.group_commit.map_or(args.clients > 1, OnOff::is_on),
+        load_for_event: args.event_read == EventRead::LoadForEvent,
     };
     let line = bench::run(&config)?;
     writeln!(out, "{}", execstore::pyjson::dumps(&line)).map_err(CliError::Io)?;

@@ -15,7 +15,7 @@ const EXE0_SHA256_K10: &str = "91d88f82e6b814d59f4c99b3b3306dd824465466e24878933
 const EXE0_SHA256_K20: &str = "4f3e8fd0553424a6ef04d63a9f1c839d448fe6c510fd3cb3bfad7e13ac10a34c";
 
 /// The keys of the line, in order: the spec's required keys, its extra keys, then ours.
-const KEYS: [&str; 30] = [
+const KEYS: [&str; 31] = [
     "impl",
     "executions",
     "events",
@@ -43,6 +43,7 @@ const KEYS: [&str; 30] = [
     "runtime",
     "clients",
     "group_commit",
+    "event_read",
     "mean_batch",
     "outbox_drain_batch_acks_per_s",
     "backend",
@@ -121,7 +122,28 @@ fn sqlite_k10_writes_the_spec_rows() {
     assert!(line["db_bytes"].as_u64().unwrap() > 0);
     assert_eq!(line["clients"], 1);
     assert_eq!(line["group_commit"], false);
+    assert_eq!(line["event_read"], "load-then-check");
     assert_eq!(line["mean_batch"], Value::Null);
+}
+
+#[test]
+fn one_read_per_event_writes_the_same_rows() {
+    for (backend, clients) in [("sqlite", "1"), ("sqlite", "3"), ("memory", "1")] {
+        let line = bench(&[
+            "--backend",
+            backend,
+            "--executions",
+            "20",
+            "--events",
+            "10",
+            "--clients",
+            clients,
+            "--event-read",
+            "load-for-event",
+        ]);
+        check_counts(&line, 20, 10, EXE0_SHA256_K10);
+        assert_eq!(line["event_read"], "load-for-event", "{line}");
+    }
 }
 
 #[test]
@@ -332,6 +354,24 @@ fn postgres_backend_writes_the_same_rows() {
     assert!(line["db_bytes"].as_u64().unwrap() > 0, "{line}");
     // The unique prefix's tables are gone.
     assert_eq!(bench_tables(&mut client, "execstore\\_bench\\_%"), before);
+
+    // One read per event (PostgreSQL's one round trip): the same rows.
+    let line = bench(&[
+        "--backend",
+        "postgres",
+        "--db",
+        &url,
+        "--executions",
+        "20",
+        "--events",
+        "10",
+        "--event-read",
+        "load-for-event",
+    ]);
+    let mut pg_line = line.clone();
+    pg_line["wal_bytes_after_close"] = 0.into();
+    check_counts(&pg_line, 20, 10, EXE0_SHA256_K10);
+    assert_eq!(line["event_read"], "load-for-event");
 
     // With --prefix, concurrent clients: kept, and not reused.
     let prefix = format!("benchtest_{}", std::process::id());
