@@ -64,13 +64,15 @@ const round2 = (x) => Math.round(x * 10) / 10;
 
 /**
  * Runs phases 0 and 1 on `store`; returns the rates. With `batch`, each round's N steps go
- * in one `commitBatch` (one transaction) after the N loads.
+ * in one `commitBatch` (one transaction) after the N loads. `onPhase1`, if given, is called
+ * as phase 1 starts (bench/js/opfs-sync-worker.mjs starts counting OPFS calls there).
  */
-export function w1(store, { executions: n, events: k, trace = true, seed = 1, batch = false }) {
+export function w1(store, { executions: n, events: k, trace = true, seed = 1, batch = false, onPhase1 = null }) {
   const ids = Array.from({ length: n }, (_, i) => exeId(seed, i));
   let t0 = performance.now();
   for (let i = 0; i < n; i++) store.save(execution(seed, i));
   const create = (performance.now() - t0) / 1000;
+  onPhase1?.();
   t0 = performance.now();
   for (let r = 1; r <= k; r++) {
     const items = [];
