@@ -332,20 +332,20 @@ fn postgres_backend_writes_the_same_rows() {
             .unwrap()
             .get(0)
     };
+    // `execstore bench --backend postgres --db URL ARGS...`; its line, checked against the
+    // spec's counts and hash for K (PostgreSQL has no WAL file: the spec's WAL size is 0).
+    let pg_bench = |args: &[&str], k: u64| -> Value {
+        let mut all = vec!["--backend", "postgres", "--db", &url];
+        all.extend_from_slice(args);
+        let line = bench(&all);
+        let mut pg_line = line.clone();
+        pg_line["wal_bytes_after_close"] = 0.into();
+        let hash = if k == 10 { EXE0_SHA256_K10 } else { EXE0_SHA256_K20 };
+        check_counts(&pg_line, 20, k, hash);
+        line
+    };
     let before = bench_tables(&mut client, "execstore\\_bench\\_%");
-    let line = bench(&[
-        "--backend",
-        "postgres",
-        "--db",
-        &url,
-        "--executions",
-        "20",
-        "--events",
-        "20",
-    ]);
-    let mut pg_line = line.clone();
-    pg_line["wal_bytes_after_close"] = 0.into();
-    check_counts(&pg_line, 20, 20, EXE0_SHA256_K20);
+    let line = pg_bench(&["--executions", "20", "--events", "20"], 20);
     assert_eq!(line["impl"], "execstore-postgres");
     assert_eq!(line["backend"], "postgres");
     assert_eq!(line["sqlite"], Value::Null);
@@ -356,30 +356,22 @@ fn postgres_backend_writes_the_same_rows() {
     assert_eq!(bench_tables(&mut client, "execstore\\_bench\\_%"), before);
 
     // One read per event (PostgreSQL's one round trip): the same rows.
-    let line = bench(&[
-        "--backend",
-        "postgres",
-        "--db",
-        &url,
-        "--executions",
-        "20",
-        "--events",
-        "10",
-        "--event-read",
-        "load-for-event",
-    ]);
-    let mut pg_line = line.clone();
-    pg_line["wal_bytes_after_close"] = 0.into();
-    check_counts(&pg_line, 20, 10, EXE0_SHA256_K10);
+    let line = pg_bench(
+        &[
+            "--executions",
+            "20",
+            "--events",
+            "10",
+            "--event-read",
+            "load-for-event",
+        ],
+        10,
+    );
     assert_eq!(line["event_read"], "load-for-event");
 
     // With --prefix, concurrent clients: kept, and not reused.
     let prefix = format!("benchtest_{}", std::process::id());
-    let args = [
-        "--backend",
-        "postgres",
-        "--db",
-        &url,
+    let opts = [
         "--prefix",
         &prefix,
         "--executions",
@@ -389,10 +381,11 @@ fn postgres_backend_writes_the_same_rows() {
         "--clients",
         "3",
     ];
-    let line = bench(&args);
-    let mut pg_line = line.clone();
-    pg_line["wal_bytes_after_close"] = 0.into();
-    check_counts(&pg_line, 20, 10, EXE0_SHA256_K10);
+    let line = pg_bench(&opts, 10);
+    let args: Vec<&str> = ["--backend", "postgres", "--db", &url]
+        .into_iter()
+        .chain(opts)
+        .collect();
     assert_eq!(line["group_commit"], true);
     // harel's six tables, execstore's migrations and its listing keys.
     assert_eq!(bench_tables(&mut client, &format!("{prefix}\\_%")), 8);
