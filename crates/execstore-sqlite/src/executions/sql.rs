@@ -52,8 +52,12 @@ pub(crate) struct Stmts {
 
 impl Stmts {
     pub(crate) fn new(t: &Tables) -> Self {
+        // One row by VALUES, not `INSERT ... SELECT`: SQLite treats an INSERT from a SELECT
+        // as a statement that may write many rows, and inside the step's transaction gives it
+        // a statement journal (a 64 KiB buffer, allocated and freed with every commit, which
+        // made glibc grow and trim the heap each time: a sixth of a W1 step natively).
         let trace_insert = "INSERT INTO {trace} (execution_id, idx, entry) \
-             SELECT ?1, COALESCE((SELECT MAX(idx) FROM {trace} WHERE execution_id = ?1), -1) + 1, ?2";
+             VALUES (?1, COALESCE((SELECT MAX(idx) FROM {trace} WHERE execution_id = ?1), -1) + 1, ?2)";
         Stmts {
             update_cas: t
                 .sql("UPDATE {executions} SET data = ?1, version = ?2 WHERE id = ?3 AND version = ?4"),
