@@ -25,6 +25,14 @@ fn sqlite_memory(options: SqliteOptions) -> SqliteMemory {
     SqliteMemory(SqliteStore::open_in_memory(options).expect("open an in-memory SQLite database"))
 }
 
+/// New databases get 4 KiB pages, as natively: the wasm build of SQLite would make them 8 KiB,
+/// which doubles what each commit writes.
+#[wasm_bindgen_test::wasm_bindgen_test]
+fn new_databases_have_4_kib_pages() {
+    let store = SqliteStore::open_in_memory(SqliteOptions::new()).expect("open");
+    assert_eq!(store.page_size().expect("page size"), 4096);
+}
+
 mod memory {
     execstore::conformance_tests!(wasm ephemeral: async { execstore::MemoryStore::new() });
 }

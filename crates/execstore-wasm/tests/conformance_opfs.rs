@@ -104,6 +104,14 @@ async fn bad_names_are_invalid_input() {
     }
 }
 
+/// A new OPFS database gets 4 KiB pages (the wasm build of SQLite would make them 8 KiB, and
+/// every commit would write twice the bytes).
+#[wasm_bindgen_test]
+async fn new_databases_have_4_kib_pages() {
+    let store = open("page-size", 0.0).await.expect("open the OPFS store");
+    assert_eq!(store.store().expect("open").page_size().expect("page size"), 4096);
+}
+
 /// Resolves after `ms` (setTimeout).
 async fn sleep(ms: f64) {
     let promise = js_sys::Promise::new(&mut |resolve, _| {

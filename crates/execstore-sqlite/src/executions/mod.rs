@@ -176,6 +176,7 @@ impl SqliteStore {
     pub fn open_in_memory(options: SqliteOptions) -> Result<Self> {
         let tables = Tables::new(options.prefix.as_deref())?;
         let conn = Connection::open_in_memory().db()?;
+        db::set_new_page_size(&conn)?;
         Self::init(conn, tables, &options, false)
     }
 
@@ -211,6 +212,7 @@ impl SqliteStore {
         }
         let conn = db::open_in_vfs(name, flags, vfs)?;
         if !options.read_only {
+            db::set_new_page_size(&conn)?;
             conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE").db()?;
             // Answers the mode in force: `wal`, or the VFS's journal if it cannot do WAL.
             conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0))
@@ -289,6 +291,14 @@ impl SqliteStore {
             .query_row([], |row| row.get(0))
             .db()?;
         Ok(version)
+    }
+
+    /// The database's page size in bytes (`PRAGMA page_size`): 4096 for a database this store
+    /// created, on every target; a file created elsewhere keeps its own.
+    pub fn page_size(&self) -> Result<u32> {
+        self.read()
+            .query_row("PRAGMA page_size", [], |row| row.get(0))
+            .db()
     }
 
     /// The writer connection. A panic while it was held cannot have left a transaction
