@@ -468,8 +468,12 @@ impl HarelStore {
     }
 
     /// A page of summaries as `ExecutionPage` JSON. `limit` above execstore's page size is
-    /// served by reading several pages.
-    #[pyo3(signature = (status, definition_id, roots_only, limit, cursor))]
+    /// served by reading several pages. `windows` are the created, updated and finished
+    /// windows as `(after, before)` epoch seconds, `[after, before)`; `search` finds an id
+    /// prefix or a state (the core checks both: NaN, negative or inverted windows and an
+    /// empty search are `InvalidInput`).
+    #[pyo3(signature = (status, definition_id, roots_only, limit, cursor, windows=None, search=None))]
+    #[allow(clippy::too_many_arguments)]
     fn list_executions(
         &self,
         py: Python<'_>,
@@ -478,6 +482,8 @@ impl HarelStore {
         roots_only: bool,
         limit: i64,
         cursor: Option<String>,
+        windows: Option<[(Option<f64>, Option<f64>); 3]>,
+        search: Option<String>,
     ) -> PyResult<String> {
         if limit < 1 {
             return Err(PyValueError::new_err(format!(
@@ -490,6 +496,13 @@ impl HarelStore {
             let mut query = ListQuery::new().roots_only(roots_only).cursor(cursor);
             query.status = status;
             query.definition_id = definition_id;
+            if let Some([created, updated, finished]) = windows {
+                query = query
+                    .created_between(created.0, created.1)
+                    .updated_between(updated.0, updated.1)
+                    .finished_between(finished.0, finished.1);
+            }
+            query.search = search;
             let mut page = execstore::ExecutionPage::default();
             loop {
                 let left = wanted - page.items.len();

@@ -107,6 +107,40 @@ def test_listing_pages_and_limits(store: SqliteStore) -> None:
         store.list_executions(limit=0)
 
 
+def test_listing_filters_by_time_and_search(store: SqliteStore) -> None:
+    for i in range(6):
+        exe = Execution(id=f"f-{i}", definition_id="fd", status=Status.DONE if i >= 4 else Status.RUNNING)
+        exe.created_at = 100.0 + i
+        exe.updated_at = 200.0 + i
+        exe.finished_at = 300.0 + i if i >= 4 else None
+        exe.active_path = "root.busy" if i % 2 else "root.idle"
+        store.save(exe)
+
+    def ids(**filters: object) -> list[str]:
+        return [s.id for s in store.list_executions(definition_id="fd", **filters).items]  # type: ignore[arg-type]
+
+    assert ids(created_after=102.0, created_before=104.0) == ["f-2", "f-3"]
+    assert ids(updated_after=204) == ["f-4", "f-5"]
+    assert ids(updated_before=201.5) == ["f-0", "f-1"]
+    assert ids(finished_after=0.0) == ["f-4", "f-5"]
+    assert ids(finished_before=305.0) == ["f-4"]
+    assert ids(search="f-3") == ["f-3"]
+    assert ids(search="root.busy") == ["f-1", "f-3", "f-5"]
+    assert ids(search="root.busy", created_before=103.0) == ["f-1"]
+    for bad in [
+        {"created_after": math.nan},
+        {"updated_before": -1.0},
+        {"finished_after": 5.0, "finished_before": 4.0},
+        {"search": ""},
+    ]:
+        with pytest.raises(execstore.InvalidInputError):
+            ids(**bad)
+    with pytest.raises(TypeError):
+        ids(created_after="yesterday")
+    with pytest.raises(TypeError):
+        ids(search=3)
+
+
 def test_bad_input_changes_nothing(store: SqliteStore) -> None:
     exe = Execution(id="b-1", definition_id="d")
     store.save(exe)

@@ -86,6 +86,13 @@ def _float(name: str, value: object) -> float:
     return float(value)
 
 
+def _window(name: str, after: object, before: object) -> tuple[Optional[float], Optional[float]]:
+    return (
+        None if after is None else _float(f"{name}_after", after),
+        None if before is None else _float(f"{name}_before", before),
+    )
+
+
 def _emits(emits: object) -> list[tuple[Optional[str], str]]:
     if not isinstance(emits, (list, tuple)):
         raise TypeError(f"emits must be a list of (target_id, Event), got {type(emits).__name__}")
@@ -190,13 +197,38 @@ class _Store:
         roots_only: bool = False,
         limit: int = 100,
         cursor: Optional[str] = None,
+        created_after: Optional[float] = None,
+        created_before: Optional[float] = None,
+        updated_after: Optional[float] = None,
+        updated_before: Optional[float] = None,
+        finished_after: Optional[float] = None,
+        finished_before: Optional[float] = None,
+        search: Optional[str] = None,
     ) -> ExecutionPage:
+        """A page of summaries, as harel's `list_executions`, with execstore's filters besides
+        (keyword-only, all optional): the `created`, `updated` and `finished` windows in epoch
+        seconds, `[after, before)`, and `search` (an id prefix, or a state the execution is in),
+        as the monitor and `execstore list` filter. A NaN, negative or inverted window and an
+        empty search raise InvalidInputError; a window that is not a number, TypeError."""
         if definition_id is not None:
             _str("definition_id", definition_id)
         if cursor is not None:
             _str("cursor", cursor)
+        if search is not None:
+            _str("search", search)
+        windows = [
+            _window("created", created_after, created_before),
+            _window("updated", updated_after, updated_before),
+            _window("finished", finished_after, finished_before),
+        ]
         data = self._h.list_executions(
-            _statuses(status), definition_id, bool(roots_only), _int("limit", limit), cursor or None
+            _statuses(status),
+            definition_id,
+            bool(roots_only),
+            _int("limit", limit),
+            cursor or None,
+            windows,
+            search,
         )
         return ExecutionPage.model_validate_json(data)
 
@@ -377,6 +409,13 @@ class _AsyncStore:
         roots_only: bool = False,
         limit: int = 100,
         cursor: Optional[str] = None,
+        created_after: Optional[float] = None,
+        created_before: Optional[float] = None,
+        updated_after: Optional[float] = None,
+        updated_before: Optional[float] = None,
+        finished_after: Optional[float] = None,
+        finished_before: Optional[float] = None,
+        search: Optional[str] = None,
     ) -> ExecutionPage:
         if status is not None:
             status = list(status)  # an iterator is consumed here, not in the thread
@@ -387,6 +426,13 @@ class _AsyncStore:
             roots_only=roots_only,
             limit=limit,
             cursor=cursor,
+            created_after=created_after,
+            created_before=created_before,
+            updated_after=updated_after,
+            updated_before=updated_before,
+            finished_after=finished_after,
+            finished_before=finished_before,
+            search=search,
         )
 
     async def read_trace(self, execution_id: str) -> list[dict[str, Any]]:
