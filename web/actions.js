@@ -165,17 +165,16 @@ async function everythingMatching(ctx) {
   }
 }
 
-/** The most targets the server takes in one `POST api/control/{action}`. */
-const BULK_LIMIT = 1000;
-
 /**
- * Runs `name` on every target with one `POST api/control/{name}` (one per 1,000 targets),
- * each target its own commit on the server; one result per target, as `act` gives.
+ * Runs `name` on every target with one `POST api/control/{name}` (one per `bulk_limit`
+ * targets, as `api/info` says), each target its own commit on the server; one result per
+ * target, as `act` gives.
  */
 async function actAll(ctx, name, targets) {
   const results = [];
-  for (let i = 0; i < targets.length; i += BULK_LIMIT) {
-    const chunk = targets.slice(i, i + BULK_LIMIT);
+  const limit = Math.max(1, ctx.bulkLimit || targets.length); // api/info is loaded when writable
+  for (let i = 0; i < targets.length; i += limit) {
+    const chunk = targets.slice(i, i + limit);
     try {
       const body = await ctx.api.postJson(`api/control/${name}`, {
         targets: chunk.map(([id, version]) => ({ id, expected_version: version ?? null })),

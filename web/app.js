@@ -167,6 +167,7 @@ function actionCtx() {
   return {
     api,
     writable: Boolean(state.info && state.info.writable),
+    bulkLimit: state.info && state.info.bulk_limit,
     hasToken: () => Boolean(token.get()),
     needToken: () => {
       $("#token-input") && $("#token-input").focus();

@@ -589,3 +589,125 @@ fn phases<B: ExecutionStore, W: ExecutionStore>(
         .map(|exe| format!("{:x}", Sha256::digest(exe.to_json().as_bytes())));
     Ok(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use execstore::{
+        Capabilities, DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep,
+    };
+
+    use super::*;
+
+    /// A memory store that counts the reads phase 1 makes before each step.
+    #[derive(Default)]
+    struct Reads {
+        store: MemoryStore,
+        load: AtomicUsize,
+        is_processed: AtomicUsize,
+        load_for_event: AtomicUsize,
+    }
+
+    impl ExecutionStore for Reads {
+        fn capabilities(&self) -> Capabilities {
+            self.store.capabilities()
+        }
+        fn trace_max(&self) -> Option<u32> {
+            self.store.trace_max()
+        }
+        fn commit(&self, exe: &mut Execution, effects: &Effects) -> execstore::Result<Vec<i64>> {
+            self.store.commit(exe, effects)
+        }
+        fn load(&self, id: &str) -> execstore::Result<Option<Execution>> {
+            self.load.fetch_add(1, Ordering::Relaxed);
+            self.store.load(id)
+        }
+        fn load_for_event(&self, id: &str, event_id: &str) -> execstore::Result<(Option<Execution>, bool)> {
+            self.load_for_event.fetch_add(1, Ordering::Relaxed);
+            self.store.load_for_event(id, event_id)
+        }
+        fn is_processed(&self, execution_id: &str, event_id: &str) -> execstore::Result<bool> {
+            self.is_processed.fetch_add(1, Ordering::Relaxed);
+            self.store.is_processed(execution_id, event_id)
+        }
+        fn list_executions(&self, query: &ListQuery) -> execstore::Result<ExecutionPage> {
+            self.store.list_executions(query)
+        }
+        fn pending_outbox(&self, after: Option<i64>, limit: usize) -> execstore::Result<Vec<OutboxEntry>> {
+            self.store.pending_outbox(after, limit)
+        }
+        fn ack_outbox(&self, seq: i64) -> execstore::Result<()> {
+            self.store.ack_outbox(seq)
+        }
+        fn pending_spawns(&self, after: Option<i64>, limit: usize) -> execstore::Result<Vec<SpawnEntry>> {
+            self.store.pending_spawns(after, limit)
+        }
+        fn ack_spawn(&self, seq: i64) -> execstore::Result<()> {
+            self.store.ack_spawn(seq)
+        }
+        fn due_timers(
+            &self,
+            now: f64,
+            after: Option<&DueTimer>,
+            limit: usize,
+        ) -> execstore::Result<Vec<DueTimer>> {
+            self.store.due_timers(now, after, limit)
+        }
+        fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> execstore::Result<bool> {
+            self.store.delete_timer(execution_id, path, fire_at)
+        }
+        fn read_trace(&self, execution_id: &str) -> execstore::Result<Vec<TraceStep>> {
+            self.store.read_trace(execution_id)
+        }
+        fn append_trace(&self, execution_id: &str, step: &TraceStep) -> execstore::Result<i64> {
+            self.store.append_trace(execution_id, step)
+        }
+        fn ids_with_prefix(&self, prefix: &str) -> execstore::Result<Vec<String>> {
+            self.store.ids_with_prefix(prefix)
+        }
+        fn purge(&self, execution_id: &str, expected_version: i64) -> execstore::Result<bool> {
+            self.store.purge(execution_id, expected_version)
+        }
+    }
+
+    /// `--event-read` decides which reads phase 1 makes: W1's two per step, or one.
+    #[test]
+    fn event_read_picks_the_reads_of_phase_1() {
+        for load_for_event in [false, true] {
+            let cfg = Config {
+                backend: BenchBackend::Memory,
+                db: None,
+                prefix: None,
+                executions: 6,
+                events: 3,
+                trace: true,
+                synchronous: None,
+                seed: 1,
+                clients: 1,
+                group_commit: false,
+                load_for_event,
+            };
+            let store = Reads::default();
+            let ids: Vec<String> = (0..cfg.executions).map(|i| exe_id(cfg.seed, i)).collect();
+            for i in 0..cfg.executions {
+                store.save(&mut initial_execution(&ids, i)).unwrap();
+            }
+            let rounds: Vec<Round> = (1..=cfg.events).map(|r| Round::new(r, cfg.events)).collect();
+            let failed = AtomicBool::new(false);
+            client(&store, &ids, &rounds, 0, &cfg, &ProgressBar::hidden(), &failed).unwrap();
+            let steps = cfg.executions * cfg.events as usize;
+            let counts = (
+                store.load.load(Ordering::Relaxed),
+                store.is_processed.load(Ordering::Relaxed),
+                store.load_for_event.load(Ordering::Relaxed),
+            );
+            let want = if load_for_event {
+                (0, 0, steps)
+            } else {
+                (steps, steps, 0)
+            };
+            assert_eq!(counts, want, "load_for_event = {load_for_event}");
+        }
+    }
+}

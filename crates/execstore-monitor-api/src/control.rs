@@ -34,7 +34,10 @@ impl Call<'_> {
         let params = Params::new(self.request.query, &["expected_version"], self.now)?;
         let expected = params.seq("expected_version")?;
         let store = self.exec()?;
-        apply(store, action, id, expected, self.now)
+        let mut fields = apply(store, action, &id, expected, self.now)?;
+        fields.insert("action".into(), Value::from(action));
+        fields.insert("id".into(), Value::from(id));
+        Ok(Value::Object(fields))
     }
 
     /// `POST /api/control/{action}` with `{"targets": [{"id", "expected_version"?}, ...]}`:
@@ -52,27 +55,20 @@ impl Call<'_> {
         let results: Vec<Value> = targets
             .into_iter()
             .map(|(id, expected)| {
-                let mut entry = Map::new();
-                entry.insert("id".into(), Value::from(id.as_str()));
-                match apply(store, action, id, expected, self.now) {
-                    Ok(Value::Object(fields)) => {
-                        entry.insert("ok".into(), Value::Bool(true));
-                        for (k, v) in fields {
-                            if k != "id" && k != "action" {
-                                entry.insert(k, v);
-                            }
-                        }
-                    }
-                    Ok(other) => {
-                        entry.insert("ok".into(), Value::Bool(true));
-                        entry.insert("result".into(), other);
+                let mut entry = match apply(store, action, &id, expected, self.now) {
+                    Ok(mut fields) => {
+                        fields.insert("ok".into(), Value::Bool(true));
+                        fields
                     }
                     Err(e) => {
-                        entry.insert("ok".into(), Value::Bool(false));
-                        entry.insert("status".into(), Value::from(e.status));
-                        entry.insert("error".into(), json!({ "code": e.code, "message": e.message }));
+                        let mut failed = Map::new();
+                        failed.insert("ok".into(), Value::Bool(false));
+                        failed.insert("status".into(), Value::from(e.status));
+                        failed.insert("error".into(), json!({ "code": e.code, "message": e.message }));
+                        failed
                     }
-                }
+                };
+                entry.insert("id".into(), Value::from(id));
                 Value::Object(entry)
             })
             .collect();
@@ -80,26 +76,33 @@ impl Call<'_> {
     }
 }
 
-/// `action` on one execution, as both endpoints make it.
-fn apply(store: &dyn ExecutionStore, action: &str, id: String, expected: Option<i64>, now: f64) -> ApiResult {
+/// `action` on one execution, as both endpoints make it: the outcome's fields (`changed`;
+/// for a purge `purged`, `removed` and `swept`), without the action and the id.
+fn apply(
+    store: &dyn ExecutionStore,
+    action: &str,
+    id: &str,
+    expected: Option<i64>,
+    now: f64,
+) -> Result<Map<String, Value>, ApiError> {
     let command = match action {
         "suspend" => Command::Suspend,
         "resume" => Command::Resume,
         "terminate" => Command::Terminate,
         "purge" => {
-            let outcome = control::purge(store, &id, expected, None)?;
-            return Ok(json!({
-                "action": "purge",
-                "id": id,
-                "purged": outcome.root_id,
-                "removed": outcome.removed,
-                "swept": outcome.swept,
-            }));
+            let outcome = control::purge(store, id, expected, None)?;
+            let mut fields = Map::new();
+            fields.insert("purged".into(), json!(outcome.root_id));
+            fields.insert("removed".into(), json!(outcome.removed));
+            fields.insert("swept".into(), json!(outcome.swept));
+            return Ok(fields);
         }
         other => return Err(ApiError::not_found(format!("no action {other:?}"))),
     };
-    let outcome = control::run(store, command, &id, expected, now)?;
-    Ok(json!({"action": action, "id": id, "changed": outcome.changed}))
+    let outcome = control::run(store, command, id, expected, now)?;
+    let mut fields = Map::new();
+    fields.insert("changed".into(), json!(outcome.changed));
+    Ok(fields)
 }
 
 fn invalid(message: impl Into<String>) -> ApiError {

@@ -66,6 +66,7 @@ impl Call<'_> {
     pub(crate) fn info(&self) -> Value {
         let mut info = self.api.info.clone();
         info.insert("writable".into(), json!(self.api.writable()));
+        info.insert("bulk_limit".into(), json!(crate::control::BULK_LIMIT));
         info.insert("now".into(), json!(self.now));
         info.insert(
             "holds".into(),

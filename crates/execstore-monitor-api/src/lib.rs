@@ -484,6 +484,7 @@ mod tests {
         let info = get(&api, &store, "/api/info");
         assert_eq!(info.status, 200);
         assert_eq!(info.body["writable"], false);
+        assert_eq!(info.body["bulk_limit"], json!(control::BULK_LIMIT));
         assert_eq!(info.body["now"], 1_700_000_000.0);
         // A percent-encoded id is decoded, as a server decodes a path segment.
         let one = get(&api, &store, "/api/executions/a%20b");

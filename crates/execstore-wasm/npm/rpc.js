@@ -11,6 +11,13 @@ export function toError(plain) {
   return error;
 }
 
+/** An `INVALID_INPUT` error made in JavaScript, shaped as the store's own. */
+export function invalid(field, reason) {
+  return Object.assign(new Error(`invalid input: ${field}: ${reason}`), {
+    name: "StoreError", code: "INVALID_INPUT", field, reason,
+  });
+}
+
 /** `BACKEND` (not retryable): the store is closed, or its worker failed. */
 export function closedError(message) {
   return Object.assign(new Error(message), { name: "StoreError", code: "BACKEND", retryable: false });
@@ -71,9 +78,7 @@ export class WorkerLink {
       } catch (error) {
         // Not structured-cloneable (a function, a symbol...): the store never saw it.
         this.#pending.delete(id);
-        reject(Object.assign(new Error(`cannot send the arguments: ${error.message}`), {
-          name: "StoreError", code: "INVALID_INPUT", field: "arguments", reason: String(error.message),
-        }));
+        reject(invalid("arguments", `cannot send them: ${error.message}`));
       }
     });
   }

@@ -12,7 +12,7 @@
 //   for await (const e of store.subscribe(ws, { afterSeq: 0 })) { ... }
 //   await store.close();
 
-import { WorkerLink, closedError, opened, toError } from "./rpc.js";
+import { WorkerLink, closedError, invalid, opened, toError } from "./rpc.js";
 
 /**
  * Opens (creating if needed) the OPFS workspace store `name` in a new dedicated worker.
@@ -24,12 +24,6 @@ export async function openWorkspaceOpfs(name, options) {
     type: "module", name: `execstore:workspace:${name}`,
   });
   return opened(new OpfsWorkspaceClient(worker, name), { op: "open", name, options });
-}
-
-function invalid(field, reason) {
-  return Object.assign(new Error(`invalid input: ${field}: ${reason}`), {
-    name: "StoreError", code: "INVALID_INPUT", field, reason,
-  });
 }
 
 /** Rolls back a transaction the page dropped (garbage collected) without ending it. */

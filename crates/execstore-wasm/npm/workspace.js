@@ -9,17 +9,8 @@
 // workers of the origin by taking turns on its lease (see `OpfsWorkspaceStore`); its
 // subscriptions also wake on their commits (a `BroadcastChannel`).
 // Errors are the store's: `Error`s named `StoreError` with a stable `code`.
+import { invalid } from "./rpc.js";
 import { RawWorkspaceStore } from "./wasm/execstore.js";
-
-/** An `INVALID_INPUT` error made here, shaped as the store's own. */
-function invalid(field, reason) {
-  const error = new Error(`invalid input: ${field}: ${reason}`);
-  error.name = "StoreError";
-  error.code = "INVALID_INPUT";
-  error.field = field;
-  error.reason = reason;
-  return error;
-}
 
 /** The queue key of a workspace (called after the store checked the ref). */
 function keyOf(ref) {

@@ -171,8 +171,10 @@ impl MonitorApi {
 
     /// Answers one request from `store`: `method` (`"GET"`...), `target` (the path and
     /// query, as `url.pathname + url.search`), the `Authorization` header's value if any,
-    /// and the request's body as text if any (`POST /api/control/{action}` reads it). Returns `{status, body}` with `body` the JSON text. Never throws for a bad
-    /// request (that is a 4xx answer); throws only if `method` or `target` is not a string.
+    /// and the request's body as text if any (`POST /api/control/{action}` reads it; a body
+    /// that is not a string counts as none). Returns `{status, body}` with `body` the JSON
+    /// text. Never throws for a bad request (that is a 4xx answer); throws only if `method`
+    /// or `target` is not a string.
     /// The workspace endpoints answer 404 (the store holds no workspace log): see
     /// `handleBoth` and `handleWorkspaces` for a file that holds one.
     #[wasm_bindgen(unchecked_return_type = "ApiAnswer")]
