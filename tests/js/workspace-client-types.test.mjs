@@ -12,7 +12,7 @@ describe("the workspace client's TypeScript declarations", () => {
   test("a typical use compiles under --strict", () => {
     const usage = `
 import type { Envelope, WorkspaceRef, WorkspaceStoreError } from "execstore";
-import { openWorkspaceOpfs, type OpfsWorkspaceClient, type WorkspaceTxClient } from "execstore/workspace-client";
+import { openWorkspaceOpfs, SUBSCRIPTION_WINDOW, type OpfsWorkspaceClient, type WorkspaceTxClient } from "execstore/workspace-client";
 const store: OpfsWorkspaceClient = await openWorkspaceOpfs("oncall", { waitMs: 1000, synchronous: "normal" });
 const ws: WorkspaceRef = { tenant_id: "acme", workspace_id: "prod" };
 const tx: WorkspaceTxClient = await store.begin(ws);
@@ -27,6 +27,7 @@ const kind: "opfs" | "closed" = store.kind;
 const sub = store.subscribe(ws, { afterSeq: head }, (e) => { const s: number = e.seq; void s; });
 await sub.cancel();
 const done: Promise<void> = sub.done;
+const behind: boolean = sub.buffered < SUBSCRIPTION_WINDOW;
 for await (const e of store.subscribe(ws, { signal: new AbortController().signal })) { const s: number = e.seq; void s; break; }
 try { await store.saveCursor(ws, "relay", head); } catch (e) {
   const error = e as WorkspaceStoreError;
@@ -35,7 +36,7 @@ try { await store.saveCursor(ws, "relay", head); } catch (e) {
 }
 await store.close();
 store.terminate();
-void appended; void inTx; void ended; void seqs; void tail; void kind; void done;
+void appended; void inTx; void ended; void seqs; void tail; void kind; void done; void behind;
 `;
     assert.equal(tscSnippet(usage), "");
   });

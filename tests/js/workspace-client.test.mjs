@@ -4,7 +4,8 @@
 // back; typed errors (a bad ref, a duplicate id, an argument that cannot be cloned: none
 // reaches the store or changes it); a subscription (callback and async iterator) receives the
 // envelopes a transaction appends and stops when cancelled, also another tab's (the two tabs'
-// workers take turns on the store's lease); a transaction left open holds the
+// workers take turns on the store's lease); a reader that falls behind holds at most
+// SUBSCRIPTION_WINDOW envelopes (the worker waits for its credit) and still gets all in order; a transaction left open holds the
 // store (another opener gets LOCKED) until `terminate()` (the lease is released, the open
 // transaction is lost, a second client commits) or `close()` (rolled back); a reload keeps
 // the data. Run: node --test tests/js/  (needs `npm run build:wasm` and /usr/bin/chromium)
@@ -177,6 +178,62 @@ describe("openWorkspaceOpfs (main-thread client) in Chromium", { skip, timeout: 
     assert.equal(got.bad.code, "INVALID_INPUT");
     assert.equal(got.badDone.code, "INVALID_INPUT");
     assert.equal(got.afterReturn.done, true, "return() ends a pending next()");
+    await page.close();
+  });
+
+  test("a reader that falls behind holds at most the window; it then gets every envelope in order", async () => {
+    const page = await openPage();
+    const got = await inPage(page, `
+      const { SUBSCRIPTION_WINDOW } = window.execstore;
+      const store = await openWorkspaceOpfs("wsc-window", { synchronous: "normal" });
+      const total = 4 * SUBSCRIPTION_WINDOW + 17;
+      for (let start = 0; start < total; start += 200) {
+        const ids = Array.from({ length: Math.min(200, total - start) }, (_, i) => entry("e" + (start + i)));
+        await store.transaction(ws, (tx) => tx.append(ids));
+      }
+      const out = { window: SUBSCRIPTION_WINDOW, total };
+      // An iterator nobody reads for a while: the worker stops at the window.
+      const slow = store.subscribe(ws, { afterSeq: 0 });
+      const first = await slow.next();
+      await new Promise((r) => setTimeout(r, 500));
+      out.bufferedWhileStalled = slow.buffered;
+      let maxBuffered = slow.buffered;
+      const seqs = [first.value.seq];
+      while (seqs.length < total) {
+        const { value } = await slow.next();
+        seqs.push(value.seq);
+        maxBuffered = Math.max(maxBuffered, slow.buffered);
+      }
+      out.maxBuffered = maxBuffered;
+      out.inOrder = seqs.every((s, i) => s === i + 1);
+      // Still following: a commit after the backlog arrives.
+      await store.transaction(ws, (tx) => tx.append([entry("after")]));
+      out.after = (await slow.next()).value.id;
+      // A callback gets everything: it returns credit as it goes.
+      const seen = [];
+      const fast = store.subscribe(ws, { afterSeq: 0 }, (e) => seen.push(e.seq));
+      await until(() => seen.length === total + 1);
+      out.callbackInOrder = seen.every((s, i) => s === i + 1);
+      await fast.cancel();
+      // A stalled subscription (the worker waiting for credit) ends on cancel() and on close().
+      const stalled = store.subscribe(ws, { afterSeq: 0 });
+      await until(() => stalled.buffered === SUBSCRIPTION_WINDOW);
+      await stalled.cancel();
+      out.stalledCancelled = await caught(stalled.done);
+      const stalled2 = store.subscribe(ws, { afterSeq: 0 });
+      await until(() => stalled2.buffered === SUBSCRIPTION_WINDOW);
+      await store.close();
+      out.closedDone = await caught(stalled2.done);
+      return out;
+    `);
+    assert.equal(got.window, 256);
+    assert.equal(got.bufferedWhileStalled, got.window - 1, "the worker posted one window, and one was taken");
+    assert.ok(got.maxBuffered <= got.window, `buffered ${got.maxBuffered} > window ${got.window}`);
+    assert.ok(got.inOrder, "every envelope once, in order");
+    assert.equal(got.after, "after");
+    assert.ok(got.callbackInOrder);
+    assert.deepEqual(got.stalledCancelled, { resolved: undefined });
+    assert.deepEqual(got.closedDone, { resolved: undefined });
     await page.close();
   });
 

@@ -71,8 +71,16 @@ export declare class WorkspaceTxClient {
 }
 
 /** A subscription through the worker: an async iterator of envelopes (without a callback). */
+/**
+ * A subscription's flow-control window: the worker posts at most this many envelopes the page
+ * has not taken yet, so a slow reader's buffer stays bounded.
+ */
+export declare const SUBSCRIPTION_WINDOW: number;
+
 export declare class WorkspaceSubscriptionClient implements AsyncIterableIterator<Envelope> {
   private constructor();
+  /** Envelopes arrived that `next()` has not returned yet: at most `SUBSCRIPTION_WINDOW`. */
+  readonly buffered: number;
   /** Settles when the subscription ends: resolves, or rejects with its error (e.g. a bad ref). */
   readonly done: Promise<void>;
   /** Ends the subscription; resolves once it has ended. */

@@ -26,6 +26,13 @@ export async function openWorkspaceOpfs(name, options) {
   return opened(new OpfsWorkspaceClient(worker, name), { op: "open", name, options });
 }
 
+/**
+ * A subscription's flow-control window: the worker posts at most this many envelopes the page
+ * has not taken yet (by `next()` or the callback), so a slow reader's buffer stays bounded;
+ * the page returns credit every half window.
+ */
+export const SUBSCRIPTION_WINDOW = 256;
+
 /** Rolls back a transaction the page dropped (garbage collected) without ending it. */
 const dropped = typeof FinalizationRegistry === "undefined"
   ? null
@@ -123,7 +130,7 @@ export class OpfsWorkspaceClient {
     const id = this.#nextSub++;
     const sub = new WorkspaceSubscriptionClient(this, id, onEnvelope);
     this.#subs.set(id, sub);
-    sub._started(this._request({ op: "subscribe", sub: id, ref, options: rest }));
+    sub._started(this._request({ op: "subscribe", sub: id, ref, options: rest, window: SUBSCRIPTION_WINDOW }));
     if (signal !== undefined) {
       if (signal.aborted) sub.cancel();
       else signal.addEventListener("abort", () => sub.cancel(), { once: true });
@@ -244,6 +251,8 @@ export class WorkspaceSubscriptionClient {
   #ended = false;
   #error = null;
   #settle;
+  /** Envelopes taken since credit was last returned to the worker. */
+  #taken = 0;
   /** Settles when the subscription ends: resolves, or rejects with its error. */
   done;
 
@@ -274,6 +283,7 @@ export class WorkspaceSubscriptionClient {
         } catch (error) {
           globalThis.reportError?.(error);
         }
+        this.#took();
       } else this.#buffer.push(message.envelope);
     } else {
       this.#ended = true;
@@ -286,6 +296,24 @@ export class WorkspaceSubscriptionClient {
     const waiting = this.#waiting;
     this.#waiting = null;
     waiting?.();
+  }
+
+  /** Counts an envelope taken; every half window, returns that much credit to the worker. */
+  #took() {
+    this.#taken += 1;
+    if (this.#taken >= SUBSCRIPTION_WINDOW / 2 && !this.#ended) {
+      const n = this.#taken;
+      this.#taken = 0;
+      this.#client._request({ op: "credit", sub: this.#id, n }).catch(() => {});
+    }
+  }
+
+  /**
+   * How many envelopes have arrived that `next()` has not returned yet: at most
+   * `SUBSCRIPTION_WINDOW`, however far the reader falls behind (the worker waits for it).
+   */
+  get buffered() {
+    return this.#buffer.length;
   }
 
   /** Ends the subscription (the worker stops it); resolves once it has ended. */
@@ -303,7 +331,11 @@ export class WorkspaceSubscriptionClient {
 
   async next() {
     for (;;) {
-      if (this.#buffer.length > 0) return { done: false, value: this.#buffer.shift() };
+      if (this.#buffer.length > 0) {
+        const value = this.#buffer.shift();
+        this.#took();
+        return { done: false, value };
+      }
       if (this.#ended) {
         if (this.#error !== null) {
           const error = this.#error;

@@ -1,9 +1,12 @@
 // The dedicated module worker behind workspace-client.js: it owns one `OpfsWorkspaceStore`
 // and runs what the page sends. Messages in (each with an `id`): {op: "open", name, options}
 // | {op: "call", method, args} | {op: "begin", tx, ref} | {op: "tx", tx, method, args} |
-// {op: "commit", tx} | {op: "rollback", tx} | {op: "subscribe", sub, ref, options} |
-// {op: "unsubscribe", sub} | {op: "close"}. Replies as worker.js's (rpc.js); a subscription
-// also posts {sub, envelope} per envelope and then {sub, end: true} or {sub, error}.
+// {op: "commit", tx} | {op: "rollback", tx} | {op: "subscribe", sub, ref, options, window} |
+// {op: "credit", sub, n} | {op: "unsubscribe", sub} | {op: "close"}. Replies as worker.js's
+// (rpc.js); a subscription also posts {sub, envelope} per envelope and then {sub, end: true}
+// or {sub, error}. Flow control: at most `window` envelopes are posted that the page has not
+// yet taken (each `credit` message returns `n`); past that, the subscription stops reading
+// until credit comes, so a page that does not keep up holds a bounded buffer.
 //
 // Messages are not queued here: each starts as it arrives, and the store runs its calls in
 // the order they were made (a call made while a transaction is open waits for its commit or
@@ -36,7 +39,7 @@ const ROLLBACK = Symbol("rollback");
 let store = null;
 /** Open transactions by the page's id: {tx, finish(rollback), done}. */
 const txs = new Map();
-/** Running subscriptions by the page's id: their iterators. */
+/** Running subscriptions by the page's id: {iterator, posted (not yet credited), wake, stop()}. */
 const subs = new Map();
 
 function opened() {
@@ -86,13 +89,30 @@ async function end(id, rollback) {
   return { result: null };
 }
 
-/** Starts subscription `id`, posting its envelopes until it ends. */
-function subscribe(id, ref, options) {
+/** Starts subscription `id`, posting its envelopes (at most `window` uncredited) until it ends. */
+function subscribe(id, ref, options, window) {
+  if (!(Number.isSafeInteger(window) && window > 0)) throw misuse("a subscription needs a window > 0");
   const iterator = opened().subscribe(ref, options ?? undefined);
-  subs.set(id, iterator);
+  const state = { iterator, posted: 0, stopped: false, wake: null };
+  state.stop = () => {
+    state.stopped = true;
+    state.wake?.();
+    return iterator.return();
+  };
+  subs.set(id, state);
   (async () => {
     try {
-      for await (const envelope of iterator) self.postMessage({ sub: id, envelope });
+      for await (const envelope of iterator) {
+        self.postMessage({ sub: id, envelope });
+        state.posted += 1;
+        while (state.posted >= window && !state.stopped) {
+          await new Promise((resolve) => {
+            state.wake = resolve;
+          });
+          state.wake = null;
+        }
+        if (state.stopped) break;
+      }
       self.postMessage({ sub: id, end: true });
     } catch (error) {
       self.postMessage({ sub: id, error: plain(error) });
@@ -124,14 +144,23 @@ async function run(message) {
     case "rollback":
       return end(message.tx, true);
     case "subscribe":
-      return subscribe(message.sub, message.ref, message.options);
+      return subscribe(message.sub, message.ref, message.options, message.window);
+    case "credit": {
+      const state = subs.get(message.sub);
+      if (state !== undefined) {
+        state.posted -= message.n;
+        state.wake?.();
+      }
+      return { result: null };
+    }
     case "unsubscribe":
-      await subs.get(message.sub)?.return();
+      await subs.get(message.sub)?.stop();
       return { result: null };
     case "close": {
       const closing = store;
       store = null;
       for (const id of [...txs.keys()]) await end(id, true);
+      for (const state of subs.values()) state.stop(); // also those waiting for credit
       await closing?.close(); // ends the subscriptions
       return { result: null };
     }
