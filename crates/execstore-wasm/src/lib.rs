@@ -25,7 +25,8 @@
 //! `Error`s with a stable `code`. The package's `client.js` wraps a worker-hosted OPFS store
 //! in Promise-returning methods for a page's main thread.
 //!
-//! The Rust items here are for the crate's own wasm tests: [`opfs`] opens OPFS stores.
+//! The Rust items here are for the crate's own wasm tests: [`opfs`] opens OPFS stores,
+//! [`memcmp`] is the `memcmp` SQLite runs on.
 //! On targets other than `wasm32-unknown-unknown` the crate is empty.
 #![cfg(all(target_family = "wasm", target_os = "unknown"))]
 #![deny(missing_docs)]
@@ -33,6 +34,7 @@
 mod convert;
 mod errors;
 pub mod image;
+pub mod memcmp;
 mod monitor;
 pub mod opfs;
 mod store;

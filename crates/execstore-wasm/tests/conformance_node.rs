@@ -33,6 +33,51 @@ fn new_databases_have_4_kib_pages() {
     assert_eq!(store.page_size().expect("page size"), 4096);
 }
 
+/// The package's `memcmp` (what SQLite compares keys with) agrees with a byte-by-byte
+/// comparison: the sign of the difference of the first differing bytes, as unsigned (C
+/// promises only the sign), for every length around its 8-byte steps and a difference at
+/// every position.
+#[wasm_bindgen_test::wasm_bindgen_test]
+fn memcmp_orders_as_bytes_do() {
+    fn reference(a: &[u8], b: &[u8]) -> i32 {
+        for (x, y) in a.iter().zip(b) {
+            if x != y {
+                return i32::from(*x) - i32::from(*y);
+            }
+        }
+        0
+    }
+    let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut cases = 0;
+    for n in 0..40usize {
+        let a: Vec<u8> = (0..n).map(|_| next() as u8).collect();
+        for at in 0..=n {
+            for delta in [1u8, 0x7f, 0x80, 0xff] {
+                let mut b = a.clone();
+                if at < n {
+                    b[at] = b[at].wrapping_add(delta);
+                }
+                // SAFETY: both buffers hold n bytes.
+                let got = unsafe { execstore_wasm::memcmp::memcmp(a.as_ptr(), b.as_ptr(), n) };
+                let want = reference(&a, &b);
+                assert_eq!(
+                    got.signum(),
+                    want.signum(),
+                    "n {n}, differing at {at} by {delta}: {a:?} {b:?}"
+                );
+                cases += 1;
+            }
+        }
+    }
+    assert!(cases > 3000);
+}
+
 mod memory {
     execstore::conformance_tests!(wasm ephemeral: async { execstore::MemoryStore::new() });
 }
