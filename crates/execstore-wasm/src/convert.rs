@@ -37,6 +37,22 @@ pub(crate) fn object<T: DeserializeOwned>(
         .map_err(|e| invalid(field, format!("is not JSON ({})", describe(&e))))?
         .as_string()
         .ok_or_else(|| invalid(field, "is not a JSON value"))?;
+    // The common case first, without the path tracking: a value that parses and (where
+    // refused) has no unknown key. Anything else is parsed again below, tracked, for the
+    // exact path of what is wrong or unknown.
+    let mut json = serde_json::Deserializer::from_str(&text);
+    let fast = match unknown {
+        Unknown::Keep => T::deserialize(&mut json).ok(),
+        Unknown::Refuse => {
+            let mut clean = true;
+            serde_ignored::deserialize(&mut json, |_| clean = false)
+                .ok()
+                .filter(|_| clean)
+        }
+    };
+    if let Some(parsed) = fast.filter(|_| json.end().is_ok()) {
+        return Ok(parsed);
+    }
     let mut ignored = Vec::new();
     let mut track = serde_path_to_error::Track::new();
     let mut json = serde_json::Deserializer::from_str(&text);
