@@ -1,7 +1,7 @@
-//! The shim over a counting VFS (SQLite's default, with every `xWrite` of a WAL file counted, and
-//! failed on demand): how many base writes a commit costs with and without the shim, and that
-//! every commit is in the base file's bytes when it returns (a copy of the files taken then,
-//! without the shared memory, recovers it).
+//! The shim over a counting VFS (SQLite's default, with every `xWrite` of a WAL file and of a main
+//! database file counted, and failed on demand): how many base writes a commit and a checkpoint
+//! cost with and without the shim, and that every commit is in the base file's bytes when it
+//! returns (a copy of the files taken then, without the shared memory, recovers it).
 
 use std::ffi::{c_int, c_void, CString};
 use std::path::Path;
@@ -30,17 +30,22 @@ struct Counter {
     writes: AtomicUsize,
     /// Fail every WAL write with `SQLITE_IOERR_WRITE`.
     fail: AtomicBool,
+    /// Main database `xWrite` calls made.
+    db_writes: AtomicUsize,
+    /// Fail every main database write with `SQLITE_IOERR_WRITE`.
+    fail_db: AtomicBool,
     /// Report no power-safe overwrite, so `synchronous = FULL` pads commits to a sector.
     no_powersafe: bool,
 }
 
-/// A WAL file's method table (the base's, with `xWrite` and `xDeviceCharacteristics` ours) and
-/// what they need; `pMethods` points to it.
+/// A WAL or main database file's method table (the base's, with `xWrite`, and for a WAL
+/// `xDeviceCharacteristics`, ours) and what they need; `pMethods` points to it.
 #[repr(C)]
 struct CountingMethods {
     methods: ffi::sqlite3_io_methods,
     counter: *const Counter,
     base: *const ffi::sqlite3_io_methods,
+    wal: bool,
 }
 
 static COUNTERS: AtomicUsize = AtomicUsize::new(0);
@@ -65,6 +70,8 @@ fn counter(no_powersafe: bool) -> (&'static Counter, String) {
         methods_at,
         writes: AtomicUsize::new(0),
         fail: AtomicBool::new(false),
+        db_writes: AtomicUsize::new(0),
+        fail_db: AtomicBool::new(false),
         no_powersafe,
     }));
     // SAFETY: the VFS is complete and never freed; its name is a leaked C string.
@@ -85,7 +92,8 @@ unsafe extern "C" fn counting_open(
     unsafe {
         let counter = &*vfs.cast::<Counter>();
         let rc = (counter.base_open)(vfs, name, file, flags, out);
-        if flags & ffi::SQLITE_OPEN_WAL != 0 && !(*file).pMethods.is_null() {
+        let wal = flags & ffi::SQLITE_OPEN_WAL != 0;
+        if (wal || flags & ffi::SQLITE_OPEN_MAIN_DB != 0) && !(*file).pMethods.is_null() {
             let base = (*file).pMethods;
             let at = file
                 .cast::<u8>()
@@ -93,13 +101,16 @@ unsafe extern "C" fn counting_open(
                 .cast::<CountingMethods>();
             let mut methods = *base;
             methods.xWrite = Some(counting_write);
-            methods.xDeviceCharacteristics = Some(counting_device);
+            if wal {
+                methods.xDeviceCharacteristics = Some(counting_device);
+            }
             ptr::write(
                 at,
                 CountingMethods {
                     methods,
                     counter,
                     base,
+                    wal,
                 },
             );
             (*file).pMethods = ptr::addr_of!((*at).methods);
@@ -108,7 +119,7 @@ unsafe extern "C" fn counting_open(
     }
 }
 
-/// The `CountingMethods` of a WAL file of the counter.
+/// The `CountingMethods` of a WAL or main database file of the counter.
 unsafe fn counting<'a>(file: *mut ffi::sqlite3_file) -> &'a CountingMethods {
     // SAFETY: `pMethods` of a counted file points to the start of its `CountingMethods`.
     unsafe { &*(*file).pMethods.cast::<CountingMethods>() }
@@ -124,8 +135,13 @@ unsafe extern "C" fn counting_write(
     unsafe {
         let m = counting(file);
         let counter = &*m.counter;
-        counter.writes.fetch_add(1, Ordering::SeqCst);
-        if counter.fail.load(Ordering::SeqCst) {
+        let (writes, fail) = if m.wal {
+            (&counter.writes, &counter.fail)
+        } else {
+            (&counter.db_writes, &counter.fail_db)
+        };
+        writes.fetch_add(1, Ordering::SeqCst);
+        if fail.load(Ordering::SeqCst) {
             return ffi::SQLITE_IOERR_WRITE;
         }
         ((*m.base).xWrite.unwrap())(file, data, n, at)
@@ -148,6 +164,10 @@ unsafe extern "C" fn counting_device(file: *mut ffi::sqlite3_file) -> c_int {
 impl Counter {
     fn writes(&self) -> usize {
         self.writes.load(Ordering::SeqCst)
+    }
+
+    fn db_writes(&self) -> usize {
+        self.db_writes.load(Ordering::SeqCst)
     }
 }
 
@@ -353,6 +373,99 @@ fn a_failed_flush_fails_the_commit() {
     assert_eq!(contents(&Connection::open(&path).unwrap()), (16, 16 * 1000));
 }
 
+/// `PRAGMA wal_checkpoint(TRUNCATE)` on `conn`: the main database writes it made.
+fn checkpoint(conn: &Connection, counter: &Counter) -> rusqlite::Result<usize> {
+    let before = counter.db_writes();
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0))?;
+    Ok(counter.db_writes() - before)
+}
+
+/// The same rounds through the shim and straight on the counter, each on a fresh file, in
+/// exclusive locking mode or not: the main database writes of the final checkpoint, and what
+/// a crash right after it would leave.
+fn checkpoint_writes(exclusive: bool, shim: bool) -> (usize, (i64, i64)) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ckpt.db");
+    let (counter, base) = counter(false);
+    let vfs = if shim { over(Some(&base)).unwrap() } else { base };
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+    let conn = Connection::open_with_flags_and_vfs(&path, flags, vfs.as_str()).unwrap();
+    if exclusive {
+        conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE").unwrap();
+    }
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; PRAGMA synchronous = NORMAL;
+         CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v BLOB); CREATE INDEX t_k ON t (k);",
+    )
+    .unwrap();
+    for round in 0..40 {
+        step(&conn, round, 4, 1000).unwrap();
+    }
+    let writes = checkpoint(&conn, counter).unwrap();
+    let image = crash_image(&path);
+    assert_eq!(image, (160, 160 * 1000));
+    (writes, image)
+}
+
+#[test]
+fn a_checkpoint_under_an_exclusive_lock_writes_runs_of_pages() {
+    let (raw, _) = checkpoint_writes(true, false);
+    let (shim, _) = checkpoint_writes(true, true);
+    // Straight on the base VFS, one write per page (the table's 40+ pages, the index's few);
+    // through the shim, one per run of adjacent pages.
+    assert!(raw >= 40, "{raw} base writes without the shim");
+    assert!(
+        shim * 4 <= raw,
+        "{shim} base writes through the shim, {raw} without"
+    );
+}
+
+#[test]
+fn without_an_exclusive_lock_a_checkpoint_writes_through() {
+    let (raw, _) = checkpoint_writes(false, false);
+    let (shim, _) = checkpoint_writes(false, true);
+    assert_eq!(shim, raw, "another connection may read the file: nothing is held");
+}
+
+#[test]
+fn a_failed_flush_at_the_end_of_a_checkpoint_fails_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ckpt-fail.db");
+    let (counter, base) = counter(false);
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+    let conn =
+        Connection::open_with_flags_and_vfs(&path, flags, over(Some(&base)).unwrap().as_str()).unwrap();
+    conn.execute_batch(
+        "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+         CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT, v BLOB); CREATE INDEX t_k ON t (k);",
+    )
+    .unwrap();
+    // A new file: every page of the checkpoint is adjacent to the last (pages 1..n, n < 32), so
+    // all of it is held until SQLite's CKPT_DONE, whose answer SQLite ignores.
+    step(&conn, 0, 12, 1000).unwrap();
+    counter.fail_db.store(true, Ordering::SeqCst);
+    let before = counter.db_writes();
+    let err = checkpoint(&conn, counter).unwrap_err();
+    counter.fail_db.store(false, Ordering::SeqCst);
+    assert_eq!(
+        counter.db_writes() - before,
+        1,
+        "the whole checkpoint in one write, which failed"
+    );
+    assert_eq!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::SystemIoFailure),
+        "{err}"
+    );
+    // Not recorded as done: the log still has everything, and the next checkpoint copies it.
+    assert_eq!(crash_image(&path), (12, 12 * 1000));
+    step(&conn, 1, 4, 1000).unwrap();
+    assert!(checkpoint(&conn, counter).unwrap() >= 1);
+    assert_eq!(crash_image(&path), (16, 16 * 1000));
+    drop(conn);
+    assert_eq!(contents(&Connection::open(&path).unwrap()), (16, 16 * 1000));
+}
+
 #[test]
 fn other_files_are_the_base_vfs_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -369,4 +482,6 @@ fn other_files_are_the_base_vfs_files() {
     conn.execute_batch("VACUUM").unwrap();
     assert_eq!(contents(&conn), (12, 12 * 1000));
     assert_eq!(counter.writes(), 0);
+    // The main database file is the shim's, its writes straight through (no checkpoint).
+    assert!(counter.db_writes() > 0);
 }

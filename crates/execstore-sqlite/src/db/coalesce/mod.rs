@@ -1,4 +1,5 @@
-//! A VFS shim that hands each commit's WAL frames to the VFS below it in one `xWrite`.
+//! A VFS shim that hands each commit's WAL frames to the VFS below it in one `xWrite`, and a
+//! checkpoint's runs of adjacent pages in one `xWrite` each.
 //!
 //! SQLite appends a WAL frame as two writes, the 24-byte frame header and then the page, so a
 //! commit of 16 pages is 32 `xWrite` calls: 32 `pwrite`s natively, 32 access-handle `write()`s
@@ -39,6 +40,22 @@
 //! has not committed: the base file then holds what it would hold had the process died before
 //! those writes, which SQLite's recovery already handles (it stops at the last valid commit
 //! frame).
+//!
+//! # Checkpoints
+//!
+//! A checkpoint copies the log's pages into the main database file one `xWrite` per page, in
+//! page order (on OPFS, one access-handle `write()` each). A main database file is ours too,
+//! and between SQLite's `SQLITE_FCNTL_CKPT_START` and `SQLITE_FCNTL_CKPT_DONE` file controls
+//! it holds a write that continues what is held (the next page), up to [`CAP`], so each run of
+//! adjacent pages goes out in one call. Only under the file's exclusive lock (`locking_mode =
+//! EXCLUSIVE`, as the stores in the browser run), where no other connection reads the file;
+//! otherwise, and outside checkpoints, its writes go straight through. Any other call on the
+//! file flushes first, and `CKPT_DONE` flushes the rest, before SQLite truncates or syncs the
+//! file and records the checkpoint as done. SQLite ignores the answer of `CKPT_DONE`, so a
+//! failed flush there answers the file's next call instead: under an exclusive lock the
+//! checkpoint has copied the whole log, so that call is its truncate, and the checkpoint fails
+//! without being recorded. A crash in between loses held pages of a checkpoint not yet
+//! recorded, whose log is still whole: the next open replays it.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -141,7 +158,7 @@ pub(crate) fn over(base: Option<&str>) -> Result<String> {
 
 /// Where the base VFS's file starts in the memory SQLite allocates for a WAL file of the shim:
 /// right after ours, 16-aligned (more than any `sqlite3_file` of SQLite's VFSs needs).
-const BASE_OFFSET: usize = size_of::<WalFile>().next_multiple_of(16);
+const BASE_OFFSET: usize = size_of::<ShimFile>().next_multiple_of(16);
 
 /// `ours` where the base has the method, else none (so SQLite sees the base's abilities).
 fn present<T>(base: Option<T>, ours: T) -> Option<T> {
@@ -285,7 +302,8 @@ forward_vfs!(
 );
 forward_vfs!(vfs_next_system_call, xNextSystemCall, (name: *const c_char) -> *const c_char, ptr::null());
 
-/// `xOpen`: a WAL file is ours with the base's after it; any other file is the base's own.
+/// `xOpen`: a WAL file or a main database file is ours with the base's after it; any other file
+/// (a rollback journal, a temporary file) is the base's own.
 unsafe extern "C" fn vfs_open(
     vfs: *mut ffi::sqlite3_vfs,
     name: ffi::sqlite3_filename,
@@ -299,12 +317,16 @@ unsafe extern "C" fn vfs_open(
     let Some(open) = (unsafe { (*base).xOpen }) else {
         return ffi::SQLITE_CANTOPEN;
     };
-    if flags & ffi::SQLITE_OPEN_WAL == 0 {
+    let kind = if flags & ffi::SQLITE_OPEN_WAL != 0 {
+        Kind::Wal
+    } else if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 {
+        Kind::MainDb
+    } else {
         // SAFETY: SQLite allocated `file` with the shim's `szOsFile`, which is more than the
         // base's: the base's file fits at its start, and the base's methods serve it from then on
         // (SQLite calls them with this very pointer), as if the base had opened it.
         return unsafe { open(base, name, file, flags, out_flags) };
-    }
+    };
     // SAFETY: the shim's `szOsFile` is `BASE_OFFSET` plus the base's, so the base's file fits at
     // `BASE_OFFSET`, 16-aligned from SQLite's 8-aligned allocation start.
     let real = unsafe { file.cast::<u8>().add(BASE_OFFSET).cast::<ffi::sqlite3_file>() };
@@ -322,329 +344,36 @@ unsafe extern "C" fn vfs_open(
             rc
         };
     }
-    let wal = file.cast::<WalFile>();
+    let shim = file.cast::<ShimFile>();
     // SAFETY: `file` is SQLite's allocation of `szOsFile` bytes, 8-aligned (SQLite's malloc),
-    // with room for a `WalFile` before `BASE_OFFSET`; nothing was there to drop. `methods` is the
+    // with room for a `ShimFile` before `BASE_OFFSET`; nothing was there to drop. `methods` is the
     // base's valid method table.
     unsafe {
         ptr::write(
-            wal,
-            WalFile {
+            shim,
+            ShimFile {
                 file: ffi::sqlite3_file {
                     pMethods: ptr::null(),
                 },
-                methods: wal_methods(methods),
+                methods: file_methods(methods),
                 base: real,
+                kind,
+                lock: ffi::SQLITE_LOCK_NONE,
+                holding: false,
+                pending: ffi::SQLITE_OK,
                 held: Held::default(),
             },
         );
         // The table lives in the file itself, valid until xClose (SQLite clears `pMethods`
         // then). Set even when the base failed but left its methods set: SQLite then calls our
         // xClose, which closes the base's file.
-        (*wal).file.pMethods = addr_of!((*wal).methods);
+        (*shim).file.pMethods = addr_of!((*shim).methods);
     }
     rc
 }
 
-/// A WAL file of the shim: SQLite's view (`file`, first), our methods, the base VFS's file
-/// (right after this struct, at [`BASE_OFFSET`]) and what is held for it.
-#[repr(C)]
-struct WalFile {
-    file: ffi::sqlite3_file,
-    methods: ffi::sqlite3_io_methods,
-    base: *mut ffi::sqlite3_file,
-    held: Held,
-}
-
-/// The appends held for a WAL file and what is known of its frames.
-#[derive(Default)]
-struct Held {
-    /// The bytes held, to be written at `start`.
-    buf: Vec<u8>,
-    start: i64,
-    /// The end of the furthest write since the log last started (its header written at 0):
-    /// a write before it is a rewrite.
-    high: i64,
-    /// The page size (from the WAL header, or from a frame header and the page after it).
-    page: Option<i64>,
-    /// Where the last frame header written starts, and whether it marks a commit.
-    header_at: Option<i64>,
-    commit: bool,
-}
-
-/// Our method table for a WAL file whose base file has `base`: the base's version and methods,
-/// each ours.
-fn wal_methods(base: *const ffi::sqlite3_io_methods) -> ffi::sqlite3_io_methods {
-    // SAFETY: `base` is the valid method table of an open file.
-    let version = unsafe { (*base).iVersion };
-    // `base` is a valid table up to the fields of its version (an open file's).
-    macro_rules! base {
-        ($field:ident, $since:expr) => {
-            declared!(base, version, $field, $since)
-        };
-    }
-    ffi::sqlite3_io_methods {
-        iVersion: version,
-        xClose: present(base!(xClose, 1), wal_close as _),
-        xRead: present(base!(xRead, 1), wal_read as _),
-        xWrite: present(base!(xWrite, 1), wal_write as _),
-        xTruncate: present(base!(xTruncate, 1), wal_truncate as _),
-        xSync: present(base!(xSync, 1), wal_sync as _),
-        xFileSize: present(base!(xFileSize, 1), wal_file_size as _),
-        xLock: present(base!(xLock, 1), wal_lock as _),
-        xUnlock: present(base!(xUnlock, 1), wal_unlock as _),
-        xCheckReservedLock: present(base!(xCheckReservedLock, 1), wal_check_reserved_lock as _),
-        xFileControl: present(base!(xFileControl, 1), wal_file_control as _),
-        xSectorSize: present(base!(xSectorSize, 1), wal_sector_size as _),
-        xDeviceCharacteristics: present(base!(xDeviceCharacteristics, 1), wal_device_characteristics as _),
-        xShmMap: present(base!(xShmMap, 2), wal_shm_map as _),
-        xShmLock: present(base!(xShmLock, 2), wal_shm_lock as _),
-        xShmBarrier: present(base!(xShmBarrier, 2), wal_shm_barrier as _),
-        xShmUnmap: present(base!(xShmUnmap, 2), wal_shm_unmap as _),
-        xFetch: present(base!(xFetch, 3), wal_fetch as _),
-        xUnfetch: present(base!(xUnfetch, 3), wal_unfetch as _),
-    }
-}
-
-/// The `WalFile` SQLite calls a method of.
-///
-/// # Safety
-/// `file` must be a WAL file `vfs_open` made (its methods are the only ones that call this), not
-/// yet closed, and used by one thread at a time (SQLite's rule for a file).
-unsafe fn wal_file<'a>(file: *mut ffi::sqlite3_file) -> &'a mut WalFile {
-    // SAFETY: the caller's promise; the `WalFile` starts at `file` (`repr(C)`, `file` first).
-    unsafe { &mut *file.cast::<WalFile>() }
-}
-
-impl WalFile {
-    /// The base file's methods.
-    fn base_methods(&self) -> &ffi::sqlite3_io_methods {
-        // SAFETY: the base file is open (until our xClose) and its table valid while it is.
-        unsafe { &*(*self.base).pMethods }
-    }
-
-    /// The base file's `xWrite` of `bytes` at `offset`.
-    fn base_write(&self, bytes: &[u8], offset: i64) -> c_int {
-        let Ok(n) = c_int::try_from(bytes.len()) else {
-            return ffi::SQLITE_IOERR_WRITE;
-        };
-        match self.base_methods().xWrite {
-            // SAFETY: the base file is open; `bytes` is valid for `n` bytes for the call.
-            Some(write) => unsafe { write(self.base, bytes.as_ptr().cast(), n, offset) },
-            None => ffi::SQLITE_IOERR_WRITE,
-        }
-    }
-
-    /// Writes what is held, if anything, and forgets it whatever the outcome.
-    fn flush(&mut self) -> c_int {
-        if self.held.buf.is_empty() {
-            return ffi::SQLITE_OK;
-        }
-        let rc = self.base_write(&self.held.buf, self.held.start);
-        self.held.buf.clear();
-        rc
-    }
-
-    /// `xWrite`: holds an append, writes a rewrite through, flushes at the end of a commit.
-    fn write(&mut self, bytes: &[u8], offset: i64) -> c_int {
-        let end = offset + bytes.len() as i64;
-        if offset == 0 {
-            // The WAL header: the log starts (again, after a checkpoint) from the top.
-            let rc = self.flush();
-            if rc != ffi::SQLITE_OK {
-                return rc;
-            }
-            self.held.high = 0;
-            self.held.header_at = None;
-            self.held.commit = false;
-            if let Some(page) = wal_header_page_size(bytes) {
-                self.held.page = Some(page);
-            }
-        }
-        let held_end = self.held.start + self.held.buf.len() as i64;
-        if !self.held.buf.is_empty() && offset != held_end {
-            let rc = self.flush();
-            if rc != ffi::SQLITE_OK {
-                return rc;
-            }
-        }
-        if offset < self.held.high {
-            // A rewrite (what is held ended at `high`, so it is out by now): never held, so a
-            // commit's checksum rewrites are out when it returns.
-            #[cfg(test)]
-            tests::REWRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.held.header_at = None;
-            return self.base_write(bytes, offset);
-        }
-        if bytes.len() == FRAME_HEADER {
-            self.held.header_at = Some(offset);
-            self.held.commit = bytes[4..8] != [0; 4];
-        } else if self.held.page.is_none() && self.held.header_at == Some(offset - FRAME_HEADER as i64) {
-            self.held.page = page_size(bytes.len());
-        }
-        if self.held.buf.len() + bytes.len() > CAP {
-            let rc = self.flush();
-            if rc != ffi::SQLITE_OK {
-                return rc;
-            }
-        }
-        self.held.high = self.held.high.max(end);
-        if bytes.len() > CAP || self.held.buf.try_reserve(bytes.len()).is_err() {
-            return self.base_write(bytes, offset);
-        }
-        if self.held.buf.is_empty() {
-            self.held.start = offset;
-        }
-        self.held.buf.extend_from_slice(bytes);
-        if self.held.commit && self.ends_frame(end) {
-            return self.flush();
-        }
-        ffi::SQLITE_OK
-    }
-
-    /// Whether a write ending at `end` completes a frame.
-    fn ends_frame(&self, end: i64) -> bool {
-        self.held
-            .page
-            .is_some_and(|page| end > WAL_HEADER && (end - WAL_HEADER) % (page + FRAME_HEADER as i64) == 0)
-    }
-}
-
-/// The page size a WAL header records (bytes 8..12, big-endian), if `bytes` is one.
-fn wal_header_page_size(bytes: &[u8]) -> Option<i64> {
-    let magic = u32::from_be_bytes(bytes.get(0..4)?.try_into().ok()?);
-    if magic & !1 != 0x377f_0682 {
-        return None;
-    }
-    page_size(u32::from_be_bytes(bytes.get(8..12)?.try_into().ok()?) as usize)
-}
-
-/// `n` if it is a valid SQLite page size.
-fn page_size(n: usize) -> Option<i64> {
-    ((512..=65536).contains(&n) && n.is_power_of_two()).then_some(n as i64)
-}
-
-unsafe extern "C" fn wal_write(
-    file: *mut ffi::sqlite3_file,
-    data: *const c_void,
-    n: c_int,
-    offset: i64,
-) -> c_int {
-    // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, one thread at a time.
-    let wal = unsafe { wal_file(file) };
-    let Ok(len) = usize::try_from(n) else {
-        return ffi::SQLITE_IOERR_WRITE;
-    };
-    if len == 0 {
-        return wal.flush();
-    }
-    if data.is_null() || offset < 0 {
-        return ffi::SQLITE_IOERR_WRITE;
-    }
-    // SAFETY: SQLite passes `n` readable bytes at `data` for the call.
-    let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) };
-    wal.write(bytes, offset)
-}
-
-/// A WAL file method that flushes, then forwards to the base file's.
-macro_rules! flush_then_forward {
-    ($name:ident, $field:ident, ($($arg:ident: $ty:ty),*)) => {
-        unsafe extern "C" fn $name(file: *mut ffi::sqlite3_file, $($arg: $ty),*) -> c_int {
-            // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, one thread at
-            // a time.
-            let wal = unsafe { wal_file(file) };
-            let rc = wal.flush();
-            if rc != ffi::SQLITE_OK {
-                return rc;
-            }
-            match wal.base_methods().$field {
-                // SAFETY: the base file is open and has this method (ours is installed only
-                // where it does); SQLite's arguments are passed unchanged, under the same
-                // contract.
-                Some(f) => unsafe { f(wal.base, $($arg),*) },
-                None => ffi::SQLITE_IOERR,
-            }
-        }
-    };
-}
-
-flush_then_forward!(wal_read, xRead, (buf: *mut c_void, n: c_int, offset: i64));
-flush_then_forward!(wal_sync, xSync, (flags: c_int));
-flush_then_forward!(wal_file_size, xFileSize, (size: *mut i64));
-flush_then_forward!(wal_lock, xLock, (level: c_int));
-flush_then_forward!(wal_unlock, xUnlock, (level: c_int));
-flush_then_forward!(wal_check_reserved_lock, xCheckReservedLock, (out: *mut c_int));
-flush_then_forward!(wal_file_control, xFileControl, (op: c_int, arg: *mut c_void));
-flush_then_forward!(wal_shm_map, xShmMap, (page: c_int, size: c_int, extend: c_int, out: *mut *mut c_void));
-flush_then_forward!(wal_shm_lock, xShmLock, (offset: c_int, n: c_int, flags: c_int));
-flush_then_forward!(wal_shm_unmap, xShmUnmap, (delete: c_int));
-flush_then_forward!(wal_fetch, xFetch, (offset: i64, n: c_int, out: *mut *mut c_void));
-flush_then_forward!(wal_unfetch, xUnfetch, (offset: i64, p: *mut c_void));
-
-unsafe extern "C" fn wal_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
-    // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, one thread at a time.
-    let wal = unsafe { wal_file(file) };
-    let rc = wal.flush();
-    if rc != ffi::SQLITE_OK {
-        return rc;
-    }
-    wal.held.high = wal.held.high.min(size);
-    wal.held.header_at = None;
-    match wal.base_methods().xTruncate {
-        // SAFETY: the base file is open; SQLite's argument passed unchanged.
-        Some(truncate) => unsafe { truncate(wal.base, size) },
-        None => ffi::SQLITE_IOERR_TRUNCATE,
-    }
-}
-
-unsafe extern "C" fn wal_sector_size(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, one thread at a time.
-    let wal = unsafe { wal_file(file) };
-    match wal.base_methods().xSectorSize {
-        // SAFETY: the base file is open.
-        Some(f) => unsafe { f(wal.base) },
-        None => 0,
-    }
-}
-
-unsafe extern "C" fn wal_device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, one thread at a time.
-    let wal = unsafe { wal_file(file) };
-    match wal.base_methods().xDeviceCharacteristics {
-        // SAFETY: the base file is open.
-        Some(f) => unsafe { f(wal.base) },
-        None => 0,
-    }
-}
-
-unsafe extern "C" fn wal_shm_barrier(file: *mut ffi::sqlite3_file) {
-    // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, one thread at a time.
-    let wal = unsafe { wal_file(file) };
-    if let Some(f) = wal.base_methods().xShmBarrier {
-        // SAFETY: the base file is open.
-        unsafe { f(wal.base) }
-    }
-}
-
-unsafe extern "C" fn wal_close(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, once, one thread at a
-    // time.
-    let wal = unsafe { wal_file(file) };
-    let flushed = wal.flush();
-    let closed = match wal.base_methods().xClose {
-        // SAFETY: the base file is open, and closed only here.
-        Some(close) => unsafe { close(wal.base) },
-        None => ffi::SQLITE_OK,
-    };
-    // Frees the buffer; the rest is plain data SQLite's allocation holds until it frees it (the
-    // method table stays readable until SQLite clears `pMethods`, right after this returns).
-    drop(std::mem::take(&mut wal.held));
-    if flushed != ffi::SQLITE_OK {
-        flushed
-    } else {
-        closed
-    }
-}
+mod file;
+use file::{file_methods, Held, Kind, ShimFile};
 
 #[cfg(test)]
 mod tests;
