@@ -89,6 +89,20 @@ impl StoreError {
         }
     }
 
+    /// The same error with an [`StoreError::InvalidInput`]'s field put under `prefix`
+    /// (`"id"` under `"emits[0].event"`: `"emits[0].event.id"`); any other error unchanged.
+    /// Checks name a field relative to what they check, and the path is built only when one
+    /// fails.
+    pub(crate) fn within(self, prefix: impl FnOnce() -> String) -> Self {
+        match self {
+            StoreError::InvalidInput { field, reason } => StoreError::InvalidInput {
+                field: format!("{}.{field}", prefix()),
+                reason,
+            },
+            other => other,
+        }
+    }
+
     /// A [`StoreError::Backend`] wrapping `source`.
     pub fn backend(source: impl StdError + Send + Sync + 'static, retryable: bool) -> Self {
         StoreError::Backend {

@@ -141,15 +141,20 @@ fn parse_datetime(value: &str) -> Option<()> {
 
 /// Checks an event (outbox, deferred).
 pub fn check_event(field: &str, event: &Event) -> Result<()> {
-    check_id(&format!("{field}.id"), &event.id)?;
+    check_event_fields(event).map_err(|e| e.within(|| field.to_owned()))
+}
+
+/// [`check_event`] with each field named by itself (`id`, `kind`, ...).
+pub(crate) fn check_event_fields(event: &Event) -> Result<()> {
+    check_id("id", &event.id)?;
     if event.kind.is_empty() {
-        return Err(StoreError::invalid(format!("{field}.kind"), "must not be empty"));
+        return Err(StoreError::invalid("kind", "must not be empty"));
     }
     if let Some(t) = &event.created_time {
-        check_datetime(&format!("{field}.created_time"), t)?;
+        check_datetime("created_time", t)?;
     }
     if let Some(t) = &event.received_time {
-        check_datetime(&format!("{field}.received_time"), t)?;
+        check_datetime("received_time", t)?;
     }
     Ok(())
 }
@@ -187,7 +192,7 @@ pub fn check_execution(exe: &Execution) -> Result<()> {
         }
     }
     for (i, ev) in exe.deferred.iter().enumerate() {
-        check_event(&format!("execution.deferred[{i}]"), ev)?;
+        check_event_fields(ev).map_err(|e| e.within(|| format!("execution.deferred[{i}]")))?;
     }
     Ok(())
 }

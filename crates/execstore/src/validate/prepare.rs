@@ -6,7 +6,7 @@ use crate::error::{Result, StoreError};
 use crate::model::{Effects, Execution, TimerOp};
 use crate::pyjson;
 
-use super::checks::{check_event, check_execution, check_id, check_time, MAX_DOCUMENT_BYTES};
+use super::checks::{check_event_fields, check_execution, check_id, check_time, MAX_DOCUMENT_BYTES};
 
 /// An execution ready to be CAS-written: checked, its version bumped in `data`.
 #[derive(Clone, Debug)]
@@ -86,10 +86,12 @@ pub struct PreparedCommit {
     pub trace: Option<String>,
 }
 
-fn check_size(field: &str, json: String) -> Result<String> {
+/// `json` if it is within [`MAX_DOCUMENT_BYTES`]; else `InvalidInput` on the field `field()`
+/// names (built only then).
+fn check_size(field: impl FnOnce() -> String, json: String) -> Result<String> {
     if json.len() > MAX_DOCUMENT_BYTES {
         return Err(StoreError::invalid(
-            field,
+            field(),
             format!(
                 "{} bytes of JSON is more than the limit of {MAX_DOCUMENT_BYTES}",
                 json.len()
@@ -107,7 +109,7 @@ pub fn prepare_write(exe: &mut Execution) -> Result<PreparedWrite> {
     exe.version = expected + 1;
     let data = exe.to_json();
     exe.version = expected;
-    let data = check_size("execution", data)?;
+    let data = check_size(|| "execution".into(), data)?;
     Ok(PreparedWrite {
         id: exe.id.clone(),
         definition_id: exe.definition_id.clone(),
@@ -122,34 +124,36 @@ pub fn prepare_write(exe: &mut Execution) -> Result<PreparedWrite> {
 pub fn prepare_commit(exe: &mut Execution, effects: &Effects) -> Result<PreparedCommit> {
     let write = prepare_write(exe)?;
     let mut emits = Vec::with_capacity(effects.emits.len());
+    // Field paths (`emits[0].event.id`) are built only for an error.
     for (i, emit) in effects.emits.iter().enumerate() {
-        let field = format!("emits[{i}]");
+        let at = || format!("emits[{i}]");
         if let Some(target) = &emit.target_id {
-            check_id(&format!("{field}.target_id"), target)?;
+            check_id("target_id", target).map_err(|e| e.within(at))?;
         }
-        check_event(&format!("{field}.event"), &emit.event)?;
+        check_event_fields(&emit.event).map_err(|e| e.within(|| format!("{}.event", at())))?;
         let json = serde_json::to_string(&emit.event).unwrap_or_default();
-        emits.push((emit.target_id.clone(), check_size(&field, json)?));
+        emits.push((emit.target_id.clone(), check_size(at, json)?));
     }
     if let Some(id) = &effects.processed_event_id {
         check_id("processed_event_id", id)?;
     }
     for (i, op) in effects.timers.iter().enumerate() {
+        let at = || format!("timers[{i}]");
         match op {
             TimerOp::Schedule { path, fire_at } => {
-                check_id(&format!("timers[{i}].path"), path)?;
-                check_time(&format!("timers[{i}].fire_at"), *fire_at)?;
+                check_id("path", path).map_err(|e| e.within(at))?;
+                check_time("fire_at", *fire_at).map_err(|e| e.within(at))?;
             }
-            TimerOp::Cancel { path } => check_id(&format!("timers[{i}].path"), path)?,
+            TimerOp::Cancel { path } => check_id("path", path).map_err(|e| e.within(at))?,
         }
     }
     let mut spawns = Vec::with_capacity(effects.spawns.len());
     for (i, spawn) in effects.spawns.iter().enumerate() {
-        check_id(&format!("spawns[{i}].child_id"), &spawn.child_id)?;
+        check_id("child_id", &spawn.child_id).map_err(|e| e.within(|| format!("spawns[{i}]")))?;
         spawns.push(PreparedSpawn {
             child_id: spawn.child_id.clone(),
             root_path: spawn.root_path.clone(),
-            context: check_size(&format!("spawns[{i}].context"), pyjson::dumps(&spawn.context))?,
+            context: check_size(|| format!("spawns[{i}].context"), pyjson::dumps(&spawn.context))?,
         });
     }
     let trace = match &effects.trace {
@@ -168,7 +172,7 @@ pub fn prepare_commit(exe: &mut Execution, effects: &Effects) -> Result<Prepared
 
 /// Serializes a trace step as harel stores it.
 pub fn prepare_trace(step: &crate::model::TraceStep) -> Result<String> {
-    check_size("trace", pyjson::dumps(step))
+    check_size(|| "trace".into(), pyjson::dumps(step))
 }
 
 /// A [`crate::ExecutionStore::commit_batch`] checked item by item before anything is written:
