@@ -10,7 +10,7 @@ use rusqlite::ffi;
 use super::{present, CAP, FRAME_HEADER, WAL_HEADER};
 
 /// A file of the shim: SQLite's view (`file`, first), our methods, the base VFS's file (right
-/// after this struct, at [`BASE_OFFSET`]) and what is held for it.
+/// after this struct, at [`super::BASE_OFFSET`]) and what is held for it.
 #[repr(C)]
 pub(super) struct ShimFile {
     pub(super) file: ffi::sqlite3_file,
@@ -34,7 +34,7 @@ pub(super) enum Kind {
     MainDb,
 }
 
-/// The appends held for a WAL file and what is known of its frames.
+/// The bytes a file holds, and for a WAL file what is known of its frames.
 #[derive(Default)]
 pub(super) struct Held {
     /// The bytes held, to be written at `start`.
@@ -50,7 +50,7 @@ pub(super) struct Held {
     commit: bool,
 }
 
-/// Our method table for a WAL file whose base file has `base`: the base's version and methods,
+/// Our method table for a file whose base file has `base`: the base's version and methods,
 /// each ours.
 pub(super) fn file_methods(base: *const ffi::sqlite3_io_methods) -> ffi::sqlite3_io_methods {
     // SAFETY: `base` is the valid method table of an open file.
@@ -87,7 +87,7 @@ pub(super) fn file_methods(base: *const ffi::sqlite3_io_methods) -> ffi::sqlite3
 /// The `ShimFile` SQLite calls a method of.
 ///
 /// # Safety
-/// `file` must be a WAL file `vfs_open` made (its methods are the only ones that call this), not
+/// `file` must be a file `vfs_open` made (its methods are the only ones that call this), not
 /// yet closed, and used by one thread at a time (SQLite's rule for a file).
 unsafe fn shim_file<'a>(file: *mut ffi::sqlite3_file) -> &'a mut ShimFile {
     // SAFETY: the caller's promise; the `ShimFile` starts at `file` (`repr(C)`, `file` first).
@@ -140,7 +140,8 @@ impl ShimFile {
     fn write_db(&mut self, bytes: &[u8], offset: i64) -> c_int {
         let held_end = self.held.start + self.held.buf.len() as i64;
         let joins = self.holding && offset == held_end && self.held.buf.len() + bytes.len() <= CAP;
-        if !self.held.buf.is_empty() && !joins {
+        // (A flush also answers an error a checkpoint's end left pending.)
+        if self.pending != ffi::SQLITE_OK || (!self.held.buf.is_empty() && !joins) {
             let rc = self.flush();
             if rc != ffi::SQLITE_OK {
                 return rc;
@@ -242,7 +243,7 @@ unsafe extern "C" fn file_write(
     n: c_int,
     offset: i64,
 ) -> c_int {
-    // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, one thread at a time.
+    // SAFETY: SQLite calls this method only on a file `vfs_open` made, one thread at a time.
     let file = unsafe { shim_file(file) };
     let Ok(len) = usize::try_from(n) else {
         return ffi::SQLITE_IOERR_WRITE;
@@ -258,11 +259,11 @@ unsafe extern "C" fn file_write(
     file.write(bytes, offset)
 }
 
-/// A WAL file method that flushes, then forwards to the base file's.
+/// A file method that flushes, then forwards to the base file's.
 macro_rules! flush_then_forward {
     ($name:ident, $field:ident, ($($arg:ident: $ty:ty),*)) => {
         unsafe extern "C" fn $name(file: *mut ffi::sqlite3_file, $($arg: $ty),*) -> c_int {
-            // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, one thread at
+            // SAFETY: SQLite calls this method only on a file `vfs_open` made, one thread at
             // a time.
             let file = unsafe { shim_file(file) };
             let rc = file.flush();
@@ -344,7 +345,7 @@ unsafe extern "C" fn file_file_control(file: *mut ffi::sqlite3_file, op: c_int, 
 }
 
 unsafe extern "C" fn file_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
-    // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, one thread at a time.
+    // SAFETY: SQLite calls this method only on a file `vfs_open` made, one thread at a time.
     let file = unsafe { shim_file(file) };
     let rc = file.flush();
     if rc != ffi::SQLITE_OK {
@@ -360,7 +361,7 @@ unsafe extern "C" fn file_truncate(file: *mut ffi::sqlite3_file, size: i64) -> c
 }
 
 unsafe extern "C" fn file_sector_size(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, one thread at a time.
+    // SAFETY: SQLite calls this method only on a file `vfs_open` made, one thread at a time.
     let file = unsafe { shim_file(file) };
     match file.base_methods().xSectorSize {
         // SAFETY: the base file is open.
@@ -370,7 +371,7 @@ unsafe extern "C" fn file_sector_size(file: *mut ffi::sqlite3_file) -> c_int {
 }
 
 unsafe extern "C" fn file_device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, one thread at a time.
+    // SAFETY: SQLite calls this method only on a file `vfs_open` made, one thread at a time.
     let file = unsafe { shim_file(file) };
     match file.base_methods().xDeviceCharacteristics {
         // SAFETY: the base file is open.
@@ -380,7 +381,7 @@ unsafe extern "C" fn file_device_characteristics(file: *mut ffi::sqlite3_file) -
 }
 
 unsafe extern "C" fn file_shm_barrier(file: *mut ffi::sqlite3_file) {
-    // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, one thread at a time.
+    // SAFETY: SQLite calls this method only on a file `vfs_open` made, one thread at a time.
     let file = unsafe { shim_file(file) };
     if let Some(f) = file.base_methods().xShmBarrier {
         // SAFETY: the base file is open.
@@ -389,7 +390,7 @@ unsafe extern "C" fn file_shm_barrier(file: *mut ffi::sqlite3_file) {
 }
 
 unsafe extern "C" fn file_close(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: SQLite calls this method only on a WAL file `vfs_open` made, once, one thread at a
+    // SAFETY: SQLite calls this method only on a file `vfs_open` made, once, one thread at a
     // time.
     let file = unsafe { shim_file(file) };
     let flushed = file.flush();

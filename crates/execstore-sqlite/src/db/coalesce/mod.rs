@@ -6,9 +6,10 @@
 //! on OPFS, and those calls, not the CPU, bound a commit. [`over`] registers, once per base VFS,
 //! the VFS `<base>+coalesce` over another one (natively SQLite's default `unix`; in the browser
 //! the `sahpool` or `memvfs` the caller installed). A file opened with `SQLITE_OPEN_WAL` gathers
-//! contiguous appends in memory and writes them to the base file in one call; every other file
-//! is the base VFS's own file (its `xOpen` fills the memory SQLite allocated, its methods serve
-//! it), and every VFS method is forwarded. The bytes written, their offsets and their order are
+//! contiguous appends in memory and writes them to the base file in one call; a main database
+//! file does so during a checkpoint (see "Checkpoints"); every other file is the base VFS's own
+//! file (its `xOpen` fills the memory SQLite allocated, its methods serve it), and every VFS
+//! method is forwarded. The bytes written, their offsets and their order are
 //! SQLite's; only the number of calls changes.
 //!
 //! What a WAL file holds goes to the base file (a *flush*):
@@ -69,7 +70,7 @@ use rusqlite::ffi;
 /// Appended to the base VFS's name to name the shim over it.
 const SUFFIX: &str = "+coalesce";
 
-/// At most this many bytes are held per WAL file, and so written in one call; a transaction
+/// At most this many bytes are held per file, and so written in one call; a transaction
 /// larger than this goes out in pieces of at most this size (its commit frame with the last).
 /// It is the most SQLite's `unix` VFS writes in one `xWrite`: its `seekAndWriteFd` keeps only
 /// the low 17 bits of the size (SQLite itself never writes more than a 64 KiB page at once), so
@@ -156,7 +157,7 @@ pub(crate) fn over(base: Option<&str>) -> Result<String> {
     Ok(name)
 }
 
-/// Where the base VFS's file starts in the memory SQLite allocates for a WAL file of the shim:
+/// Where the base VFS's file starts in the memory SQLite allocates for a file of the shim:
 /// right after ours, 16-aligned (more than any `sqlite3_file` of SQLite's VFSs needs).
 const BASE_OFFSET: usize = size_of::<ShimFile>().next_multiple_of(16);
 
