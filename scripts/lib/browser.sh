@@ -23,6 +23,8 @@
 . "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 # shellcheck source=cargo.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cargo.sh"
+# shellcheck source=node.sh
+. "$(dirname "${BASH_SOURCE[0]}")/node.sh"
 
 BROWSER_TESTS_DIR=tests/browser
 BROWSER_NODE_MAJOR_MIN=20
@@ -51,16 +53,7 @@ browser_install() {
 	}
 	_browser_say "$("$chromium" --version 2>/dev/null | head -n 1)"
 
-	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-		echo "browser.sh: node and npm (Node >= $BROWSER_NODE_MAJOR_MIN) are needed for the browser tests" >&2
-		return 1
-	fi
-	local major
-	major=$(node -p 'process.versions.node.split(".")[0]')
-	if [ "$major" -lt "$BROWSER_NODE_MAJOR_MIN" ]; then
-		echo "browser.sh: Node $(node --version) is too old: playwright-core needs >= $BROWSER_NODE_MAJOR_MIN" >&2
-		return 1
-	fi
+	node_require "$BROWSER_NODE_MAJOR_MIN" "the browser tests (playwright-core)" || return 1
 	_browser_say "node $(node --version), npm $(npm --version)"
 
 	# npm ci only when the installed tree is not the locked one (npm keeps its own copy of

@@ -47,6 +47,8 @@
 . "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 # shellcheck source=cargo.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cargo.sh"
+# shellcheck source=node.sh
+. "$(dirname "${BASH_SOURCE[0]}")/node.sh"
 
 WASM_PACK_VERSION=0.15.1
 WASM_RUST_TARGET=wasm32-unknown-unknown
@@ -71,16 +73,7 @@ _wasm_bindgen_locked() {
 
 # Node >= $WASM_NODE_MAJOR_MIN, and the root's node_modules as package-lock.json has them.
 _wasm_node_modules() {
-	if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-		echo "wasm.sh: node and npm (Node >= $WASM_NODE_MAJOR_MIN) are needed" >&2
-		return 1
-	fi
-	local major
-	major=$(node -p 'process.versions.node.split(".")[0]')
-	if [ "$major" -lt "$WASM_NODE_MAJOR_MIN" ]; then
-		echo "wasm.sh: Node $(node --version) is too old: the package needs >= $WASM_NODE_MAJOR_MIN" >&2
-		return 1
-	fi
+	node_require "$WASM_NODE_MAJOR_MIN" "the npm package's build and tests" || return 1
 	# npm ci only when the installed tree is not the locked one (npm keeps its own copy of
 	# the lock, less the root entry, in node_modules/.package-lock.json).
 	if node -e '
