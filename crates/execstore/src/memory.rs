@@ -10,7 +10,7 @@ use crate::model::{
     DueTimer, Effects, Execution, ExecutionPage, ExecutionSummary, OutboxEntry, SpawnEntry, TimerOp,
     TraceStep,
 };
-use crate::query::{encode_cursor, ListQuery};
+use crate::query::ListQuery;
 use crate::store::{BatchItem, Capabilities, ExecutionStore, DEFAULT_TRACE_MAX};
 use crate::validate::{
     check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedCommit,
@@ -204,7 +204,7 @@ impl ExecutionStore for MemoryStore {
             Some(id) => Bound::Excluded(id.clone()),
             None => Bound::Unbounded,
         };
-        let mut items: Vec<ExecutionSummary> = inner
+        let items: Vec<ExecutionSummary> = inner
             .executions
             .range((start, Bound::Unbounded))
             .map(|(_, exe)| exe)
@@ -212,13 +212,7 @@ impl ExecutionStore for MemoryStore {
             .take(query.limit + 1)
             .map(ExecutionSummary::of)
             .collect();
-        let next_cursor = if items.len() > query.limit {
-            items.truncate(query.limit);
-            items.last().map(|last| encode_cursor(&last.id))
-        } else {
-            None
-        };
-        Ok(ExecutionPage { items, next_cursor })
+        Ok(ExecutionPage::from_overfetch(items, query.limit))
     }
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {

@@ -342,6 +342,21 @@ pub struct ExecutionPage {
     pub next_cursor: Option<String>,
 }
 
+impl ExecutionPage {
+    /// The page of a listing that read up to `limit + 1` summaries in id order: the first
+    /// `limit` of them, and a cursor after the last of those only if there was one more (so
+    /// the last page has none, and no page is read just to find it empty).
+    pub fn from_overfetch(mut items: Vec<ExecutionSummary>, limit: usize) -> Self {
+        let next_cursor = if items.len() > limit {
+            items.truncate(limit);
+            items.last().map(|last| crate::query::encode_cursor(&last.id))
+        } else {
+            None
+        };
+        ExecutionPage { items, next_cursor }
+    }
+}
+
 /// An event a commit emitted, awaiting delivery.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OutboxEntry {
@@ -493,5 +508,32 @@ impl Effects {
     pub fn trace(mut self, step: TraceStep) -> Self {
         self.trace = Some(step);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_has_a_cursor_only_when_more_was_read() {
+        let summaries = |n: usize| -> Vec<ExecutionSummary> {
+            (0..n)
+                .map(|i| ExecutionSummary::of(&Execution::new(format!("e{i}"), "d")))
+                .collect()
+        };
+        let page = ExecutionPage::from_overfetch(summaries(4), 3);
+        let ids: Vec<&str> = page.items.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["e0", "e1", "e2"]);
+        let cursor = page.next_cursor.expect("a fourth summary was read");
+        assert_eq!(crate::query::decode_cursor(&cursor).unwrap(), "e2");
+        for (read, limit) in [(3, 3), (2, 3), (0, 3), (0, 0)] {
+            let page = ExecutionPage::from_overfetch(summaries(read), limit);
+            assert_eq!(page.items.len(), read);
+            assert_eq!(page.next_cursor, None, "{read} read, limit {limit}");
+        }
+        let page = ExecutionPage::from_overfetch(summaries(1), 0);
+        assert!(page.items.is_empty());
+        assert_eq!(page.next_cursor, None, "nothing kept, nothing to resume after");
     }
 }

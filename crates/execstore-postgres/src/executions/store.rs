@@ -133,13 +133,7 @@ impl ExecutionStore for PgStore {
                 id,
             });
         }
-        let next_cursor = if items.len() > query.limit {
-            items.truncate(query.limit);
-            items.last().map(|last| execstore::encode_cursor(&last.id))
-        } else {
-            None
-        };
-        Ok(ExecutionPage { items, next_cursor })
+        Ok(ExecutionPage::from_overfetch(items, query.limit))
     }
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
