@@ -10,15 +10,17 @@ the server's WAL flush too. This program measures the fastest any client could m
 pgbench (PostgreSQL's own C client, prepared statements, one connection) runs
 
   floor-3-calls   the two reads, then the whole step's writes as ONE statement (data-modifying
-                  CTEs: the CAS update of a W1-sized row, the outbox insert, the dedupe
-                  insert, the timer upsert, the trace insert and a ring delete), autocommit
+                  CTEs: the CAS update of a W1-sized row on the version the load read, the
+                  outbox insert, the dedupe insert, the timer upsert, the trace insert at
+                  MAX(idx) + 1 and the ring delete of what is past harel's 200), autocommit
   floor-2-calls   the same with the two reads as one statement (what `load_for_event` does)
 
 on harel 0.9's own tables (harel's `store_schema("postgres", ...)`, so no index but harel's
 primary keys) under a unique prefix, dropped at the end. The floor does less than a store
-must (no JSON decoding, constant values, no MAX(idx) for the trace index, no reply to check),
-so it is an upper bound on what a store can reach on this server: a goal above it cannot be
-met by any implementation of the same calls.
+must (no JSON to decode or encode, constant values, no listing index, its writes do not wait
+on the CAS's outcome), so it is an upper bound on what a store can reach on this server: a
+goal above it cannot be met by any implementation of the same calls. At the end it checks
+that every floor step wrote (its CAS found the version it read, its outbox row exists).
 
 With --execstore BIN, each round also runs `BIN bench --backend postgres` (W1 as specified,
 then with `--event-read load-for-event`); with --baseline BIN, an older build's `bench` (W1 as
@@ -46,6 +48,9 @@ import uuid
 
 import psycopg
 from harel.engine.schema import store_schema
+
+# harel's DEFAULT_TRACE_MAX, W1's trace ring.
+TRACE_MAX = 200
 
 # pgbench reads `:name` in a script as a variable: the literals below must not hold one.
 VARIABLE = re.compile(r":[A-Za-z0-9_]")
@@ -88,18 +93,21 @@ def scripts(prefix: str, n: int, rounds: int) -> dict[str, str]:
                                 "context_out": {f"f0{j}": u + u for j in (1, 2, 3)}}))
     exe = "('e' || :i::int)"
     head = f"\\set i random(1, {n})\n\\set ev random(1, 1000000000000)\n"
-    load = f"SELECT data, version FROM {t['executions']} WHERE id = {exe};\n"
+    load = f"SELECT data, version AS v FROM {t['executions']} WHERE id = {exe} \\gset\n"
     check = f"SELECT 1 FROM {t['processed_events']} WHERE execution_id = {exe} AND event_id = 'x' || :ev::bigint;\n"
-    both = (f"SELECT data, version, EXISTS (SELECT 1 FROM {t['processed_events']} WHERE execution_id = {exe} "
-            f"AND event_id = 'x' || :ev::bigint) FROM {t['executions']} WHERE id = {exe};\n")
+    both = (f"SELECT data, version AS v, EXISTS (SELECT 1 FROM {t['processed_events']} WHERE execution_id = {exe} "
+            f"AND event_id = 'x' || :ev::bigint) AS seen FROM {t['executions']} WHERE id = {exe} \\gset\n")
     step = (
-        f"WITH u AS (UPDATE {t['executions']} SET data = {data}, version = version + 1 WHERE id = {exe} RETURNING id), "
+        f"WITH u AS (UPDATE {t['executions']} SET data = {data}, version = :v + 1 WHERE id = {exe} AND version = :v "
+        f"RETURNING id), "
         f"o AS (INSERT INTO {t['outbox']} (target_id, event) VALUES ({exe}, {event}) RETURNING seq), "
         f"p AS (INSERT INTO {t['processed_events']} VALUES ({exe}, 'p' || :ev::bigint) ON CONFLICT DO NOTHING), "
         f"m AS (INSERT INTO {t['timers']} VALUES ({exe}, 'root.work.timeout', :ev::float8) "
         f"ON CONFLICT (execution_id, path) DO UPDATE SET fire_at = EXCLUDED.fire_at), "
-        f"r AS (INSERT INTO {t['trace']} VALUES ({exe}, (:ev::bigint % 2000000000)::int, {trace}) ON CONFLICT DO NOTHING), "
-        f"d AS (DELETE FROM {t['trace']} WHERE execution_id = {exe} AND idx < -1) "
+        f"r AS (INSERT INTO {t['trace']} SELECT {exe}, COALESCE(MAX(idx), -1) + 1, {trace} FROM {t['trace']} "
+        f"WHERE execution_id = {exe}), "
+        f"d AS (DELETE FROM {t['trace']} WHERE execution_id = {exe} AND idx <= "
+        f"(SELECT MAX(idx) FROM {t['trace']} WHERE execution_id = {exe}) - {TRACE_MAX}) "
         f"SELECT (SELECT count(*) FROM u), (SELECT seq FROM o);\n"
     )
     return {"floor-3-calls": head + load + check + step, "floor-2-calls": head + both + step}
@@ -115,14 +123,16 @@ def find_pgbench(given: str | None) -> str:
     return found
 
 
-def pgbench(exe: str, url: str, script: str, seconds: int) -> float:
+def pgbench(exe: str, url: str, script: str, seconds: int) -> tuple[float, int]:
+    """Runs `script` for `seconds` on one connection: its steps per second and how many."""
     out = subprocess.run([exe, "-n", "-M", "prepared", "-c", "1", "-j", "1", "-T", str(seconds), "-f", script, url],
                          capture_output=True, text=True)
     tps = re.search(r"^tps = ([0-9.]+)", out.stdout, re.M)
+    done = re.search(r"number of transactions actually processed: ([0-9]+)", out.stdout)
     failed = re.search(r"number of failed transactions: ([1-9][0-9]*)", out.stdout)
-    if out.returncode != 0 or not tps or failed:
+    if out.returncode != 0 or not tps or not done or failed:
         sys.exit(f"pg_floor: pgbench failed ({out.returncode}):\n{out.stdout}{out.stderr}")
-    return float(tps.group(1))
+    return float(tps.group(1)), int(done.group(1))
 
 
 def store_bench(exe: str, url: str, n: int, k: int, extra: list[str]) -> dict:
@@ -152,6 +162,7 @@ def main() -> int:
 
     prefix = "floor_" + uuid.uuid4().hex[:8]
     results: dict[str, list[float]] = {}
+    steps = 0
     with psycopg.connect(a.db, autocommit=True) as conn, tempfile.TemporaryDirectory() as tmp:
         try:
             for sql in store_schema("postgres", prefix):
@@ -176,9 +187,20 @@ def main() -> int:
                     runs.append((name, lambda path=path: pgbench(exe, a.db, path, a.seconds)))
                 for name, run in runs:
                     got = run()
-                    rate = got if isinstance(got, float) else got["commit_events_per_s"]
+                    if isinstance(got, tuple):
+                        rate, done = got
+                        steps += done
+                    else:
+                        rate = got["commit_events_per_s"]
                     results.setdefault(name, []).append(rate)
                     print(json.dumps({"run": name, "round": rnd, "events_per_s": round(rate, 1)}), flush=True)
+            # Every floor step must have written: its CAS found the version it read.
+            (moved,) = conn.execute(f"SELECT sum(version) - %s FROM {prefix}_executions",
+                                    (a.executions * (a.events + 1),)).fetchone()
+            (emitted,) = conn.execute(f"SELECT count(*) FROM {prefix}_outbox").fetchone()
+            if moved != steps or emitted != steps:
+                sys.exit(f"pg_floor: {steps} floor steps ran, but {moved} versions moved and {emitted} "
+                         "outbox rows exist: a step did not write")
         finally:
             for table in ("executions", "outbox", "processed_events", "timers", "spawns", "trace"):
                 conn.execute(f"DROP TABLE IF EXISTS {prefix}_{table}")
