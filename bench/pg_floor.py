@@ -28,14 +28,14 @@ specified), e.g. the commit a speed goal is relative to. Rounds alternate all ru
 each run's JSON line, then the medians, each as a multiple of the baseline's when given.
 
 Needs psycopg 3 and harel 0.9 (the venv bench/compare-pg uses: $EXECSTORE_CACHE/harel-0.9.0,
-default ~/.cache/execstore) and pgbench (on PATH, or the newest
-/usr/lib/postgresql/<major>/bin/pgbench). The server: --db or $EXECSTORE_PG_URL.
+default ~/.cache/execstore) and pgbench (--pgbench, else the one beside the newest Debian
+server binaries, as the test command finds them, else the one on PATH). The server: --db or
+$EXECSTORE_PG_URL.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import re
@@ -45,9 +45,10 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from typing import Callable
 
 import psycopg
-from harel.engine.schema import store_schema
+from harel.engine.schema import Names, store_schema
 
 # harel's DEFAULT_TRACE_MAX, W1's trace ring.
 TRACE_MAX = 200
@@ -81,9 +82,9 @@ def literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def scripts(prefix: str, n: int, rounds: int) -> dict[str, str]:
-    """The two pgbench scripts, keyed by run name."""
-    t = {k: f"{prefix}_{k}" for k in ("executions", "outbox", "processed_events", "timers", "trace")}
+def scripts(names: Names, n: int, rounds: int) -> dict[str, str]:
+    """The two pgbench scripts, keyed by run name, on harel's tables `names`."""
+    t = {k: getattr(names, k) for k in ("executions", "outbox", "processed_events", "timers", "trace")}
     data = literal(w1_row(0, rounds))
     event = literal(json.dumps({"id": "0" * 32, "kind": "progress", "created_time": None, "received_time": None,
                                 "data": {"round": 1, "counter": 1, "path": "root.work.s01"}}, separators=(",", ": ")))
@@ -114,11 +115,17 @@ def scripts(prefix: str, n: int, rounds: int) -> dict[str, str]:
 
 
 def find_pgbench(given: str | None) -> str:
+    """`given`, else the pgbench beside the server binaries the test command uses
+    (scripts/lib/postgres.sh's pg_bin_dir), else the one on PATH."""
     if given:
+        if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+            sys.exit(f"pg_floor: --pgbench {given} is not an executable file")
         return given
-    found = shutil.which("pgbench") or (sorted(glob.glob("/usr/lib/postgresql/*/bin/pgbench"),
-                                                key=lambda p: int(p.split("/")[4]))[-1:] or [None])[0]
-    if not found:
+    lib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "lib", "postgres.sh")
+    bin_dir = subprocess.run(["bash", "-c", '. "$1" && pg_bin_dir', "bash", lib],
+                             capture_output=True, text=True).stdout.strip()
+    found = os.path.join(bin_dir, "pgbench") if bin_dir else shutil.which("pgbench")
+    if not found or not os.access(found, os.X_OK):
         sys.exit("pg_floor: no pgbench (Debian: the postgresql package); pass --pgbench PATH")
     return found
 
@@ -135,12 +142,14 @@ def pgbench(exe: str, url: str, script: str, seconds: int) -> tuple[float, int]:
     return float(tps.group(1)), int(done.group(1))
 
 
-def store_bench(exe: str, url: str, n: int, k: int, extra: list[str]) -> dict:
+def store_bench(exe: str, url: str, n: int, k: int, extra: list[str]) -> tuple[float, int]:
+    """Runs `exe bench --backend postgres` in tables of its own: its commit rate, and 0 (no
+    step of it is in the floor's tables)."""
     out = subprocess.run([exe, "bench", "--backend", "postgres", "--db", url, "--executions", str(n),
                           "--events", str(k), *extra], capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"pg_floor: {exe} bench failed ({out.returncode}):\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])["commit_events_per_s"], 0
 
 
 def main() -> int:
@@ -160,23 +169,23 @@ def main() -> int:
         ap.error("--executions, --events, --seconds and --repeat must be positive")
     exe = find_pgbench(a.pgbench)
 
-    prefix = "floor_" + uuid.uuid4().hex[:8]
+    names = Names("floor_" + uuid.uuid4().hex[:8])
     results: dict[str, list[float]] = {}
     steps = 0
     with psycopg.connect(a.db, autocommit=True) as conn, tempfile.TemporaryDirectory() as tmp:
         try:
-            for sql in store_schema("postgres", prefix):
+            for sql in store_schema("postgres", names.prefix):
                 conn.execute(sql)
-            conn.execute(f"INSERT INTO {prefix}_executions SELECT 'e' || g, 'def-0', %s, %s "
+            conn.execute(f"INSERT INTO {names.executions} SELECT 'e' || g, 'def-0', %s, %s "
                          f"FROM generate_series(1, %s) g", (w1_row(0, a.events), a.events + 1, a.executions))
-            conn.execute(f"ANALYZE {prefix}_executions")
+            conn.execute(f"ANALYZE {names.executions}")
             files = {}
-            for name, text in scripts(prefix, a.executions, a.events).items():
+            for name, text in scripts(names, a.executions, a.events).items():
                 files[name] = os.path.join(tmp, name + ".sql")
                 with open(files[name], "w", encoding="utf-8") as f:
                     f.write(text)
             for rnd in range(1, a.repeat + 1):
-                runs: list[tuple[str, object]] = []
+                runs: list[tuple[str, Callable[[], tuple[float, int]]]] = []
                 if a.baseline:
                     runs.append(("baseline", lambda: store_bench(a.baseline, a.db, a.executions, a.events, [])))
                 if a.execstore:
@@ -186,25 +195,21 @@ def main() -> int:
                 for name, path in files.items():
                     runs.append((name, lambda path=path: pgbench(exe, a.db, path, a.seconds)))
                 for name, run in runs:
-                    got = run()
-                    if isinstance(got, tuple):
-                        rate, done = got
-                        steps += done
-                    else:
-                        rate = got["commit_events_per_s"]
+                    rate, done = run()
+                    steps += done
                     results.setdefault(name, []).append(rate)
                     print(json.dumps({"run": name, "round": rnd, "events_per_s": round(rate, 1)}), flush=True)
             # Every floor step must have written: its CAS found the version it read.
-            (moved,) = conn.execute(f"SELECT sum(version) - %s FROM {prefix}_executions",
+            (moved,) = conn.execute(f"SELECT sum(version) - %s FROM {names.executions}",
                                     (a.executions * (a.events + 1),)).fetchone()
-            (emitted,) = conn.execute(f"SELECT count(*) FROM {prefix}_outbox").fetchone()
+            (emitted,) = conn.execute(f"SELECT count(*) FROM {names.outbox}").fetchone()
             if moved != steps or emitted != steps:
                 sys.exit(f"pg_floor: {steps} floor steps ran, but {moved} versions moved and {emitted} "
                          "outbox rows exist: a step did not write")
         finally:
             for table in ("executions", "outbox", "processed_events", "timers", "spawns", "trace"):
-                conn.execute(f"DROP TABLE IF EXISTS {prefix}_{table}")
-            conn.execute(f"DROP FUNCTION IF EXISTS {prefix}_commit_cas(text, text, text, bigint, text)")
+                conn.execute(f"DROP TABLE IF EXISTS {getattr(names, table)}")
+            conn.execute(f"DROP FUNCTION IF EXISTS {names.commit_cas}(text, text, text, bigint, text)")
 
     base = statistics.median(results["baseline"]) if "baseline" in results else None
     print(f"\nW1 event steps per second, one client, N={a.executions} K={a.events}, "

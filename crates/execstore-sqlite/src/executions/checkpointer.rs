@@ -4,7 +4,7 @@
 //! database file. SQLite's automatic checkpoint runs inside the commit that crosses
 //! `wal_autocheckpoint`, so that commit pays for copying thousands of pages and two syncs.
 //! A [`Checkpointer`] is a thread of the store with a connection of its own that runs a
-//! `PASSIVE` checkpoint shortly after commits (at most one per [`PAUSE`]): it never waits
+//! `PASSIVE` checkpoint shortly after commits (at most one per [`Pacer::pause`]): it never waits
 //! for a writer or a reader and never blocks one, copies only what every reader has moved
 //! past, and syncs as the store's `synchronous` says. The writer's own automatic checkpoint
 //! stays as the backstop, and finds little left to copy. The `-wal` file starts over only once
@@ -45,11 +45,36 @@ const PAUSE: Duration = Duration::from_millis(10);
 /// a tenth of the commit rate with 16 clients and group commit): [`PAUSE`] stays.
 const CATCH_UP: Duration = Duration::from_millis(1);
 
-/// The thread's pause before its next checkpoint, with `log` frames in the log at its last.
-fn pause(synchronous: Synchronous, log: i64, pages: i64) -> Duration {
-    match synchronous {
-        Synchronous::Normal | Synchronous::Off if log >= pages / 2 => CATCH_UP,
-        _ => PAUSE,
+/// How long the thread pauses before each checkpoint: [`PAUSE`], or [`CATCH_UP`] under
+/// `NORMAL` and `OFF` while its last checkpoint found the log at least half of `pages`.
+#[derive(Debug)]
+struct Pacer {
+    synchronous: Synchronous,
+    pages: i64,
+    /// Frames in the log at the last checkpoint (0 before the first).
+    log: i64,
+}
+
+impl Pacer {
+    fn new(synchronous: Synchronous, pages: i64) -> Self {
+        Pacer {
+            synchronous,
+            pages,
+            log: 0,
+        }
+    }
+
+    /// The pause before the next checkpoint.
+    fn pause(&self) -> Duration {
+        match self.synchronous {
+            Synchronous::Normal | Synchronous::Off if self.log >= self.pages / 2 => CATCH_UP,
+            _ => PAUSE,
+        }
+    }
+
+    /// A checkpoint found `frames` frames in the log.
+    fn checkpointed(&mut self, frames: i64) {
+        self.log = frames;
     }
 }
 
@@ -118,10 +143,10 @@ impl Checkpointer {
     }
 }
 
-/// The thread: a `PASSIVE` checkpoint a [`pause`] after commits, and a `RESTART` one when
-/// the log has grown past `pages` frames and is not all copied.
+/// The thread: a `PASSIVE` checkpoint a [`Pacer::pause`] after commits, and a `RESTART` one
+/// when the log has grown past `pages` frames and is not all copied.
 fn run(conn: &Connection, shared: &Shared, pages: i64, synchronous: Synchronous) {
-    let mut log = 0;
+    let mut pacer = Pacer::new(synchronous, pages);
     loop {
         {
             let mut state = shared.state();
@@ -133,11 +158,11 @@ fn run(conn: &Connection, shared: &Shared, pages: i64, synchronous: Synchronous)
             }
             state.committed = false;
         }
-        std::thread::sleep(pause(synchronous, log, pages));
+        std::thread::sleep(pacer.pause());
         // A busy or failed checkpoint changes nothing; the next commit asks again, and the
         // writer's automatic checkpoint remains.
-        if let Ok((frames, copied)) = checkpoint(conn, "PASSIVE") {
-            log = frames;
+        if let Ok((log, copied)) = checkpoint(conn, "PASSIVE") {
+            pacer.checkpointed(log);
             if log >= pages && copied < log && conn.busy_timeout(RESTART_WAIT).is_ok() {
                 let _ = checkpoint(conn, "RESTART");
                 let _ = conn.busy_timeout(Duration::ZERO);
@@ -169,21 +194,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_pause_shortens_near_the_writers_checkpoint_unless_commits_sync() {
+    fn the_pause_shortens_while_the_log_is_half_full_unless_commits_sync() {
         let pages = 10_000;
         for sync in [Synchronous::Normal, Synchronous::Off] {
-            assert_eq!(pause(sync, 0, pages), PAUSE, "{sync:?}, empty log");
-            assert_eq!(pause(sync, pages / 2 - 1, pages), PAUSE, "{sync:?}, under half");
-            assert_eq!(pause(sync, pages / 2, pages), CATCH_UP, "{sync:?}, half");
-            assert_eq!(
-                pause(sync, 3 * pages, pages),
-                CATCH_UP,
-                "{sync:?}, past the limit"
-            );
+            let mut pacer = Pacer::new(sync, pages);
+            assert_eq!(pacer.pause(), PAUSE, "{sync:?}, before any checkpoint");
+            pacer.checkpointed(pages / 2 - 1);
+            assert_eq!(pacer.pause(), PAUSE, "{sync:?}, under half");
+            pacer.checkpointed(pages / 2);
+            assert_eq!(pacer.pause(), CATCH_UP, "{sync:?}, half");
+            pacer.checkpointed(3 * pages);
+            assert_eq!(pacer.pause(), CATCH_UP, "{sync:?}, past the limit");
+            // The writer's checkpoint copied everything and the log started over.
+            pacer.checkpointed(14);
+            assert_eq!(pacer.pause(), PAUSE, "{sync:?}, after the log started over");
         }
         for sync in [Synchronous::Full, Synchronous::Extra] {
+            let mut pacer = Pacer::new(sync, pages);
             for log in [0, pages / 2, 3 * pages] {
-                assert_eq!(pause(sync, log, pages), PAUSE, "{sync:?}, log {log}");
+                pacer.checkpointed(log);
+                assert_eq!(pacer.pause(), PAUSE, "{sync:?}, log {log}");
             }
         }
         assert!(CATCH_UP < PAUSE);

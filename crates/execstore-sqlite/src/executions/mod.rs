@@ -119,7 +119,7 @@ impl SqliteOptions {
     }
 }
 
-/// An [`ExecutionStore`] over one SQLite database (a file, or `:memory:`).
+/// An [`ExecutionStore`](execstore::ExecutionStore) over one SQLite database (a file, or `:memory:`).
 ///
 /// Two connections to a file, each behind a mutex: the writer, for every write (SQLite has
 /// one writer at a time anyway), and a reader (`query_only`) for every read, so that loads,
