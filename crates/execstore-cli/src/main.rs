@@ -134,6 +134,7 @@ fn run_control_command(
 ) -> anyhow::Result<()> {
     use execstore::control::Command as Ctl;
     if !targets::is_postgres(db) {
+        targets::recover_for_writing(db)?;
         targets::require_executions(db, prefix)?;
     }
     let store = targets::open_executions(db, prefix, false)?;
@@ -405,6 +406,10 @@ fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn 
     } else {
         monitor_config(args, db.display().to_string(), "sqlite", prefix)?
     };
+    if config.token.is_some() {
+        // It may write: recover what a crashed writer left first, as any writer would.
+        targets::recover_for_writing(db)?;
+    }
     let found = targets::holds(db, prefix)?;
     let mut served = monitor::Served::default();
     // Neither: the execution store's own open says what is wrong (or, with a token, makes

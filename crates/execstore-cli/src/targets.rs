@@ -36,6 +36,19 @@ pub fn existing_file(db: &Path) -> anyhow::Result<()> {
     }
 }
 
+/// Before a command that writes a SQLite file: opens it read-write once, so that SQLite's
+/// recovery runs (a hot journal a read-only open refuses is rolled back), creating nothing.
+/// A PostgreSQL target needs nothing.
+pub fn recover_for_writing(db: &Path) -> anyhow::Result<()> {
+    if is_postgres(db) {
+        return Ok(());
+    }
+    existing_file(db)?;
+    execstore_sqlite::recover(db)
+        .map_err(CliError::Store)
+        .with_context(|| format!("cannot open {} for writing", db.display()))
+}
+
 /// What a target holds: execution tables (harel's or execstore's, under `prefix`) and
 /// reflexr's workspace tables. Probing creates and changes nothing.
 #[derive(Clone, Copy, Debug)]
@@ -130,7 +143,9 @@ pub fn require_executions(db: &Path, prefix: Option<&str>) -> anyhow::Result<()>
 
 /// Opens the execution store of a target: a SQLite file that must exist, or a PostgreSQL
 /// server. Read-only opens create, migrate and change nothing (SQLite: a read-only
-/// connection; PostgreSQL: no table created, sessions `default_transaction_read_only`).
+/// connection, `SQLITE_OPEN_READONLY`, which never runs SQLite's recovery: the file, its
+/// `-wal` and `-journal` stay byte for byte; PostgreSQL: no table created, every session
+/// `default_transaction_read_only`, so the server refuses any write).
 pub fn open_executions(
     db: &Path,
     prefix: Option<&str>,
@@ -156,4 +171,53 @@ pub fn open_executions(
         .map_err(CliError::Store)
         .with_context(|| format!("cannot open the store {}", db.display()))?;
     Ok(Arc::new(store))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use execstore::workspace::WorkspaceRef;
+    use execstore::{Execution, StoreError};
+
+    /// The read commands' PostgreSQL opens run every transaction read-only, and it is the
+    /// server that refuses a write through them (SQLSTATE 25006, "cannot execute ... in a
+    /// read-only transaction"), not only the store's own checks.
+    #[test]
+    fn postgres_reads_are_read_only_transactions_the_server_enforces() {
+        let Some(url) = std::env::var("EXECSTORE_PG_URL").ok().filter(|u| !u.is_empty()) else {
+            eprintln!(
+                "SKIPPED: postgres_reads_are_read_only_transactions_the_server_enforces: \
+                 EXECSTORE_PG_URL is not set"
+            );
+            return;
+        };
+        let db = Path::new(&url);
+        let prefix = format!("ro_cli_{}", std::process::id());
+        let writer = open_executions(db, Some(&prefix), false).unwrap();
+        writer.save(&mut Execution::new("ro-1", "d")).unwrap();
+        let reader = open_executions(db, Some(&prefix), true).unwrap();
+        let mut exe = reader.load("ro-1").unwrap().unwrap();
+        exe.status = execstore::Status::Failed;
+        match reader.save(&mut exe) {
+            Err(StoreError::Backend { message, .. }) => {
+                assert!(message.contains("read-only transaction"), "{message}")
+            }
+            other => panic!("a write through the read path: {other:?}"),
+        }
+        assert_eq!(
+            writer.load("ro-1").unwrap().unwrap().status,
+            execstore::Status::Pending
+        );
+
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        drop(open_workspaces(db, false, clock.clone()).unwrap());
+        let reader = open_workspaces(db, true, clock).unwrap();
+        let ws = WorkspaceRef::new("ro-cli", &prefix);
+        match reader.save_cursor(&ws, "m", 0) {
+            Err(StoreError::Backend { message, .. }) => {
+                assert!(message.contains("read-only transaction"), "{message}")
+            }
+            other => panic!("a workspace write through the read path: {other:?}"),
+        }
+    }
 }

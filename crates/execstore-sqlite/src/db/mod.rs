@@ -6,6 +6,10 @@
 
 mod coalesce;
 pub(crate) mod error;
+mod read_only;
+
+pub use read_only::ReadOnlyRefusal;
+pub(crate) use read_only::{open_read_only, Snapshot};
 
 use std::path::Path;
 use std::str::FromStr;
@@ -160,23 +164,16 @@ pub(crate) fn set_wal(conn: &Connection, wait: Duration) -> Result<()> {
     }
 }
 
-/// Opens the file database at `path` for a store: read-write, created if missing unless
-/// `read_only` (then a missing file is [`StoreError::NotFound`]). No URI flag: a path is a
-/// file name, never `file:...?mode=...`. Through the coalescing VFS over SQLite's default
-/// one (see `coalesce`), which writes each commit's WAL frames in one call.
-pub(crate) fn open_file(path: &Path, read_only: bool) -> Result<Connection> {
+/// Opens the file database at `path` for a store that writes: read-write, created if
+/// missing. (Read-only opens are [`open_read_only`]'s.) No URI flag: a path is a file name,
+/// never `file:...?mode=...`. Through the coalescing VFS over SQLite's default one (see
+/// `coalesce`), which writes each commit's WAL frames in one call.
+pub(crate) fn open_file(path: &Path) -> Result<Connection> {
     if path.as_os_str().is_empty() {
         return Err(StoreError::invalid("path", "must not be empty"));
     }
-    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    if !read_only {
-        flags |= OpenFlags::SQLITE_OPEN_CREATE;
-    } else if !path.exists() {
-        return Err(StoreError::NotFound {
-            what: "database file",
-            key: path.display().to_string(),
-        });
-    }
+    let flags =
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_CREATE;
     Connection::open_with_flags_and_vfs(path, flags, coalesce::over(None)?.as_str()).db()
 }
 
@@ -234,10 +231,34 @@ pub(crate) fn has_table(conn: &Connection, name: &str) -> Result<bool> {
     .db()
 }
 
-/// Opens an existing file only to look at it: nothing is created (a missing file is
-/// [`StoreError::NotFound`]), and the connection refuses every write.
+/// Opens an existing file only to look at it, as [`open_read_only`] does: nothing is created
+/// or written (a missing file is [`StoreError::NotFound`]).
 pub(crate) fn probe(path: &Path) -> Result<Connection> {
-    let conn = open_file(path, true)?;
-    configure(&conn, Duration::from_secs(5), true)?;
-    Ok(conn)
+    Ok(open_read_only(path, Duration::from_secs(5))?.0)
+}
+
+/// Opens the existing SQLite file at `path` read-write once, creating, migrating and
+/// switching nothing, and reads its schema, so that SQLite's own recovery runs as it would
+/// for any writer: a hot `-journal` is rolled back; a `-wal` is checkpointed into the file
+/// and removed when the connection closes (unless another connection has the file open).
+/// For tools about to write a file that a read-only open refused with
+/// [`ReadOnlyRefusal::HotJournal`] (the CLI's write commands call it first). A missing file
+/// is [`StoreError::NotFound`].
+pub fn recover(path: impl AsRef<Path>) -> Result<()> {
+    let path = path.as_ref();
+    if path.as_os_str().is_empty() {
+        return Err(StoreError::invalid("path", "must not be empty"));
+    }
+    if !path.exists() {
+        return Err(StoreError::NotFound {
+            what: "database file",
+            key: path.display().to_string(),
+        });
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags_and_vfs(path, flags, coalesce::over(None)?.as_str()).db()?;
+    conn.busy_timeout(Duration::from_secs(5)).db()?;
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+        .db()?;
+    conn.close().map_err(|(_, e)| e).db()
 }

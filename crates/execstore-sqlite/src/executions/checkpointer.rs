@@ -111,7 +111,7 @@ impl Checkpointer {
     /// Starts the thread, with its own connection to the file at `path` (which the store's
     /// writer already made WAL).
     pub(crate) fn start(path: &Path, synchronous: Synchronous, pages: u32) -> Result<Self> {
-        let conn = db::open_file(path, false)?;
+        let conn = db::open_file(path)?;
         // Never waits: a checkpoint that cannot start now is left to the next commit.
         db::configure(&conn, Duration::ZERO, false)?;
         db::set_synchronous(&conn, synchronous)?;

@@ -41,9 +41,15 @@ pub struct SqliteOptions {
     /// How long a write waits for another connection's write lock before failing with a
     /// retryable [`StoreError::Backend`].
     pub busy_timeout: Duration,
-    /// Opens an existing database for reading only: nothing is created, migrated or switched
-    /// to WAL, and every write fails (`PRAGMA query_only`). For tools that look at a file
-    /// they do not own, such as the CLI on a database harel keeps writing.
+    /// Opens an existing database for reading only, with a SQLite read-only connection
+    /// (`SQLITE_OPEN_READONLY`): nothing is created, migrated or switched to WAL, every write
+    /// fails, and SQLite's own recovery never runs: the file, its `-wal` and its `-journal`
+    /// are left byte for byte as they were, whatever a crashed writer left (only a `-shm`
+    /// index may be built or updated beside a `-wal`). A hot `-journal` is refused with a
+    /// [`ReadOnlyRefusal`](crate::ReadOnlyRefusal) as the error's source; a file with neither
+    /// `-wal` nor `-journal` is read as it is (`immutable=1`, creating no file) until a writer
+    /// shows up. For tools that look at a file they do not own, such as the CLI on a database
+    /// harel keeps writing.
     pub read_only: bool,
     /// How many pages the WAL may hold before a commit copies them into the database file
     /// (`PRAGMA wal_autocheckpoint`). SQLite's default is 1,000 (4 MiB of 4 KiB pages); the
@@ -136,6 +142,8 @@ pub struct SqliteStore {
     checkpointer: Option<checkpointer::Checkpointer>,
     reader: Option<Mutex<Connection>>,
     conn: Mutex<Connection>,
+    /// A read-only file opened as a snapshot, until a writer shows up (see `db::Snapshot`).
+    snapshot: Option<db::Snapshot>,
     sql: Stmts,
     trace_max: Option<u32>,
     durable: bool,
@@ -154,9 +162,15 @@ impl SqliteStore {
             return Err(StoreError::invalid("path", "must not be empty"));
         }
         let tables = Tables::new(options.prefix.as_deref())?;
-        let conn = db::open_file(path, options.read_only)?;
+        if options.read_only {
+            let (conn, snapshot) = db::open_read_only(path, options.busy_timeout)?;
+            let mut store = Self::init(conn, tables, &options, true)?;
+            store.snapshot = snapshot;
+            return Ok(store);
+        }
+        let conn = db::open_file(path)?;
         let mut store = Self::init(conn, tables, &options, true)?;
-        if !options.read_only {
+        {
             // Opened once the writer made the file WAL and migrated it.
             let reader = db::open_reader(path, options.busy_timeout)?;
             store.reader = Some(Mutex::new(reader));
@@ -254,6 +268,7 @@ impl SqliteStore {
                 checkpointer: None,
                 conn: Mutex::new(conn),
                 reader: None,
+                snapshot: None,
                 sql: Stmts::new(&tables),
                 trace_max: options.trace_max.filter(|n| *n > 0),
                 durable,
@@ -275,6 +290,7 @@ impl SqliteStore {
             checkpointer: None,
             conn: Mutex::new(conn),
             reader: None,
+            snapshot: None,
             sql: Stmts::new(&tables),
             trace_max: options.trace_max.filter(|n| *n > 0),
             durable,
@@ -312,7 +328,13 @@ impl SqliteStore {
     fn read(&self) -> MutexGuard<'_, Connection> {
         match &self.reader {
             Some(reader) => take_over(reader),
-            None => self.lock(),
+            None => {
+                let mut conn = self.lock();
+                if let Some(snapshot) = &self.snapshot {
+                    snapshot.refresh(&mut conn);
+                }
+                conn
+            }
         }
     }
 

@@ -44,8 +44,10 @@ pub struct SqliteWorkspaceOptions {
     /// How long a transaction waits for another process's write lock before failing with a
     /// retryable [`StoreError::Backend`].
     pub busy_timeout: Duration,
-    /// Opens an existing database for reading only: nothing is created, migrated or switched
-    /// to WAL, and every write is refused.
+    /// Opens an existing database for reading only, with a SQLite read-only connection: nothing
+    /// is created, migrated or switched to WAL, every write is refused, and SQLite's recovery
+    /// never runs (the file, its `-wal` and `-journal` are left as they are; a hot journal is
+    /// refused). As [`SqliteOptions::read_only`](crate::SqliteOptions::read_only) says.
     pub read_only: bool,
 }
 
@@ -131,6 +133,8 @@ pub(crate) struct Inner {
     reader: Option<Mutex<Connection>>,
     /// Every write, and every read of a read-only storage.
     writer: Mutex<Connection>,
+    /// A read-only file opened as a snapshot, until a writer shows up (see `db::Snapshot`).
+    snapshot: Option<db::Snapshot>,
     /// Who owns the writer (a transaction, a lease or cursor write, or a read on the one
     /// connection), and who waits.
     busy: Mutex<Turns>,
@@ -162,10 +166,13 @@ impl Inner {
                 conn: reader.lock().unwrap_or_else(PoisonError::into_inner),
                 turn: None,
             }),
-            None if self.read_only => Ok(Reader {
-                conn: self.writer(),
-                turn: None,
-            }),
+            None if self.read_only => {
+                let mut conn = self.writer();
+                if let Some(snapshot) = &self.snapshot {
+                    snapshot.refresh(&mut conn);
+                }
+                Ok(Reader { conn, turn: None })
+            }
             None => {
                 self.take_turn_within(self.busy_timeout)?;
                 Ok(Reader {
@@ -400,16 +407,17 @@ impl SqliteWorkspaceStorage {
             return Self::open_in_memory(options);
         }
         let clock = options.take_clock()?;
-        let mut conn = db::open_file(path, options.read_only)?;
-        db::configure(&conn, options.busy_timeout, options.read_only)?;
         if options.read_only {
+            let (conn, snapshot) = db::open_read_only(path, options.busy_timeout)?;
             schema::check(&conn)?;
-            return Ok(Self::new(conn, None, clock, &options));
+            return Ok(Self::new(conn, None, snapshot, clock, &options));
         }
+        let mut conn = db::open_file(path)?;
+        db::configure(&conn, options.busy_timeout, false)?;
         db::make_writer(&conn, options.busy_timeout, options.synchronous)?;
         schema::migrate(&mut conn)?;
         let reader = db::open_reader(path, options.busy_timeout)?;
-        Ok(Self::new(conn, Some(reader), clock, &options))
+        Ok(Self::new(conn, Some(reader), None, clock, &options))
     }
 
     /// Opens a private in-memory database with reflexr's tables: everything is lost when the
@@ -428,7 +436,7 @@ impl SqliteWorkspaceStorage {
         let mut conn = Connection::open_in_memory().db()?;
         db::configure(&conn, options.busy_timeout, false)?;
         schema::migrate(&mut conn)?;
-        Ok(Self::new(conn, None, clock, &options))
+        Ok(Self::new(conn, None, None, clock, &options))
     }
 
     /// wasm32 only: opens (creating if needed) the database `name` kept by the SQLite VFS
@@ -454,7 +462,7 @@ impl SqliteWorkspaceStorage {
         db::configure(&conn, options.busy_timeout, options.read_only)?;
         if options.read_only {
             schema::check(&conn)?;
-            return Ok(Self::new(conn, None, clock, &options));
+            return Ok(Self::new(conn, None, None, clock, &options));
         }
         conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE").db()?;
         // Answers the mode in force: `wal`, or the VFS's journal if it cannot do WAL.
@@ -462,12 +470,13 @@ impl SqliteWorkspaceStorage {
             .db()?;
         db::set_synchronous(&conn, options.synchronous)?;
         schema::migrate(&mut conn)?;
-        Ok(Self::new(conn, None, clock, &options))
+        Ok(Self::new(conn, None, None, clock, &options))
     }
 
     fn new(
         writer: Connection,
         reader: Option<Connection>,
+        snapshot: Option<db::Snapshot>,
         clock: Arc<dyn Clock>,
         options: &SqliteWorkspaceOptions,
     ) -> Self {
@@ -475,6 +484,7 @@ impl SqliteWorkspaceStorage {
             inner: Arc::new(Inner {
                 reader: reader.map(Mutex::new),
                 writer: Mutex::new(writer),
+                snapshot,
                 busy: Mutex::new(Turns::default()),
                 turn: Condvar::new(),
                 commits: Mutex::new(0),
