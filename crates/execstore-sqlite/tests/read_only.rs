@@ -167,6 +167,20 @@ fn a_clean_file_is_read_without_sidecars_then_a_writer_is_followed() {
     assert!(has_execution_tables(&path, None).unwrap());
     assert_eq!(files(dir.path()), before, "no -wal or -shm created by the reads");
 
+    // A writer that comes, commits and goes (checkpointing, removing its -wal) between two
+    // reads is seen by the next one.
+    let early = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+    early
+        .commit(&mut Execution::new("early", "d"), &Effects::new())
+        .unwrap();
+    drop(early);
+    assert!(!dir.path().join("s.db-wal").exists());
+    assert!(
+        store.load("early").unwrap().is_some(),
+        "a writer that came and went is seen"
+    );
+    assert_eq!(files(dir.path()).len(), 1);
+
     let writer = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
     let ws_writer = SqliteWorkspaceStorage::open(&path, SqliteWorkspaceOptions::new()).unwrap();
     writer

@@ -21,11 +21,15 @@
 //!   snapshot takes no locks, so before each read the store looks again: once a `-wal` or a
 //!   `-journal` appears (a writer opened the file; in WAL mode it writes nothing to the file
 //!   itself before its WAL exists), the snapshot is replaced by a connection that follows
-//!   the WAL as above.
+//!   the WAL as above; if the file's length or modification time changed (a writer came,
+//!   checkpointed and went between two reads), by a fresh snapshot. What this leaves: a
+//!   writer that opens the file and checkpoints into it during one read (a few
+//!   milliseconds) can make that one read fail as corrupt or see a mix; the next read sees
+//!   the file as it is.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use execstore::{Result, StoreError};
 use rusqlite::{ffi, Connection, ErrorCode, OpenFlags};
@@ -104,27 +108,52 @@ fn has_log(path: &Path) -> bool {
     sidecar(path, "-wal").exists() || sidecar(path, "-journal").exists()
 }
 
-/// A read-only connection opened as a snapshot (`immutable=1`): how to replace it by one
-/// that follows the WAL once a writer shows up.
+/// What a look at the file finds without opening it: its length and modification time. A
+/// writer that commits to it (even one that opens, writes and closes between two reads,
+/// leaving no `-wal` behind) changes them.
+type Stamp = Option<(u64, Option<SystemTime>)>;
+
+fn stamp(path: &Path) -> Stamp {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()))
+}
+
+/// A read-only connection opened as a snapshot (`immutable=1`): how to replace it once the
+/// file changes or a writer shows up.
 #[derive(Debug)]
 pub(crate) struct Snapshot {
     path: PathBuf,
     busy_timeout: Duration,
-    /// Still a snapshot (not replaced yet).
-    active: AtomicBool,
+    /// `None` once replaced by a connection that follows the WAL; else the file as the
+    /// snapshot found it.
+    seen: Mutex<Option<Stamp>>,
 }
 
 impl Snapshot {
     /// Called with `conn` (the snapshot connection) locked, before a read: if a `-wal` or a
     /// `-journal` has appeared since the open, replaces `conn` by a read-only connection
-    /// that follows it. If that open fails, the snapshot stays and the next read tries again.
+    /// that follows it; else if the file changed (a writer came and went), by a new snapshot
+    /// of it. If that open fails, the connection stays and the next read tries again.
     pub(crate) fn refresh(&self, conn: &mut Connection) {
-        if !self.active.load(Ordering::Relaxed) || !has_log(&self.path) {
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(stamp_then) = *seen else {
+            return;
+        };
+        if has_log(&self.path) {
+            if let Ok(following) = open_following(&self.path, self.busy_timeout) {
+                *conn = following;
+                *seen = None;
+            }
             return;
         }
-        if let Ok(following) = open_following(&self.path, self.busy_timeout) {
-            *conn = following;
-            self.active.store(false, Ordering::Relaxed);
+        let stamp_now = stamp(&self.path);
+        if stamp_now != stamp_then {
+            if let Some(Ok(again)) =
+                immutable_uri(&self.path).map(|uri| open_immutable(&self.path, &uri, self.busy_timeout))
+            {
+                *conn = again;
+                *seen = Some(stamp_now);
+            }
         }
     }
 }
@@ -146,19 +175,25 @@ pub(crate) fn open_read_only(path: &Path, busy_timeout: Duration) -> Result<(Con
     }
     if !has_log(path) {
         if let Some(uri) = immutable_uri(path) {
-            let conn = open_checked(path, &uri, OpenFlags::SQLITE_OPEN_URI, busy_timeout)?;
-            // A writer that opened the file between the look and the open: follow it now.
+            // Looked at before the open, so a change during it shows at the first read.
+            let seen = stamp(path);
+            let mut conn = open_immutable(path, &uri, busy_timeout)?;
             let snapshot = Snapshot {
                 path: path.to_owned(),
                 busy_timeout,
-                active: AtomicBool::new(true),
+                seen: Mutex::new(Some(seen)),
             };
-            let mut conn = conn;
+            // A writer that opened the file between the look and the open: follow it now.
             snapshot.refresh(&mut conn);
             return Ok((conn, Some(snapshot)));
         }
     }
     Ok((open_following(path, busy_timeout)?, None))
+}
+
+/// A snapshot connection: `immutable=1`, no lock, no sidecar.
+fn open_immutable(path: &Path, uri: &str, busy_timeout: Duration) -> Result<Connection> {
+    open_checked(path, uri, OpenFlags::SQLITE_OPEN_URI, busy_timeout)
 }
 
 /// A read-only connection that reads the WAL (and never writes it).
