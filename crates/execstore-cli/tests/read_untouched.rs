@@ -96,13 +96,24 @@ fn demo() -> (TempDir, PathBuf) {
 /// Runs this test binary again as `child_writer` with `env` set, waits for its `READY`, and
 /// SIGKILLs it (a short moment later, so it is in the middle of its next writes).
 fn kill_writer_when_ready(env: (&str, &Path)) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_writer", "--nocapture", "--test-threads", "1"])
-        .env(env.0, env.1)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    /// Kills the child however this function ends (a failed assertion included).
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Killed(
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_writer", "--nocapture", "--test-threads", "1"])
+            .env(env.0, env.1)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut child.0;
     let stdout = child.stdout.take().unwrap();
     let ready = BufReader::new(stdout)
         .lines()
@@ -134,9 +145,10 @@ fn child_writer() {
 /// commit stays in the `-wal`), until killed.
 fn wal_writer(path: &Path) {
     let store = SqliteStore::open(path, SqliteOptions::new().checkpoint_pages(0)).unwrap();
-    // Stops by itself after a minute, should its parent be gone before killing it.
+    // Stops by itself (after a minute or 5,000 commits, some 60 MB of WAL), should its parent
+    // be gone before killing it.
     let until = Instant::now() + Duration::from_secs(60);
-    for i in (1..).take_while(|_| Instant::now() < until) {
+    for i in (1..=5_000).take_while(|_| Instant::now() < until) {
         let mut exe = Execution::new(format!("w-{i:05}"), "written");
         let effects = Effects::new()
             .emit(None, Event::new(format!("w-ev-{i}"), "Ping"))
