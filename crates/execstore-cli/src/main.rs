@@ -436,6 +436,11 @@ fn monitor_config(
         store_label,
         backend,
         prefix: prefix.map(str::to_owned),
+        limits: monitor::Limits {
+            header_timeout: std::time::Duration::from_secs_f64(args.header_timeout),
+            idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
+            max_connections: args.max_connections as usize,
+        },
     })
 }
 
