@@ -239,6 +239,8 @@ pub struct ServeArgs {
     pub idle_timeout: f64,
 
     /// How many connections are served at once; past that new ones wait until one closes.
+    /// While more than half are open, a new connection gets at most 1 s to send its request's
+    /// head, so a flood of silent connections drains fast.
     #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
 }

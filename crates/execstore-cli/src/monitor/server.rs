@@ -26,6 +26,11 @@ pub(super) const SHUTDOWN_GRACE: Duration = Duration::from_millis(1200);
 /// is left behind: the process exits anyway).
 pub(super) const RUNTIME_GRACE: Duration = Duration::from_millis(300);
 
+/// The header timeout of a connection accepted while more than half the cap is in use: a real
+/// client sends its request line and headers at once, so under a flood of connections that
+/// send nothing the slots free up within this, not within the full header timeout.
+pub(super) const BUSY_HEADER_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// The limits every connection is held to (`execstore monitor --help` documents them).
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -37,7 +42,8 @@ pub struct Limits {
     /// reading), and how long a request body may take to arrive.
     pub idle_timeout: Duration,
     /// How many connections are served at once; past that new ones wait in the listen
-    /// backlog until one closes.
+    /// backlog until one closes. While more than half are in use, a new connection gets
+    /// [`BUSY_HEADER_TIMEOUT`] (if shorter) to send its request's head.
     pub max_connections: usize,
 }
 
@@ -86,6 +92,12 @@ pub(super) async fn serve(
             },
         };
         while connections.try_join_next().is_some() {}
+        let busy = permits.available_permits() < limits.max_connections / 2;
+        let header_timeout = if busy {
+            limits.header_timeout.min(BUSY_HEADER_TIMEOUT)
+        } else {
+            limits.header_timeout
+        };
         let _ = stream.set_nodelay(true);
         let mut io = TimeoutStream::new(stream);
         io.set_write_timeout(Some(limits.idle_timeout));
@@ -97,7 +109,7 @@ pub(super) async fn serve(
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder
                 .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_timeout);
+                .header_read_timeout(header_timeout);
             let connection = builder.serve_connection(io, service);
             tokio::pin!(connection);
             tokio::select! {
