@@ -715,6 +715,10 @@ async function loadInfo() {
       history.replaceState(null, "", "?view=workspaces");
       state.route = parseRoute(location.search);
     }
+    // What the monitor warns about the store (a workspace log at a schema version it does
+    // not know...), as text.
+    const warnings = Array.isArray(state.info.warnings) ? state.info.warnings : [];
+    if (warnings.length) showBanner(`Warning: ${warnings.join(" ")}`);
     const mode = $("#mode");
     if (state.info.writable) {
       const input = h("input", { type: "password", id: "token-input", placeholder: "write token", autocomplete: "off", "aria-label": "Write token", value: token.get() || null });

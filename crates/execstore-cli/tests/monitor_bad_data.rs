@@ -75,3 +75,33 @@ fn a_damaged_file_answers_corrupt() {
     let (status, body) = get(&monitor, "/api/info");
     assert_eq!(status, 200, "{body}");
 }
+
+/// A file whose workspace log records a reflexr schema version this build does not know: the
+/// monitor starts all the same, read-only, and says so (on stderr, in `/api/info`'s
+/// `warnings`, which the UI shows); before, it refused to start.
+#[test]
+fn an_unknown_reflexr_version_is_served_read_only_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = demo(dir.path(), 20);
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE reflexr_alembic_version SET version_num = '0009'", [])
+        .unwrap();
+    let monitor = start_monitor(&["monitor", "--db", db.to_str().unwrap()], &[]);
+    let (status, info) = get(&monitor, "/api/info");
+    assert_eq!(status, 200, "{info}");
+    assert_eq!(info["writable"], false);
+    assert_eq!(info["holds"]["workspaces"], true, "{info}");
+    let warnings = info["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{info}");
+    let warning = warnings[0].as_str().unwrap();
+    assert!(warning.contains("0009") && warning.contains("0008"), "{warning}");
+    let (status, body) = get(&monitor, "/api/workspaces");
+    assert_eq!(status, 200, "{body}");
+    assert!(!body["items"].as_array().unwrap().is_empty(), "{body}");
+    // A known version: no warning.
+    let other_dir = tempfile::tempdir().unwrap();
+    let known = demo(other_dir.path(), 20);
+    let monitor = start_monitor(&["monitor", "--db", known.to_str().unwrap()], &[]);
+    assert_eq!(get(&monitor, "/api/info").1["warnings"], serde_json::json!([]));
+}

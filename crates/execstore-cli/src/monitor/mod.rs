@@ -55,6 +55,9 @@ pub struct Config {
     pub prefix: Option<String>,
     /// Timeouts and the connection cap.
     pub limits: Limits,
+    /// What the operator should know about the store (`/api/info`'s `warnings`, shown by the
+    /// UI), e.g. a workspace log at a schema version this build does not know.
+    pub warnings: Vec<String>,
 }
 
 /// What a monitor serves: the execution store, the workspace log, or both (whatever the
@@ -150,6 +153,7 @@ fn router(served: Served, config: &Config, addr: SocketAddr) -> Router {
     info.insert("store".into(), config.store_label.clone().into());
     info.insert("backend".into(), config.backend.into());
     info.insert("prefix".into(), config.prefix.clone().into());
+    info.insert("warnings".into(), config.warnings.clone().into());
     let state = AppState {
         served,
         api: Arc::new(MonitorApi::new(info, config.token.as_deref())),

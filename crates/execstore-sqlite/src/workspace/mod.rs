@@ -47,6 +47,11 @@ pub struct SqliteWorkspaceOptions {
     /// Opens an existing database for reading only: nothing is created, migrated or switched
     /// to WAL, and every write is refused.
     pub read_only: bool,
+    /// With [`read_only`](Self::read_only): open tables recorded at a schema version other
+    /// than the one this build knows too (a newer reflexr's), reading them as that one's;
+    /// [`SqliteWorkspaceStorage::schema_version`] says which version the file records, so the
+    /// caller can warn that what it shows may be misread. Ignored when writing.
+    pub any_version: bool,
 }
 
 impl Default for SqliteWorkspaceOptions {
@@ -57,6 +62,7 @@ impl Default for SqliteWorkspaceOptions {
             synchronous: Synchronous::Full,
             busy_timeout: Duration::from_secs(5),
             read_only: false,
+            any_version: false,
         }
     }
 }
@@ -69,6 +75,7 @@ impl fmt::Debug for SqliteWorkspaceOptions {
             .field("synchronous", &self.synchronous)
             .field("busy_timeout", &self.busy_timeout)
             .field("read_only", &self.read_only)
+            .field("any_version", &self.any_version)
             .finish()
     }
 }
@@ -107,6 +114,12 @@ impl SqliteWorkspaceOptions {
     /// Opens for reading only (see [`SqliteWorkspaceOptions::read_only`]).
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
+        self
+    }
+
+    /// Reads tables at another schema version too (see [`SqliteWorkspaceOptions::any_version`]).
+    pub fn any_version(mut self, any_version: bool) -> Self {
+        self.any_version = any_version;
         self
     }
 
@@ -403,7 +416,7 @@ impl SqliteWorkspaceStorage {
         let mut conn = db::open_file(path, options.read_only)?;
         db::configure(&conn, options.busy_timeout, options.read_only)?;
         if options.read_only {
-            schema::check(&conn)?;
+            schema::check(&conn, options.any_version)?;
             return Ok(Self::new(conn, None, clock, &options));
         }
         db::make_writer(&conn, options.busy_timeout, options.synchronous)?;
@@ -453,7 +466,7 @@ impl SqliteWorkspaceStorage {
         let mut conn = db::open_in_vfs(name, flags, vfs)?;
         db::configure(&conn, options.busy_timeout, options.read_only)?;
         if options.read_only {
-            schema::check(&conn)?;
+            schema::check(&conn, options.any_version)?;
             return Ok(Self::new(conn, None, clock, &options));
         }
         conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE").db()?;
@@ -487,7 +500,8 @@ impl SqliteWorkspaceStorage {
         }
     }
 
-    /// The schema version the database records (`"0008"`).
+    /// The schema version the database records (`"0008"`, or another one when opened with
+    /// [`any_version`](SqliteWorkspaceOptions::any_version)).
     pub fn schema_version(&self) -> Result<String> {
         let conn = self.inner.reader()?;
         conn.query_row("SELECT version_num FROM reflexr_alembic_version", [], |row| {
@@ -496,6 +510,9 @@ impl SqliteWorkspaceStorage {
         .db()
     }
 }
+
+/// The reflexr schema version (`reflexr_alembic_version`) this build reads and writes.
+pub const WORKSPACE_SCHEMA_VERSION: &str = schema::SCHEMA_VERSION;
 
 /// Whether the SQLite file at `path` holds reflexr's workspace tables (`reflexr_workspaces`).
 /// A read-only probe: nothing is created or changed. A missing file is
