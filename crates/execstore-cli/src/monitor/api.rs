@@ -49,11 +49,12 @@ async fn answer(
 ) -> Response {
     let body = match tokio::time::timeout(state.body_timeout, axum::body::to_bytes(body, BODY_LIMIT)).await {
         Ok(Ok(body)) => body,
+        // Over the limit (as axum's own body extractor answered), or the client broke off.
         Ok(Err(e)) => {
             return error_response(
-                StatusCode::BAD_REQUEST,
-                "BAD_REQUEST",
-                format!("cannot read the request body: {e}"),
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                format!("cannot read the request body (at most {BODY_LIMIT} bytes): {e}"),
             )
         }
         Err(_) => {
