@@ -105,3 +105,97 @@ fn an_unknown_reflexr_version_is_served_read_only_with_a_warning() {
     let monitor = start_monitor(&["monitor", "--db", known.to_str().unwrap()], &[]);
     assert_eq!(get(&monitor, "/api/info").1["warnings"], serde_json::json!([]));
 }
+
+/// A file as harel leaves it (no execstore indexes) with one execution whose stored document
+/// is garbage. The id of that execution.
+fn one_garbage_row(db: &Path) -> String {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let indexes: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE '%execstore%'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for index in indexes {
+        conn.execute(&format!("DROP INDEX \"{index}\""), []).unwrap();
+    }
+    conn.execute("DROP TABLE execstore_migrations", []).unwrap();
+    let id: String = conn
+        .query_row(
+            "SELECT id FROM executions ORDER BY id LIMIT 1 OFFSET 3",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    conn.execute("UPDATE executions SET data = '{garbage' WHERE id = ?1", [&id])
+        .unwrap();
+    id
+}
+
+/// One execution whose document is not JSON takes no view down: the listing (every page),
+/// the counts, a definition's graph and `/api/changes` answer 200 with the other rows and name
+/// the bad one in `errors` (`{id, field, message}`). Before, each answered 500 `CORRUPT` for
+/// the whole view.
+#[test]
+fn one_bad_row_is_named_and_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = demo(dir.path(), 20);
+    let total: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM executions", [], |r| r.get(0))
+        .unwrap();
+    let bad = one_garbage_row(&db);
+    let monitor = start_monitor(&["monitor", "--db", db.to_str().unwrap()], &[]);
+    let named = |body: &Value, what: &str| {
+        let errors = body["errors"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{what}: no errors in {body}"));
+        assert_eq!(errors.len(), 1, "{what}: {body}");
+        assert_eq!(errors[0]["id"], bad.as_str(), "{what}: {body}");
+        assert_eq!(errors[0]["field"], "data", "{what}: {body}");
+        assert!(
+            errors[0]["message"].as_str().unwrap().contains("not JSON"),
+            "{what}: {body}"
+        );
+    };
+    // Every page of the listing, 5 at a time.
+    let mut ids = Vec::new();
+    let mut path = "/api/executions?limit=5".to_owned();
+    loop {
+        let (status, body) = get(&monitor, &path);
+        assert_eq!(status, 200, "{path}: {body}");
+        named(&body, &path);
+        ids.extend(
+            body["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["id"].as_str().unwrap().to_owned()),
+        );
+        match body["next_cursor"].as_str() {
+            Some(c) => path = format!("/api/executions?limit=5&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!(ids.len() as i64, total - 1, "every other execution is listed");
+    assert!(!ids.contains(&bad));
+    let (status, counts) = get(&monitor, "/api/counts");
+    assert_eq!(status, 200, "{counts}");
+    assert_eq!(counts["total"], total - 1, "{counts}");
+    named(&counts, "counts");
+    let (status, running) = get(&monitor, "/api/executions?status=RUNNING,DONE");
+    assert_eq!(status, 200, "{running}");
+    let (status, graph) = get(&monitor, "/api/definitions/orders/graph");
+    assert_eq!(status, 200, "{graph}");
+    named(&graph, "graph");
+    let (status, changes) = get(&monitor, "/api/changes");
+    assert_eq!(status, 200, "{changes}");
+    // The bad row itself: its detail says what is wrong.
+    let (status, detail) = get(&monitor, &format!("/api/executions/{bad}"));
+    assert_eq!(
+        (status, detail["error"]["code"].as_str()),
+        (500, Some("CORRUPT")),
+        "{detail}"
+    );
+}
