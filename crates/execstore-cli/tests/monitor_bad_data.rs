@@ -199,3 +199,35 @@ fn one_bad_row_is_named_and_skipped() {
         "{detail}"
     );
 }
+
+/// The same file opens with `--token` (before, building execstore's indexes over the garbage
+/// document failed the open: "stored data is unreadable"): the listing names the bad row and a
+/// write goes through.
+#[test]
+fn a_file_with_a_garbage_document_opens_with_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = demo(dir.path(), 20);
+    let bad = one_garbage_row(&db);
+    let monitor = start_monitor(&["monitor", "--db", db.to_str().unwrap(), "--token", "t0k"], &[]);
+    let (status, info) = get(&monitor, "/api/info");
+    assert_eq!(
+        (status, &info["writable"]),
+        (200, &serde_json::json!(true)),
+        "{info}"
+    );
+    let (status, list) = get(&monitor, "/api/executions");
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list["errors"][0]["id"], bad.as_str(), "{list}");
+    let (_, outbox) = get(&monitor, "/api/outbox");
+    let seq = outbox["items"][0]["seq"]
+        .as_i64()
+        .expect("the demo leaves outbox entries");
+    let mut response = monitor
+        .agent
+        .post(format!("{}api/outbox/{seq}/ack", monitor.url))
+        .header("Authorization", "Bearer t0k")
+        .send_empty()
+        .unwrap();
+    let text = response.body_mut().read_to_string().unwrap();
+    assert_eq!(response.status().as_u16(), 200, "{text}");
+}
