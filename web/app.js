@@ -327,6 +327,7 @@ function renderTable(previousVersions) {
     clear(
       tableWrap,
       actions.bulkBar(actionCtx()),
+      unreadableBox(page.errors),
       filtered
         ? emptyBox("No executions match these filters", r.q ? `No id starts with "${r.q}" among them.` : null,
           h("button", { type: "button", onclick: () => navigate({ status: [], definition: "", roots: false, q: "", ...filters.CLEARED }) }, "Clear filters"))
@@ -369,7 +370,19 @@ function renderTable(previousVersions) {
     }),
   });
   grid.classList.add("executions-grid");
-  clear(tableWrap, actions.bulkBar(actionCtx()), grid);
+  clear(tableWrap, actions.bulkBar(actionCtx()), unreadableBox(page.errors), grid);
+}
+
+/** The rows the store cannot read and the listing left out (its `errors`), named as text. */
+function unreadableBox(errors) {
+  if (!Array.isArray(errors) || !errors.length) return null;
+  const n = errors.length;
+  return h(
+    "div",
+    { class: "unreadable", role: "status" },
+    h("strong", null, `${n} execution${n === 1 ? "" : "s"} cannot be read and ${n === 1 ? "is" : "are"} left out:`),
+    h("ul", null, errors.map((e) => h("li", null, h("code", null, String(e.id)), ` (${e.field}): ${e.message}`))),
+  );
 }
 
 function renderPager() {
@@ -715,6 +728,10 @@ async function loadInfo() {
       history.replaceState(null, "", "?view=workspaces");
       state.route = parseRoute(location.search);
     }
+    // What the monitor warns about the store (a workspace log at a schema version it does
+    // not know...), as text.
+    const warnings = Array.isArray(state.info.warnings) ? state.info.warnings : [];
+    if (warnings.length) showBanner(`Warning: ${warnings.join(" ")}`);
     const mode = $("#mode");
     if (state.info.writable) {
       const input = h("input", { type: "password", id: "token-input", placeholder: "write token", autocomplete: "off", "aria-label": "Write token", value: token.get() || null });

@@ -226,6 +226,31 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+
+    /// Seconds a client may take to send a request's line and headers (counted from its
+    /// first byte), and a kept-alive connection may stay idle before its next request; a
+    /// client that stalls is disconnected.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_secs)]
+    pub header_timeout: f64,
+
+    /// Seconds an answer may wait for the client to take any of it (one that stops reading
+    /// is disconnected), and a request body may take to arrive.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_secs)]
+    pub idle_timeout: f64,
+
+    /// How many connections are served at once; past that new ones wait until one closes.
+    /// While more than half are open, a new connection gets at most 1 s to send its request's
+    /// head, so a flood of silent connections drains fast.
+    #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+}
+
+/// A timeout in seconds: positive and at most a day.
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds in (0, 86400]")),
+    }
 }
 
 /// The store `execstore bench` drives.

@@ -418,8 +418,14 @@ fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn 
         // Without a token nothing is written: nothing created or migrated, read-only sessions.
         served.executions = Some(targets::open_executions(db, prefix, config.token.is_none())?);
     }
+    let mut config = config;
     if found.workspaces {
-        let storage = targets::open_workspaces(db, true, Arc::new(execstore::workspace::SystemClock))?;
+        let (storage, warning) =
+            targets::open_workspaces_for_monitor(db, Arc::new(execstore::workspace::SystemClock))?;
+        if let Some(warning) = warning {
+            eprintln!("warning: {warning}");
+            config.warnings.push(warning);
+        }
         served.workspaces = Some(Arc::from(storage));
     }
     serve_monitor(served, &config, out)
@@ -441,6 +447,12 @@ fn monitor_config(
         store_label,
         backend,
         prefix: prefix.map(str::to_owned),
+        warnings: Vec::new(),
+        limits: monitor::Limits {
+            header_timeout: std::time::Duration::from_secs_f64(args.header_timeout),
+            idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),
+            max_connections: args.max_connections as usize,
+        },
     })
 }
 

@@ -99,6 +99,36 @@ pub fn open_workspaces(
     Ok(Box::new(storage))
 }
 
+/// The workspace log of `db` for the monitor: read-only, and for a SQLite file whose
+/// `reflexr_alembic_version` records a version this build does not know, opened all the same
+/// with a warning to show (what it reads may be misread). PostgreSQL's is opened as by
+/// [`open_workspaces`] (another version is refused).
+pub fn open_workspaces_for_monitor(
+    db: &Path,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<(Box<dyn WorkspaceStorage>, Option<String>)> {
+    if is_postgres(db) {
+        return Ok((open_workspaces(db, true, clock)?, None));
+    }
+    let storage = SqliteWorkspaceStorage::open(
+        db,
+        SqliteWorkspaceOptions::new()
+            .read_only(true)
+            .any_version(true)
+            .clock(clock),
+    )
+    .map_err(CliError::Store)
+    .with_context(|| format!("cannot open the workspace tables of {}", db.display()))?;
+    let version = storage.schema_version().map_err(CliError::Store)?;
+    let warning = (version != execstore_sqlite::WORKSPACE_SCHEMA_VERSION).then(|| {
+        format!(
+            "reflexr_alembic_version records reflexr schema version {version}, but this execstore              knows version {}: the workspace log is shown read-only and may be misread",
+            execstore_sqlite::WORKSPACE_SCHEMA_VERSION
+        )
+    });
+    Ok((Box::new(storage), warning))
+}
+
 /// [`open_workspaces`] read-only on the system clock, after checking the target holds
 /// reflexr's tables (and saying plainly when it does not).
 pub fn open_workspaces_to_read(db: &Path, prefix: Option<&str>) -> anyhow::Result<Box<dyn WorkspaceStorage>> {

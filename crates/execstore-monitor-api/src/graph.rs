@@ -34,7 +34,14 @@ impl Call<'_> {
         };
         execstore::validate::check_id("definition", &definition)?;
         let g = graph::definition_graph(self.exec()?, &definition, traces)?;
-        serde_json::to_value(&g).map_err(internal)
+        let mut answer = serde_json::to_value(&g).map_err(internal)?;
+        if let Some(map) = answer.as_object_mut() {
+            map.insert(
+                "errors".into(),
+                serde_json::to_value(self.unreadable()?).map_err(internal)?,
+            );
+        }
+        Ok(answer)
     }
 }
 

@@ -16,6 +16,8 @@ const SCAN_CAP: usize = 200_000;
 const MAX_ANCESTORS: usize = 64;
 /// How many children a detail loads the summaries of.
 const MAX_CHILDREN: usize = 500;
+/// How many unreadable rows an answer names.
+pub(crate) const MAX_ERRORS: usize = 100;
 
 impl Call<'_> {
     fn params(&self, known: &[&str]) -> Result<Params, ApiError> {
@@ -63,6 +65,13 @@ impl Call<'_> {
     // -----------------------------------------------------------------------------------------
     // Reads
 
+    /// The rows the store's listings skip because they cannot be read (`[{id, field,
+    /// message}]`, at most [`MAX_ERRORS`]): one bad row never takes a whole view down, and the
+    /// view names it.
+    pub(crate) fn unreadable(&self) -> Result<Vec<execstore::UnreadableRow>, ApiError> {
+        Ok(self.exec()?.unreadable_executions(MAX_ERRORS)?)
+    }
+
     pub(crate) fn info(&self) -> Value {
         let mut info = self.api.info.clone();
         info.insert("writable".into(), json!(self.api.writable()));
@@ -99,7 +108,8 @@ impl Call<'_> {
             .into_iter()
             .map(|(status, n)| (status.as_str().to_owned(), json!(n)))
             .collect();
-        Ok(json!({ "counts": by_status, "total": total }))
+        let errors = self.unreadable()?;
+        Ok(json!({ "counts": by_status, "total": total, "errors": errors }))
     }
 
     pub(crate) fn executions(&self) -> ApiResult {
@@ -139,7 +149,8 @@ impl Call<'_> {
             Some(prefix) => search(self.exec()?, list, prefix)?,
             None => self.exec()?.list_executions(&list)?,
         };
-        Ok(json!({ "items": page.items, "next_cursor": page.next_cursor }))
+        let errors = self.unreadable()?;
+        Ok(json!({ "items": page.items, "next_cursor": page.next_cursor, "errors": errors }))
     }
 
     pub(crate) fn execution(&self, id: String) -> ApiResult {

@@ -34,4 +34,6 @@ mod workspace;
 
 pub use db::{recover, ReadOnlyRefusal, Synchronous};
 pub use executions::{has_execution_tables, SqliteOptions, SqliteStore, DEFAULT_CHECKPOINT_PAGES};
-pub use workspace::{has_workspace_tables, SqliteWorkspaceOptions, SqliteWorkspaceStorage};
+pub use workspace::{
+    has_workspace_tables, SqliteWorkspaceOptions, SqliteWorkspaceStorage, WORKSPACE_SCHEMA_VERSION,
+};

@@ -121,6 +121,12 @@ fn another_version_is_refused_naming_both() {
             other => panic!("read_only {read_only}: {other:?}"),
         }
     }
+    // Read-only with `any_version`: opened, saying which version it records; writing is
+    // refused all the same.
+    let other = SqliteWorkspaceStorage::open(&path, options().read_only(true).any_version(true)).unwrap();
+    assert_eq!(other.schema_version().unwrap(), "0009");
+    assert!(SqliteWorkspaceStorage::open(&path, options().any_version(true)).is_err());
+    drop(other);
     // Tables without a version record (reflexr's create_schema) are refused too.
     sql(&path)
         .execute("DROP TABLE reflexr_alembic_version", [])

@@ -43,7 +43,7 @@ pub use group::{GroupCommit, GroupCommitStats, DEFAULT_MAX_BATCH};
 pub use memory::MemoryStore;
 pub use model::{
     ChildState, DueTimer, Effects, Emit, Event, Execution, ExecutionPage, ExecutionSummary, JsonObject,
-    OutboxEntry, Spawn, SpawnEntry, Status, TimerOp, TraceStep,
+    OutboxEntry, Spawn, SpawnEntry, Status, TimerOp, TraceStep, UnreadableRow,
 };
 pub use query::{
     decode_cursor, encode_cursor, search_matches, ListQuery, TimeRange, DEFAULT_LIST_LIMIT, MAX_SEARCH_BYTES,

@@ -333,6 +333,19 @@ impl ExecutionSummary {
     }
 }
 
+/// A stored execution that cannot be read, as
+/// [`crate::ExecutionStore::unreadable_executions`] names it: which row, which field, what is
+/// wrong.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UnreadableRow {
+    /// The execution's id.
+    pub id: String,
+    /// The stored field that cannot be read (`data`: harel's JSON document).
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
 /// One page of [`crate::ExecutionStore::list_executions`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExecutionPage {

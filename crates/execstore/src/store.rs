@@ -312,6 +312,15 @@ pub trait ExecutionStore: Send + Sync {
         Ok(Status::ALL.into_iter().zip(counts).collect())
     }
 
+    /// The executions whose stored document cannot be read (not JSON: a file damaged, or
+    /// written by hand), at most `limit`, by id: the rows a listing, the counts and the graphs
+    /// skipped instead of failing whole. A backend that skips such rows overrides this; the
+    /// default, for one whose rows are always readable, names none.
+    fn unreadable_executions(&self, limit: usize) -> Result<Vec<crate::UnreadableRow>> {
+        let _ = limit;
+        Ok(Vec::new())
+    }
+
     /// A token that changes whenever what the store holds may have changed: a monitor polls
     /// it and reads again only when it moved. Two equal tokens from one store value mean no
     /// execution, outbox entry, timer or spawn intent changed in between; a token may also
@@ -449,6 +458,9 @@ macro_rules! forward_execution_store {
             }
             fn change_token(&self) -> Result<String> {
                 (**self).change_token()
+            }
+            fn unreadable_executions(&self, limit: usize) -> Result<Vec<crate::UnreadableRow>> {
+                (**self).unreadable_executions(limit)
             }
         }
     )+};

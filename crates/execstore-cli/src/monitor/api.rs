@@ -1,9 +1,12 @@
 //! The monitor's JSON API, served by axum: every `/api/...` request goes to
 //! [`execstore_monitor_api::MonitorApi`], the one implementation of the routes, parameters,
 //! errors and JSON shapes, shared with the edge handler and the in-browser monitor. Store
-//! calls block, so each request is answered on tokio's blocking pool.
+//! calls block, so each request is answered on tokio's blocking pool. Answers are sent in
+//! pieces, one copy shared by identical requests (`shared.rs`).
 
-use axum::body::Bytes;
+use std::sync::Arc;
+
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -12,6 +15,7 @@ use axum::{Json, Router};
 use execstore_monitor_api::ApiRequest;
 use serde_json::json;
 
+use super::shared::{self, Encoded};
 use super::AppState;
 use crate::time;
 
@@ -25,35 +29,83 @@ pub(crate) fn error_response(status: StatusCode, code: &str, message: impl Into<
     (status, Json(body)).into_response()
 }
 
+/// The largest request body read (a bulk action's ids).
+const BODY_LIMIT: usize = 2 * 1024 * 1024;
+
+/// Whether identical requests may share this one's answer (see `shared.rs`): the reads of
+/// executions and definitions, the ones that can be large. The key also holds the store's
+/// change token, so an answer is shared only while nothing changed.
+fn shareable(method: &Method, path: &str) -> bool {
+    (method == Method::GET || method == Method::HEAD)
+        && (path.starts_with("/api/executions") || path.starts_with("/api/definitions/"))
+}
+
 async fn answer(
     State(state): State<AppState>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
+    let body = match tokio::time::timeout(state.body_timeout, axum::body::to_bytes(body, BODY_LIMIT)).await {
+        Ok(Ok(body)) => body,
+        // Over the limit (as axum's own body extractor answered), or the client broke off.
+        Ok(Err(e)) => {
+            return error_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                format!("cannot read the request body (at most {BODY_LIMIT} bytes): {e}"),
+            )
+        }
+        Err(_) => {
+            return error_response(
+                StatusCode::REQUEST_TIMEOUT,
+                "REQUEST_TIMEOUT",
+                "the request body did not arrive in time",
+            )
+        }
+    };
     let authorization = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let answered = tokio::task::spawn_blocking(move || {
-        let request = ApiRequest {
-            method: method.as_str(),
-            path: uri.path(),
-            query: uri.query().unwrap_or(""),
-            authorization: authorization.as_deref(),
-            body: &body,
-        };
-        state
-            .api
-            .handle_stores(state.served.stores(), &request, time::now())
-    })
-    .await;
-    match answered {
-        Ok(answer) => {
-            let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            (status, Json(answer.body)).into_response()
+    let shared = match (shareable(&method, uri.path()), state.served.executions.clone()) {
+        (true, Some(store)) => match tokio::task::spawn_blocking(move || store.change_token()).await {
+            Ok(Ok(token)) => Some(state.answers.cell(format!(
+                "{token}\n{}?{}",
+                uri.path(),
+                uri.query().unwrap_or("")
+            ))),
+            // No token: answered on its own (the read itself will say what is wrong).
+            _ => None,
+        },
+        _ => None,
+    };
+    let compute = {
+        let state = state.clone();
+        move || {
+            let request = ApiRequest {
+                method: method.as_str(),
+                path: uri.path(),
+                query: uri.query().unwrap_or(""),
+                authorization: authorization.as_deref(),
+                body: &body,
+            };
+            let answer = state
+                .api
+                .handle_stores(state.served.stores(), &request, time::now());
+            Arc::new(Encoded::of(answer.status, &answer.body))
         }
+    };
+    let encoded = match &shared {
+        Some(cell) => cell
+            .get_or_try_init(|| tokio::task::spawn_blocking(compute))
+            .await
+            .cloned(),
+        None => tokio::task::spawn_blocking(compute).await,
+    };
+    match encoded {
+        Ok(encoded) => shared::response(encoded, shared),
         Err(e) => error_response(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", e.to_string()),
     }
 }

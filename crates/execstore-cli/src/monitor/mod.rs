@@ -15,6 +15,8 @@
 
 mod api;
 mod assets;
+mod server;
+mod shared;
 mod stream;
 
 use std::net::{IpAddr, SocketAddr};
@@ -29,6 +31,8 @@ use axum::Router;
 use execstore::workspace::WorkspaceStorage;
 use execstore::ExecutionStore;
 use execstore_monitor_api::{MonitorApi, Stores};
+
+pub use server::Limits;
 
 /// The port tried first when none is given (a free one is taken if it is busy).
 pub const DEFAULT_PORT: u16 = 8421;
@@ -49,6 +53,11 @@ pub struct Config {
     pub backend: &'static str,
     /// The table-name prefix, if any.
     pub prefix: Option<String>,
+    /// Timeouts and the connection cap.
+    pub limits: Limits,
+    /// What the operator should know about the store (`/api/info`'s `warnings`, shown by the
+    /// UI), e.g. a workspace log at a schema version this build does not know.
+    pub warnings: Vec<String>,
 }
 
 /// What a monitor serves: the execution store, the workspace log, or both (whatever the
@@ -77,32 +86,40 @@ pub(crate) struct AppState {
     pub(crate) served: Served,
     /// The API over the store: what `/api/info` says, and the write token.
     pub(crate) api: Arc<MonitorApi>,
+    /// Answers being sent, shared by identical requests (see `shared.rs`).
+    pub(crate) answers: Arc<shared::Answers>,
+    /// How long a request body may take to arrive.
+    pub(crate) body_timeout: std::time::Duration,
 }
 
 /// Serves the monitor over `store` until Ctrl-C. `announce` is called with the URL once the
 /// socket listens (so a caller printing it never prints a URL that does not answer yet).
+/// Ctrl-C ends it within 2 s, answers in flight or not (see `server.rs`).
 pub fn serve(store: Served, config: &Config, announce: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(16)
         .enable_io()
+        .enable_time()
         .build()
         .context("cannot start the server's runtime")?;
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let listener = bind(config).await?;
         let addr = listener.local_addr().context("cannot read the bound address")?;
         let app = router(store, config, addr);
         announce(&url_of(addr));
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                // No signal handler (rare): serve until killed.
-                if tokio::signal::ctrl_c().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            })
-            .await
-            .context("the server failed")
-    })
+        server::serve(listener, app, config.limits, async {
+            // No signal handler (rare): serve until killed.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
+        .await;
+        anyhow::Ok(())
+    });
+    // A store call still running on the blocking pool is not waited for.
+    runtime.shutdown_timeout(server::RUNTIME_GRACE);
+    served
 }
 
 async fn bind(config: &Config) -> anyhow::Result<tokio::net::TcpListener> {
@@ -136,9 +153,12 @@ fn router(served: Served, config: &Config, addr: SocketAddr) -> Router {
     info.insert("store".into(), config.store_label.clone().into());
     info.insert("backend".into(), config.backend.into());
     info.insert("prefix".into(), config.prefix.clone().into());
+    info.insert("warnings".into(), config.warnings.clone().into());
     let state = AppState {
         served,
         api: Arc::new(MonitorApi::new(info, config.token.as_deref())),
+        answers: Arc::default(),
+        body_timeout: config.limits.idle_timeout,
     };
     let hosts = Arc::new(allowed_hosts(addr));
     stream::routes()
@@ -166,12 +186,19 @@ fn allowed_hosts(addr: SocketAddr) -> Option<Vec<String>> {
 }
 
 async fn check_host(State(hosts): State<Arc<Option<Vec<String>>>>, request: Request, next: Next) -> Response {
+    // Two `Host` headers name no one host (RFC 9112, 3.2: a 400), whatever this monitor
+    // would answer for either.
+    let mut given = request.headers().get_all(header::HOST).iter();
+    let host = given.next();
+    if given.next().is_some() {
+        return api::error_response(
+            StatusCode::BAD_REQUEST,
+            "BAD_REQUEST",
+            "a request names one Host, not several",
+        );
+    }
     if let Some(allowed) = hosts.as_ref() {
-        let host = request
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("");
+        let host = host.and_then(|h| h.to_str().ok()).unwrap_or("");
         if !allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) {
             return api::error_response(
                 StatusCode::MISDIRECTED_REQUEST,

@@ -4,12 +4,19 @@ use execstore::StoreError;
 use rusqlite::ErrorCode;
 
 /// Maps a rusqlite error: a lock held too long (`SQLITE_BUSY`, `SQLITE_LOCKED`) is a
-/// retryable backend failure; a stored value of the wrong type, or a `data` that is not JSON
-/// where SQL reaches into it, is [`StoreError::Corrupt`]; anything else is a permanent
-/// backend failure. The rusqlite error stays reachable as the source.
+/// retryable backend failure; a damaged file (`SQLITE_CORRUPT`, `SQLITE_NOTADB`), a stored
+/// value of the wrong type, or a `data` that is not JSON where SQL reaches into it, is
+/// [`StoreError::Corrupt`]; anything else is a permanent backend failure. The rusqlite error
+/// stays reachable as the source of a backend failure.
 pub(crate) fn map_err(err: rusqlite::Error) -> StoreError {
     match &err {
         rusqlite::Error::SqliteFailure(e, msg) => {
+            if matches!(e.code, ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) {
+                return StoreError::Corrupt {
+                    what: "database file".into(),
+                    reason: err.to_string(),
+                };
+            }
             let retryable = matches!(e.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked);
             if e.code == ErrorCode::Unknown && msg.as_deref().is_some_and(|m| m.contains("malformed JSON")) {
                 return StoreError::Corrupt {
@@ -61,6 +68,19 @@ mod tests {
         assert!(matches!(full, StoreError::Backend { source: Some(_), .. }));
         let snapshot = map_err(failure(rusqlite::ffi::SQLITE_BUSY_SNAPSHOT, "busy snapshot"));
         assert!(snapshot.is_retryable());
+    }
+
+    #[test]
+    fn a_damaged_file_is_corrupt() {
+        let e = map_err(failure(
+            rusqlite::ffi::SQLITE_CORRUPT,
+            "database disk image is malformed",
+        ));
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        assert_eq!(e.code(), "CORRUPT");
+        let e = map_err(failure(rusqlite::ffi::SQLITE_NOTADB, "file is not a database"));
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        assert!(!e.is_retryable());
     }
 
     #[test]

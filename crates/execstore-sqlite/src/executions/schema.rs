@@ -1,6 +1,6 @@
 //! Table names, harel 0.9's tables and execstore's own migrations.
 
-use execstore::Result;
+use execstore::{Result, StoreError};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::db::error::Db;
@@ -102,8 +102,13 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
 /// Creates harel's tables and applies every migration not yet recorded, in one
 /// `BEGIN IMMEDIATE` transaction: several connections opening the same fresh file at once
 /// serialize on the write lock, and each finds the work of the ones before it done.
+///
+/// A migration that builds an index over `data` fails on a row whose document is not JSON (a
+/// file harel wrote, then damaged or edited by hand): it is rolled back whole (a savepoint),
+/// and it and the ones after it wait for an open after that row is mended or purged. The
+/// store works without their indexes (its listing skips such rows).
 pub(crate) fn migrate(conn: &mut Connection, tables: &Tables) -> Result<()> {
-    let tx = conn
+    let mut tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .db()?;
     for stmt in HAREL_TABLES.iter().chain([&MIGRATIONS_TABLE]) {
@@ -118,14 +123,26 @@ pub(crate) fn migrate(conn: &mut Connection, tables: &Tables) -> Result<()> {
             .optional()
             .db()?;
         if migration.needs_applying(applied.as_deref(), &tables.migrations)? {
-            for stmt in migration.statements {
-                tx.execute_batch(&tables.sql(stmt)).db()?;
+            let sp = tx.savepoint().db()?;
+            let applied = migration
+                .statements
+                .iter()
+                .try_for_each(|stmt| sp.execute_batch(&tables.sql(stmt)).db())
+                .and_then(|()| {
+                    sp.execute(
+                        &insert,
+                        params![migration.version, migration.description, checksum],
+                    )
+                    .db()
+                });
+            match applied {
+                Ok(_) => sp.commit().db()?,
+                Err(StoreError::Corrupt { reason, .. }) if reason.contains("malformed JSON") => {
+                    drop(sp);
+                    break;
+                }
+                Err(e) => return Err(e),
             }
-            tx.execute(
-                &insert,
-                params![migration.version, migration.description, checksum],
-            )
-            .db()?;
         }
     }
     tx.commit().db()

@@ -48,6 +48,11 @@ pub(crate) struct Stmts {
     /// The executions table's name.
     pub(crate) executions: String,
     status_counts_select: String,
+    /// Set once a listing or the counts met a document that is not JSON (see
+    /// [`Stmts::skipping_unreadable`]): from then on they skip such rows.
+    pub(crate) skip_unreadable: std::sync::atomic::AtomicBool,
+    /// The ids of the executions whose document is not JSON, at most `?1`.
+    pub(crate) unreadable: String,
 }
 
 impl Stmts {
@@ -129,7 +134,27 @@ impl Stmts {
             list_select: t.sql(&format!("SELECT {LIST_COLUMNS} FROM {{executions}}")),
             executions: t.sql("{executions}"),
             status_counts_select: t.sql("SELECT json_extract(data,'$.status'), COUNT(*) FROM {executions}"),
+            skip_unreadable: std::sync::atomic::AtomicBool::new(false),
+            unreadable: t.sql(
+                "SELECT id, json_error_position(data) FROM {executions} WHERE NOT json_valid(data) ORDER BY id LIMIT ?1",
+            ),
         }
+    }
+
+    /// `sql` (a listing or the counts) over the rows whose document is JSON only, its
+    /// `json_extract`s guarded too (SQLite may order the terms as it likes). Such a statement
+    /// matches no expression index, but a file with a document that is not JSON has none:
+    /// building one over that row fails, as does writing the row where one exists.
+    pub(crate) fn skipping_unreadable(&self, sql: &str) -> String {
+        let t = &self.executions;
+        sql.replace(
+            &format!(" FROM {t}"),
+            &format!(" FROM (SELECT * FROM {t} WHERE json_valid(data)) AS {t}"),
+        )
+        .replace(
+            "json_extract(data,",
+            "json_extract(CASE WHEN json_valid(data) THEN data END,",
+        )
     }
 
     /// The listing statement for one shape of filter. Its parameters, in order: the cursor id

@@ -6,8 +6,10 @@ use execstore::validate::{
 use execstore::{
     BatchItem, Capabilities, DueTimer, Effects, Event, Execution, ExecutionPage, ExecutionStore,
     ExecutionSummary, JsonObject, ListQuery, OutboxEntry, Result, SpawnEntry, Status, StoreError, TraceStep,
+    UnreadableRow,
 };
 use rusqlite::{params, OptionalExtension};
+use std::sync::atomic::Ordering;
 
 use super::{corrupt, limit_param, parse_execution, prefix_upper_bound, SqliteStore};
 use crate::db::error::Db;
@@ -95,67 +97,10 @@ impl ExecutionStore for SqliteStore {
         Ok(processed)
     }
 
+    /// A document that is not JSON takes no listing down: its row is skipped (see
+    /// [`ExecutionStore::unreadable_executions`]).
     fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
-        let after = query.validated_after()?;
-        let mut statuses: Vec<&'static str> = Vec::new();
-        if let Some(set) = &query.status {
-            if set.is_empty() {
-                return Ok(ExecutionPage::default());
-            }
-            statuses = set.iter().map(|s| s.as_str()).collect();
-            statuses.sort_unstable();
-            statuses.dedup();
-        }
-        let limit = limit_param(query.limit.saturating_add(1));
-        let conn = self.read();
-        let mut stmt;
-        let mut rows = if query.has_time_or_search() {
-            let filtered = self.sql.list_filtered(query, after.as_deref(), &statuses, limit);
-            stmt = conn.prepare_cached(&filtered.sql).db()?;
-            stmt.query(rusqlite::params_from_iter(filtered.args)).db()?
-        } else {
-            let sql = self.sql.list(
-                after.is_some(),
-                query.definition_id.is_some(),
-                statuses.len(),
-                query.roots_only,
-            );
-            let mut args: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(statuses.len() + 3);
-            if let Some(after) = &after {
-                args.push(after);
-            }
-            if let Some(definition_id) = &query.definition_id {
-                args.push(definition_id);
-            }
-            for status in &statuses {
-                args.push(status);
-            }
-            args.push(&limit);
-            stmt = conn.prepare_cached(&sql).db()?;
-            stmt.query(args.as_slice()).db()?
-        };
-        let mut items = Vec::new();
-        while let Some(row) = rows.next().db()? {
-            let id: String = row.get(0).db()?;
-            let status = match row.get::<_, Option<String>>(3).db()? {
-                Some(s) => s
-                    .parse::<Status>()
-                    .map_err(|e| corrupt(format!("execution {id} status"), e))?,
-                None => Status::Pending,
-            };
-            items.push(ExecutionSummary {
-                definition_id: row.get(1).db()?,
-                version: row.get(2).db()?,
-                status,
-                outcome: row.get(4).db()?,
-                active_path: row.get(5).db()?,
-                parent_id: row.get(6).db()?,
-                finished_at: row.get(7).db()?,
-                updated_at: row.get(8).db()?,
-                id,
-            });
-        }
-        Ok(ExecutionPage::from_overfetch(items, query.limit))
+        self.tolerating_unreadable(|skip| self.list_page(query, skip))
     }
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
@@ -345,11 +290,148 @@ impl ExecutionStore for SqliteStore {
         })
     }
 
+    /// Rows whose document is not JSON are left out of the counts, as from the listing.
     fn status_counts(&self, definition_id: Option<&str>, roots_only: bool) -> Result<Vec<(Status, u64)>> {
+        self.tolerating_unreadable(|skip| self.count_statuses(definition_id, roots_only, skip))
+    }
+
+    fn unreadable_executions(&self, limit: usize) -> Result<Vec<UnreadableRow>> {
+        if !self.sql.skip_unreadable.load(Ordering::Relaxed) {
+            return Ok(Vec::new());
+        }
+        let conn = self.read();
+        let mut stmt = conn.prepare_cached(&self.sql.unreadable).db()?;
+        let rows = stmt
+            .query_map([limit_param(limit)], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, Option<i64>>(1)?))
+            })
+            .db()?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, at) = row.db()?;
+            let message = match at {
+                Some(at) if at > 0 => format!("not JSON (first error at character {at})"),
+                _ => "not JSON".to_owned(),
+            };
+            out.push(UnreadableRow {
+                id,
+                field: "data".into(),
+                message,
+            });
+        }
+        Ok(out)
+    }
+
+    /// `PRAGMA data_version` of the reading connection moves with every commit of any other
+    /// connection (this store's writer included, or another process), and its
+    /// `total_changes` with the writes of a store that has only one connection.
+    fn change_token(&self) -> Result<String> {
+        let conn = self.read();
+        let data_version: i64 = conn.query_row("PRAGMA data_version", [], |row| row.get(0)).db()?;
+        Ok(format!("sqlite:{data_version}:{}", conn.total_changes()))
+    }
+}
+
+/// The listing and the counts, with or without the rows whose document is not JSON.
+impl SqliteStore {
+    /// Runs `read` as is until a document that is not JSON makes it fail; then, and from then
+    /// on, over the other rows only.
+    fn tolerating_unreadable<T>(&self, read: impl Fn(bool) -> Result<T>) -> Result<T> {
+        if self.sql.skip_unreadable.load(Ordering::Relaxed) {
+            return read(true);
+        }
+        match read(false) {
+            Err(StoreError::Corrupt { reason, .. }) if reason.contains("malformed JSON") => {
+                self.sql.skip_unreadable.store(true, Ordering::Relaxed);
+                read(true)
+            }
+            other => other,
+        }
+    }
+
+    fn maybe_skipping(&self, sql: String, skip: bool) -> String {
+        if skip {
+            self.sql.skipping_unreadable(&sql)
+        } else {
+            sql
+        }
+    }
+
+    fn list_page(&self, query: &ListQuery, skip: bool) -> Result<ExecutionPage> {
+        let after = query.validated_after()?;
+        let mut statuses: Vec<&'static str> = Vec::new();
+        if let Some(set) = &query.status {
+            if set.is_empty() {
+                return Ok(ExecutionPage::default());
+            }
+            statuses = set.iter().map(|s| s.as_str()).collect();
+            statuses.sort_unstable();
+            statuses.dedup();
+        }
+        let limit = limit_param(query.limit.saturating_add(1));
+        let conn = self.read();
+        let mut stmt;
+        let mut rows = if query.has_time_or_search() {
+            let filtered = self.sql.list_filtered(query, after.as_deref(), &statuses, limit);
+            stmt = conn
+                .prepare_cached(&self.maybe_skipping(filtered.sql, skip))
+                .db()?;
+            stmt.query(rusqlite::params_from_iter(filtered.args)).db()?
+        } else {
+            let sql = self.sql.list(
+                after.is_some(),
+                query.definition_id.is_some(),
+                statuses.len(),
+                query.roots_only,
+            );
+            let mut args: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(statuses.len() + 3);
+            if let Some(after) = &after {
+                args.push(after);
+            }
+            if let Some(definition_id) = &query.definition_id {
+                args.push(definition_id);
+            }
+            for status in &statuses {
+                args.push(status);
+            }
+            args.push(&limit);
+            stmt = conn.prepare_cached(&self.maybe_skipping(sql, skip)).db()?;
+            stmt.query(args.as_slice()).db()?
+        };
+        let mut items = Vec::new();
+        while let Some(row) = rows.next().db()? {
+            let id: String = row.get(0).db()?;
+            let status = match row.get::<_, Option<String>>(3).db()? {
+                Some(s) => s
+                    .parse::<Status>()
+                    .map_err(|e| corrupt(format!("execution {id} status"), e))?,
+                None => Status::Pending,
+            };
+            items.push(ExecutionSummary {
+                definition_id: row.get(1).db()?,
+                version: row.get(2).db()?,
+                status,
+                outcome: row.get(4).db()?,
+                active_path: row.get(5).db()?,
+                parent_id: row.get(6).db()?,
+                finished_at: row.get(7).db()?,
+                updated_at: row.get(8).db()?,
+                id,
+            });
+        }
+        Ok(ExecutionPage::from_overfetch(items, query.limit))
+    }
+
+    fn count_statuses(
+        &self,
+        definition_id: Option<&str>,
+        roots_only: bool,
+        skip: bool,
+    ) -> Result<Vec<(Status, u64)>> {
         if let Some(definition_id) = definition_id {
             check_id("definition_id", definition_id)?;
         }
-        let sql = self.sql.status_counts(definition_id.is_some(), roots_only);
+        let sql = self.maybe_skipping(self.sql.status_counts(definition_id.is_some(), roots_only), skip);
         let conn = self.read();
         let mut stmt = conn.prepare_cached(&sql).db()?;
         let mut rows = match definition_id {
@@ -372,14 +454,5 @@ impl ExecutionStore for SqliteStore {
             }
         }
         Ok(Status::ALL.into_iter().zip(counts).collect())
-    }
-
-    /// `PRAGMA data_version` of the reading connection moves with every commit of any other
-    /// connection (this store's writer included, or another process), and its
-    /// `total_changes` with the writes of a store that has only one connection.
-    fn change_token(&self) -> Result<String> {
-        let conn = self.read();
-        let data_version: i64 = conn.query_row("PRAGMA data_version", [], |row| row.get(0)).db()?;
-        Ok(format!("sqlite:{data_version}:{}", conn.total_changes()))
     }
 }

@@ -49,6 +49,11 @@ pub struct SqliteWorkspaceOptions {
     /// never runs (the file, its `-wal` and `-journal` are left as they are; a hot journal is
     /// refused). As [`SqliteOptions::read_only`](crate::SqliteOptions::read_only) says.
     pub read_only: bool,
+    /// With [`read_only`](Self::read_only): open tables recorded at a schema version other
+    /// than the one this build knows too (a newer reflexr's), reading them as that one's;
+    /// [`SqliteWorkspaceStorage::schema_version`] says which version the file records, so the
+    /// caller can warn that what it shows may be misread. Ignored when writing.
+    pub any_version: bool,
 }
 
 impl Default for SqliteWorkspaceOptions {
@@ -59,6 +64,7 @@ impl Default for SqliteWorkspaceOptions {
             synchronous: Synchronous::Full,
             busy_timeout: Duration::from_secs(5),
             read_only: false,
+            any_version: false,
         }
     }
 }
@@ -71,6 +77,7 @@ impl fmt::Debug for SqliteWorkspaceOptions {
             .field("synchronous", &self.synchronous)
             .field("busy_timeout", &self.busy_timeout)
             .field("read_only", &self.read_only)
+            .field("any_version", &self.any_version)
             .finish()
     }
 }
@@ -109,6 +116,12 @@ impl SqliteWorkspaceOptions {
     /// Opens for reading only (see [`SqliteWorkspaceOptions::read_only`]).
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
+        self
+    }
+
+    /// Reads tables at another schema version too (see [`SqliteWorkspaceOptions::any_version`]).
+    pub fn any_version(mut self, any_version: bool) -> Self {
+        self.any_version = any_version;
         self
     }
 
@@ -409,7 +422,7 @@ impl SqliteWorkspaceStorage {
         let clock = options.take_clock()?;
         if options.read_only {
             let (conn, snapshot) = db::open_read_only(path, options.busy_timeout)?;
-            schema::check(&conn)?;
+            schema::check(&conn, options.any_version)?;
             return Ok(Self::new(conn, None, snapshot, clock, &options));
         }
         let mut conn = db::open_file(path)?;
@@ -461,7 +474,7 @@ impl SqliteWorkspaceStorage {
         let mut conn = db::open_in_vfs(name, flags, vfs)?;
         db::configure(&conn, options.busy_timeout, options.read_only)?;
         if options.read_only {
-            schema::check(&conn)?;
+            schema::check(&conn, options.any_version)?;
             return Ok(Self::new(conn, None, None, clock, &options));
         }
         conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE").db()?;
@@ -497,7 +510,8 @@ impl SqliteWorkspaceStorage {
         }
     }
 
-    /// The schema version the database records (`"0008"`).
+    /// The schema version the database records (`"0008"`, or another one when opened with
+    /// [`any_version`](SqliteWorkspaceOptions::any_version)).
     pub fn schema_version(&self) -> Result<String> {
         let conn = self.inner.reader()?;
         conn.query_row("SELECT version_num FROM reflexr_alembic_version", [], |row| {
@@ -506,6 +520,9 @@ impl SqliteWorkspaceStorage {
         .db()
     }
 }
+
+/// The reflexr schema version (`reflexr_alembic_version`) this build reads and writes.
+pub const WORKSPACE_SCHEMA_VERSION: &str = schema::SCHEMA_VERSION;
 
 /// Whether the SQLite file at `path` holds reflexr's workspace tables (`reflexr_workspaces`).
 /// A read-only probe: nothing is created or changed. A missing file is

@@ -86,10 +86,12 @@ fn version_error(found: &[String]) -> StoreError {
 
 /// Checks that the database holds reflexr's tables at [`SCHEMA_VERSION`], creating nothing.
 /// No tables at all is [`StoreError::NotFound`] (`"reflexr tables"`); another version, or
-/// tables without a version, a permanent [`StoreError::Backend`] naming both versions.
-pub(crate) fn check(conn: &Connection) -> Result<()> {
+/// tables without a version, a permanent [`StoreError::Backend`] naming both versions, unless
+/// `any_version` (then one other recorded version is accepted, its tables checked alike).
+pub(crate) fn check(conn: &Connection, any_version: bool) -> Result<()> {
     match recorded_version(conn)? {
         Some(found) if found.len() == 1 && found[0] == SCHEMA_VERSION => {}
+        Some(found) if any_version && found.len() == 1 => {}
         Some(found) => return Err(version_error(&found)),
         None if has_table(conn, TABLES[0])? => {
             return Err(StoreError::Backend {
@@ -141,7 +143,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
         )
         .db()?;
     } else {
-        check(&tx)?;
+        check(&tx, false)?;
     }
     tx.commit().db()
 }

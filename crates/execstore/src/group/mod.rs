@@ -478,6 +478,10 @@ impl<S: ExecutionStore> ExecutionStore for GroupCommit<S> {
     fn change_token(&self) -> Result<String> {
         self.inner.change_token()
     }
+
+    fn unreadable_executions(&self, limit: usize) -> Result<Vec<crate::UnreadableRow>> {
+        self.inner.unreadable_executions(limit)
+    }
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
