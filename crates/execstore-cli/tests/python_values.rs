@@ -141,7 +141,7 @@ fn the_monitor_shows_what_harels_json_dumps_wrote() {
         .iter()
         .filter_map(|e| e["name"].as_str().or(e.as_str()))
         .collect();
-    assert!(events.iter().any(|e| *e == "Tick\\ud800"), "{graph}");
+    assert!(events.contains(&"Tick\\ud800"), "{graph}");
     let definition = m.ok("api/definitions/odd/graph");
     assert!(definition.to_string().contains("b\\\\ud800"), "{definition}");
 }
