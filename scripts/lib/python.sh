@@ -94,7 +94,7 @@ harel_suite_test() { # PYTHON (a venv's, with harel, pytest, pytest-asyncio, red
 	files=$(cd "$dir" && grep -rl --include='*.py' -e SqliteStore test/unit test/integration | sort)
 	echo "python: harel $HAREL_VERSION's own suite, $(wc -w <<<"$files") files, with execstore.harel's stores" >&2
 	(cd "$dir" && EXECSTORE_HAREL_SWAP=1 PYTHONPATH="$OLDPWD/tests/python/harel_suite" \
-		"$py" -m pytest -q -rs -p no:cacheprovider -p swap $files) || rc=1
+		"$py" -m pytest -q -rs -p no:cacheprovider -o asyncio_default_fixture_loop_scope=function -p swap $files) || rc=1
 	rm -rf "$(dirname "$dir")"
 	return "$rc"
 }
