@@ -9,12 +9,20 @@
 #   python_venv DIR PYTHON PACKAGES...
 #                            a fresh venv at DIR from PYTHON with PACKAGES pip-installed
 #   python_test WHEEL        fresh venvs: Python 3.11 + harel (tests/python/harel) and Python 3.12
-#                            + reflexr (tests/python/reflexr), the wheel installed in each; pytest
+#                            + reflexr (tests/python/reflexr), the wheel installed in each; pytest;
+#                            then harel_suite_test in the harel venv
+#   harel_suite_test PYTHON  harel's own test suite (the test/ of its sdist, fetched with pip and
+#                            cached, never copied into the repo), every file of it that builds a
+#                            SQLite store, with execstore.harel's stores swapped in
+#                            (tests/python/harel_suite: the swap, and the tests skipped, with why)
 
 MATURIN_VERSION=1.16.0
 PYTEST_VERSION=9.2.0
 PYTEST_ASYNCIO_VERSION=1.5.0
 MYPY_VERSION=2.4.1
+# harel's suite imports the redis client (its worker tests build a Redis store and transport
+# without connecting): the version harel 0.9.0's uv.lock pins.
+REDIS_VERSION=8.0.0
 
 _python_cache() {
 	printf '%s\n' "${EXECSTORE_CACHE:-${HOME:-/root}/.cache/execstore}"
@@ -52,7 +60,8 @@ python_test() { # WHEEL
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/execstore-py.XXXXXX")
 	echo "python: harel $HAREL_VERSION venv (Python 3.11) with the wheel" >&2
 	python_venv "$dir/harel" python3 "harel==$HAREL_VERSION" "psycopg[binary]==$PSYCOPG_VERSION" \
-		"pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" "mypy==$MYPY_VERSION" "$wheel" || rc=1
+		"pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" "mypy==$MYPY_VERSION" \
+		"redis==$REDIS_VERSION" "$wheel" || rc=1
 	reflexr_base=$(reflexr_base_python) || rc=1
 	echo "python: reflexr $REFLEXR_VERSION venv ($("$reflexr_base" --version 2>&1)) with the wheel" >&2
 	python_venv "$dir/reflexr" "$reflexr_base" "reflexr[sqlite,postgres]==$REFLEXR_VERSION" \
@@ -61,7 +70,31 @@ python_test() { # WHEEL
 		# From a directory without the sources, so `import execstore` is the installed wheel.
 		(cd "$dir" && "$dir/harel/bin/python" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/tests/python/harel") || rc=1
 		(cd "$dir" && "$dir/reflexr/bin/python" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/tests/python/reflexr") || rc=1
+		harel_suite_test "$dir/harel/bin/python" || rc=1
 	fi
 	rm -rf "$dir"
+	return "$rc"
+}
+
+harel_suite_test() { # PYTHON (a venv's, with harel, pytest, pytest-asyncio, redis and the wheel)
+	local py=$1 cache sdist dir rc=0 files
+	cache="$(_python_cache)/harel-$HAREL_VERSION-sdist"
+	sdist="$cache/harel-$HAREL_VERSION.tar.gz"
+	if ! [ -s "$sdist" ]; then
+		echo "python: fetching harel $HAREL_VERSION's sdist (its tests) into $cache" >&2
+		mkdir -p "$cache"
+		"$py" -m pip download --quiet --disable-pip-version-check --no-input \
+			--no-binary :all: --no-deps "harel==$HAREL_VERSION" -d "$cache" >&2 || return 1
+	fi
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/execstore-harel-suite.XXXXXX")
+	tar -xzf "$sdist" -C "$dir" || { rm -rf "$dir"; return 1; }
+	dir="$dir/harel-$HAREL_VERSION"
+	# The installed harel (the one swapped), not the sdist's copy of its sources.
+	rm -rf "$dir/src"
+	files=$(cd "$dir" && grep -rl --include='*.py' -e SqliteStore test/unit test/integration | sort)
+	echo "python: harel $HAREL_VERSION's own suite, $(wc -w <<<"$files") files, with execstore.harel's stores" >&2
+	(cd "$dir" && EXECSTORE_HAREL_SWAP=1 PYTHONPATH="$OLDPWD/tests/python/harel_suite" \
+		"$py" -m pytest -q -rs -p no:cacheprovider -o asyncio_default_fixture_loop_scope=function -p swap $files) || rc=1
+	rm -rf "$(dirname "$dir")"
 	return "$rc"
 }

@@ -344,8 +344,8 @@ fn execstore_commits_on_harel_file() {
 /// Edge values at the boundary, each reported as one `problem` line when it fails:
 ///
 /// * NaN and Infinity, which harel's `json.dumps` writes into trace steps and spawn contexts,
-///   read as `null` (not JSON, so not representable), without making the trace or the other
-///   pending spawns unreadable;
+///   read as their marked values (`pyjson::loads_exact`: shown as `NaN`, ..., written back
+///   as harel's bytes), without making the trace or the other pending spawns unreadable;
 /// * a float whose shortest spelling ties between two last digits is written as Python's
 ///   repr writes it (half-even);
 /// * a step's own `"index"` key ends where harel puts it;
@@ -378,9 +378,12 @@ fn edge_values_agree_with_harel() {
     if !data_of("big-1").contains("1180591620717411303424") {
         problems.push("harel did not store the big integer as expected".into());
     }
+    let shown = |v: &Value| pyjson::shown(v);
     match store.read_trace("nan-1") {
         Ok(steps)
-            if steps.len() == 1 && [&steps[0]["x"], &steps[0]["y"], &steps[0]["z"]] == [&Value::Null; 3] => {}
+            if steps.len() == 1
+                && [&steps[0]["x"], &steps[0]["y"], &steps[0]["z"]].map(shown)
+                    == [json!("NaN"), json!("Infinity"), json!("-Infinity")] => {}
         other => problems.push(format!(
             "read_trace of a step with NaN/Infinity (harel's json.dumps): {other:?}"
         )),
@@ -388,7 +391,8 @@ fn edge_values_agree_with_harel() {
     match store.pending_spawns(None, ALL) {
         Ok(spawns)
             if spawns.len() == 2
-                && spawns[0].context["x"].is_null()
+                && shown(&spawns[0].context["x"]) == json!("NaN")
+                && pyjson::dumps_object_exact(&spawns[0].context).as_deref() == Ok(r#"{"x": NaN}"#)
                 && spawns[1].context["ok"] == json!(1) => {}
         other => problems.push(format!(
             "pending_spawns with one NaN spawn context among others: {other:?}"

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use execstore::{paging, ExecutionPage, ExecutionStore, ListQuery, StoreError, TraceStep};
+use execstore::{paging, pyjson, ExecutionPage, ExecutionStore, ListQuery, StoreError, TraceStep};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -206,7 +206,8 @@ fn not_found(id: &str) -> StoreError {
 
 /// `execstore trace ID`.
 pub fn trace(store: &dyn ExecutionStore, id: &str, json: bool, out: &mut dyn Write) -> Result<()> {
-    let steps = store.read_trace(id)?;
+    // `NaN`, `Infinity` and lone surrogates harel wrote, shown as text.
+    let steps: Vec<TraceStep> = store.read_trace(id)?.iter().map(pyjson::shown_object).collect();
     // An id with no steps is either unknown or has not recorded any: say which.
     if steps.is_empty() && store.load(id)?.is_none() {
         return Err(not_found(id).into());
@@ -305,7 +306,10 @@ pub fn outbox(store: &dyn ExecutionStore, args: &SeqPageArgs, json: bool, out: &
 
 /// `execstore spawns`.
 pub fn spawns(store: &dyn ExecutionStore, args: &SeqPageArgs, json: bool, out: &mut dyn Write) -> Result<()> {
-    let entries = store.pending_spawns(args.after, args.limit)?;
+    let mut entries = store.pending_spawns(args.after, args.limit)?;
+    for e in &mut entries {
+        e.context = pyjson::shown_object(&e.context);
+    }
     if json {
         return write_json(out, &entries);
     }

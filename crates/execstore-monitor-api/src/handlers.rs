@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 
 use execstore::validate::MAX_PAGE;
-use execstore::{encode_cursor, paging, ExecutionPage, ExecutionStore, ExecutionSummary, ListQuery};
+use execstore::{encode_cursor, paging, pyjson, ExecutionPage, ExecutionStore, ExecutionSummary, ListQuery};
 use serde_json::{json, Value};
 
 use crate::params::{check_id, decode_timer_cursor, encode_timer_cursor, seq_in_path, Params};
@@ -197,7 +197,13 @@ impl Call<'_> {
         if self.exec()?.load(&id)?.is_none() {
             return Err(ApiError::not_found(format!("no execution {id}")));
         }
-        let steps = self.exec()?.read_trace(&id)?;
+        // `NaN`, `Infinity` and lone surrogates harel wrote, shown as text.
+        let steps: Vec<_> = self
+            .exec()?
+            .read_trace(&id)?
+            .iter()
+            .map(pyjson::shown_object)
+            .collect();
         Ok(json!({ "items": steps, "trace_max": self.exec()?.trace_max() }))
     }
 
@@ -221,11 +227,14 @@ impl Call<'_> {
             |e| e.target_id.as_deref() == Some(id.as_str()),
             &mut truncated,
         )?;
-        let spawns = scan(
+        let mut spawns = scan(
             paging::spawn_pages(store, None, MAX_PAGE),
             |e| e.parent_id == id,
             &mut truncated,
         )?;
+        for spawn in &mut spawns {
+            spawn.context = pyjson::shown_object(&spawn.context);
+        }
         Ok(json!({
             "timers": timers,
             "outbox": outbox,
@@ -256,7 +265,8 @@ impl Call<'_> {
         // of how long it has waited (the fork was that commit or an earlier one).
         let mut parents: HashMap<String, Option<f64>> = HashMap::new();
         let mut items = Vec::with_capacity(entries.len());
-        for entry in entries {
+        for mut entry in entries {
+            entry.context = pyjson::shown_object(&entry.context);
             if !parents.contains_key(&entry.parent_id) {
                 let updated = self.exec()?.load(&entry.parent_id)?.and_then(|p| p.updated_at);
                 parents.insert(entry.parent_id.clone(), updated);

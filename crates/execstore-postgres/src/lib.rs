@@ -47,7 +47,7 @@ mod db;
 mod executions;
 mod workspace;
 
-pub use executions::{drop_store, store_bytes, store_exists, table_names, PgOptions, PgStore};
+pub use executions::{drop_store, harel_schema, store_bytes, store_exists, table_names, PgOptions, PgStore};
 pub use workspace::{
     drop_workspace_schema, has_workspace_tables, PgWorkspaceOptions, PgWorkspaceStorage,
     REFLEXR_SCHEMA_VERSION,

@@ -1,6 +1,7 @@
 //! The execstore behaviour suite against PgStore on a real PostgreSQL server
 //! (`EXECSTORE_PG_URL`): under a table prefix of its own, with harel's `harel_` prefix and
-//! with bare names (each of those in a schema of its own), and through the group committer.
+//! with bare names (each of those in a schema of its own), opened without `create_schema` on
+//! harel's tables alone, and through the group committer.
 
 #[macro_use]
 mod common;
@@ -13,6 +14,11 @@ mod harel_prefix {
 
 mod bare_names {
     execstore::conformance_tests!(durable: pg_harness!(bare));
+}
+
+/// `create_schema` off on harel's own tables: no DDL, and every step as plain statements.
+mod harel_schema_only {
+    execstore::conformance_tests!(durable: pg_harness!(harel_schema_only));
 }
 
 /// Every commit goes through a batch (`commit_batch` in one transaction with a savepoint

@@ -11,7 +11,7 @@
 //! private temporary file (synchronous off), removed when the last handle on it is gone:
 //! one private database per store, as harel's `:memory:` is.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -66,10 +66,12 @@ enum Target {
     Sqlite {
         path: PathBuf,
         temp: Option<Arc<TempDb>>,
+        create_schema: bool,
     },
     Postgres {
         url: String,
         max_connections: u32,
+        create_schema: bool,
     },
 }
 
@@ -99,8 +101,14 @@ fn prefix_of(prefix: &str) -> Option<String> {
 
 fn open(target: &Target, prefix: Option<&str>, trace_max: Option<u32>) -> execstore::Result<Opened> {
     match target {
-        Target::Sqlite { path, temp } => {
-            let mut options = SqliteOptions::new().trace_max(trace_max);
+        Target::Sqlite {
+            path,
+            temp,
+            create_schema,
+        } => {
+            let mut options = SqliteOptions::new()
+                .trace_max(trace_max)
+                .create_schema(*create_schema);
             if let Some(p) = prefix {
                 options = options.prefix(p);
             }
@@ -112,9 +120,14 @@ fn open(target: &Target, prefix: Option<&str>, trace_max: Option<u32>) -> execst
                 _temp: temp.clone(),
             })
         }
-        Target::Postgres { url, max_connections } => {
+        Target::Postgres {
+            url,
+            max_connections,
+            create_schema,
+        } => {
             let mut options = PgOptions::new()
                 .trace_max(trace_max)
+                .create_schema(*create_schema)
                 .max_connections(*max_connections);
             if let Some(p) = prefix {
                 options = options.prefix(p);
@@ -125,16 +138,6 @@ fn open(target: &Target, prefix: Option<&str>, trace_max: Option<u32>) -> execst
             })
         }
     }
-}
-
-fn missing_tables(prefix: Option<&str>) -> PyErr {
-    let executions = match prefix {
-        Some(p) => format!("{p}_executions"),
-        None => "executions".to_owned(),
-    };
-    PyValueError::new_err(format!(
-        "create_schema=False but the store's tables (such as {executions}) do not exist"
-    ))
 }
 
 fn check_trace_max(trace_max: Option<i64>) -> PyResult<Option<u32>> {
@@ -177,6 +180,11 @@ fn check_integers(field: &'static str, json: &str) -> execstore::Result<()> {
         }
         match b {
             b'"' => in_string = true,
+            // `json.dumps`'s `-Infinity` is no integer (`NaN`, `Infinity` start with a letter).
+            b'-' if json[i..].starts_with("-Infinity") => {
+                i += "-Infinity".len();
+                continue;
+            }
             b'-' | b'0'..=b'9' => {
                 let start = i;
                 i += 1;
@@ -207,9 +215,20 @@ fn parse_event(json: &str) -> execstore::Result<Event> {
     serde_json::from_str(json).map_err(|e| StoreError::invalid("event", e.to_string()))
 }
 
+/// A trace step or spawn context as `json.dumps` wrote it, its `NaN`, `Infinity` and lone
+/// surrogates kept (marked, see `execstore::pyjson::loads_exact`), so the store writes back
+/// the very text harel would.
 fn parse_object(field: &'static str, json: &str) -> execstore::Result<TraceStep> {
     check_integers(field, json)?;
-    serde_json::from_str(json).map_err(|e| StoreError::invalid(field, e.to_string()))
+    execstore::pyjson::loads_object_exact(json).map_err(|e| StoreError::invalid(field, e.to_string()))
+}
+
+/// A stored trace step or spawn context as `json.dumps` writes it, for `json.loads`.
+fn dump_object(field: &'static str, object: &TraceStep) -> execstore::Result<String> {
+    execstore::pyjson::dumps_object_exact(object).map_err(|e| StoreError::Corrupt {
+        what: field.to_owned(),
+        reason: e.to_string(),
+    })
 }
 
 /// A timer change as the Python layer passes it: `(action, path, fire_at)`.
@@ -275,27 +294,21 @@ impl HarelStore {
         if path.is_empty() {
             return Err(PyValueError::new_err("path must not be empty"));
         }
+        // With `create_schema` false no DDL runs: a missing table fails the first operation
+        // that needs it, as in harel (its `:memory:` is then an empty database).
         let target = if path == ":memory:" {
             let temp = Arc::new(TempDb::new());
-            if !create_schema {
-                return Err(missing_tables(prefix.as_deref()));
-            }
             Target::Sqlite {
                 path: temp.0.clone(),
                 temp: Some(temp),
+                create_schema,
             }
         } else {
-            let path = PathBuf::from(path);
-            if !create_schema {
-                let present = py.detach(|| {
-                    Path::new(&path).exists()
-                        && execstore_sqlite::has_execution_tables(&path, prefix.as_deref()).unwrap_or(false)
-                });
-                if !present {
-                    return Err(missing_tables(prefix.as_deref()));
-                }
+            Target::Sqlite {
+                path: PathBuf::from(path),
+                temp: None,
+                create_schema,
             }
-            Target::Sqlite { path, temp: None }
         };
         Self::new(target, prefix, trace_max, py)
     }
@@ -317,17 +330,10 @@ impl HarelStore {
         if max_connections == 0 {
             return Err(PyValueError::new_err("max_connections must be at least 1"));
         }
-        if !create_schema {
-            let present = py
-                .detach(|| execstore_postgres::store_exists(url, prefix.as_deref()))
-                .py_err(py)?;
-            if !present {
-                return Err(missing_tables(prefix.as_deref()));
-            }
-        }
         let target = Target::Postgres {
             url: url.to_owned(),
             max_connections,
+            create_schema,
         };
         Self::new(target, prefix, trace_max, py)
     }
@@ -557,10 +563,10 @@ impl HarelStore {
                 let page = s.pending_spawns(after, PAGE)?;
                 let full = page.len() == PAGE;
                 after = page.last().map(|e| e.seq);
-                rows.extend(page.into_iter().map(|e| {
-                    let context = serde_json::to_string(&e.context).unwrap_or_default();
-                    (e.seq, e.parent_id, e.child_id, e.root_path, context)
-                }));
+                for e in page {
+                    let context = dump_object("spawn context", &e.context)?;
+                    rows.push((e.seq, e.parent_id, e.child_id, e.root_path, context));
+                }
                 if !full {
                     return Ok(rows);
                 }
@@ -599,11 +605,20 @@ impl HarelStore {
         self.run(py, |s| s.delete_timer(execution_id, path, fire_at))
     }
 
-    /// The kept trace steps, oldest first, each with its `index`, as a JSON array.
+    /// The kept trace steps, oldest first, each with its `index`, as a JSON array written as
+    /// `json.dumps` writes it (`NaN`, `Infinity` and lone surrogates as harel stored them).
     fn read_trace(&self, py: Python<'_>, execution_id: &str) -> PyResult<String> {
         self.run(py, |s| {
             let steps = s.read_trace(execution_id)?;
-            serde_json::to_string(&steps).map_err(|e| StoreError::invalid("trace", e.to_string()))
+            let mut out = String::from("[");
+            for (i, step) in steps.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&dump_object("trace step", step)?);
+            }
+            out.push(']');
+            Ok(out)
         })
     }
 

@@ -33,7 +33,9 @@ mod executions;
 mod workspace;
 
 pub use db::{recover, ReadOnlyRefusal, Synchronous};
-pub use executions::{has_execution_tables, SqliteOptions, SqliteStore, DEFAULT_CHECKPOINT_PAGES};
+pub use executions::{
+    harel_schema, has_execution_tables, SqliteOptions, SqliteStore, DEFAULT_CHECKPOINT_PAGES,
+};
 pub use workspace::{
     has_workspace_tables, SqliteWorkspaceOptions, SqliteWorkspaceStorage, WORKSPACE_SCHEMA_VERSION,
 };

@@ -1,5 +1,6 @@
 //! The execstore behaviour suite against SqliteStore: on a file (bare table names and
-//! harel's `harel_` prefix) and on `:memory:`.
+//! harel's `harel_` prefix, and without `create_schema` on harel's tables alone) and on
+//! `:memory:`.
 
 use execstore::conformance::Harness;
 use execstore::ExecutionStore;
@@ -60,6 +61,71 @@ mod harel_prefix {
     use super::*;
 
     execstore::conformance_tests!(durable: SqliteHarness::with_options(SqliteOptions::new().prefix("harel")));
+}
+
+/// `create_schema` off on a file whose tables harel's own DDL made (as a migration tool
+/// would): no DDL runs, and the file's schema is the same after the whole suite.
+mod harel_schema_only {
+    use super::*;
+
+    struct SchemaOnly(SqliteHarness, Vec<(String, Option<String>)>);
+
+    fn schema(path: &std::path::Path) -> Vec<(String, Option<String>)> {
+        let conn = rusqlite::Connection::open(path).expect("open");
+        let mut stmt = conn
+            .prepare("SELECT name, sql FROM sqlite_master ORDER BY name")
+            .expect("sqlite_master");
+        let rows = stmt
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .expect("query")
+            .collect::<Result<Vec<_>, _>>()
+            .expect("rows");
+        rows
+    }
+
+    impl SchemaOnly {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().expect("temporary directory");
+            let path = dir.path().join("store.db");
+            let conn = rusqlite::Connection::open(&path).expect("create");
+            for stmt in execstore_sqlite::harel_schema(Some("harel")).expect("harel's schema") {
+                conn.execute_batch(&stmt).expect("harel's DDL");
+            }
+            drop(conn);
+            let before = schema(&path);
+            let options = SqliteOptions::new().prefix("harel").create_schema(false);
+            let store = SqliteStore::open(&path, options.clone()).expect("open");
+            SchemaOnly(
+                SqliteHarness {
+                    dir,
+                    options,
+                    store: Some(store),
+                },
+                before,
+            )
+        }
+    }
+
+    impl Drop for SchemaOnly {
+        fn drop(&mut self) {
+            self.0.store = None;
+            if !std::thread::panicking() {
+                assert_eq!(schema(&self.0.dir.path().join("store.db")), self.1, "no DDL ran");
+            }
+        }
+    }
+
+    impl Harness for SchemaOnly {
+        fn store(&self) -> &dyn ExecutionStore {
+            self.0.store()
+        }
+
+        fn reopen(&mut self) -> bool {
+            self.0.reopen()
+        }
+    }
+
+    execstore::conformance_tests!(durable: SchemaOnly::new());
 }
 
 mod in_memory {

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::error::{Result, StoreError};
 use crate::paging::execution_pages;
+use crate::pyjson;
 use crate::validate::MAX_PAGE;
 use crate::{ExecutionStore, ListQuery, Status, TraceStep};
 
@@ -124,17 +125,22 @@ pub struct GraphBuilder {
 }
 
 /// A path of a step: a non-empty string, else none (null, absent, or not a string).
+/// A lone surrogate harel wrote (`json.dumps` keeps it) is shown as its escape.
 fn path_of(step: &TraceStep, key: &str) -> Option<String> {
     match step.get(key) {
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(v @ Value::String(s)) if !s.is_empty() && !pyjson::is_non_finite(s) => match pyjson::shown(v) {
+            Value::String(shown) => Some(shown),
+            _ => None,
+        },
         _ => None,
     }
 }
 
-/// A label of a step: a string as it is, anything else as its JSON.
+/// A label of a step: a string as it is, anything else as its JSON; `NaN`, `Infinity` and
+/// lone surrogates as text (`pyjson::shown`).
 fn label(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
+    match pyjson::shown(value) {
+        Value::String(s) => s,
         other => other.to_string(),
     }
 }

@@ -194,15 +194,6 @@ def test_closed_store_raises(tmp_path: Path) -> None:
     again.close()
 
 
-def test_create_schema_false_needs_tables(tmp_path: Path) -> None:
-    with pytest.raises(ValueError):
-        SqliteStore(tmp_path / "none.db", create_schema=False)
-    SqliteStore(tmp_path / "x.db", prefix="other").close()
-    with pytest.raises(ValueError):
-        SqliteStore(tmp_path / "x.db", create_schema=False)
-    SqliteStore(tmp_path / "x.db", prefix="other", create_schema=False).close()
-
-
 def test_memory_stores_are_private() -> None:
     a, b = SqliteStore(), SqliteStore(":memory:")
     a.save(Execution(id="m-1", definition_id="d"))

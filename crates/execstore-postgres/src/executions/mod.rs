@@ -22,6 +22,7 @@
 //! concurrent opens are safe.
 
 mod filters;
+mod plain;
 mod rows;
 mod schema;
 mod sql;
@@ -65,6 +66,15 @@ pub struct PgOptions {
     /// their exactly-once check failing; never set it otherwise.
     #[doc(hidden)]
     pub unlocked_claims: bool,
+    /// Creates harel's tables if they are missing and applies execstore's migrations when
+    /// opening: the default. `false` runs no DDL at all, as harel's `create_schema=False`:
+    /// the tables must be there already (a migration tool made them, say with
+    /// `harel.engine.schema.sql_schema`), and a missing one fails the first operation that
+    /// needs it; a role without DDL rights works. Without execstore's migrations (a schema
+    /// only harel's DDL made) a step is its statements in one transaction rather than one
+    /// function call, and listings read their keys from the documents: the same answers,
+    /// more round trips and reads.
+    pub create_schema: bool,
 }
 
 impl Default for PgOptions {
@@ -76,6 +86,7 @@ impl Default for PgOptions {
             connect_timeout: Duration::from_secs(10),
             read_only: false,
             unlocked_claims: false,
+            create_schema: true,
         }
     }
 }
@@ -113,6 +124,13 @@ impl PgOptions {
     /// Opens for reading only (see [`PgOptions::read_only`]).
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
+        self
+    }
+
+    /// Whether opening creates the tables and applies execstore's migrations (see
+    /// [`PgOptions::create_schema`]).
+    pub fn create_schema(mut self, create_schema: bool) -> Self {
+        self.create_schema = create_schema;
         self
     }
 
@@ -163,6 +181,9 @@ pub struct PgStore {
     trace_max: Option<u32>,
     /// Opened read-only: a commit fails before it reaches the server.
     read_only: bool,
+    /// Set when the database lacks execstore's commit functions (opened without
+    /// `create_schema` on harel's own schema): steps are then plain statements.
+    plain: Option<plain::PlainStmts>,
     /// One LISTENing connection per kind of work, opened by the first wait for it (a
     /// notification read by a waiter for one kind is never lost to a waiter for another).
     listeners: [Listener; 3],
@@ -191,6 +212,14 @@ pub fn table_names(prefix: Option<&str>) -> Result<Vec<String>> {
         t.trace,
         t.migrations,
     ])
+}
+
+/// The statements that create harel 0.9's six store tables under `prefix` (`None`: the bare
+/// names), idempotently, as harel's own schema does (`harel.engine.schema.store_schema`,
+/// without its `commit_cas` function): for a migration tool that owns the schema of a store
+/// opened with [`PgOptions::create_schema`] off. No index or table of execstore's.
+pub fn harel_schema(prefix: Option<&str>) -> Result<Vec<String>> {
+    Ok(schema::harel_tables(&Tables::new(prefix)?))
 }
 
 /// Whether any table of the store under `prefix` exists (visible on the search path) in the
@@ -244,7 +273,7 @@ pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
 impl PgStore {
     /// Connects to the database at `url` (`postgres://user@host:port/db?...`, or the
     /// `key=value` form), creates harel's tables if they are missing and applies execstore's
-    /// migrations.
+    /// migrations (unless [`PgOptions::create_schema`] is off).
     pub fn open(url: &str, options: PgOptions) -> Result<Self> {
         let tables = Tables::new(options.prefix.as_deref())?;
         let config = db::config(
@@ -260,11 +289,13 @@ impl PgStore {
             let mut conn = pool.get().map_err(pool_err)?;
             if options.read_only {
                 schema::check_present(&mut conn.client, &tables)?;
-            } else {
+            } else if options.create_schema {
                 schema::migrate(&mut conn.client, &tables)?;
             }
             schema::has_keys(&mut conn.client, &tables)?
         };
+        // Migration 6 made the keys and the step function together.
+        let plain = (!keyed).then(|| plain::PlainStmts::new(&tables));
         let sql = Stmts::new(&tables, options.unlocked_claims, keyed);
         let listener = |work: Work| Listener::new(config.clone(), sql.channels.of(work).to_owned());
         Ok(PgStore {
@@ -277,6 +308,7 @@ impl PgStore {
             sql,
             trace_max: options.trace_max.filter(|n| *n > 0),
             read_only: options.read_only,
+            plain,
         })
     }
 
@@ -317,6 +349,12 @@ impl PgStore {
     /// which PostgreSQL runs as one transaction, with the execution's listing keys. A lost CAS is a `Conflict` (the function
     /// wrote nothing).
     fn commit_step(&self, p: &PreparedCommit) -> Result<Vec<i64>> {
+        if let Some(plain) = &self.plain {
+            return self
+                .commit_plain(plain, &[p])?
+                .pop()
+                .unwrap_or_else(|| Err(corrupt_reply(0, 1)));
+        }
         self.check_writable()?;
         let w = &p.write;
         let step = StepParams::new(p);
@@ -359,6 +397,9 @@ impl PgStore {
     /// and so one transaction, its steps' lists flattened. Returns each step's outcome, in
     /// order; an `Err` means nothing was committed.
     fn commit_steps(&self, steps: &[&PreparedCommit]) -> Result<Vec<Result<Vec<i64>>>> {
+        if let Some(plain) = &self.plain {
+            return self.commit_plain(plain, steps);
+        }
         self.check_writable()?;
         let mut b = BatchParams::default();
         for p in steps {

@@ -18,7 +18,7 @@ pub(super) fn spawn_entry(row: &Row) -> Result<SpawnEntry> {
     let seq: i64 = col(row, 0)?;
     let context: String = col(row, 4)?;
     // Python's json.dumps may have written NaN or Infinity: read them as null.
-    let context: JsonObject = execstore::pyjson::loads_object(&context)
+    let context: JsonObject = execstore::pyjson::loads_object_exact(&context)
         .map_err(|e| corrupt(format!("spawn entry {seq} context"), e))?;
     Ok(SpawnEntry {
         seq,

@@ -55,6 +55,12 @@ const HAREL_TABLES: [&str; 6] = [
      (execution_id TEXT NOT NULL, idx INT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (execution_id, idx))",
 ];
 
+/// harel 0.9's six store tables under `t`'s prefix, as harel's own DDL creates them (what a
+/// migration tool applies for a store opened without `create_schema`).
+pub(crate) fn harel_tables(t: &Tables) -> Vec<String> {
+    HAREL_TABLES.iter().map(|stmt| t.sql(stmt)).collect()
+}
+
 /// execstore's record of the migrations it applied.
 const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS {migrations} \
      (version INT PRIMARY KEY, description TEXT NOT NULL, checksum TEXT NOT NULL, \

@@ -203,7 +203,7 @@ impl ExecutionStore for PgStore {
         for row in &rows {
             let idx: i64 = col(row, 0)?;
             let entry: String = col(row, 1)?;
-            let mut step: TraceStep = execstore::pyjson::loads_object(&entry)
+            let mut step: TraceStep = execstore::pyjson::loads_object_exact(&entry)
                 .map_err(|e| corrupt(format!("trace step {idx} of {execution_id}"), e))?;
             step.insert("index".into(), idx.into());
             out.push(step);

@@ -82,7 +82,22 @@ impl PgHarness {
         Self::in_schema(PgOptions::new())
     }
 
+    /// A store opened without `create_schema` on harel's tables only (made by harel's DDL,
+    /// as a migration tool would), in a schema of its own: no function, index or table of
+    /// execstore's, so every step is plain statements.
+    pub fn harel_schema_only() -> Option<Self> {
+        Self::in_schema_with(PgOptions::new().prefix("harel").create_schema(false), |client| {
+            for stmt in execstore_postgres::harel_schema(Some("harel")).expect("harel's schema") {
+                client.batch_execute(&stmt).expect("harel's DDL");
+            }
+        })
+    }
+
     fn in_schema(options: PgOptions) -> Option<Self> {
+        Self::in_schema_with(options, |_| {})
+    }
+
+    fn in_schema_with(options: PgOptions, setup: impl FnOnce(&mut postgres::Client)) -> Option<Self> {
         let url = server_url()?;
         let schema = unique_prefix();
         let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
@@ -91,6 +106,7 @@ impl PgHarness {
             .expect("create schema");
         let sep = if url.contains('?') { '&' } else { '?' };
         let url = format!("{url}{sep}options=-csearch_path%3D{schema}");
+        setup(&mut postgres::Client::connect(&url, postgres::NoTls).expect("connect"));
         let store = PgStore::open(&url, options.clone()).expect("open");
         Some(PgHarness {
             url,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from os import PathLike
 from typing import Any, Callable, Iterable, Optional, TypeVar, Union
 
@@ -33,7 +34,7 @@ from harel.engine.execution import Execution, ExecutionPage, ExecutionSummary, S
 from harel.engine.store import OutboxEntry, SpawnEntry, Step, StoreConflict, TimerOp
 from harel.spec.states import Event
 
-from execstore._core import ConflictError, HarelStore
+from execstore._core import BackendError, ConflictError, HarelStore
 
 # harel's own types, re-exported so a typed caller can name them from here (harel ships no
 # `py.typed`).
@@ -44,6 +45,7 @@ __all__ = [
     "Execution",
     "ExecutionPage",
     "ExecutionSummary",
+    "MissingTableError",
     "OutboxEntry",
     "PostgresStore",
     "SpawnEntry",
@@ -142,10 +144,74 @@ def _statuses(status: Optional[Iterable[Status]]) -> Optional[list[str]]:
     return [Status(s).value for s in status]
 
 
+class MissingTableError(BackendError, sqlite3.OperationalError):
+    """A table of a SQLite store opened with `create_schema=False` is missing: raised by the
+    first operation that needs it, an `execstore.BackendError` and, as harel's own store
+    raises, a `sqlite3.OperationalError` ("no such table: ...")."""
+
+
+def _pg_missing_table_error() -> type[BackendError]:
+    """The PostgreSQL twin of `MissingTableError`: also a `psycopg.errors.UndefinedTable`
+    (what harel's `PostgresStore` raises) when psycopg is installed."""
+    try:
+        from psycopg.errors import UndefinedTable
+    except ImportError:
+        return BackendError
+
+    class PgMissingTableError(BackendError, UndefinedTable):  # type: ignore[misc]
+        """A table of a PostgreSQL store opened with `create_schema=False` is missing."""
+
+    return PgMissingTableError
+
+
+def _is_missing_table(message: str) -> bool:
+    return "no such table" in message or ("relation" in message and "does not exist" in message)
+
+
+class _OwnedSchema:
+    """The handle of a store opened with `create_schema=False`, on tables something else owns:
+    nothing is created, so a missing table fails the operation that needs it, with
+    `MissingTableError` (SQLite) or its PostgreSQL twin, as harel's stores fail."""
+
+    __slots__ = ("_inner", "_error")
+
+    def __init__(self, inner: HarelStore, error: type[BackendError]) -> None:
+        object.__setattr__(self, "_inner", inner)
+        object.__setattr__(self, "_error", error)
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            except BackendError as e:
+                if type(e) is BackendError and _is_missing_table(str(e)):
+                    err = self._error(str(e))
+                    for key in ("code", "retryable"):
+                        if hasattr(e, key):
+                            setattr(err, key, getattr(e, key))
+                    raise err from None
+                raise
+
+        return call
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._inner, name, value)
+
+    def __repr__(self) -> str:
+        return repr(self._inner)
+
+
 class _Store:
     """harel's sync store protocol over a `HarelStore` handle (`SqliteStore`, `PostgresStore`)."""
 
     _h: HarelStore
+
+    def _own(self, handle: HarelStore, create_schema: bool, error: Callable[[], type[BackendError]]) -> None:
+        self._h = handle if create_schema else _OwnedSchema(handle, error())  # type: ignore[assignment]
 
     # --- configuration ------------------------------------------------------------------------
     @property
@@ -312,9 +378,12 @@ class _Store:
 
 class SqliteStore(_Store):
     """harel's `SqliteStore`, on execstore: `path` (a file, or `":memory:"` for a private
-    database of this store alone), tables named by `prefix` (harel's default `"harel"`);
-    with `create_schema=False` they must already exist. `trace_max` (settable, default 200;
-    0 keeps every step) is the trace ring's size.
+    database of this store alone), tables named by `prefix` (harel's default `"harel"`).
+    `create_schema=True` creates harel's tables if missing and execstore's listing indexes
+    (recorded in `<prefix>_execstore_migrations`); with `create_schema=False` no DDL runs at
+    all: the tables must be there (a migration tool's, say), and a missing one fails the
+    first call that needs it with `MissingTableError` (a `sqlite3.OperationalError`, as in
+    harel). `trace_max` (settable, default 200; 0 keeps every step) is the trace ring's size.
 
     One process must not open the same file through Python's `sqlite3` (harel's own
     `SqliteStore`, say) while this store has it open: two copies of SQLite in one process do
@@ -328,12 +397,16 @@ class SqliteStore(_Store):
         prefix: str = DEFAULT_PREFIX,
         create_schema: bool = True,
     ) -> None:
-        self._h = HarelStore.open_sqlite(str(path), _str("prefix", prefix), bool(create_schema), DEFAULT_TRACE_MAX)
+        handle = HarelStore.open_sqlite(str(path), _str("prefix", prefix), bool(create_schema), DEFAULT_TRACE_MAX)
+        self._own(handle, bool(create_schema), lambda: MissingTableError)
 
 
 class PostgresStore(_Store):
     """harel's `PostgresStore`, on execstore: a pool of up to `max_connections` connections
-    to `dsn` (`postgresql://...` or `postgres://...`), harel's tables under `prefix`."""
+    to `dsn` (`postgresql://...` or `postgres://...`), harel's tables under `prefix`.
+    `create_schema=False` runs no DDL (a role without DDL rights works on a schema a migration
+    made): a missing table fails the first call that needs it (also a
+    `psycopg.errors.UndefinedTable` when psycopg is installed, as in harel)."""
 
     def __init__(  # noqa: D107
         self,
@@ -343,9 +416,10 @@ class PostgresStore(_Store):
         create_schema: bool = True,
         max_connections: int = 8,
     ) -> None:
-        self._h = HarelStore.open_postgres(
+        handle = HarelStore.open_postgres(
             _str("dsn", dsn), _str("prefix", prefix), bool(create_schema), DEFAULT_TRACE_MAX, _int("max_connections", max_connections)
         )
+        self._own(handle, bool(create_schema), _pg_missing_table_error)
 
     @classmethod
     def from_dsn(cls, dsn: str, *, prefix: str = DEFAULT_PREFIX, create_schema: bool = True) -> "PostgresStore":

@@ -63,6 +63,13 @@ pub struct SqliteOptions {
     /// `0` turns both off and leaves checkpoints to whoever runs `PRAGMA wal_checkpoint`
     /// (harel, another process).
     pub checkpoint_pages: u32,
+    /// Creates harel's tables if they are missing and applies execstore's migrations (its
+    /// listing indexes and its record of them) when opening: the default. `false` runs no
+    /// DDL at all, as harel's `create_schema=False`: the tables must be there already (made
+    /// by a migration tool, say, with `harel.engine.schema.sql_schema`), and a missing one
+    /// fails the first operation that needs it. Without execstore's indexes, listings by
+    /// status, definition or time read more rows; they answer the same.
+    pub create_schema: bool,
 }
 
 /// The store's [`SqliteOptions::checkpoint_pages`]: 10,000 pages (40 MiB of 4 KiB pages).
@@ -77,6 +84,7 @@ impl Default for SqliteOptions {
             busy_timeout: Duration::from_secs(5),
             read_only: false,
             checkpoint_pages: DEFAULT_CHECKPOINT_PAGES,
+            create_schema: true,
         }
     }
 }
@@ -117,6 +125,13 @@ impl SqliteOptions {
         self
     }
 
+    /// Whether opening creates the tables and applies execstore's migrations (see
+    /// [`SqliteOptions::create_schema`]).
+    pub fn create_schema(mut self, create_schema: bool) -> Self {
+        self.create_schema = create_schema;
+        self
+    }
+
     /// Sets how many WAL pages a commit may leave before it checkpoints (see
     /// [`SqliteOptions::checkpoint_pages`]).
     pub fn checkpoint_pages(mut self, pages: u32) -> Self {
@@ -151,7 +166,8 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, sets it to WAL mode, creates
-    /// harel's tables if they are missing and applies execstore's migrations. The path
+    /// harel's tables if they are missing and applies execstore's migrations (unless
+    /// [`SqliteOptions::create_schema`] is off). The path
     /// `":memory:"` opens a private in-memory database, as [`SqliteStore::open_in_memory`].
     pub fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self> {
         let path = path.as_ref();
@@ -284,7 +300,9 @@ impl SqliteStore {
             options.checkpoint_pages
         ))
         .db()?;
-        schema::migrate(&mut conn, &tables)?;
+        if options.create_schema {
+            schema::migrate(&mut conn, &tables)?;
+        }
         Ok(SqliteStore {
             #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
             checkpointer: None,
@@ -517,6 +535,14 @@ fn prefix_upper_bound(prefix: &str) -> Option<String> {
 
 fn limit_param(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// The statements that create harel 0.9's six store tables under `prefix` (`None`: the bare
+/// names), idempotently, as harel's own schema does (`harel.engine.schema.store_schema`): for
+/// a migration tool that owns the schema of a store opened with
+/// [`SqliteOptions::create_schema`] off. No index or table of execstore's.
+pub fn harel_schema(prefix: Option<&str>) -> Result<Vec<String>> {
+    Ok(schema::harel_tables(&Tables::new(prefix)?))
 }
 
 /// Whether the SQLite file at `path` holds the execution store's tables under `prefix`

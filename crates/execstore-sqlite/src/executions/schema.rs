@@ -40,6 +40,11 @@ const HAREL_TABLES: [&str; 6] = [
      PRIMARY KEY (execution_id, idx))",
 ];
 
+/// harel 0.9's six store tables under `t`'s prefix, as harel's own DDL creates them.
+pub(crate) fn harel_tables(t: &Tables) -> Vec<String> {
+    HAREL_TABLES.iter().map(|stmt| t.sql(stmt)).collect()
+}
+
 /// execstore's record of the migrations it applied. `applied_at` is SQLite's clock (UTC).
 const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS {migrations} \
      (version INTEGER PRIMARY KEY, description TEXT NOT NULL, checksum TEXT NOT NULL, \

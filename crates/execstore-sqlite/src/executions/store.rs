@@ -159,7 +159,7 @@ impl ExecutionStore for SqliteStore {
             let seq: i64 = row.get(0).db()?;
             let context: String = row.get(4).db()?;
             // Python's json.dumps may have written NaN or Infinity: read them as null.
-            let context: JsonObject = execstore::pyjson::loads_object(&context)
+            let context: JsonObject = execstore::pyjson::loads_object_exact(&context)
                 .map_err(|e| corrupt(format!("spawn entry {seq} context"), e))?;
             out.push(SpawnEntry {
                 seq,
@@ -230,7 +230,7 @@ impl ExecutionStore for SqliteStore {
         while let Some(row) = rows.next().db()? {
             let idx: i64 = row.get(0).db()?;
             let entry: String = row.get(1).db()?;
-            let mut step: TraceStep = execstore::pyjson::loads_object(&entry)
+            let mut step: TraceStep = execstore::pyjson::loads_object_exact(&entry)
                 .map_err(|e| corrupt(format!("trace step {idx} of {execution_id}"), e))?;
             step.insert("index".into(), idx.into());
             out.push(step);

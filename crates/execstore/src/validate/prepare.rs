@@ -153,7 +153,11 @@ pub fn prepare_commit(exe: &mut Execution, effects: &Effects) -> Result<Prepared
         spawns.push(PreparedSpawn {
             child_id: spawn.child_id.clone(),
             root_path: spawn.root_path.clone(),
-            context: check_size(|| format!("spawns[{i}].context"), pyjson::dumps(&spawn.context))?,
+            context: check_size(
+                || format!("spawns[{i}].context"),
+                pyjson::dumps_object_exact(&spawn.context)
+                    .map_err(|e| StoreError::invalid(format!("spawns[{i}].context"), e.to_string()))?,
+            )?,
         });
     }
     let trace = match &effects.trace {
@@ -170,9 +174,11 @@ pub fn prepare_commit(exe: &mut Execution, effects: &Effects) -> Result<Prepared
     })
 }
 
-/// Serializes a trace step as harel stores it.
+/// Serializes a trace step as harel stores it (its marked values too: see
+/// [`pyjson::dumps_exact`]).
 pub fn prepare_trace(step: &crate::model::TraceStep) -> Result<String> {
-    check_size(|| "trace".into(), pyjson::dumps(step))
+    let text = pyjson::dumps_object_exact(step).map_err(|e| StoreError::invalid("trace", e.to_string()))?;
+    check_size(|| "trace".into(), text)
 }
 
 /// A [`crate::ExecutionStore::commit_batch`] checked item by item before anything is written:

@@ -1,7 +1,16 @@
 //! JSON text exactly as Python's `json.dumps` writes it with default arguments, which is how
 //! harel stores trace steps and spawn contexts: `", "` and `": "` separators, every
 //! character outside printable ASCII escaped as `\uXXXX`, and floats as Python's `repr`.
-//! Writing the same bytes keeps an execstore file indistinguishable from harel's.
+//! Writing the same bytes keeps an execstore file indistinguishable from harel's. Trace
+//! steps and spawn contexts go through [`loads_exact`] and [`dumps_exact`], which also keep
+//! the `NaN`, `Infinity` and lone surrogates `json.dumps` writes (see `exact.rs`).
+
+mod exact;
+
+pub use exact::{
+    dumps_exact, dumps_object_exact, is_non_finite, loads_exact, loads_object_exact, shown, shown_object,
+    BadMark, MARK,
+};
 
 use serde::Serialize;
 use serde_json::ser::{CharEscape, Formatter, Serializer};
