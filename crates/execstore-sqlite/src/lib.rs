@@ -30,8 +30,10 @@
 
 mod db;
 mod executions;
+mod transport;
 mod workspace;
 
 pub use db::Synchronous;
 pub use executions::{has_execution_tables, SqliteOptions, SqliteStore, DEFAULT_CHECKPOINT_PAGES};
+pub use transport::{SqliteTransport, SqliteTransportOptions};
 pub use workspace::{has_workspace_tables, SqliteWorkspaceOptions, SqliteWorkspaceStorage};

@@ -126,3 +126,22 @@ fn check_priority(field: &str, priority: i64) -> Result<()> {
         ))
     }
 }
+
+/// A shared transport is a transport (so one handle can serve several owners).
+impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
+    fn publish(&self, group_id: &str, event: &Event, priority: i64) -> Result<i64> {
+        (**self).publish(group_id, event, priority)
+    }
+    fn claim(&self, worker_id: &str, now: f64, visibility: f64, min_priority: i64) -> Result<Option<Delivery>> {
+        (**self).claim(worker_id, now, visibility, min_priority)
+    }
+    fn ack(&self, lease: &Lease, now: f64) -> Result<()> {
+        (**self).ack(lease, now)
+    }
+    fn nack(&self, lease: &Lease, now: f64, delay: f64) -> Result<()> {
+        (**self).nack(lease, now, delay)
+    }
+    fn depth(&self) -> Result<u64> {
+        (**self).depth()
+    }
+}
