@@ -1,8 +1,8 @@
-//! The transport for `execstore.harel.SqliteTransport` / `AsyncSqliteTransport` (harel 0.9's
-//! `Transport` protocol).
+//! The transport for `execstore.harel.SqliteTransport`, `PostgresTransport` and their async
+//! twins (harel 0.9's `Transport` protocol).
 //!
-//! [`HarelTransport`] is a handle on an `execstore::transport::Transport` (SQLite, harel's
-//! transport tables). Events cross as JSON text in harel's shape (`Event.model_dump_json()`
+//! [`HarelTransport`] is a handle on an `execstore::transport::Transport` (SQLite or
+//! PostgreSQL, harel's transport tables). Events cross as JSON text in harel's shape (`Event.model_dump_json()`
 //! in, the stored text's event out); the Python layer passes its clock's `now` to every call
 //! that needs one, and builds harel's `Lease`. Every call releases the GIL.
 
@@ -10,6 +10,7 @@ use std::sync::{Arc, RwLock};
 
 use execstore::transport::{Lease, Transport};
 use execstore::StoreError;
+use execstore_postgres::{PgTransport, PgTransportOptions};
 use execstore_sqlite::{SqliteTransport, SqliteTransportOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -43,6 +44,24 @@ impl HarelTransport {
     }
 }
 
+impl HarelTransport {
+    fn opened<T: Transport + 'static>(py: Python<'_>, opened: execstore::Result<T>, label: String) -> PyResult<Self> {
+        let transport = match opened {
+            Ok(t) => t,
+            Err(StoreError::NotFound { key, .. }) => {
+                return Err(PyValueError::new_err(format!(
+                    "create_schema=False but the transport's table {key} does not exist"
+                )))
+            }
+            Err(e) => return Err(crate::errors::to_py(py, e)),
+        };
+        Ok(HarelTransport {
+            transport: RwLock::new(Some(Arc::new(transport))),
+            label,
+        })
+    }
+}
+
 fn lease(seq: i64, group_id: String, token: String) -> Lease {
     Lease { seq, group_id, token }
 }
@@ -60,19 +79,36 @@ impl HarelTransport {
             .prefix(prefix)
             .create_schema(create_schema);
         let opened = py.detach(|| SqliteTransport::open(path, options));
-        let transport = match opened {
-            Ok(t) => t,
-            Err(StoreError::NotFound { key, .. }) => {
-                return Err(PyValueError::new_err(format!(
-                    "create_schema=False but the transport's table {key} does not exist"
-                )))
-            }
-            Err(e) => return Err(crate::errors::to_py(py, e)),
-        };
-        Ok(HarelTransport {
-            transport: RwLock::new(Some(Arc::new(transport))),
-            label: format!("sqlite {path} prefix={prefix:?}"),
-        })
+        Self::opened(py, opened, format!("sqlite {path} prefix={prefix:?}"))
+    }
+
+    /// Connects to PostgreSQL at `url` (a pool of up to `max_connections`) with harel's
+    /// transport tables under `prefix`.
+    #[staticmethod]
+    #[pyo3(signature = (url, prefix, create_schema, max_connections = 8))]
+    fn open_postgres(
+        py: Python<'_>,
+        url: &str,
+        prefix: &str,
+        create_schema: bool,
+        max_connections: u32,
+    ) -> PyResult<Self> {
+        if max_connections == 0 {
+            return Err(PyValueError::new_err("max_connections must be at least 1"));
+        }
+        let options = PgTransportOptions::new()
+            .prefix(prefix)
+            .create_schema(create_schema)
+            .max_connections(max_connections);
+        let opened = py.detach(|| PgTransport::open(url, options));
+        Self::opened(py, opened, format!("postgres prefix={prefix:?}"))
+    }
+
+    /// Drops the transport's tables under `prefix` at `url` (for tests).
+    #[staticmethod]
+    fn drop_postgres(py: Python<'_>, url: &str, prefix: &str) -> PyResult<()> {
+        py.detach(|| execstore_postgres::drop_transport(url, prefix))
+            .py_err(py)
     }
 
     /// Appends the event (`Event.model_dump_json()`) to `group_id`'s queue; returns its seq.

@@ -252,3 +252,116 @@ def test_lease_is_harels() -> None:
     lease = t.claim("w", 30)
     assert type(lease) is Lease and lease.token == "" and lease.seq == 1
     t.close()
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------
+
+
+def _pg_prefixes(url: str) -> tuple[Callable[[], str], list[str]]:
+    import uuid
+
+    made: list[str] = []
+
+    def fresh() -> str:
+        prefix = "t" + uuid.uuid4().hex[:12]
+        made.append(prefix)
+        return prefix
+
+    return fresh, made
+
+
+def _drop(url: str, prefixes: list[str]) -> None:
+    from execstore._core import HarelTransport
+
+    for prefix in prefixes:
+        HarelTransport.drop_postgres(url, prefix)
+
+
+def test_harel_transport_contract_on_postgres() -> None:
+    from conftest import pg_url
+
+    from execstore.harel import PostgresTransport
+
+    url = pg_url()
+    fresh, made = _pg_prefixes(url)
+    try:
+        assert_transport_contract(lambda clock: PostgresTransport(url, clock, prefix=fresh(), max_connections=2))
+    finally:
+        _drop(url, made)
+
+
+@pytest.mark.asyncio
+async def test_harel_async_transport_contract_on_postgres() -> None:
+    from conftest import pg_url
+
+    from execstore.harel import AsyncPostgresTransport
+
+    url = pg_url()
+    fresh, made = _pg_prefixes(url)
+    try:
+        await assert_async_transport_contract(lambda clock: AsyncPostgresTransport.from_dsn(url, clock, 2, prefix=fresh()))
+    finally:
+        _drop(url, made)
+
+
+def test_harels_postgres_transport_and_ours_on_one_database() -> None:
+    """harel's own PostgresTransport (psycopg) and ours on the same tables, each way round:
+    messages published by one are claimed by the other in order, a lease or a park held by one
+    holds against the other, and the message rows are the same bytes."""
+    from conftest import pg_url
+
+    psycopg = pytest.importorskip("psycopg")
+    from harel.engine.transport import PostgresTransport as HarelPg
+
+    from execstore.harel import PostgresTransport
+
+    url = pg_url()
+    fresh, made = _pg_prefixes(url)
+    prefix = fresh()
+    clock = Clock()
+    try:
+        ours = PostgresTransport(url, clock, prefix=prefix)  # ours creates the tables
+        theirs = HarelPg(psycopg.connect(url), clock, prefix=prefix)  # harel adds its functions
+        for i in range(3):
+            theirs.publish("G", _event(i), priority=1)
+        ours.publish("H", _event(7), priority=0)
+        ours.publish("G", _event(3), priority=4)  # G exists: its priority stays 1
+        first = ours.claim("w", 30, min_priority=1)
+        assert first is not None and first.group_id == "G" and first.event == _event(0) and first.token
+        assert theirs.claim("h", 30, min_priority=1) is None, "our lease holds G against harel"
+        h = theirs.claim("h", 30)
+        assert h is not None and h.group_id == "H" and h.event == _event(7)
+        assert ours.claim("w", 30) is None, "harel's lease holds H against us"
+        theirs.ack(h)
+        ours.nack(first, delay=10)
+        assert theirs.claim("h", 30) is None, "our park holds G against harel"
+        clock.now += 11
+        again = theirs.claim("h", 30)
+        assert again is not None and again.event == _event(0)
+        theirs.ack(again)
+        got = []
+        for _ in range(3):
+            lease = ours.claim("w", 30)
+            assert lease is not None
+            got.append(lease.event)
+            ours.ack(lease)
+        assert got == [_event(1), _event(2), _event(3)]
+        assert ours.claim("w", 30) is None and ours.depth() == 0
+        # the same rows: publish the same events through each, on two fresh prefixes
+        rows = {}
+        for name in ("harel", "ours"):
+            p = fresh()
+            t: Any = HarelPg(psycopg.connect(url), clock, prefix=p) if name == "harel" else PostgresTransport(url, clock, prefix=p)
+            for i, g in enumerate(["A", "B", "A"]):
+                t.publish(g, _event(i), priority=i)
+            t.close()
+            with psycopg.connect(url) as conn:
+                rows[name] = (
+                    conn.execute(f"SELECT seq, group_id, event FROM {p}_transport_messages ORDER BY seq").fetchall(),
+                    conn.execute(f"SELECT * FROM {p}_transport_groups ORDER BY group_id").fetchall(),
+                )
+        assert rows["ours"] == rows["harel"]
+        ours.close()
+        theirs.close()
+    finally:
+        _drop(url, made)

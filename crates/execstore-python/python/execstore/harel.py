@@ -22,9 +22,10 @@ matches exactly (harel's may over-match); the stores refuse bad input (ids that 
 too long, NaN times, ...) with an `execstore.StoreError` and change nothing; `close()` makes
 later calls raise `ValueError`.
 
-`SqliteTransport` and `AsyncSqliteTransport` are harel's transports of the same names (what
-`DistributedRunner` and its workers move events on), on harel's transport tables: no Python
-`sqlite3` is used, and harel's own transport may serve the same file from another process.
+`SqliteTransport`, `PostgresTransport` and their async twins are harel's transports of the
+same names (what `DistributedRunner` and its workers move events on), on harel's transport
+tables: no Python `sqlite3` (or psycopg) is used, and harel's own transport may serve the same
+file or database.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from execstore._core import ConflictError, HarelStore, HarelTransport
 # `py.typed`).
 __all__ = [
     "AsyncPostgresStore",
+    "AsyncPostgresTransport",
     "AsyncSqliteStore",
     "AsyncSqliteTransport",
     "Event",
@@ -55,6 +57,7 @@ __all__ = [
     "Lease",
     "OutboxEntry",
     "PostgresStore",
+    "PostgresTransport",
     "SpawnEntry",
     "SqliteStore",
     "SqliteTransport",
@@ -70,6 +73,8 @@ DEFAULT_TRACE_MAX = 200
 _T = TypeVar("_T")
 _S = TypeVar("_S", bound="_Store")
 _A = TypeVar("_A", bound="_AsyncStore")
+_TT = TypeVar("_TT", bound="_Transport")
+_AT = TypeVar("_AT", bound="_AsyncTransport")
 
 
 def _execution(exe: object) -> Execution:
@@ -537,27 +542,12 @@ def _lease(lease: object) -> Lease:
     return lease
 
 
-class SqliteTransport:
-    """harel's `SqliteTransport`, on execstore: a queue per group (an execution id) with at most
-    one message of a group in flight, on harel's `<prefix>_transport_messages` and
-    `<prefix>_transport_groups` tables in the SQLite file at `path` (`":memory:"`: a private
-    database of this transport alone). `clock` gives "now" in epoch seconds for leases and
-    parks; with `create_schema=False` the tables must exist. Several processes (harel's own
-    transport among them) may share the file; within one process, do not open it through
-    Python's `sqlite3` at the same time (see `SqliteStore`)."""
+class _Transport:
+    """harel's sync `Transport` protocol over a `HarelTransport` handle (`SqliteTransport`,
+    `PostgresTransport`); `clock` gives "now" in epoch seconds for leases and parks."""
 
-    def __init__(
-        self,
-        path: Union[str, "PathLike[str]"] = ":memory:",
-        clock: Callable[[], float] = time.time,
-        *,
-        prefix: str = DEFAULT_PREFIX,
-        create_schema: bool = True,
-    ) -> None:
-        if not callable(clock):
-            raise TypeError(f"clock must be callable, got {type(clock).__name__}")
-        self._clock = clock
-        self._h = HarelTransport.open_sqlite(str(path), _str("prefix", prefix), bool(create_schema))
+    _h: HarelTransport
+    _clock: Callable[[], float]
 
     def _now(self) -> float:
         return _float("clock()", self._clock())
@@ -603,37 +593,96 @@ class SqliteTransport:
         """Closes the transport; later calls raise `ValueError`."""
         self._h.close()
 
-    def __enter__(self) -> "SqliteTransport":
+    def __enter__(self: _TT) -> _TT:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<SqliteTransport {self._h!r}>"
+        return f"<{type(self).__name__} {self._h!r}>"
 
 
-class AsyncSqliteTransport:
-    """harel's `AsyncSqliteTransport`, on execstore: build with `await
-    AsyncSqliteTransport.create(path, clock)`. Every call runs in a worker thread."""
+def _clock_of(clock: object) -> Callable[[], float]:
+    if not callable(clock):
+        raise TypeError(f"clock must be callable, got {type(clock).__name__}")
+    return clock  # type: ignore[return-value]
 
-    def __init__(self, sync: SqliteTransport) -> None:
-        self._t = sync
 
-    @classmethod
-    async def create(
-        cls,
+class SqliteTransport(_Transport):
+    """harel's `SqliteTransport`, on execstore: a queue per group (an execution id) with at most
+    one message of a group in flight, on harel's `<prefix>_transport_messages` and
+    `<prefix>_transport_groups` tables in the SQLite file at `path` (`":memory:"`: a private
+    database of this transport alone). With `create_schema=False` the tables must exist.
+    Several processes (harel's own transport among them) may share the file; within one
+    process, do not open it through Python's `sqlite3` at the same time (see `SqliteStore`)."""
+
+    def __init__(
+        self,
         path: Union[str, "PathLike[str]"] = ":memory:",
         clock: Callable[[], float] = time.time,
         *,
         prefix: str = DEFAULT_PREFIX,
         create_schema: bool = True,
-    ) -> "AsyncSqliteTransport":
-        sync = await asyncio.to_thread(SqliteTransport, path, clock, prefix=prefix, create_schema=create_schema)
-        return cls(sync)
+    ) -> None:
+        self._clock = _clock_of(clock)
+        self._h = HarelTransport.open_sqlite(str(path), _str("prefix", prefix), bool(create_schema))
+
+
+class PostgresTransport(_Transport):
+    """harel's `PostgresTransport`, on execstore: harel's transport tables under `prefix` in
+    the database at `dsn` (`postgresql://...`), through a pool of up to `max_connections`.
+    Claims lease different groups in parallel (`FOR UPDATE SKIP LOCKED`); an ack or nack is
+    fenced by its lease's token. harel's own transport may serve the same tables."""
+
+    def __init__(
+        self,
+        dsn: str,
+        clock: Callable[[], float] = time.time,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        create_schema: bool = True,
+        max_connections: int = 8,
+    ) -> None:
+        self._clock = _clock_of(clock)
+        self._h = HarelTransport.open_postgres(
+            _str("dsn", dsn), _str("prefix", prefix), bool(create_schema), _int("max_connections", max_connections)
+        )
+
+    @classmethod
+    def from_dsn(
+        cls,
+        dsn: str,
+        connect_retries: int = 15,
+        retry_delay: float = 1.0,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        create_schema: bool = True,
+    ) -> "PostgresTransport":
+        """As harel's: retries a connection that fails with a retryable error."""
+        from execstore import BackendError
+
+        last: Optional[BaseException] = None
+        for _ in range(max(1, _int("connect_retries", connect_retries))):
+            try:
+                return cls(dsn, prefix=prefix, create_schema=create_schema)
+            except BackendError as e:
+                if not getattr(e, "retryable", False):
+                    raise
+                last = e
+                time.sleep(_float("retry_delay", retry_delay))
+        assert last is not None
+        raise last
+
+
+class _AsyncTransport:
+    """The async face of a sync transport: every call runs in a worker thread."""
+
+    def __init__(self, sync: _Transport) -> None:
+        self._t = sync
 
     @property
-    def sync(self) -> SqliteTransport:
+    def sync(self) -> _Transport:
         """The sync transport behind this one (the same database and handle)."""
         return self._t
 
@@ -659,11 +708,60 @@ class AsyncSqliteTransport:
     async def close(self) -> None:
         await asyncio.to_thread(self._t.close)
 
-    async def __aenter__(self) -> "AsyncSqliteTransport":
+    async def __aenter__(self: _AT) -> _AT:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     def __repr__(self) -> str:
-        return f"<AsyncSqliteTransport {self._t._h!r}>"
+        return f"<{type(self).__name__} {self._t._h!r}>"
+
+
+class AsyncSqliteTransport(_AsyncTransport):
+    """harel's `AsyncSqliteTransport`, on execstore: build with `await
+    AsyncSqliteTransport.create(path, clock)`."""
+
+    @classmethod
+    async def create(
+        cls,
+        path: Union[str, "PathLike[str]"] = ":memory:",
+        clock: Callable[[], float] = time.time,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        create_schema: bool = True,
+    ) -> "AsyncSqliteTransport":
+        sync = await asyncio.to_thread(SqliteTransport, path, clock, prefix=prefix, create_schema=create_schema)
+        return cls(sync)
+
+
+class AsyncPostgresTransport(_AsyncTransport):
+    """harel's `AsyncPostgresTransport`, on execstore: build with `await
+    AsyncPostgresTransport.from_dsn(dsn, clock, pool_size)` (or `create`)."""
+
+    @classmethod
+    async def create(
+        cls,
+        dsn: str,
+        clock: Callable[[], float] = time.time,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        create_schema: bool = True,
+        max_connections: int = 8,
+    ) -> "AsyncPostgresTransport":
+        sync = await asyncio.to_thread(
+            PostgresTransport, dsn, clock, prefix=prefix, create_schema=create_schema, max_connections=max_connections
+        )
+        return cls(sync)
+
+    @classmethod
+    async def from_dsn(
+        cls,
+        dsn: str,
+        clock: Callable[[], float] = time.time,
+        pool_size: int = 10,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        create_schema: bool = True,
+    ) -> "AsyncPostgresTransport":
+        return await cls.create(dsn, clock, prefix=prefix, create_schema=create_schema, max_connections=pool_size)
