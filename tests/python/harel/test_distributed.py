@@ -1,5 +1,5 @@
 """harel's `DistributedRunner` end to end on execstore alone: `execstore.harel.SqliteStore` and
-`execstore.harel.SqliteTransport`, with two worker processes (each with its own store and
+`execstore.harel.SqliteTransport` (and `PostgresStore` with `PostgresTransport`), with two worker processes (each with its own store and
 transport on the same two files) and the sender in this one. A statechart with a durable timer
 (fired by the workers, through the transport) and a domain event runs every execution to the
 end; both workers take part, every message is handled and acked, nothing is left behind."""
@@ -11,13 +11,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
 from harel.dsl import definition_from_dsl
 from harel.engine.distributed import DistributedRunner
 from harel.engine.execution import Status
 from harel.spec.states import Event
 
-from execstore.harel import SqliteStore, SqliteTransport
+from execstore.harel import PostgresStore, PostgresTransport, SqliteStore, SqliteTransport
 
 CHART = """
 machine job {
@@ -37,10 +39,14 @@ import json, sys, threading, time
 from pathlib import Path
 from harel.dsl import definition_from_dsl
 from harel.engine.distributed import DistributedRunner
-from execstore.harel import SqliteStore, SqliteTransport
-store_path, transport_path, chart, worker_id, stop_file = sys.argv[1:6]
-store = SqliteStore(store_path)
-transport = SqliteTransport(transport_path)
+from execstore.harel import PostgresStore, PostgresTransport, SqliteStore, SqliteTransport
+store_path, transport_path, chart, worker_id, stop_file, prefix = sys.argv[1:7]
+if store_path.startswith("postgres"):
+    store = PostgresStore(store_path, prefix=prefix)
+    transport = PostgresTransport(transport_path, prefix=prefix)
+else:
+    store = SqliteStore(store_path)
+    transport = SqliteTransport(transport_path)
 runner = DistributedRunner(store, transport, {"job": definition_from_dsl(chart)}, execution="inline")
 worker = runner.worker(worker_id=worker_id)
 print("ready", flush=True)
@@ -70,13 +76,28 @@ def _wait(what: str, cond: object, timeout: float = 60.0) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_distributed_runner_with_two_worker_processes(tmp_path: Path) -> None:
-    store_path, transport_path, stop = tmp_path / "store.db", tmp_path / "transport.db", tmp_path / "stop"
-    store = SqliteStore(store_path)
-    transport = SqliteTransport(transport_path)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_distributed_runner_with_two_worker_processes(tmp_path: Path, backend: str, request: Any) -> None:
+    stop = tmp_path / "stop"
+    store: Any
+    transport: Any
+    if backend == "sqlite":
+        prefix = "harel"
+        store_path, transport_path = str(tmp_path / "store.db"), str(tmp_path / "transport.db")
+        store, transport = SqliteStore(store_path), SqliteTransport(transport_path)
+    else:
+        from conftest import pg_url
+
+        from execstore._core import HarelTransport
+
+        store_path = transport_path = pg_url()
+        prefix = request.getfixturevalue("pg_prefix")
+        request.addfinalizer(lambda: HarelTransport.drop_postgres(store_path, prefix))
+        store = PostgresStore(store_path, prefix=prefix)
+        transport = PostgresTransport(transport_path, prefix=prefix)
     workers = [
         subprocess.Popen(
-            [sys.executable, "-c", _WORKER, str(store_path), str(transport_path), CHART, f"w{i}", str(stop)],
+            [sys.executable, "-c", _WORKER, store_path, transport_path, CHART, f"w{i}", str(stop), prefix],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
