@@ -1,9 +1,11 @@
 """Messages per second through harel 0.9's own SqliteTransport and execstore.harel's, in one run,
 side by side: send N (publish), then receive N (claim + ack), on a fresh file each, in the
 same directory, alternating which goes first. Sync by default; `--async` adds harel's
-AsyncSqliteTransport (aiosqlite) against execstore.harel.AsyncSqliteTransport.
+AsyncSqliteTransport (aiosqlite) against execstore.harel.AsyncSqliteTransport; `--pg URL` adds
+harel's PostgresTransport (psycopg) against execstore.harel.PostgresTransport on that server
+(fresh tables under a unique prefix per run, dropped after).
 
-    python bench/transport.py [--messages N] [--groups G] [--repeat R] [--async] [--json]
+    python bench/transport.py [--messages N] [--groups G] [--repeat R] [--async] [--pg URL] [--json]
 
 Run it with a Python that has harel 0.9.0 and the execstore wheel installed (build the wheel
 with EXECSTORE_WHEEL_PROFILE=release; see bench/README.md). Both transports run at their
@@ -90,6 +92,7 @@ def main() -> None:
     p.add_argument("--groups", type=int, default=100, help="spread over G groups (default 100)")
     p.add_argument("--repeat", type=int, default=3, help="rounds; medians are reported (default 3)")
     p.add_argument("--async", dest="run_async", action="store_true", help="also the async transports")
+    p.add_argument("--pg", metavar="URL", default=None, help="also the PostgreSQL transports, on this server")
     p.add_argument("--dir", type=Path, default=None, help="where the files go (default: a temp dir)")
     p.add_argument("--json", action="store_true", help="one JSON line per run, then the summary as JSON")
     a = p.parse_args()
@@ -111,6 +114,22 @@ def main() -> None:
         sides["harel-async"] = ("async", lambda path: HarelAsync.create(str(path)))
         sides["execstore-async"] = ("async", lambda path: OursAsync.create(path))
 
+    made: list[str] = []
+    if a.pg:
+        import uuid
+
+        import psycopg
+        from harel.engine.transport import PostgresTransport as HarelPg
+
+        from execstore.harel import PostgresTransport as OursPg
+
+        def fresh() -> str:
+            made.append("b" + uuid.uuid4().hex[:12])
+            return made[-1]
+
+        sides["harel-pg"] = ("sync", lambda _path: HarelPg(psycopg.connect(a.pg), prefix=fresh()))
+        sides["execstore-pg"] = ("sync", lambda _path: OursPg(a.pg, prefix=fresh()))
+
     results: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
     with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
         for r in range(a.repeat):
@@ -126,9 +145,16 @@ def main() -> None:
                 if a.json:
                     print(json.dumps({"impl": name, "round": r, "messages": a.messages, "groups": a.groups, **res}), flush=True)
 
+    if made:
+        from execstore._core import HarelTransport
+
+        for prefix in made:
+            HarelTransport.drop_postgres(a.pg, prefix)
+
     keys = ["send_per_s", "receive_per_s", "round_trip_per_s"]
     med = {name: {k: statistics.median(x[k] for x in runs) for k in keys} for name, runs in results.items()}
     pairs = [("execstore", "harel")] + ([("execstore-async", "harel-async")] if a.run_async else [])
+    pairs += [("execstore-pg", "harel-pg")] if a.pg else []
     summary = {
         "messages": a.messages,
         "groups": a.groups,
@@ -145,7 +171,7 @@ def main() -> None:
         print(f"{name:18}" + "".join(f"{med[name][k]:>18,.0f}" for k in keys))
     for ours, theirs in pairs:
         ratio = "".join(f"{med[ours][k] / med[theirs][k]:>17.2f}x" for k in keys)
-        print(f"{ours + '/' + theirs.split('-')[0]:18}{ratio}")
+        print(f"{'ratio ' + ours.removeprefix('execstore'):18}{ratio}")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -19,7 +19,11 @@ impl PgTransportHarness {
         let url = common::server_url()?;
         let prefix = common::unique_prefix();
         let transport = Some(Self::open(&url, &prefix));
-        Some(PgTransportHarness { url, prefix, transport })
+        Some(PgTransportHarness {
+            url,
+            prefix,
+            transport,
+        })
     }
 
     fn open(url: &str, prefix: &str) -> PgTransport {
@@ -63,29 +67,46 @@ execstore::transport_conformance_tests!(durable: pg_transport!());
 fn create_schema_false_needs_the_tables() {
     let Some(url) = common::server_url() else { return };
     let prefix = common::unique_prefix();
-    let err = PgTransport::open(&url, PgTransportOptions::new().prefix(&prefix).create_schema(false))
-        .expect_err("no tables yet");
+    let err = PgTransport::open(
+        &url,
+        PgTransportOptions::new().prefix(&prefix).create_schema(false),
+    )
+    .expect_err("no tables yet");
     assert!(matches!(err, execstore::StoreError::NotFound { .. }), "{err:?}");
     drop(PgTransport::open(&url, PgTransportOptions::new().prefix(&prefix)).expect("create"));
-    PgTransport::open(&url, PgTransportOptions::new().prefix(&prefix).create_schema(false)).expect("they exist");
+    PgTransport::open(
+        &url,
+        PgTransportOptions::new().prefix(&prefix).create_schema(false),
+    )
+    .expect("they exist");
     execstore_postgres::drop_transport(&url, &prefix).expect("drop");
 }
 
 #[test]
 fn a_lapsed_lease_no_longer_acks() {
     // fenced by the claim's token: the first worker's late ack leaves the second's lease alone
-    let Some(h) = PgTransportHarness::new() else { return };
+    let Some(h) = PgTransportHarness::new() else {
+        return;
+    };
     let t = h.transport();
-    t.publish("G", &execstore::Event::new("e1", "k"), 0).expect("publish");
-    t.publish("G", &execstore::Event::new("e2", "k"), 0).expect("publish");
+    t.publish("G", &execstore::Event::new("e1", "k"), 0)
+        .expect("publish");
+    t.publish("G", &execstore::Event::new("e2", "k"), 0)
+        .expect("publish");
     let t0 = 1_700_000_000.0;
     let first = t.claim("w1", t0, 10.0, 0).expect("claim").expect("e1");
-    let second = t.claim("w2", t0 + 11.0, 10.0, 0).expect("claim").expect("e1 again");
+    let second = t
+        .claim("w2", t0 + 11.0, 10.0, 0)
+        .expect("claim")
+        .expect("e1 again");
     assert_eq!(second.lease.seq, first.lease.seq);
     assert_ne!(second.lease.token, first.lease.token);
     t.ack(&first.lease, t0 + 12.0).expect("a stale ack is no error");
     assert_eq!(t.depth().expect("depth"), 2, "the stale ack removed nothing");
-    assert!(t.claim("w3", t0 + 12.0, 10.0, 0).expect("claim").is_none(), "w2 still holds G");
+    assert!(
+        t.claim("w3", t0 + 12.0, 10.0, 0).expect("claim").is_none(),
+        "w2 still holds G"
+    );
     t.ack(&second.lease, t0 + 12.0).expect("ack");
     assert_eq!(t.depth().expect("depth"), 1);
 }

@@ -45,7 +45,11 @@ impl HarelTransport {
 }
 
 impl HarelTransport {
-    fn opened<T: Transport + 'static>(py: Python<'_>, opened: execstore::Result<T>, label: String) -> PyResult<Self> {
+    fn opened<T: Transport + 'static>(
+        py: Python<'_>,
+        opened: execstore::Result<T>,
+        label: String,
+    ) -> PyResult<Self> {
         let transport = match opened {
             Ok(t) => t,
             Err(StoreError::NotFound { key, .. }) => {
@@ -114,7 +118,8 @@ impl HarelTransport {
     /// Appends the event (`Event.model_dump_json()`) to `group_id`'s queue; returns its seq.
     fn publish(&self, py: Python<'_>, group_id: &str, event_json: &str, priority: i64) -> PyResult<i64> {
         self.run(py, |t| {
-            let event = serde_json::from_str(event_json).map_err(|e| StoreError::invalid("event", e.to_string()))?;
+            let event =
+                serde_json::from_str(event_json).map_err(|e| StoreError::invalid("event", e.to_string()))?;
             t.publish(group_id, &event, priority)
         })
     }
@@ -164,19 +169,12 @@ impl HarelTransport {
     /// Whether the transport is closed.
     #[getter]
     fn closed(&self) -> bool {
-        self.transport
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
+        self.transport.read().unwrap_or_else(|e| e.into_inner()).is_none()
     }
 
     /// Closes the transport: later calls raise `ValueError`. Calls running finish first.
     fn close(&self, py: Python<'_>) {
-        let t = self
-            .transport
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let t = self.transport.write().unwrap_or_else(|e| e.into_inner()).take();
         py.detach(move || drop(t));
     }
 

@@ -71,10 +71,22 @@ pub fn one_in_flight_per_group(h: &mut dyn TransportHarness) {
     t.publish("H", &ev("h1"), 0).expect("publish");
     let a = t.claim("w1", T0, 30.0, 0).expect("claim");
     assert_eq!(kind(&a), Some("g1"));
-    assert_eq!(kind(&t.claim("w2", T0, 30.0, 0).expect("claim")), Some("h1"), "another group proceeds");
-    assert_eq!(t.claim("w3", T0, 30.0, 0).expect("claim"), None, "every group is in flight");
+    assert_eq!(
+        kind(&t.claim("w2", T0, 30.0, 0).expect("claim")),
+        Some("h1"),
+        "another group proceeds"
+    );
+    assert_eq!(
+        t.claim("w3", T0, 30.0, 0).expect("claim"),
+        None,
+        "every group is in flight"
+    );
     t.ack(&a.expect("claimed").lease, T0).expect("ack");
-    assert_eq!(kind(&t.claim("w3", T0, 30.0, 0).expect("claim")), Some("g2"), "the ack frees G");
+    assert_eq!(
+        kind(&t.claim("w3", T0, 30.0, 0).expect("claim")),
+        Some("g2"),
+        "the ack frees G"
+    );
     assert_eq!(t.depth().expect("depth"), 2);
 }
 
@@ -87,11 +99,19 @@ pub fn nack_returns_and_ack_removes(h: &mut dyn TransportHarness) {
     t.nack(&d.lease, T0, 0.0).expect("nack");
     let again = take(t, "w", T0);
     assert_eq!(again.event.kind, "only");
-    assert_eq!((again.lease.seq, &again.lease.group_id), (d.lease.seq, &d.lease.group_id));
+    assert_eq!(
+        (again.lease.seq, &again.lease.group_id),
+        (d.lease.seq, &d.lease.group_id)
+    );
     t.ack(&again.lease, T0).expect("ack");
-    assert_eq!(t.claim("w", T0, 30.0, 0).expect("claim"), None, "ack removes the message");
+    assert_eq!(
+        t.claim("w", T0, 30.0, 0).expect("claim"),
+        None,
+        "ack removes the message"
+    );
     t.ack(&again.lease, T0).expect("a second ack is no error");
-    t.nack(&again.lease, T0, 5.0).expect("a nack of a gone message is no error");
+    t.nack(&again.lease, T0, 5.0)
+        .expect("a nack of a gone message is no error");
     assert_eq!(t.depth().expect("depth"), 0);
     t.publish("G", &ev("next"), 0).expect("publish");
     assert_eq!(kind(&t.claim("w", T0, 30.0, 0).expect("claim")), Some("next"));
@@ -106,8 +126,16 @@ pub fn nack_with_delay_parks(h: &mut dyn TransportHarness) {
     let d = take(t, "w", T0);
     t.nack(&d.lease, T0, 5.0).expect("nack");
     assert_eq!(t.claim("w", T0 + 1.0, 30.0, 0).expect("claim"), None, "parked");
-    assert_eq!(t.claim("w", T0 + 5.0, 30.0, 0).expect("claim"), None, "parked up to its end");
-    assert_eq!(kind(&t.claim("w", T0 + 6.0, 30.0, 0).expect("claim")), Some("e1"), "back after the delay");
+    assert_eq!(
+        t.claim("w", T0 + 5.0, 30.0, 0).expect("claim"),
+        None,
+        "parked up to its end"
+    );
+    assert_eq!(
+        kind(&t.claim("w", T0 + 6.0, 30.0, 0).expect("claim")),
+        Some("e1"),
+        "back after the delay"
+    );
 }
 
 /// A lease lapses after `visibility`: then another worker may claim the message.
@@ -116,7 +144,11 @@ pub fn an_expired_lease_is_claimable(h: &mut dyn TransportHarness) {
     t.publish("G", &ev("e1"), 0).expect("publish");
     assert_eq!(kind(&t.claim("w1", T0, 10.0, 0).expect("claim")), Some("e1"));
     assert_eq!(t.claim("w2", T0 + 5.0, 10.0, 0).expect("claim"), None, "leased");
-    assert_eq!(t.claim("w2", T0 + 10.0, 10.0, 0).expect("claim"), None, "leased to its end");
+    assert_eq!(
+        t.claim("w2", T0 + 10.0, 10.0, 0).expect("claim"),
+        None,
+        "leased to its end"
+    );
     let d = t.claim("w2", T0 + 11.0, 10.0, 0).expect("claim");
     assert_eq!(kind(&d), Some("e1"), "the lease lapsed");
 }
@@ -151,10 +183,17 @@ pub fn priorities(h: &mut dyn TransportHarness) {
     let hi = t.claim("w", T0, 30.0, 2).expect("claim").expect("hi");
     assert_eq!(hi.lease.group_id, "hi");
     t.ack(&hi.lease, T0).expect("ack");
-    let hi = t.claim("w", T0 + 1.0, 30.0, 2).expect("claim").expect("hi's second");
+    let hi = t
+        .claim("w", T0 + 1.0, 30.0, 2)
+        .expect("claim")
+        .expect("hi's second");
     assert_eq!(hi.event.kind, "h2");
     t.ack(&hi.lease, T0 + 1.0).expect("ack");
-    assert_eq!(t.claim("w", T0 + 2.0, 30.0, 1).expect("claim"), None, "lo is below 1");
+    assert_eq!(
+        t.claim("w", T0 + 2.0, 30.0, 1).expect("claim"),
+        None,
+        "lo is below 1"
+    );
     let lo = t.claim("w", T0 + 2.0, 30.0, 0).expect("claim").expect("lo");
     assert_eq!(lo.event.kind, "l1");
     t.ack(&lo.lease, T0 + 2.0).expect("ack");
@@ -192,8 +231,14 @@ pub fn bad_input_changes_nothing(h: &mut dyn TransportHarness) {
     invalid(t.publish(&long, &ev("x"), 0).map(|_| ()), "long group");
     invalid(t.publish("G", &ev("x"), 5).map(|_| ()), "priority 5");
     invalid(t.publish("G", &ev("x"), -1).map(|_| ()), "priority -1");
-    invalid(t.publish("G", &Event::new("", "k"), 0).map(|_| ()), "an event without an id");
-    invalid(t.publish("G", &Event::new("i", ""), 0).map(|_| ()), "an event without a kind");
+    invalid(
+        t.publish("G", &Event::new("", "k"), 0).map(|_| ()),
+        "an event without an id",
+    );
+    invalid(
+        t.publish("G", &Event::new("i", ""), 0).map(|_| ()),
+        "an event without a kind",
+    );
     let mut bad_time = ev("x");
     bad_time.created_time = Some("yesterday".into());
     invalid(t.publish("G", &bad_time, 0).map(|_| ()), "a bad created_time");
@@ -201,15 +246,25 @@ pub fn bad_input_changes_nothing(h: &mut dyn TransportHarness) {
     invalid(t.claim("", T0, 30.0, 0).map(|_| ()), "empty worker");
     invalid(t.claim("w", f64::NAN, 30.0, 0).map(|_| ()), "NaN now");
     invalid(t.claim("w", T0, -1.0, 0).map(|_| ()), "negative visibility");
-    invalid(t.claim("w", T0, f64::INFINITY, 0).map(|_| ()), "infinite visibility");
+    invalid(
+        t.claim("w", T0, f64::INFINITY, 0).map(|_| ()),
+        "infinite visibility",
+    );
     invalid(t.claim("w", T0, 30.0, 7).map(|_| ()), "min_priority 7");
     let d = take(t, "w", T0);
     assert_eq!(d.event.kind, "e1", "no refused claim leased the message");
-    let bad = Lease { seq: 0, ..d.lease.clone() };
+    let bad = Lease {
+        seq: 0,
+        ..d.lease.clone()
+    };
     invalid(t.ack(&bad, T0), "seq 0");
     invalid(t.nack(&d.lease, T0, -1.0), "negative delay");
     invalid(t.nack(&d.lease, T0, f64::NAN), "NaN delay");
-    assert_eq!(t.claim("w", T0 + 1.0, 30.0, 0).expect("claim"), None, "still leased");
+    assert_eq!(
+        t.claim("w", T0 + 1.0, 30.0, 0).expect("claim"),
+        None,
+        "still leased"
+    );
     t.ack(&d.lease, T0).expect("ack");
     assert_eq!(t.depth().expect("depth"), 0);
 }
@@ -222,8 +277,12 @@ pub fn concurrent_claims_keep_groups_exclusive(h: &mut dyn TransportHarness) {
     let t = h.transport();
     for i in 0..PER_GROUP {
         for g in 0..GROUPS {
-            t.publish(&format!("g{g}"), &Event::new(format!("g{g}-{i}"), format!("{i}")), 0)
-                .expect("publish");
+            t.publish(
+                &format!("g{g}"),
+                &Event::new(format!("g{g}-{i}"), format!("{i}")),
+                0,
+            )
+            .expect("publish");
         }
     }
     let other = h.another();
@@ -238,10 +297,7 @@ pub fn concurrent_claims_keep_groups_exclusive(h: &mut dyn TransportHarness) {
                 continue;
             };
             idle = 0;
-            let fresh = in_flight
-                .lock()
-                .expect("lock")
-                .insert(d.lease.group_id.clone());
+            let fresh = in_flight.lock().expect("lock").insert(d.lease.group_id.clone());
             assert!(fresh, "{} was handed out twice at once", d.lease.group_id);
             let n: usize = d.event.kind.parse().expect("a number");
             seen.lock()
@@ -260,7 +316,11 @@ pub fn concurrent_claims_keep_groups_exclusive(h: &mut dyn TransportHarness) {
     let seen = seen.into_inner().expect("lock");
     assert_eq!(seen.len(), GROUPS);
     for (g, order) in seen {
-        assert_eq!(order, (0..PER_GROUP).collect::<Vec<_>>(), "{g}: each message once, in order");
+        assert_eq!(
+            order,
+            (0..PER_GROUP).collect::<Vec<_>>(),
+            "{g}: each message once, in order"
+        );
     }
     assert_eq!(t.depth().expect("depth"), 0);
 }
@@ -283,10 +343,22 @@ pub fn reopen_keeps_queues_and_leases(h: &mut dyn TransportHarness) {
     }
     let t = h.transport();
     assert_eq!(t.depth().expect("depth"), 4);
-    assert_eq!(kind(&t.claim("w", T0 + 1.0, 30.0, 0).expect("claim")), Some("c1"), "A leased, B parked");
+    assert_eq!(
+        kind(&t.claim("w", T0 + 1.0, 30.0, 0).expect("claim")),
+        Some("c1"),
+        "A leased, B parked"
+    );
     assert_eq!(t.claim("w", T0 + 1.0, 30.0, 0).expect("claim"), None);
-    assert_eq!(kind(&t.claim("w", T0 + 31.0, 30.0, 0).expect("claim")), Some("a1"), "A's lease lapsed");
-    assert_eq!(kind(&t.claim("w", T0 + 101.0, 30.0, 3).expect("claim")), Some("b1"), "B's park ended, priority kept");
+    assert_eq!(
+        kind(&t.claim("w", T0 + 31.0, 30.0, 0).expect("claim")),
+        Some("a1"),
+        "A's lease lapsed"
+    );
+    assert_eq!(
+        kind(&t.claim("w", T0 + 101.0, 30.0, 3).expect("claim")),
+        Some("b1"),
+        "B's park ended, priority kept"
+    );
 }
 
 /// Generates one `#[test]` per check; `$harness` makes a fresh [`TransportHarness`] per test.

@@ -140,7 +140,9 @@ impl Stmts {
             ),
             drop_group: fill("DELETE FROM {g} WHERE group_id = $1 AND locked_by = $2"),
             park: fill("UPDATE {g} SET lock_expiry = $3 WHERE group_id = $1 AND locked_by = $2"),
-            unlock: fill("UPDATE {g} SET locked_by = NULL, lock_expiry = NULL WHERE group_id = $1 AND locked_by = $2"),
+            unlock: fill(
+                "UPDATE {g} SET locked_by = NULL, lock_expiry = NULL WHERE group_id = $1 AND locked_by = $2",
+            ),
             depth: fill("SELECT COUNT(*)::int8 FROM {m}"),
             messages: m,
             groups: g,
@@ -269,7 +271,11 @@ struct Tx<'a> {
 }
 
 impl Tx<'_> {
-    fn query(&mut self, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> Result<Vec<postgres::Row>> {
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>> {
         let stmt = db::prepared(self.statements, &mut self.tx, sql)?;
         self.tx.query(&stmt, params).db()
     }
@@ -291,16 +297,25 @@ impl Transport for PgTransport {
         let priority = priority_i32(priority);
         self.write(|tx| {
             let rows = tx.query(&self.sql.publish_message, &[&group_id, &json])?;
-            let seq: i64 = rows.first().map(|r| r.get(0)).ok_or_else(|| StoreError::Corrupt {
-                what: "transport message".into(),
-                reason: "the insert returned no seq".into(),
-            })?;
+            let seq: i64 = rows
+                .first()
+                .map(|r| r.get(0))
+                .ok_or_else(|| StoreError::Corrupt {
+                    what: "transport message".into(),
+                    reason: "the insert returned no seq".into(),
+                })?;
             tx.execute(&self.sql.publish_group, &[&group_id, &priority])?;
             Ok(seq)
         })
     }
 
-    fn claim(&self, worker_id: &str, now: f64, visibility: f64, min_priority: i64) -> Result<Option<Delivery>> {
+    fn claim(
+        &self,
+        worker_id: &str,
+        now: f64,
+        visibility: f64,
+        min_priority: i64,
+    ) -> Result<Option<Delivery>> {
         check_claim(worker_id, now, visibility, min_priority)?;
         let token = self.tokens.make(worker_id);
         let until = now + visibility;

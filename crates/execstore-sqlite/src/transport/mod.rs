@@ -16,9 +16,7 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use execstore::transport::{
-    check_claim, check_release, prepare_publish, Delivery, Lease, Transport, PARKED,
-};
+use execstore::transport::{check_claim, check_release, prepare_publish, Delivery, Lease, Transport, PARKED};
 use execstore::{Event, Result, StoreError};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -171,13 +169,21 @@ impl Transport for SqliteTransport {
         })
     }
 
-    fn claim(&self, worker_id: &str, now: f64, visibility: f64, min_priority: i64) -> Result<Option<Delivery>> {
+    fn claim(
+        &self,
+        worker_id: &str,
+        now: f64,
+        visibility: f64,
+        min_priority: i64,
+    ) -> Result<Option<Delivery>> {
         check_claim(worker_id, now, visibility, min_priority)?;
         let found = self.write(|conn| {
             let head: Option<(i64, String, String)> = conn
                 .prepare_cached(&self.names.claim())
                 .db()?
-                .query_row(params![min_priority, now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .query_row(params![min_priority, now], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
                 .optional()
                 .db()?;
             let Some((seq, group_id, event)) = head else {

@@ -29,7 +29,8 @@ fn creates_harels_tables_and_indexes_under_the_prefix() {
 fn create_schema_false_needs_the_tables() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("t.db");
-    let err = SqliteTransport::open(&path, SqliteTransportOptions::new().create_schema(false)).expect_err("no tables");
+    let err = SqliteTransport::open(&path, SqliteTransportOptions::new().create_schema(false))
+        .expect_err("no tables");
     assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
     drop(SqliteTransport::open(&path, SqliteTransportOptions::new()).expect("create"));
     SqliteTransport::open(&path, SqliteTransportOptions::new().create_schema(false)).expect("tables exist");
@@ -45,7 +46,10 @@ fn a_bad_prefix_is_refused() {
 fn a_failed_publish_leaves_no_message_without_its_group() {
     let t = SqliteTransport::open(":memory:", SqliteTransportOptions::new()).expect("open");
     // The group insert fails (the table is gone): the message insert is rolled back with it.
-    t.conn().execute_batch("DROP TABLE harel_transport_groups").expect("drop");
-    t.publish("G", &Event::new("e", "k"), 0).expect_err("no groups table");
+    t.conn()
+        .execute_batch("DROP TABLE harel_transport_groups")
+        .expect("drop");
+    t.publish("G", &Event::new("e", "k"), 0)
+        .expect_err("no groups table");
     assert_eq!(t.depth().expect("depth"), 0);
 }

@@ -95,7 +95,13 @@ impl Transport for MemoryTransport {
         Ok(seq)
     }
 
-    fn claim(&self, worker_id: &str, now: f64, visibility: f64, min_priority: i64) -> Result<Option<Delivery>> {
+    fn claim(
+        &self,
+        worker_id: &str,
+        now: f64,
+        visibility: f64,
+        min_priority: i64,
+    ) -> Result<Option<Delivery>> {
         check_claim(worker_id, now, visibility, min_priority)?;
         let mut inner = self.lock();
         let mut order: Vec<(&String, &Group)> = inner
@@ -118,13 +124,10 @@ impl Transport for MemoryTransport {
         if let Some(g) = inner.groups.get_mut(&group_id) {
             g.last_claimed_at = now;
         }
-        let message = inner
-            .messages
-            .get_mut(&seq)
-            .ok_or_else(|| StoreError::Corrupt {
-                what: "transport message".into(),
-                reason: format!("message {seq} vanished under the lock"),
-            })?;
+        let message = inner.messages.get_mut(&seq).ok_or_else(|| StoreError::Corrupt {
+            what: "transport message".into(),
+            reason: format!("message {seq} vanished under the lock"),
+        })?;
         message.locked_by = Some(worker_id.to_owned());
         message.lock_expiry = Some(now + visibility);
         let event = serde_json::from_str(&message.event).map_err(|e| StoreError::Corrupt {

@@ -66,7 +66,13 @@ pub trait Transport: Send + Sync {
     /// Leases the head of the group that waited longest among those with `priority >=
     /// min_priority` and nothing in flight at `now` (a lease or park ending before `now` is
     /// no longer in flight), until `now + visibility`; `None` if nothing is claimable.
-    fn claim(&self, worker_id: &str, now: f64, visibility: f64, min_priority: i64) -> Result<Option<Delivery>>;
+    fn claim(
+        &self,
+        worker_id: &str,
+        now: f64,
+        visibility: f64,
+        min_priority: i64,
+    ) -> Result<Option<Delivery>>;
 
     /// Removes the leased message and frees its group; a message already gone is no error.
     fn ack(&self, lease: &Lease, now: f64) -> Result<()>;
@@ -132,7 +138,13 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
     fn publish(&self, group_id: &str, event: &Event, priority: i64) -> Result<i64> {
         (**self).publish(group_id, event, priority)
     }
-    fn claim(&self, worker_id: &str, now: f64, visibility: f64, min_priority: i64) -> Result<Option<Delivery>> {
+    fn claim(
+        &self,
+        worker_id: &str,
+        now: f64,
+        visibility: f64,
+        min_priority: i64,
+    ) -> Result<Option<Delivery>> {
         (**self).claim(worker_id, now, visibility, min_priority)
     }
     fn ack(&self, lease: &Lease, now: f64) -> Result<()> {
