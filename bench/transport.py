@@ -92,6 +92,12 @@ def main() -> None:
     p.add_argument("--groups", type=int, default=100, help="spread over G groups (default 100)")
     p.add_argument("--repeat", type=int, default=3, help="rounds; medians are reported (default 3)")
     p.add_argument("--async", dest="run_async", action="store_true", help="also the async transports")
+    p.add_argument(
+        "--synchronous",
+        choices=["full", "normal"],
+        default="full",
+        help="SQLite's PRAGMA synchronous on both sides (harel's: set on its connection; default full)",
+    )
     p.add_argument("--pg", metavar="URL", default=None, help="also the PostgreSQL transports, on this server")
     p.add_argument("--dir", type=Path, default=None, help="where the files go (default: a temp dir)")
     p.add_argument("--json", action="store_true", help="one JSON line per run, then the summary as JSON")
@@ -104,15 +110,27 @@ def main() -> None:
     from execstore.harel import AsyncSqliteTransport as OursAsync
     from execstore.harel import SqliteTransport as OursSync
 
+    sync_level = a.synchronous
+
+    def harel_sync(path: Path) -> Any:
+        t = HarelSync(path)
+        t._conn.execute(f"PRAGMA synchronous={sync_level}")  # harel has no option for it
+        return t
+
     sides: dict[str, tuple[str, Callable[[Path], Any]]] = {
-        "harel": ("sync", lambda path: HarelSync(path)),
-        "execstore": ("sync", lambda path: OursSync(path)),
+        "harel": ("sync", harel_sync),
+        "execstore": ("sync", lambda path: OursSync(path, synchronous=sync_level)),
     }
     if a.run_async:
         from harel.engine.aio_transport import AsyncSqliteTransport as HarelAsync
 
-        sides["harel-async"] = ("async", lambda path: HarelAsync.create(str(path)))
-        sides["execstore-async"] = ("async", lambda path: OursAsync.create(path))
+        async def harel_async(path: Path) -> Any:
+            t = await HarelAsync.create(str(path))
+            await t._conn.execute(f"PRAGMA synchronous={sync_level}")
+            return t
+
+        sides["harel-async"] = ("async", harel_async)
+        sides["execstore-async"] = ("async", lambda path: OursAsync.create(path, synchronous=sync_level))
 
     made: list[str] = []
     if a.pg:
@@ -159,13 +177,14 @@ def main() -> None:
         "messages": a.messages,
         "groups": a.groups,
         "repeat": a.repeat,
+        "synchronous": a.synchronous,
         "medians": med,
         "ratios": {f"{ours}/{theirs}": {k: med[ours][k] / med[theirs][k] for k in keys} for ours, theirs in pairs},
     }
     if a.json:
         print(json.dumps(summary))
         return
-    print(f"{a.messages} messages over {a.groups} groups, {a.repeat} rounds, medians (messages/s)")
+    print(f"{a.messages} messages over {a.groups} groups, {a.repeat} rounds, synchronous {a.synchronous}, medians (messages/s)")
     print(f"{'':18}" + "".join(f"{k:>18}" for k in keys))
     for name in sides:
         print(f"{name:18}" + "".join(f"{med[name][k]:>18,.0f}" for k in keys))

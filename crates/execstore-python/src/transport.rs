@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 use execstore::transport::{Lease, Transport};
 use execstore::StoreError;
 use execstore_postgres::{PgTransport, PgTransportOptions};
-use execstore_sqlite::{SqliteTransport, SqliteTransportOptions};
+use execstore_sqlite::{SqliteTransport, SqliteTransportOptions, Synchronous};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -73,15 +73,25 @@ fn lease(seq: i64, group_id: String, token: String) -> Lease {
 #[pymethods]
 impl HarelTransport {
     /// Opens (creating if needed) the SQLite database at `path` (`":memory:"`: a private
-    /// database of this transport alone) with harel's transport tables under `prefix`.
+    /// database of this transport alone) with harel's transport tables under `prefix`, at
+    /// `synchronous` (`"full"`, `"normal"`, `"off"` or `"extra"`).
     #[staticmethod]
-    fn open_sqlite(py: Python<'_>, path: &str, prefix: &str, create_schema: bool) -> PyResult<Self> {
+    #[pyo3(signature = (path, prefix, create_schema, synchronous = "full"))]
+    fn open_sqlite(
+        py: Python<'_>,
+        path: &str,
+        prefix: &str,
+        create_schema: bool,
+        synchronous: &str,
+    ) -> PyResult<Self> {
         if path.is_empty() {
             return Err(PyValueError::new_err("path must not be empty"));
         }
+        let synchronous: Synchronous = synchronous.parse().py_err(py)?;
         let options = SqliteTransportOptions::new()
             .prefix(prefix)
-            .create_schema(create_schema);
+            .create_schema(create_schema)
+            .synchronous(synchronous);
         let opened = py.detach(|| SqliteTransport::open(path, options));
         Self::opened(py, opened, format!("sqlite {path} prefix={prefix:?}"))
     }

@@ -38,7 +38,7 @@ def _files(tmp_path: Path) -> Callable[[], str]:
 def test_harel_transport_contract(tmp_path: Path, where: str) -> None:
     path = _files(tmp_path) if where == "file" else (lambda: ":memory:")
     assert_transport_contract(lambda clock: SqliteTransport(path(), clock))
-    assert_transport_contract(lambda clock: SqliteTransport(path(), clock, prefix="other"))
+    assert_transport_contract(lambda clock: SqliteTransport(path(), clock, prefix="other", synchronous="normal"))
 
 
 @pytest.mark.asyncio
@@ -98,6 +98,8 @@ def test_bad_input_is_refused_and_changes_nothing() -> None:
         SqliteTransport(":memory:", create_schema=False)
     with pytest.raises(InvalidInputError):
         SqliteTransport(":memory:", prefix="no-dashes")
+    with pytest.raises(InvalidInputError):
+        SqliteTransport(":memory:", synchronous="sometimes")
     t.close()
 
 

@@ -79,13 +79,9 @@ struct Stmts {
     messages: String,
     groups: String,
     schema: String,
-    publish_message: String,
-    publish_group: String,
+    publish: String,
     claim: String,
-    hold: String,
-    delete_message: String,
-    release_served: String,
-    drop_group: String,
+    ack: String,
     park: String,
     unlock: String,
     depth: String,
@@ -108,13 +104,16 @@ impl Stmts {
                  CREATE INDEX IF NOT EXISTS {p}_transport_groups_claim_order ON {g} \
                  ((COALESCE(lock_expiry, 0)), group_id)",
             ),
-            publish_message: fill("INSERT INTO {m} (group_id, event) VALUES ($1, $2) RETURNING seq"),
-            // A new group is ready at once; an existing one keeps its lease and priority, but
-            // its row is locked, as an ack locks it: the ack then sees this message and keeps
-            // the group (or this insert waits, and makes the group again after it).
-            publish_group: fill(
-                "INSERT INTO {g} (group_id, locked_by, lock_expiry, priority) VALUES ($1, NULL, NULL, $2) \
-                 ON CONFLICT (group_id) DO UPDATE SET priority = {g}.priority",
+            // The message and its group in one statement. A new group is ready at once; an
+            // existing one keeps its lease and priority, but its row is locked, as an ack locks
+            // it: the ack then sees this message and keeps the group (or this insert waits,
+            // and makes the group again after it).
+            publish: fill(
+                "WITH message AS (INSERT INTO {m} (group_id, event) VALUES ($1, $2) RETURNING seq), \
+                 grp AS (INSERT INTO {g} (group_id, locked_by, lock_expiry, priority) \
+                         VALUES ($1, NULL, NULL, $3) \
+                         ON CONFLICT (group_id) DO UPDATE SET priority = {g}.priority) \
+                 SELECT seq FROM message",
             ),
             claim: fill(
                 "WITH picked AS ( \
@@ -131,14 +130,21 @@ impl Stmts {
                  WHERE head.group_id = (SELECT group_id FROM leased) \
                  ORDER BY head.seq LIMIT 1",
             ),
-            hold: fill("SELECT 1 FROM {g} WHERE group_id = $1 AND locked_by = $2 FOR UPDATE"),
-            delete_message: fill("DELETE FROM {m} WHERE seq = $1"),
-            release_served: fill(
-                "UPDATE {g} SET locked_by = NULL, lock_expiry = $3 \
-                 WHERE group_id = $1 AND locked_by = $2 \
-                   AND EXISTS (SELECT 1 FROM {m} WHERE group_id = $1)",
+            // One statement, fenced by the token: lock the group's row (as a publish locks
+            // it), delete the message, then free the group, served now, if it has more
+            // messages, or drop it. Every part reads the statement's snapshot, so "more" looks
+            // past the message being deleted.
+            ack: fill(
+                "WITH held AS (SELECT group_id FROM {g} WHERE group_id = $1 AND locked_by = $2 FOR UPDATE), \
+                 gone AS (DELETE FROM {m} AS d USING held WHERE d.seq = $3 RETURNING d.seq), \
+                 rest AS (SELECT EXISTS (SELECT 1 FROM {m} AS r WHERE r.group_id = $1 AND r.seq <> $3) AS more \
+                          FROM held), \
+                 freed AS (UPDATE {g} AS f SET locked_by = NULL, lock_expiry = $4 FROM rest \
+                           WHERE f.group_id = $1 AND f.locked_by = $2 AND rest.more RETURNING 1), \
+                 dropped AS (DELETE FROM {g} AS x USING rest \
+                             WHERE x.group_id = $1 AND x.locked_by = $2 AND NOT rest.more RETURNING 1) \
+                 SELECT (SELECT COUNT(*) FROM gone) + (SELECT COUNT(*) FROM freed) + (SELECT COUNT(*) FROM dropped)",
             ),
-            drop_group: fill("DELETE FROM {g} WHERE group_id = $1 AND locked_by = $2"),
             park: fill("UPDATE {g} SET lock_expiry = $3 WHERE group_id = $1 AND locked_by = $2"),
             unlock: fill(
                 "UPDATE {g} SET locked_by = NULL, lock_expiry = NULL WHERE group_id = $1 AND locked_by = $2",
@@ -250,40 +256,6 @@ impl PgTransport {
             tokens: Tokens::new(),
         })
     }
-
-    /// Runs `f` in one transaction on a pooled connection, committed if it returns `Ok`.
-    fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        let mut conn = self.pool.get().map_err(pool_err)?;
-        let db::Conn {
-            client, statements, ..
-        } = &mut *conn;
-        let tx = client.transaction().db()?;
-        let mut tx = Tx { tx, statements };
-        let out = f(&mut tx)?;
-        tx.tx.commit().db()?;
-        Ok(out)
-    }
-}
-
-struct Tx<'a> {
-    tx: postgres::Transaction<'a>,
-    statements: &'a mut std::collections::HashMap<String, postgres::Statement>,
-}
-
-impl Tx<'_> {
-    fn query(
-        &mut self,
-        sql: &str,
-        params: &[&(dyn postgres::types::ToSql + Sync)],
-    ) -> Result<Vec<postgres::Row>> {
-        let stmt = db::prepared(self.statements, &mut self.tx, sql)?;
-        self.tx.query(&stmt, params).db()
-    }
-
-    fn execute(&mut self, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) -> Result<u64> {
-        let stmt = db::prepared(self.statements, &mut self.tx, sql)?;
-        self.tx.execute(&stmt, params).db()
-    }
 }
 
 fn priority_i32(priority: i64) -> i32 {
@@ -295,18 +267,9 @@ impl Transport for PgTransport {
     fn publish(&self, group_id: &str, event: &Event, priority: i64) -> Result<i64> {
         let json = prepare_publish(group_id, event, priority)?;
         let priority = priority_i32(priority);
-        self.write(|tx| {
-            let rows = tx.query(&self.sql.publish_message, &[&group_id, &json])?;
-            let seq: i64 = rows
-                .first()
-                .map(|r| r.get(0))
-                .ok_or_else(|| StoreError::Corrupt {
-                    what: "transport message".into(),
-                    reason: "the insert returned no seq".into(),
-                })?;
-            tx.execute(&self.sql.publish_group, &[&group_id, &priority])?;
-            Ok(seq)
-        })
+        let mut conn = self.pool.get().map_err(pool_err)?;
+        let row = conn.query_one(&self.sql.publish, &[&group_id, &json, &priority])?;
+        Ok(row.get(0))
     }
 
     fn claim(
@@ -338,18 +301,10 @@ impl Transport for PgTransport {
 
     fn ack(&self, lease: &Lease, now: f64) -> Result<()> {
         check_release(lease, now, 0.0)?;
-        self.write(|tx| {
-            let held = tx.query(&self.sql.hold, &[&lease.group_id, &lease.token])?;
-            if held.is_empty() {
-                return Ok(()); // the lease lapsed and another worker holds the group
-            }
-            tx.execute(&self.sql.delete_message, &[&lease.seq])?;
-            let kept = tx.execute(&self.sql.release_served, &[&lease.group_id, &lease.token, &now])?;
-            if kept == 0 {
-                tx.execute(&self.sql.drop_group, &[&lease.group_id, &lease.token])?;
-            }
-            Ok(())
-        })
+        // A lease that lapsed, and that another worker took over, holds nothing: no change.
+        let mut conn = self.pool.get().map_err(pool_err)?;
+        conn.query_one(&self.sql.ack, &[&lease.group_id, &lease.token, &lease.seq, &now])?;
+        Ok(())
     }
 
     fn nack(&self, lease: &Lease, now: f64, delay: f64) -> Result<()> {

@@ -614,7 +614,9 @@ class SqliteTransport(_Transport):
     one message of a group in flight, on harel's `<prefix>_transport_messages` and
     `<prefix>_transport_groups` tables in the SQLite file at `path` (`":memory:"`: a private
     database of this transport alone). With `create_schema=False` the tables must exist.
-    Several processes (harel's own transport among them) may share the file; within one
+    `synchronous` (execstore's, keyword-only; harel's connection is always `"full"`): `"full"`
+    syncs every transaction, `"normal"` only at checkpoints (a process crash loses nothing, a
+    power loss may lose the last few). Several processes (harel's own transport among them) may share the file; within one
     process, do not open it through Python's `sqlite3` at the same time (see `SqliteStore`)."""
 
     def __init__(
@@ -624,9 +626,12 @@ class SqliteTransport(_Transport):
         *,
         prefix: str = DEFAULT_PREFIX,
         create_schema: bool = True,
+        synchronous: str = "full",
     ) -> None:
         self._clock = _clock_of(clock)
-        self._h = HarelTransport.open_sqlite(str(path), _str("prefix", prefix), bool(create_schema))
+        self._h = HarelTransport.open_sqlite(
+            str(path), _str("prefix", prefix), bool(create_schema), _str("synchronous", synchronous)
+        )
 
 
 class PostgresTransport(_Transport):
@@ -730,8 +735,11 @@ class AsyncSqliteTransport(_AsyncTransport):
         *,
         prefix: str = DEFAULT_PREFIX,
         create_schema: bool = True,
+        synchronous: str = "full",
     ) -> "AsyncSqliteTransport":
-        sync = await asyncio.to_thread(SqliteTransport, path, clock, prefix=prefix, create_schema=create_schema)
+        sync = await asyncio.to_thread(
+            SqliteTransport, path, clock, prefix=prefix, create_schema=create_schema, synchronous=synchronous
+        )
         return cls(sync)
 
 
