@@ -1,6 +1,7 @@
 """Messages per second through harel 0.9's own SqliteTransport and execstore.harel's, in one run,
 side by side: send N (publish), then receive N (claim + ack), on a fresh file each, in the
-same directory, alternating which goes first. Sync by default; `--async` adds harel's
+same directory, the two interleaved in chunks of 50 messages (which goes first flips every
+chunk), so that a busy machine's changing load weighs on both alike. Sync by default; `--async` adds harel's
 AsyncSqliteTransport (aiosqlite) against execstore.harel.AsyncSqliteTransport; `--pg URL` adds
 harel's PostgresTransport (psycopg) against execstore.harel.PostgresTransport on that server
 (fresh tables under a unique prefix per run, dropped after).
@@ -42,48 +43,84 @@ def _check(received: list[tuple[str, int]], n: int, groups: int) -> None:
         last[group] = i
 
 
-def run_sync(make: Callable[[Path], Any], path: Path, n: int, groups: int) -> dict[str, float]:
-    events = _events(n, groups)
-    t = make(path)
-    start = time.perf_counter()
-    for group, event in events:
-        t.publish(group, event)
-    sent = time.perf_counter() - start
-    received: list[tuple[str, int]] = []
-    start = time.perf_counter()
-    while True:
-        lease = t.claim("bench", 30.0)
-        if lease is None:
-            break
-        received.append((lease.group_id, lease.event.data["i"]))
-        t.ack(lease)
-    got = time.perf_counter() - start
-    if t.claim("bench", 30.0) is not None:
-        raise SystemExit("the transport is not empty")
-    t.close()
-    _check(received, n, groups)
-    return {"send_per_s": n / sent, "receive_per_s": n / got, "round_trip_per_s": n / (sent + got)}
+CHUNK = 50
 
 
-async def run_async(make: Callable[[Path], Any], path: Path, n: int, groups: int) -> dict[str, float]:
+def run_pair_sync(makes: list[Callable[[Path], Any]], paths: list[Path], n: int, groups: int) -> list[dict[str, float]]:
+    """Both transports of a pair, interleaved in chunks of CHUNK messages (which goes first
+    flips every chunk), so the machine's load changes weigh on both alike."""
     events = _events(n, groups)
-    t = await make(path)
-    start = time.perf_counter()
-    for group, event in events:
-        await t.publish(group, event)
-    sent = time.perf_counter() - start
-    received: list[tuple[str, int]] = []
-    start = time.perf_counter()
-    while True:
-        lease = await t.claim("bench", 30.0)
-        if lease is None:
-            break
-        received.append((lease.group_id, lease.event.data["i"]))
-        await t.ack(lease)
-    got = time.perf_counter() - start
-    await t.close()
-    _check(received, n, groups)
-    return {"send_per_s": n / sent, "receive_per_s": n / got, "round_trip_per_s": n / (sent + got)}
+    ts = [make(path) for make, path in zip(makes, paths)]
+    sent = [0.0, 0.0]
+    got = [0.0, 0.0]
+    received: list[list[tuple[str, int]]] = [[], []]
+    for c, at in enumerate(range(0, n, CHUNK)):
+        for k in (0, 1) if c % 2 == 0 else (1, 0):
+            start = time.perf_counter()
+            for group, event in events[at : at + CHUNK]:
+                ts[k].publish(group, event)
+            sent[k] += time.perf_counter() - start
+    done = [False, False]
+    c = 0
+    while not all(done):
+        for k in (0, 1) if c % 2 == 0 else (1, 0):
+            if done[k]:
+                continue
+            start = time.perf_counter()
+            for _ in range(CHUNK):
+                lease = ts[k].claim("bench", 30.0)
+                if lease is None:
+                    done[k] = True
+                    break
+                received[k].append((lease.group_id, lease.event.data["i"]))
+                ts[k].ack(lease)
+            got[k] += time.perf_counter() - start
+        c += 1
+    for k in (0, 1):
+        ts[k].close()
+        _check(received[k], n, groups)
+    return [
+        {"send_per_s": n / sent[k], "receive_per_s": n / got[k], "round_trip_per_s": n / (sent[k] + got[k])}
+        for k in (0, 1)
+    ]
+
+
+async def run_pair_async(makes: list[Callable[[Path], Any]], paths: list[Path], n: int, groups: int) -> list[dict[str, float]]:
+    """`run_pair_sync` for async transports."""
+    events = _events(n, groups)
+    ts = [await make(path) for make, path in zip(makes, paths)]
+    sent = [0.0, 0.0]
+    got = [0.0, 0.0]
+    received: list[list[tuple[str, int]]] = [[], []]
+    for c, at in enumerate(range(0, n, CHUNK)):
+        for k in (0, 1) if c % 2 == 0 else (1, 0):
+            start = time.perf_counter()
+            for group, event in events[at : at + CHUNK]:
+                await ts[k].publish(group, event)
+            sent[k] += time.perf_counter() - start
+    done = [False, False]
+    c = 0
+    while not all(done):
+        for k in (0, 1) if c % 2 == 0 else (1, 0):
+            if done[k]:
+                continue
+            start = time.perf_counter()
+            for _ in range(CHUNK):
+                lease = await ts[k].claim("bench", 30.0)
+                if lease is None:
+                    done[k] = True
+                    break
+                received[k].append((lease.group_id, lease.event.data["i"]))
+                await ts[k].ack(lease)
+            got[k] += time.perf_counter() - start
+        c += 1
+    for k in (0, 1):
+        await ts[k].close()
+        _check(received[k], n, groups)
+    return [
+        {"send_per_s": n / sent[k], "receive_per_s": n / got[k], "round_trip_per_s": n / (sent[k] + got[k])}
+        for k in (0, 1)
+    ]
 
 
 def main() -> None:
@@ -149,19 +186,24 @@ def main() -> None:
         sides["execstore-pg"] = ("sync", lambda _path: OursPg(a.pg, prefix=fresh()))
 
     results: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
+    pairs = [("execstore", "harel")] + ([("execstore-async", "harel-async")] if a.run_async else [])
+    pairs += [("execstore-pg", "harel-pg")] if a.pg else []
     with tempfile.TemporaryDirectory(dir=a.dir) as tmp:
         for r in range(a.repeat):
-            names = list(sides) if r % 2 == 0 else list(reversed(sides))
-            for name in names:
-                kind, make = sides[name]
-                path = Path(tmp) / f"{name}-{r}.db"
+            for ours, theirs in pairs:
+                names = [theirs, ours] if r % 2 == 0 else [ours, theirs]
+                kind = sides[ours][0]
+                makes = [sides[name][1] for name in names]
+                paths = [Path(tmp) / f"{name}-{r}.db" for name in names]
                 if kind == "sync":
-                    res = run_sync(make, path, a.messages, a.groups)
+                    res = run_pair_sync(makes, paths, a.messages, a.groups)
                 else:
-                    res = asyncio.run(run_async(make, path, a.messages, a.groups))
-                results[name].append(res)
-                if a.json:
-                    print(json.dumps({"impl": name, "round": r, "messages": a.messages, "groups": a.groups, **res}), flush=True)
+                    res = asyncio.run(run_pair_async(makes, paths, a.messages, a.groups))
+                for name, one in zip(names, res):
+                    results[name].append(one)
+                    if a.json:
+                        row = {"impl": name, "round": r, "messages": a.messages, "groups": a.groups, **one}
+                        print(json.dumps(row), flush=True)
 
     if made:
         from execstore._core import HarelTransport
@@ -171,8 +213,6 @@ def main() -> None:
 
     keys = ["send_per_s", "receive_per_s", "round_trip_per_s"]
     med = {name: {k: statistics.median(x[k] for x in runs) for k in keys} for name, runs in results.items()}
-    pairs = [("execstore", "harel")] + ([("execstore-async", "harel-async")] if a.run_async else [])
-    pairs += [("execstore-pg", "harel-pg")] if a.pg else []
     summary = {
         "messages": a.messages,
         "groups": a.groups,
