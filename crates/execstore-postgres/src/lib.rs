@@ -45,9 +45,11 @@
 
 mod db;
 mod executions;
+mod transport;
 mod workspace;
 
 pub use executions::{drop_store, harel_schema, store_bytes, store_exists, table_names, PgOptions, PgStore};
+pub use transport::{drop_transport, PgTransport, PgTransportOptions};
 pub use workspace::{
     drop_workspace_schema, has_workspace_tables, PgWorkspaceOptions, PgWorkspaceStorage,
     REFLEXR_SCHEMA_VERSION,

@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 mod errors;
 mod harel;
 mod reflexr;
+mod transport;
 
 /// The module `execstore._core`.
 #[pymodule]
@@ -21,5 +22,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     harel::register(m)?;
     reflexr::register(m)?;
+    transport::register(m)?;
     Ok(())
 }

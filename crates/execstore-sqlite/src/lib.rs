@@ -30,12 +30,14 @@
 
 mod db;
 mod executions;
+mod transport;
 mod workspace;
 
 pub use db::{recover, ReadOnlyRefusal, Synchronous};
 pub use executions::{
     harel_schema, has_execution_tables, SqliteOptions, SqliteStore, DEFAULT_CHECKPOINT_PAGES,
 };
+pub use transport::{SqliteTransport, SqliteTransportOptions};
 pub use workspace::{
     has_workspace_tables, SqliteWorkspaceOptions, SqliteWorkspaceStorage, WORKSPACE_SCHEMA_VERSION,
 };

@@ -25,6 +25,7 @@ pub mod paging;
 pub mod pyjson;
 mod query;
 mod store;
+pub mod transport;
 pub mod validate;
 pub mod w1;
 pub mod workspace;
@@ -35,6 +36,8 @@ pub mod conformance;
 pub mod conformance_control;
 #[cfg(feature = "conformance")]
 pub mod conformance_list_filters;
+#[cfg(feature = "conformance")]
+pub mod transport_conformance;
 #[cfg(feature = "conformance")]
 pub mod workspace_conformance;
 

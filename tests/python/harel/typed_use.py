@@ -8,12 +8,15 @@ from typing import Optional
 from execstore import InvalidInputError
 from execstore.harel import (
     AsyncSqliteStore,
+    AsyncSqliteTransport,
     Event,
     Execution,
     ExecutionPage,
+    Lease,
     OutboxEntry,
     PostgresStore,
     SqliteStore,
+    SqliteTransport,
     Status,
     StoreConflict,
     TimerOp,
@@ -77,6 +80,18 @@ async def main(dsn: Optional[str]) -> None:
     loaded: Optional[Execution] = await astore.load("y")
     print(loaded, await astore.ids_with_prefix("y"), exe.version)
     await astore.close()
+    with SqliteTransport(":memory:", clock=lambda: 100.0, prefix="harel") as transport:
+        transport.publish("y", Event(kind="Go"), priority=1)
+        lease: Optional[Lease] = transport.claim("worker-1", 30.0, min_priority=1)
+        if lease is not None:
+            transport.nack(lease, delay=5.0)
+    atransport = await AsyncSqliteTransport.create(":memory:")
+    await atransport.publish("y", Event(kind="Go"))
+    alease = await atransport.claim("worker-1", 30.0)
+    if alease is not None:
+        await atransport.ack(alease)
+    print(await atransport.depth())
+    await atransport.close()
     if dsn is not None:
         with PostgresStore(dsn, prefix="harel") as pg:
             print(pg.list_executions(limit=1).items)

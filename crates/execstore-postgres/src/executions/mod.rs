@@ -28,6 +28,8 @@ mod schema;
 mod sql;
 mod store;
 
+pub(crate) use schema::SCHEMA_LOCK;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
