@@ -101,7 +101,7 @@ impl SqliteTransport {
         let conn = if path.as_os_str() == ":memory:" {
             Connection::open_in_memory().db()?
         } else {
-            let conn = db::open_file(path, false)?;
+            let conn = db::open_file(path)?;
             db::configure(&conn, options.busy_timeout, false)?;
             db::make_writer(&conn, options.busy_timeout, options.synchronous)?;
             conn
