@@ -32,6 +32,6 @@ mod db;
 mod executions;
 mod workspace;
 
-pub use db::Synchronous;
+pub use db::{other_sqlite_safe, Synchronous};
 pub use executions::{has_execution_tables, SqliteOptions, SqliteStore, DEFAULT_CHECKPOINT_PAGES};
 pub use workspace::{has_workspace_tables, SqliteWorkspaceOptions, SqliteWorkspaceStorage};

@@ -6,6 +6,8 @@
 
 mod coalesce;
 pub(crate) mod error;
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+mod ofd;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -177,7 +179,33 @@ pub(crate) fn open_file(path: &Path, read_only: bool) -> Result<Connection> {
             key: path.display().to_string(),
         });
     }
-    Connection::open_with_flags_and_vfs(path, flags, coalesce::over(None)?.as_str()).db()
+    Connection::open_with_flags_and_vfs(path, flags, file_vfs()?.as_str()).db()
+}
+
+/// The VFS every file is opened through: the coalescing shim over SQLite's `unix`, whose locks
+/// are open-file-description locks where [`other_sqlite_safe`] says so (installed here, before
+/// the first file opens).
+fn file_vfs() -> Result<String> {
+    other_sqlite_safe();
+    coalesce::over(None)
+}
+
+/// Whether another copy of SQLite in this process (Python's `sqlite3`, a C library's) can open
+/// the store's files safely while the store has them open: on 64-bit Linux (kernel 3.15 or
+/// later) the store's copy of SQLite takes open-file-description locks, which conflict with the
+/// other copy's POSIX locks and survive its closing its descriptors (see the README's "Python's
+/// sqlite3 in the same process"). Elsewhere, or with `EXECSTORE_SQLITE_POSIX_LOCKS=1` in the
+/// environment, `false`: both copies take POSIX locks, which do not see each other in one
+/// process, and a second copy can delete the WAL under the store or write at the same time.
+pub fn other_sqlite_safe() -> bool {
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    {
+        ofd::install()
+    }
+    #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+    {
+        false
+    }
 }
 
 /// wasm32: opens the database `name` of the SQLite VFS `vfs` (installed by the caller) through
@@ -217,7 +245,7 @@ pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connect
     let reader = Connection::open_with_flags_and_vfs(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        coalesce::over(None)?.as_str(),
+        file_vfs()?.as_str(),
     )
     .db()?;
     configure(&reader, busy_timeout, true)?;
