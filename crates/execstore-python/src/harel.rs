@@ -285,6 +285,7 @@ impl HarelStore {
                 temp: Some(temp),
             }
         } else {
+            crate::errors::check_other_sqlite(py)?;
             let path = PathBuf::from(path);
             if !create_schema {
                 let present = py.detach(|| {
