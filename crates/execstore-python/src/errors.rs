@@ -106,3 +106,38 @@ impl<T> IntoPy<T> for execstore::Result<T> {
         self.map_err(|e| to_py(py, e))
     }
 }
+
+/// Set to `1`, the caller's word that no `sqlite3` connection of this process opens the store's
+/// files, where [`check_other_sqlite`] would refuse.
+const ALLOW_OTHER_SQLITE_ENV: &str = "EXECSTORE_ALLOW_OTHER_SQLITE";
+
+/// Refuses to open a SQLite file where the store's copy of SQLite (inside this extension) and
+/// Python's `sqlite3` (another copy) cannot see each other's locks in one process, and this
+/// process has loaded `sqlite3`: everywhere but 64-bit Linux (see
+/// `execstore_sqlite::other_sqlite_safe`). Before anything is opened or created.
+pub(crate) fn check_other_sqlite(py: Python<'_>) -> PyResult<()> {
+    if execstore_sqlite::other_sqlite_safe()
+        || std::env::var_os(ALLOW_OTHER_SQLITE_ENV).is_some_and(|v| v == "1")
+        || !py.import("sys")?.getattr("modules")?.contains("_sqlite3")?
+    {
+        return Ok(());
+    }
+    Err(to_py(
+        py,
+        Error::Backend {
+            message: format!(
+                "execstore will not open a SQLite file in a process that loaded Python's sqlite3 \
+                 on this platform: execstore's SQLite (a copy inside execstore._core) takes POSIX \
+                 locks here, which Python's copy of SQLite does not see in the same process, so a \
+                 sqlite3 connection to the file (harel's SqliteTransport or SqliteStore, a \
+                 sqlite3.connect) could write at the same time as the store or delete its WAL. \
+                 Only 64-bit Linux, where execstore takes open-file-description locks, is safe. \
+                 Fix: open the file with sqlite3 from another process (and use \
+                 execstore.harel.SqliteTransport), or, if no sqlite3 connection of this process \
+                 ever opens this file, set {ALLOW_OTHER_SQLITE_ENV}=1"
+            ),
+            retryable: false,
+            source: None,
+        },
+    ))
+}

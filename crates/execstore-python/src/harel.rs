@@ -304,6 +304,7 @@ impl HarelStore {
                 create_schema,
             }
         } else {
+            crate::errors::check_other_sqlite(py)?;
             Target::Sqlite {
                 path: PathBuf::from(path),
                 temp: None,

@@ -197,6 +197,9 @@ impl WorkspaceStore {
             .ok_or_else(|| {
                 pyo3::exceptions::PyValueError::new_err("poll_interval must be a positive time")
             })?;
+        if path != ":memory:" {
+            crate::errors::check_other_sqlite(py)?;
+        }
         let options = SqliteWorkspaceOptions::new()
             .clock(Arc::new(FedClock))
             .poll_interval(poll);

@@ -400,10 +400,11 @@ class SqliteStore(_Store):
     first call that needs it with `MissingTableError` (a `sqlite3.OperationalError`, as in
     harel). `trace_max` (settable, default 200; 0 keeps every step) is the trace ring's size.
 
-    One process must not open the same file through Python's `sqlite3` (harel's own
-    `SqliteStore`, say) while this store has it open: two copies of SQLite in one process do
-    not see each other's POSIX locks, and the first to close may checkpoint and remove the
-    other's WAL (SQLite's "multiple copies of SQLite" hazard). Other processes are fine."""
+    On 64-bit Linux, Python's `sqlite3` (harel's `SqliteTransport`, a `sqlite3.connect`) may
+    open the same file in this process: the store's SQLite takes open-file-description locks,
+    which Python's copy of SQLite sees. Elsewhere, opening a file in a process that loaded
+    `sqlite3` raises `BackendError` (two copies of SQLite in one process do not see each
+    other's POSIX locks; see the README's "Python's sqlite3 in the same process")."""
 
     def __init__(
         self,

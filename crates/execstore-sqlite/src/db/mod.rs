@@ -10,6 +10,8 @@ mod read_only;
 
 pub use read_only::ReadOnlyRefusal;
 pub(crate) use read_only::{open_read_only, Snapshot};
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+mod ofd;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -174,7 +176,33 @@ pub(crate) fn open_file(path: &Path) -> Result<Connection> {
     }
     let flags =
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_CREATE;
-    Connection::open_with_flags_and_vfs(path, flags, coalesce::over(None)?.as_str()).db()
+    Connection::open_with_flags_and_vfs(path, flags, file_vfs()?.as_str()).db()
+}
+
+/// The VFS every file is opened through: the coalescing shim over SQLite's `unix`, whose locks
+/// are open-file-description locks where [`other_sqlite_safe`] says so (installed here, before
+/// the first file opens).
+pub(crate) fn file_vfs() -> Result<String> {
+    other_sqlite_safe();
+    coalesce::over(None)
+}
+
+/// Whether another copy of SQLite in this process (Python's `sqlite3`, a C library's) can open
+/// the store's files safely while the store has them open: on 64-bit Linux (kernel 3.15 or
+/// later) the store's copy of SQLite takes open-file-description locks, which conflict with the
+/// other copy's POSIX locks and survive its closing its descriptors (see the README's "Python's
+/// sqlite3 in the same process"). Elsewhere, or with `EXECSTORE_SQLITE_POSIX_LOCKS=1` in the
+/// environment, `false`: both copies take POSIX locks, which do not see each other in one
+/// process, and a second copy can delete the WAL under the store or write at the same time.
+pub fn other_sqlite_safe() -> bool {
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    {
+        ofd::install()
+    }
+    #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+    {
+        false
+    }
 }
 
 /// wasm32: opens the database `name` of the SQLite VFS `vfs` (installed by the caller) through
@@ -214,7 +242,7 @@ pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connect
     let reader = Connection::open_with_flags_and_vfs(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        coalesce::over(None)?.as_str(),
+        file_vfs()?.as_str(),
     )
     .db()?;
     configure(&reader, busy_timeout, true)?;
@@ -256,7 +284,7 @@ pub fn recover(path: impl AsRef<Path>) -> Result<()> {
         });
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags_and_vfs(path, flags, coalesce::over(None)?.as_str()).db()?;
+    let conn = Connection::open_with_flags_and_vfs(path, flags, file_vfs()?.as_str()).db()?;
     conn.busy_timeout(Duration::from_secs(5)).db()?;
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
         .db()?;

@@ -208,8 +208,7 @@ fn open_checked(
     busy_timeout: Duration,
 ) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | extra;
-    let conn =
-        Connection::open_with_flags_and_vfs(name.as_ref(), flags, coalesce::over(None)?.as_str()).db()?;
+    let conn = Connection::open_with_flags_and_vfs(name.as_ref(), flags, super::file_vfs()?.as_str()).db()?;
     configure(&conn, busy_timeout, true)?;
     // SQLite opens lazily: the first read is where a hot journal or a missing index shows.
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
