@@ -35,7 +35,7 @@ use execstore::{Result, StoreError};
 use rusqlite::{ffi, Connection, ErrorCode, OpenFlags};
 
 use super::error::Db;
-use super::{coalesce, configure};
+use super::configure;
 
 /// Why a read-only open cannot read a file without writing to it. Carried as the source of
 /// the [`StoreError::Backend`] the open returns (`retryable: false`), whose message is this
