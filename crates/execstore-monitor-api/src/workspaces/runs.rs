@@ -185,11 +185,11 @@ impl Call<'_> {
     }
 }
 
-fn encode_offset(offset: usize) -> String {
+pub(crate) fn encode_offset(offset: usize) -> String {
     URL_SAFE_NO_PAD.encode(json!(["runs", offset]).to_string())
 }
 
-fn decode_offset(cursor: &str) -> Result<usize, ApiError> {
+pub(crate) fn decode_offset(cursor: &str) -> Result<usize, ApiError> {
     let bad = || ApiError::bad_request(format!("{cursor:?} is not a cursor of this listing"));
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
     let (kind, offset): (String, usize) = serde_json::from_slice(&bytes).map_err(|_| bad())?;
