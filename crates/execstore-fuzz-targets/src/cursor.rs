@@ -4,9 +4,11 @@
 
 use std::sync::OnceLock;
 
+use execstore::workspace::MemoryWorkspaceStorage;
 use execstore::{decode_cursor, encode_cursor, paging, DueTimer, ExecutionStore, ListQuery, MemoryStore};
-use execstore_monitor_api::cursors;
+use execstore_monitor_api::{cursors, ApiRequest, MonitorApi, Stores};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
+use serde_json::Map;
 
 use crate::pools;
 
@@ -17,6 +19,7 @@ pub fn cursor(data: &[u8]) {
     execution_cursor(&text);
     timer_cursor(&text);
     runs_cursor(&text);
+    monitor_listings(&text);
 }
 
 /// The stores the listings read: the same executions in memory and in SQLite.
@@ -111,4 +114,57 @@ fn runs_cursor(text: &str) {
     }
     let offset = text.len().wrapping_mul(7919);
     assert_eq!(cursors::decode_runs(&cursors::encode_runs(offset)), Ok(offset));
+}
+
+/// The monitor's fixture (see `monitor`), read-only.
+fn monitor_stores() -> &'static (MemoryStore, MemoryWorkspaceStorage) {
+    static STORES: OnceLock<(MemoryStore, MemoryWorkspaceStorage)> = OnceLock::new();
+    STORES.get_or_init(|| (crate::monitor::executions(), crate::monitor::workspaces()))
+}
+
+/// The text as the `cursor` of each of the monitor's paged listings: a 200 when the
+/// listing's decoder takes it (the runs listing may also answer 400 for an offset past what
+/// it pages through), a 400 when it does not; never another status.
+fn monitor_listings(text: &str) {
+    let (executions, workspaces) = monitor_stores();
+    let stores = Stores {
+        executions: Some(executions),
+        workspaces: Some(workspaces),
+    };
+    let api = MonitorApi::new(Map::new(), None);
+    let cursor = crate::monitor::encode_component(text);
+    let listings: [(&str, bool, bool); 3] = [
+        ("/api/executions", decode_cursor(text).is_ok(), false),
+        ("/api/timers", cursors::decode_timer(text).is_ok(), false),
+        (
+            "/api/workspaces/acme/prod/runs",
+            cursors::decode_runs(text).is_ok(),
+            true,
+        ),
+    ];
+    for (path, decodes, may_refuse) in listings {
+        let query = format!("limit=2&cursor={cursor}");
+        let request = ApiRequest {
+            method: "GET",
+            path,
+            query: &query,
+            authorization: None,
+            body: &[],
+        };
+        let response = api.handle_stores(stores, &request, 1_700_000_300.0);
+        // An empty parameter is no parameter: the first page.
+        let decodes = decodes || text.is_empty();
+        let ok = match (decodes, response.status) {
+            (true, 200) | (false, 400) => true,
+            (true, 400) => may_refuse,
+            _ => false,
+        };
+        assert!(
+            ok,
+            "{path}?{query}: {} {} (the cursor {})",
+            response.status,
+            response.body,
+            if decodes { "decodes" } else { "does not decode" }
+        );
+    }
 }

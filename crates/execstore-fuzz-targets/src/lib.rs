@@ -34,8 +34,11 @@ pub use pyjson::pyjson;
 
 use execstore::StoreError;
 
+/// A target's body: the fuzzer's bytes in, a panic when a property fails.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, as `fuzz/fuzz_targets/NAME.rs` and the corpus folders name it.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("cursor", cursor),
     ("ingest", ingest),
     ("pyjson", pyjson),

@@ -302,7 +302,7 @@ fn cursor(u: &mut Unstructured<'_>) -> Result<String> {
 }
 
 /// `value` percent-encoded for a query string (every byte outside unreserved characters).
-fn encode_component(value: &str) -> String {
+pub(crate) fn encode_component(value: &str) -> String {
     value
         .bytes()
         .map(|b| {
@@ -317,7 +317,7 @@ fn encode_component(value: &str) -> String {
 
 /// Executions in several statuses, a parent with a child, outbox entries, spawns, timers
 /// and trace steps.
-fn executions() -> MemoryStore {
+pub(crate) fn executions() -> MemoryStore {
     let store = MemoryStore::new();
     let statuses = [
         Status::Running,
@@ -357,7 +357,7 @@ fn executions() -> MemoryStore {
 }
 
 /// One workspace with a log, a run, a dead letter, a stored rule, a lease and a cursor.
-fn workspaces() -> MemoryWorkspaceStorage {
+pub(crate) fn workspaces() -> MemoryWorkspaceStorage {
     let start = Timestamp::from_secs_f64(1_700_000_000.0).expect("a time");
     let storage = MemoryWorkspaceStorage::new(Arc::new(ManualClock::new(start)));
     let ws = WorkspaceRef::new("acme", "prod");

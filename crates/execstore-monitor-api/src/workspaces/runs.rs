@@ -82,12 +82,16 @@ impl Call<'_> {
             None => 0,
             Some(c) => decode_offset(c)?,
         };
-        let want = offset + limit + 1;
-        if want > RUNS_SCAN_CAP {
-            return Err(ApiError::bad_request(format!(
-                "the runs listing pages through the newest {RUNS_SCAN_CAP} runs only: narrow the filters"
-            )));
-        }
+        // Checked: a cursor is the client's text, and its offset may be any usize.
+        let want = offset
+            .checked_add(limit)
+            .and_then(|n| n.checked_add(1))
+            .filter(|want| *want <= RUNS_SCAN_CAP)
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "the runs listing pages through the newest {RUNS_SCAN_CAP} runs only: narrow the filters"
+                ))
+            })?;
         let query = RunQuery {
             rule: params.get("rule").map(str::to_owned),
             status,
