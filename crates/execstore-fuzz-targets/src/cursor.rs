@@ -88,7 +88,7 @@ fn timer_cursor(text: &str) {
     }
     if text.len() >= 2 {
         // A timer made of the text: it round trips through its cursor.
-        let (id, path) = text.split_at(text.char_indices().nth(1).map_or(1, |(i, _)| i));
+        let (id, path) = text.split_at(text.char_indices().nth(1).map_or(text.len(), |(i, _)| i));
         let fire_at = text.len() as f64 * 1234.5678;
         let timer = DueTimer {
             execution_id: id.to_owned(),
