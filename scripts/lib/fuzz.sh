@@ -70,7 +70,7 @@ fuzz_run() {
 		log="$scratch/$t.log"
 		if (cd fuzz && PATH="$bin:$PATH" cargo +nightly fuzz run -O -a "$t" "$scratch/$t" "corpus/$t" -- \
 			-max_total_time="$seconds" -max_len=4096) >"$log" 2>&1; then
-			done_line=$(grep -E '^#[0-9]+ +DONE' "$log" | tail -1)
+			done_line=$(grep -a -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1 | tr -s '[:space:]' ' ')
 			_fuzz_say "$t: ${done_line:-done}"
 			printf 'test fuzz::%s ... ok\n' "$t"
 			passed=$((passed + 1))
