@@ -158,6 +158,34 @@ impl MonitorApi {
     }
 }
 
+/// The opaque cursors of the timers and runs listings, for the fuzz targets
+/// (`crates/execstore-fuzz-targets`): not part of the API, which hands them out and takes
+/// them back only in `cursor` parameters.
+#[doc(hidden)]
+pub mod cursors {
+    use execstore::DueTimer;
+
+    /// The `/api/timers` cursor after `timer`.
+    pub fn encode_timer(timer: &DueTimer) -> String {
+        crate::params::encode_timer_cursor(timer)
+    }
+
+    /// The timer a `/api/timers` cursor resumes after; the error is the 400's message.
+    pub fn decode_timer(cursor: &str) -> Result<DueTimer, String> {
+        crate::params::decode_timer_cursor(cursor).map_err(|e| e.message)
+    }
+
+    /// The runs listing's cursor at `offset`.
+    pub fn encode_runs(offset: usize) -> String {
+        crate::workspaces::encode_runs_cursor(offset)
+    }
+
+    /// The offset a runs listing's cursor resumes at; the error is the 400's message.
+    pub fn decode_runs(cursor: &str) -> Result<usize, String> {
+        crate::workspaces::decode_runs_cursor(cursor).map_err(|e| e.message)
+    }
+}
+
 fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }

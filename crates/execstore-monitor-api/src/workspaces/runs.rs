@@ -82,12 +82,16 @@ impl Call<'_> {
             None => 0,
             Some(c) => decode_offset(c)?,
         };
-        let want = offset + limit + 1;
-        if want > RUNS_SCAN_CAP {
-            return Err(ApiError::bad_request(format!(
-                "the runs listing pages through the newest {RUNS_SCAN_CAP} runs only: narrow the filters"
-            )));
-        }
+        // Checked: a cursor is the client's text, and its offset may be any usize.
+        let want = offset
+            .checked_add(limit)
+            .and_then(|n| n.checked_add(1))
+            .filter(|want| *want <= RUNS_SCAN_CAP)
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "the runs listing pages through the newest {RUNS_SCAN_CAP} runs only: narrow the filters"
+                ))
+            })?;
         let query = RunQuery {
             rule: params.get("rule").map(str::to_owned),
             status,
@@ -185,11 +189,11 @@ impl Call<'_> {
     }
 }
 
-fn encode_offset(offset: usize) -> String {
+pub(crate) fn encode_offset(offset: usize) -> String {
     URL_SAFE_NO_PAD.encode(json!(["runs", offset]).to_string())
 }
 
-fn decode_offset(cursor: &str) -> Result<usize, ApiError> {
+pub(crate) fn decode_offset(cursor: &str) -> Result<usize, ApiError> {
     let bad = || ApiError::bad_request(format!("{cursor:?} is not a cursor of this listing"));
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
     let (kind, offset): (String, usize) = serde_json::from_slice(&bytes).map_err(|_| bad())?;

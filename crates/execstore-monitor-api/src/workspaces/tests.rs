@@ -361,6 +361,9 @@ fn bad_parameters_are_400s_with_the_error_shape() {
         "/api/workspaces/acme/prod/log?colour=red",
         "/api/workspaces/acme/prod/runs?status=sleeping",
         "/api/workspaces/acme/prod/runs?cursor=garbage",
+        // ["runs", usize::MAX]: an offset that overflowed the page arithmetic (a panic),
+        // found by the cursor fuzz target (fuzz/regressions/cursor/runs-offset-overflow).
+        "/api/workspaces/acme/prod/runs?cursor=WyJydW5zIiwxODQ0Njc0NDA3MzcwOTU1MTYxNV0",
         "/api/workspaces/acme/prod/runs?limit=100001",
         "/api/workspaces/acme/prod/leases?now=1",
         "/api/workspaces/%FF/prod/log",
