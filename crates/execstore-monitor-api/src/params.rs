@@ -20,6 +20,15 @@ pub(crate) struct Params {
 impl Params {
     /// Parses `query` (form encoding, as servers do: `+` is a space) against `known`.
     pub(crate) fn new(query: &str, known: &[&str], now: f64) -> Result<Self, ApiError> {
+        // Form decoding turns bytes that are not UTF-8 into U+FFFD: `id_prefix=%FF` would
+        // look for ids starting with U+FFFD. Refused first instead. The pairs are separated by
+        // ASCII (`&`, `=`), so the whole query decodes as UTF-8 exactly when every name and
+        // value does.
+        if percent_encoding::percent_decode_str(query).decode_utf8().is_err() {
+            return Err(ApiError::bad_request(format!(
+                "Invalid query: {query:?} is not UTF-8 once percent-decoded"
+            )));
+        }
         let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
             .map_err(|e| ApiError::bad_request(format!("Failed to deserialize query string: {e}")))?;
         let mut seen = HashSet::new();
