@@ -190,4 +190,21 @@ mod tests {
             Some(42.0)
         );
     }
+
+    /// Decoded lossily, `%FF` would be U+FFFD: a search for ids starting with `a\u{fffd}`.
+    #[test]
+    fn values_that_are_not_utf8_once_decoded_are_refused() {
+        for bad in [
+            "q=a%FF",
+            "q=%ED%A0%80",
+            "q=a%C0%80",
+            "q%FF=a",
+            "limit=5&q=a%E2%82",
+        ] {
+            let e = Params::new(bad, &["q", "limit"], 0.0).err().expect(bad);
+            assert_eq!(e.status, 400, "{bad}");
+        }
+        let ok = Params::new("q=a%EF%BF%BD+b", &["q"], 0.0).unwrap();
+        assert_eq!(ok.get("q"), Some("a\u{fffd} b"));
+    }
 }

@@ -113,7 +113,11 @@ fn non_finite(value: &JsValue, path: String, depth: usize) -> Option<(String, f6
 /// `null`, which an optional field takes as "not set": `finished_at: NaN` would be stored
 /// as no finish time. Only the keys that parsed as none are looked at, one property read
 /// each, so a step costs nothing more when its times are set.
-pub(crate) fn finite_where_none(value: &JsValue, field: &str, keys: &[(&str, bool)]) -> Result<(), WasmError> {
+pub(crate) fn finite_where_none(
+    value: &JsValue,
+    field: &str,
+    keys: &[(&str, bool)],
+) -> Result<(), WasmError> {
     if !value.is_object() {
         return Ok(());
     }
@@ -134,7 +138,11 @@ pub(crate) fn finite_where_none(value: &JsValue, field: &str, keys: &[(&str, boo
 
 /// The time fields of an execution that `exe` (parsed from the JS object `value`) has not
 /// set: a NaN or infinite number given there is `INVALID_INPUT` (see [`finite_where_none`]).
-pub(crate) fn execution_times(value: &JsValue, field: &str, exe: &execstore::Execution) -> Result<(), WasmError> {
+pub(crate) fn execution_times(
+    value: &JsValue,
+    field: &str,
+    exe: &execstore::Execution,
+) -> Result<(), WasmError> {
     finite_where_none(
         value,
         field,
@@ -218,7 +226,10 @@ pub(crate) fn opt_string(value: &JsValue, field: &str) -> Result<Option<String>,
 pub(crate) fn number(value: &JsValue, field: &str) -> Result<f64, WasmError> {
     match value.as_f64() {
         Some(n) if n.is_finite() => Ok(n),
-        Some(n) => Err(invalid(field, format!("must be a finite number, not {}", js_number(n)))),
+        Some(n) => Err(invalid(
+            field,
+            format!("must be a finite number, not {}", js_number(n)),
+        )),
         None => Err(invalid(
             field,
             format!("must be a number, not {}", type_of(value)),
