@@ -394,7 +394,7 @@ describe("lone surrogates through MonitorApi", () => {
   before(() => {
     if (noBin) return;
     tmp = tempDir();
-    image = WorkspaceImage.fromBytes(readFileSync(demo(tmp.dir, { executions: 5, seed: 3 })));
+    image = WorkspaceImage.fromBytes(readFileSync(demo(tmp.dir, { executions: 20, seed: 3 })));
   });
   after(() => {
     image?.close();

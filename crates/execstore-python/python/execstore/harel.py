@@ -85,7 +85,8 @@ def _exe_json(exe: Execution) -> str:
             _text(f"execution.{name}", value)
     for name in ("created_at", "updated_at", "finished_at", "expires_at"):
         _time(f"execution.{name}", getattr(exe, name))
-    return exe.model_dump_json()
+    data: str = exe.model_dump_json()
+    return data
 
 
 def _int(name: str, value: object) -> int:
