@@ -401,6 +401,63 @@ fn bad_parameters_are_400_with_a_json_error() {
     );
 }
 
+/// Bytes that are not UTF-8 once percent-decoded (`%FF`, or `%ED%A0%80`, a surrogate's
+/// encoding, which UTF-8 forbids) in an id, a prefix, a search, a definition or a cursor are a
+/// 400 saying so: decoded lossily they would be U+FFFD and name (or change) the execution whose
+/// id holds a real U+FFFD.
+#[test]
+fn ids_that_are_not_utf8_once_decoded_are_400_not_u_fffd() {
+    use execstore::{Execution, ExecutionStore, Status};
+    use execstore_sqlite::{SqliteOptions, SqliteStore};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fffd.db");
+    {
+        let store = SqliteStore::open(&db, SqliteOptions::new()).unwrap();
+        for id in ["a\u{fffd}", "a\u{fffd}b"] {
+            let mut exe = Execution::new(id, "d\u{fffd}");
+            exe.status = Status::Running;
+            store.save(&mut exe).unwrap();
+        }
+    }
+    let m = start(
+        &["monitor", "--db", db.to_str().unwrap(), "--token", "s3cret"],
+        &[],
+    );
+    let everything = || m.ok("api/executions?limit=10000");
+    let before = everything();
+    assert_eq!(ids(&before["items"]), ["a\u{fffd}", "a\u{fffd}b"]);
+    for bad in ["%FF", "%ED%A0%80", "%ED%B0%80", "%C0%80"] {
+        for path in [
+            format!("api/executions/a{bad}"),
+            format!("api/executions/a{bad}/trace"),
+            format!("api/executions/a{bad}/pending"),
+            format!("api/executions/a{bad}/graph"),
+            format!("api/definitions/d{bad}/graph"),
+            format!("api/executions?q=a{bad}"),
+            format!("api/executions?search=a{bad}"),
+            format!("api/executions?definition=d{bad}"),
+            format!("api/executions?cursor=a{bad}"),
+            format!("api/counts?definition=d{bad}"),
+            format!("api/timers?cursor=a{bad}"),
+        ] {
+            let a = m.get(&path);
+            assert_eq!(a.status, 400, "{path}: {}", a.body);
+            let message = a.body["error"]["message"].as_str().unwrap_or("");
+            assert!(message.contains("UTF-8"), "{path}: {}", a.body);
+        }
+        for action in ["suspend", "terminate", "purge"] {
+            let path = format!("api/executions/a{bad}/{action}");
+            let a = m.post(&path, Some("s3cret"));
+            assert_eq!(a.status, 400, "{path}: {}", a.body);
+        }
+        assert_eq!(everything(), before, "{bad}: the store changed");
+    }
+    // The real U+FFFD, percent-encoded as UTF-8, names its execution.
+    assert_eq!(m.ok("api/executions/a%EF%BF%BD")["execution"]["id"], "a\u{fffd}");
+    assert_eq!(ids(&m.ok("api/executions?q=a%EF%BF%BD")["items"]).len(), 2);
+}
+
 #[test]
 fn unknown_ids_and_endpoints_are_404() {
     let (_dir, db) = demo(20, 1);

@@ -20,6 +20,15 @@ pub(crate) struct Params {
 impl Params {
     /// Parses `query` (form encoding, as servers do: `+` is a space) against `known`.
     pub(crate) fn new(query: &str, known: &[&str], now: f64) -> Result<Self, ApiError> {
+        // Form decoding turns bytes that are not UTF-8 into U+FFFD: `id_prefix=%FF` would
+        // look for ids starting with U+FFFD. Refused first instead. The pairs are separated by
+        // ASCII (`&`, `=`), so the whole query decodes as UTF-8 exactly when every name and
+        // value does.
+        if percent_encoding::percent_decode_str(query).decode_utf8().is_err() {
+            return Err(ApiError::bad_request(format!(
+                "Invalid query: {query:?} is not UTF-8 once percent-decoded"
+            )));
+        }
         let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
             .map_err(|e| ApiError::bad_request(format!("Failed to deserialize query string: {e}")))?;
         let mut seen = HashSet::new();
@@ -180,5 +189,22 @@ mod tests {
             Params::new("t=now", &["t"], 42.0).unwrap().time("t").unwrap(),
             Some(42.0)
         );
+    }
+
+    /// Decoded lossily, `%FF` would be U+FFFD: a search for ids starting with `a\u{fffd}`.
+    #[test]
+    fn values_that_are_not_utf8_once_decoded_are_refused() {
+        for bad in [
+            "q=a%FF",
+            "q=%ED%A0%80",
+            "q=a%C0%80",
+            "q%FF=a",
+            "limit=5&q=a%E2%82",
+        ] {
+            let e = Params::new(bad, &["q", "limit"], 0.0).err().expect(bad);
+            assert_eq!(e.status, 400, "{bad}");
+        }
+        let ok = Params::new("q=a%EF%BF%BD+b", &["q"], 0.0).unwrap();
+        assert_eq!(ok.get("q"), Some("a\u{fffd} b"));
     }
 }

@@ -61,7 +61,17 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AlreadyExistsError", py.get_type::<AlreadyExistsError>())?;
     m.add("CorruptError", py.get_type::<CorruptError>())?;
     m.add("BackendError", py.get_type::<BackendError>())?;
+    m.add_function(wrap_pyfunction!(invalid_input, m)?)?;
     Ok(())
+}
+
+/// `execstore._core.invalid_input(field, reason)`: the `InvalidInputError` the store raises for
+/// bad input (same message, `code`, `field` and `reason`), for the checks the Python layer
+/// makes before a value is lost on its way in (a lone surrogate in a name, a NaN time that
+/// pydantic would dump as `null`).
+#[pyfunction]
+fn invalid_input(py: Python<'_>, field: String, reason: String) -> Py<PyAny> {
+    to_py(py, Error::invalid(field, reason)).into_value(py).into_any()
 }
 
 /// An [`execstore::StoreError`] as its Python exception, with its fields as attributes (`code`, and

@@ -63,7 +63,7 @@ pub(crate) fn object<T: DeserializeOwned>(
     let parsed: T = parsed.map_err(|e| {
         // JSON has no NaN or Infinity (they became null): name the number itself.
         if let Some((path, n)) = non_finite(value, field.to_owned(), 0) {
-            return invalid(path, format!("must be a finite number, not {n}"));
+            return invalid(path, format!("must be a finite number, not {}", js_number(n)));
         }
         let mut path = join(field, &track.path().to_string());
         let reason = reason(&e);
@@ -108,6 +108,85 @@ fn non_finite(value: &JsValue, path: String, depth: usize) -> Option<(String, f6
         })
 }
 
+/// Refuses a NaN or infinite number at any of `keys` of the JS object `value` (the argument
+/// or item `field`) that parsed as none (`.1` true). `JSON.stringify` writes such a number as
+/// `null`, which an optional field takes as "not set": `created_after: NaN` would be no
+/// bound at all. Only the keys that parsed as none are read, one property read each.
+pub(crate) fn finite_where_none(
+    value: &JsValue,
+    field: &str,
+    keys: &[(&str, bool)],
+) -> Result<(), WasmError> {
+    if !value.is_object() {
+        return Ok(());
+    }
+    for &(key, none) in keys {
+        if none {
+            finite_at(value, &JsValue::from_str(key), field, key)?;
+        }
+    }
+    Ok(())
+}
+
+/// An execution's optional time fields, in the order [`execution_times`] checks them.
+const EXECUTION_TIMES: [&str; 4] = ["created_at", "updated_at", "finished_at", "expires_at"];
+
+thread_local! {
+    /// [`EXECUTION_TIMES`] as JS strings, made once: a commit reads them without making a
+    /// string each time (measured: making them cost 2 µs a commit).
+    static EXECUTION_TIME_KEYS: [JsValue; 4] = EXECUTION_TIMES.map(JsValue::from_str);
+}
+
+/// The time fields of an execution that `exe` (parsed from the JS object `value`) has not
+/// set: a NaN or infinite number given there is `INVALID_INPUT` (see [`finite_where_none`];
+/// `finished_at: NaN` would be stored as no finish time).
+pub(crate) fn execution_times(
+    value: &JsValue,
+    field: &str,
+    exe: &execstore::Execution,
+) -> Result<(), WasmError> {
+    let unset = [
+        exe.created_at.is_none(),
+        exe.updated_at.is_none(),
+        exe.finished_at.is_none(),
+        exe.expires_at.is_none(),
+    ];
+    if !unset.contains(&true) {
+        return Ok(());
+    }
+    EXECUTION_TIME_KEYS.with(|keys| {
+        for ((name, key), none) in EXECUTION_TIMES.iter().zip(keys).zip(unset) {
+            if none {
+                finite_at(value, key, field, name)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `INVALID_INPUT` for `field.name` if the property `key` of `value` is a NaN or infinite
+/// number.
+fn finite_at(value: &JsValue, key: &JsValue, field: &str, name: &str) -> Result<(), WasmError> {
+    let got = js_sys::Reflect::get(value, key).unwrap_or(JsValue::UNDEFINED);
+    match got.as_f64() {
+        Some(n) if !n.is_finite() => Err(invalid(
+            join(field, name),
+            format!("must be a finite number, not {}", js_number(n)),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A number as JS writes it (`NaN`, `Infinity`, `-Infinity`, ...), for messages.
+fn js_number(n: f64) -> String {
+    match n {
+        n if n.is_nan() => "NaN".into(),
+        f64::INFINITY => "Infinity".into(),
+        f64::NEG_INFINITY => "-Infinity".into(),
+        n => n.to_string(),
+    }
+}
+
 /// `field` and a path inside it (`"."` or `""` for the value itself).
 fn join(field: &str, path: &str) -> String {
     match path {
@@ -132,11 +211,29 @@ pub(crate) fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, WasmErr
     JSON::parse(&text).map_err(|e| backend(format!("cannot decode a result: {}", describe(&e))))
 }
 
-/// A required string argument.
+/// A required string argument, exactly as given: every string that names something (an id,
+/// a prefix, a cursor, a kind, a key, a path) comes in through here. A JS string is UTF-16
+/// and may hold a lone surrogate (`"a\udc00"`), which no UTF-8 string can: wasm-bindgen's
+/// conversion would turn it into U+FFFD, so that `"a\udc00"` would name the execution
+/// `"a\u{fffd}"`. Such a string is `INVALID_INPUT`, never converted lossily.
 pub(crate) fn string(value: &JsValue, field: &str) -> Result<String, WasmError> {
-    value
+    let text = value
         .as_string()
-        .ok_or_else(|| invalid(field, format!("must be a string, not {}", type_of(value))))
+        .ok_or_else(|| invalid(field, format!("must be a string, not {}", type_of(value))))?;
+    well_formed(value, field, text)
+}
+
+/// `text` (`value` converted by wasm-bindgen) if `value` had no lone surrogate. The
+/// conversion writes U+FFFD for each, so only a text holding U+FFFD is looked at again
+/// (in the JS string itself): a good string costs one scan of its bytes.
+fn well_formed(value: &JsValue, field: &str, text: String) -> Result<String, WasmError> {
+    if !text.contains('\u{FFFD}') || value.unchecked_ref::<js_sys::JsString>().is_valid_utf16() {
+        return Ok(text);
+    }
+    Err(invalid(
+        field,
+        "holds a lone UTF-16 surrogate (not well-formed Unicode text)",
+    ))
 }
 
 /// An optional string argument (`undefined` or `null`: none).
@@ -151,7 +248,10 @@ pub(crate) fn opt_string(value: &JsValue, field: &str) -> Result<Option<String>,
 pub(crate) fn number(value: &JsValue, field: &str) -> Result<f64, WasmError> {
     match value.as_f64() {
         Some(n) if n.is_finite() => Ok(n),
-        Some(n) => Err(invalid(field, format!("must be a finite number, not {n}"))),
+        Some(n) => Err(invalid(
+            field,
+            format!("must be a finite number, not {}", js_number(n)),
+        )),
         None => Err(invalid(
             field,
             format!("must be a number, not {}", type_of(value)),

@@ -174,7 +174,8 @@ impl MonitorApi {
     /// and the request's body as text if any (`POST /api/control/{action}` reads it; a body
     /// that is not a string counts as none). Returns `{status, body}` with `body` the JSON
     /// text. Never throws for a bad request (that is a 4xx answer); throws only if `method`
-    /// or `target` is not a string.
+    /// or `target` is not a string, or a string argument holds a lone UTF-16 surrogate
+    /// (`INVALID_INPUT`: no URL or request body read as text holds one).
     /// The workspace endpoints answer 404 (the store holds no workspace log): see
     /// `handleBoth` and `handleWorkspaces` for a file that holds one.
     #[wasm_bindgen(unchecked_return_type = "ApiAnswer")]
@@ -239,8 +240,8 @@ impl MonitorApi {
     ) -> Result<JsValue, JsValue> {
         let method = convert::string(method, "method")?.to_ascii_uppercase();
         let target = convert::string(target, "target")?;
-        let authorization = authorization.as_string();
-        let body = body.as_string().unwrap_or_default();
+        let authorization = optional_text(authorization, "authorization")?;
+        let body = optional_text(body, "body")?.unwrap_or_default();
         let now = js_sys::Date::now() / 1000.0;
         let answer = match stores(store, workspaces) {
             Ok(stores) => self.api.handle_stores(
@@ -256,6 +257,16 @@ impl MonitorApi {
         js_sys::Reflect::set(&out, &"body".into(), &answer.body.to_string().into())?;
         Ok(out.into())
     }
+}
+
+/// A string argument that may be absent (any other kind of value counts as absent), taken
+/// as [`convert::string`] takes one: a lone surrogate is `INVALID_INPUT`, not U+FFFD (a
+/// body's ids must name what the caller named).
+fn optional_text(value: &JsValue, field: &str) -> Result<Option<String>, JsValue> {
+    if !value.is_string() {
+        return Ok(None);
+    }
+    Ok(Some(convert::string(value, field)?))
 }
 
 /// What a request is answered from: a closed store or image is an error (503).

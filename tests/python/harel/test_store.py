@@ -285,3 +285,110 @@ async def test_async_store_does_not_block_the_loop(tmp_path: Path) -> None:
     await store.close()
     with pytest.raises(ValueError):
         await store.load("a-0")
+
+
+# Lone surrogates alone and inside a name: a Python str holds them, no UTF-8 text does.
+LONE = ["\ud800", "\udc00", "a\ud800", "a\udc00"]
+
+
+def _everything(store: SqliteStore) -> object:
+    ids = store.ids_with_prefix("")
+    return (
+        [store.load(i) for i in ids],
+        [store.read_trace(i) for i in ids],
+        store.list_executions(limit=1000),
+        store.pending_outbox(),
+        store.pending_spawns(),
+        store.due_timers(1e12),
+    )
+
+
+def test_lone_surrogates_in_names_are_invalid_input_and_change_nothing(store: SqliteStore) -> None:
+    # What a lossy conversion of "a\udc00" would name, with a timer, an outbox entry and a spawn.
+    exe = Execution(id="a\ufffd", definition_id="d")
+    store.save(exe)
+    store.commit(
+        exe, [("a\ufffd", Event(id="a\ufffd", kind="K"))], processed_event_id="a\ufffd",
+        timers=(TimerOp("schedule", "a\ufffd", 5.0),), spawns=(("a\ufffd:c", "r", {}),),
+    )
+    before = _everything(store)
+    for s in LONE:
+        calls = [
+            lambda: store.load(s),
+            lambda: store.load_for_event(s, "e"),
+            lambda: store.load_for_event("a\ufffd", s),
+            lambda: store.is_processed(s, "a\ufffd"),
+            lambda: store.is_processed("a\ufffd", s),
+            lambda: store.list_executions(definition_id=s),
+            lambda: store.list_executions(cursor=s),
+            lambda: store.list_executions(search=s),
+            lambda: store.read_trace(s),
+            lambda: store.ids_with_prefix(s),
+            lambda: store.delete_timer(s, "a\ufffd", 5.0),
+            lambda: store.delete_timer("a\ufffd", s, 5.0),
+            lambda: store.append_trace(s, {"k": 1}),
+            lambda: store.purge(s, exe.version),
+            lambda: store.save(Execution(id=s, definition_id="d")),
+            lambda: store.save(Execution(id="n-1", definition_id=s)),
+            lambda: store.save(Execution(id="n-1", definition_id="d", parent_id=s)),
+            lambda: store.commit(exe, [], processed_event_id=s),
+            lambda: store.commit(exe, [(s, Event(kind="K"))]),
+            lambda: store.commit(exe, [(None, Event(id=s, kind="K"))]),
+            lambda: store.commit(exe, [], timers=(TimerOp("schedule", s, 5.0),)),
+            lambda: store.commit(exe, [], timers=(TimerOp("cancel", s, 0.0),)),
+            lambda: store.commit(exe, [], spawns=((s, "r", {}),)),
+            lambda: store.commit(exe, [], spawns=(("c", s, {}),)),
+        ]
+        for i, call in enumerate(calls):
+            with pytest.raises(execstore.InvalidInputError) as info:
+                call()
+            assert info.value.code == "INVALID_INPUT", (s, i)
+            assert "surrogate" in info.value.reason, (s, i, info.value)
+        assert _everything(store) == before, s
+    assert exe.version == 2
+    # The example: purge("a\udc00") must not delete "a\ufffd" (checked above), whose
+    # own name works.
+    assert store.purge("a\ufffd", 2) is True
+
+
+@pytest.mark.asyncio
+async def test_async_store_refuses_lone_surrogates_too(tmp_path: Path) -> None:
+    astore = await AsyncSqliteStore.create(tmp_path / "a.db")
+    await astore.save(Execution(id="a\ufffd", definition_id="d"))
+    for s in LONE:
+        with pytest.raises(execstore.InvalidInputError):
+            await astore.load(s)
+        with pytest.raises(execstore.InvalidInputError):
+            await astore.purge(s, 1)
+    loaded = await astore.load("a\ufffd")
+    assert loaded is not None and loaded.version == 1
+    await astore.close()
+
+
+@pytest.mark.parametrize("field", ["created_at", "updated_at", "finished_at", "expires_at"])
+def test_nan_and_infinite_times_are_invalid_input_and_store_nothing(store: SqliteStore, field: str) -> None:
+    stored = Execution(id="t-1", definition_id="d", created_at=1.0, updated_at=2.0)
+    store.save(stored)
+    before = _everything(store)
+    for value in (math.nan, math.inf, -math.inf):
+        new = Execution(id="t-2", definition_id="d")
+        setattr(new, field, value)
+        with pytest.raises(execstore.InvalidInputError) as info:
+            store.save(new)
+        assert info.value.field == f"execution.{field}"
+        again = store.load("t-1")
+        assert again is not None
+        setattr(again, field, value)
+        with pytest.raises(execstore.InvalidInputError):
+            store.commit(again, [], processed_event_id="e")
+        for call in [
+            lambda: store.commit(stored, [], timers=(TimerOp("schedule", "p", value),)),
+            lambda: store.due_timers(value),
+            lambda: store.delete_timer("t-1", "p", value),
+            lambda: store.list_executions(created_after=value),
+            lambda: store.list_executions(finished_before=value),
+        ]:
+            with pytest.raises(execstore.InvalidInputError):
+                call()
+        assert _everything(store) == before, value
+    assert stored.version == 1

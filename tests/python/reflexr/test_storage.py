@@ -307,3 +307,69 @@ def test_the_gil_is_released_while_a_call_waits(make_storage: Factory) -> None:
     thread.join()
     assert spins > 1000  # Python kept running while the call blocked
     assert datetime.now(UTC) > T0
+
+
+@pytest.mark.asyncio
+async def test_lone_surrogates_in_names_are_invalid_input_and_change_nothing(make_storage: Factory) -> None:
+    storage = make_storage(ManualClock())
+    # What a lossy conversion of "a\udc00" would name.
+    name = "a\ufffd"
+    await append(storage, name)
+    async with storage.transaction(WS) as tx:
+        await tx.save_schedule(name, T0)
+    await storage.save_cursor(WS, name, 1)
+    assert await storage.acquire_lease(WS, name, name, timedelta(seconds=60))
+
+    async def everything() -> object:
+        return (
+            await storage.read(WS),
+            await storage.workspaces(),
+            await storage.schedules(WS),
+            await storage.cursor(WS, name),
+            await storage.progress(WS),
+        )
+
+    before = await everything()
+    for s in ["\ud800", "\udc00", "a\ud800", "a\udc00"]:
+        calls: list[Any] = [
+            lambda: storage.head_seq(WorkspaceRef(s, "prod")),
+            lambda: storage.head_seq(WorkspaceRef("acme", s)),
+            lambda: storage.read(WS, types=[s]),
+            lambda: storage.rule_history(WS, s),
+            lambda: storage.run(WS, s),
+            lambda: storage.runs(WS, rule=s),
+            lambda: storage.runs(WS, scope_key=s),
+            lambda: storage.dead_letters(WS, rule=s),
+            lambda: storage.acquire_lease(WS, s, "h", timedelta(seconds=1)),
+            lambda: storage.acquire_lease(WS, "k", s, timedelta(seconds=1)),
+            lambda: storage.release_lease(WS, s, name),
+            lambda: storage.release_lease(WS, name, s),
+            lambda: storage.cursor(WS, s),
+            lambda: storage.save_cursor(WS, s, 2),
+        ]
+        for i, make in enumerate(calls):
+            with pytest.raises(execstore.InvalidInputError) as info:
+                await make()
+            assert "surrogate" in info.value.reason, (s, i, info.value)
+        tx_calls: list[Any] = [
+            lambda tx: tx.envelope(s),
+            lambda tx: tx.progress(s),
+            lambda tx: tx.states(s, ["k"]),
+            lambda tx: tx.states("r", [s]),
+            lambda tx: tx.clear_states(s),
+            lambda tx: tx.run(s),
+            lambda tx: tx.scope_runs(s, "k"),
+            lambda tx: tx.scope_runs("r", s),
+            lambda tx: tx.schedule(s),
+            lambda tx: tx.save_schedule(s, T0),
+            lambda tx: tx.stored_rule(s),
+        ]
+        async with storage.transaction(WS) as tx:
+            for i, make in enumerate(tx_calls):
+                with pytest.raises(execstore.InvalidInputError) as info:
+                    await make(tx)
+                assert "surrogate" in info.value.reason, (s, i, info.value)
+        with pytest.raises(execstore.InvalidInputError):
+            async with storage.transaction(WorkspaceRef(s, "prod")):
+                pass
+        assert await everything() == before, s

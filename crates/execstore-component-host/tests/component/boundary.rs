@@ -132,3 +132,64 @@ fn a_missing_or_foreign_file_is_a_load_error() {
         other => panic!("expected a Load error, got {other:?}"),
     }
 }
+
+/// NaN and ±Infinity cross a WIT `f64` as they are: in every time field (an execution's four
+/// times, a timer's `fire_at`, a listing's windows, `due-timers`' `now`, `delete-timer`'s
+/// `fire-at`) they are `InvalidInput` naming the field, and nothing is written, on each store
+/// the component holds.
+#[test]
+fn nan_and_infinite_times_are_invalid_input_and_change_nothing() {
+    let mut backends = vec![Backend::Memory];
+    if has_sqlite() {
+        backends.push(Backend::SqliteMemory);
+    }
+    for backend in backends {
+        let store = open(backend);
+        let exe = saved(&store, "t");
+        let everything = || {
+            (
+                store.load("t").unwrap(),
+                store.ids_with_prefix("").unwrap(),
+                store.due_timers(f64::MAX, None, 100).unwrap(),
+            )
+        };
+        let before = everything();
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let field_of = |result: execstore::Result<_>| match result {
+                Err(StoreError::InvalidInput { field, .. }) => field,
+                other => panic!("{backend:?} {bad}: expected InvalidInput, got {other:?}"),
+            };
+            for time in ["created_at", "updated_at", "finished_at", "expires_at"] {
+                for id in ["t", "new"] {
+                    let mut e = if id == "t" {
+                        exe.clone()
+                    } else {
+                        Execution::new(id, "def")
+                    };
+                    match time {
+                        "created_at" => e.created_at = Some(bad),
+                        "updated_at" => e.updated_at = Some(bad),
+                        "finished_at" => e.finished_at = Some(bad),
+                        _ => e.expires_at = Some(bad),
+                    }
+                    let got = field_of(store.save(&mut e).map(|_| ()));
+                    assert_eq!(got, format!("execution.{time}"), "{backend:?} {bad}");
+                }
+            }
+            let mut e = exe.clone();
+            let got = field_of(
+                store
+                    .commit(&mut e, &Effects::new().schedule("p", bad))
+                    .map(|_| ()),
+            );
+            assert_eq!(got, "timers[0].fire_at", "{backend:?} {bad}");
+            let query = execstore::ListQuery::new().created_between(Some(bad), None);
+            field_of(store.list_executions(&query).map(|_| ()));
+            let query = execstore::ListQuery::new().finished_between(None, Some(bad));
+            field_of(store.list_executions(&query).map(|_| ()));
+            assert_eq!(field_of(store.due_timers(bad, None, 10).map(|_| ())), "now");
+            assert_eq!(field_of(store.delete_timer("t", "p", bad).map(|_| ())), "fire_at");
+            assert_eq!(everything(), before, "{backend:?} {bad}: the store changed");
+        }
+    }
+}

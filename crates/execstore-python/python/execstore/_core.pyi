@@ -29,6 +29,8 @@ class CorruptError(StoreError): ...
 class BackendError(StoreError):
     retryable: bool
 
+def invalid_input(field: str, reason: str) -> InvalidInputError: ...
+
 # --- harel (execution store) handles: written with src/harel.rs ------------------------------
 
 class HarelStore:

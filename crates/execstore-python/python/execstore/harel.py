@@ -42,6 +42,8 @@ from harel.engine.store import OutboxEntry, SpawnEntry, Step, StoreConflict, Tim
 from harel.engine.transport import Lease
 from harel.spec.states import Event
 
+from execstore._checks import text as _text
+from execstore._checks import time as _time
 from execstore._core import BackendError, ConflictError, HarelStore, HarelTransport
 
 # harel's own types, re-exported so a typed caller can name them from here (harel ships no
@@ -88,7 +90,20 @@ def _execution(exe: object) -> Execution:
 def _str(name: str, value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
-    return value
+    return _text(name, value)
+
+
+def _exe_json(exe: Execution) -> str:
+    """`exe`'s JSON, once its names are well-formed text and its times finite (pydantic would
+    write a NaN time as ``null``)."""
+    for name in ("id", "definition_id", "parent_id", "child_id"):
+        value = getattr(exe, name)
+        if isinstance(value, str):
+            _text(f"execution.{name}", value)
+    for name in ("created_at", "updated_at", "finished_at", "expires_at"):
+        _time(f"execution.{name}", getattr(exe, name))
+    data: str = exe.model_dump_json()
+    return data
 
 
 def _int(name: str, value: object) -> int:
@@ -120,8 +135,12 @@ def _emits(emits: object) -> list[tuple[Optional[str], str]]:
         target, event = item
         if target is not None and not isinstance(target, str):
             raise TypeError(f"an emit's target_id must be a str or None, got {type(target).__name__}")
+        if target is not None:
+            _text(f"emits[{len(out)}].target_id", target)
         if not isinstance(event, Event):
             raise TypeError(f"an emit's event must be a harel Event, got {type(event).__name__}")
+        _text(f"emits[{len(out)}].event.id", event.id)
+        _text(f"emits[{len(out)}].event.kind", event.kind)
         out.append((target, event.model_dump_json()))
     return out
 
@@ -359,7 +378,7 @@ class _Store:
         if trace is not None and not isinstance(trace, dict):
             raise TypeError(f"trace must be a dict or None, got {type(trace).__name__}")
         args = (
-            exe.model_dump_json(),
+            _exe_json(exe),
             _emits(emits),
             processed_event_id,
             _timers(timers),

@@ -58,6 +58,7 @@ from reflexr.core import (
 from reflexr.core.events import dump_event
 from reflexr.workspace import Entry, RunPolicy, WorkspaceRef
 
+from execstore._checks import text as _text
 from execstore._core import AlreadyExistsError, ConflictError, WorkspaceStore, WorkspaceTxn
 
 __all__ = ["MemoryStorage", "PostgresStorage", "SqliteStorage"]
@@ -90,13 +91,13 @@ def _ref(workspace: object) -> tuple[str, str]:
     tenant, ws = workspace.tenant_id, workspace.workspace_id
     if not isinstance(tenant, str) or not isinstance(ws, str):
         raise TypeError("a WorkspaceRef's tenant_id and workspace_id must be strings")
-    return tenant, ws
+    return _text("tenant_id", tenant), _text("workspace_id", ws)
 
 
 def _str(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a str, not {type(value).__name__}")
-    return value
+    return _text(what, value)
 
 
 def _int(value: object, what: str) -> int:

@@ -219,6 +219,7 @@ impl Store {
         #[wasm_bindgen(unchecked_param_type = "ExecutionInput")] execution: JsValue,
     ) -> JsResult<JsValue> {
         let mut exe: Execution = object(&execution, "execution", Unknown::Keep)?;
+        convert::execution_times(&execution, "execution", &exe)?;
         self.inner()?.save(&mut exe).map_err(WasmError::from)?;
         set_version(&execution, exe.version);
         Ok((exe.version as f64).into())
@@ -235,6 +236,7 @@ impl Store {
         #[wasm_bindgen(unchecked_optional_param_type = "Effects")] effects: JsValue,
     ) -> JsResult<JsValue> {
         let mut exe: Execution = object(&execution, "execution", Unknown::Keep)?;
+        convert::execution_times(&execution, "execution", &exe)?;
         let effects: Effects = if effects.is_undefined() || effects.is_null() {
             Effects::new()
         } else {
@@ -262,12 +264,16 @@ impl Store {
             return Err(invalid("items", "must be an array").into());
         }
         let parsed: Vec<JsBatchItem> = object(&items, "items", Unknown::Refuse)?;
+        let items = Array::from(&items);
+        for (i, item) in parsed.iter().enumerate() {
+            let execution = Reflect::get(&items.get(i as u32), &"execution".into())?;
+            convert::execution_times(&execution, &format!("items[{i}].execution"), &item.execution)?;
+        }
         let mut batch: Vec<BatchItem> = parsed
             .into_iter()
             .map(|item| BatchItem::new(item.execution, item.effects.unwrap_or_default()))
             .collect();
         let outcomes = self.inner()?.commit_batch(&mut batch).map_err(WasmError::from)?;
-        let items = Array::from(&items);
         let out = Array::new();
         for (i, (outcome, item)) in outcomes.into_iter().zip(&batch).enumerate() {
             let entry = Object::new();
@@ -344,6 +350,18 @@ impl Store {
         } else {
             object(&query, "query", Unknown::Refuse)?
         };
+        convert::finite_where_none(
+            &query,
+            "query",
+            &[
+                ("created_after", js.created_after.is_none()),
+                ("created_before", js.created_before.is_none()),
+                ("updated_after", js.updated_after.is_none()),
+                ("updated_before", js.updated_before.is_none()),
+                ("finished_after", js.finished_after.is_none()),
+                ("finished_before", js.finished_before.is_none()),
+            ],
+        )?;
         let mut q = ListQuery::new()
             .roots_only(js.roots_only)
             .limit(js.limit.unwrap_or(DEFAULT_LIST_LIMIT))

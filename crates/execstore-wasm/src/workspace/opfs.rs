@@ -145,7 +145,12 @@ impl RawWorkspaceStore {
     /// Takes the lease of the OPFS store `name`, waiting up to `waitMs` (then `LOCKED`), for
     /// `resume`.
     #[wasm_bindgen(js_name = takeLease)]
-    pub async fn take_lease(name: String, wait_ms: f64) -> JsResult<RawOpfsLease> {
+    pub async fn take_lease(
+        #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number", js_name = waitMs)] wait_ms: JsValue,
+    ) -> JsResult<RawOpfsLease> {
+        let name = convert::string(&name, "name")?;
+        let wait_ms = convert::number(&wait_ms, "waitMs")?;
         let (lease, vfs) = Lease::take(&name, wait_ms).await?;
         Ok(RawOpfsLease {
             held: Some((lease, vfs)),

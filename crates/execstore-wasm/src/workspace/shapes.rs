@@ -97,7 +97,8 @@ pub(super) fn optional<T: Default + serde::de::DeserializeOwned>(
 
 /// A point in time: ISO 8601 text with an offset, or epoch milliseconds.
 pub(super) fn time(value: &JsValue, field: &str) -> Result<Timestamp, WasmError> {
-    if let Some(text) = value.as_string() {
+    if value.is_string() {
+        let text = convert::string(value, field)?;
         return Timestamp::parse_json_text(&text).map_err(|e| retag(e, field));
     }
     let ms = convert::number(value, field)?;

@@ -1,0 +1,30 @@
+"""The argument checks ``execstore.harel`` and ``execstore.reflexr`` share: what would be lost
+on the way into the store is refused with ``execstore.InvalidInputError`` instead, and nothing
+is changed."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from execstore._core import invalid_input
+
+
+def text(field: str, value: str) -> str:
+    """`value`, a str that names something (an id, a prefix, a cursor, a key), if it is
+    well-formed text. A Python str can hold a lone surrogate (``"a\\udc00"``), which no UTF-8
+    text can: it would name nothing stored, or the wrong thing once converted, so it is
+    refused. ASCII (the common case) is known at once."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise invalid_input(field, "holds a lone surrogate (not well-formed Unicode text)") from None
+    return value
+
+
+def time(field: str, value: Optional[float]) -> None:
+    """Refuses a NaN or infinite time (epoch seconds): pydantic writes it as ``null`` in the
+    JSON the store is given, so a NaN ``finished_at`` would be stored as no finish time."""
+    if value is not None and not math.isfinite(value):
+        raise invalid_input(field, f"{value} is not a finite number of seconds")
