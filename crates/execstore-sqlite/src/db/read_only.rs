@@ -34,8 +34,8 @@ use std::time::{Duration, SystemTime};
 use execstore::{Result, StoreError};
 use rusqlite::{ffi, Connection, ErrorCode, OpenFlags};
 
-use super::error::Db;
 use super::configure;
+use super::error::Db;
 
 /// Why a read-only open cannot read a file without writing to it. Carried as the source of
 /// the [`StoreError::Backend`] the open returns (`retryable: false`), whose message is this
