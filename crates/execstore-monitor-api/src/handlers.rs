@@ -74,6 +74,11 @@ impl Call<'_> {
 
     pub(crate) fn info(&self) -> Value {
         let mut info = self.api.info.clone();
+        // What the host could not vouch for (the native monitor's unknown reflexr version);
+        // every host answers the key, so the edge and in-browser monitors answer as it does.
+        if !info.contains_key("warnings") {
+            info.insert("warnings".into(), json!([]));
+        }
         info.insert("writable".into(), json!(self.api.writable()));
         info.insert("bulk_limit".into(), json!(crate::control::BULK_LIMIT));
         info.insert("now".into(), json!(self.now));
