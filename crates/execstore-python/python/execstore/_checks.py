@@ -28,3 +28,24 @@ def time(field: str, value: Optional[float]) -> None:
     JSON the store is given, so a NaN ``finished_at`` would be stored as no finish time."""
     if value is not None and not math.isfinite(value):
         raise invalid_input(field, f"{value} is not a finite number of seconds")
+
+
+def string(name: str, value: object) -> str:
+    """`value` if it is a str of well-formed text (see :func:`text`); a TypeError otherwise."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    return text(name, value)
+
+
+def integer(name: str, value: object) -> int:
+    """`value` if it is an int (not a bool); a TypeError otherwise."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    return value
+
+
+def number(name: str, value: object) -> float:
+    """`value` as a float if it is an int or a float (not a bool); a TypeError otherwise."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    return float(value)
