@@ -10,7 +10,10 @@ use std::io::{BufRead, BufReader, Read};
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 
-use execstore::{Effects, Event, Execution, ExecutionStore, JsonObject, OutboxEntry, SpawnEntry, StoreError};
+use execstore::{
+    executions::Event, executions::JsonObject, executions::OutboxEntry, executions::SpawnEntry, Effects,
+    Execution, ExecutionStore, StoreError,
+};
 use serde_json::{json, Value};
 
 /// How many executions the crash writer cycles through.
@@ -207,14 +210,14 @@ pub struct CheckReport {
 
 /// Every undelivered outbox entry, paging through `pending_outbox`.
 pub fn all_outbox(store: &dyn ExecutionStore) -> execstore::Result<Vec<OutboxEntry>> {
-    execstore::paging::outbox_pages(store, None, 1000)
+    execstore::executions::paging::outbox_pages(store, None, 1000)
         .collect::<execstore::Result<Vec<_>>>()
         .map(|pages| pages.concat())
 }
 
 /// Every pending spawn, paging through `pending_spawns`.
 pub fn all_spawns(store: &dyn ExecutionStore) -> execstore::Result<Vec<SpawnEntry>> {
-    execstore::paging::spawn_pages(store, None, 1000)
+    execstore::executions::paging::spawn_pages(store, None, 1000)
         .collect::<execstore::Result<Vec<_>>>()
         .map(|pages| pages.concat())
 }
@@ -234,7 +237,7 @@ pub fn check_crash_invariants(
     let mut report = CheckReport::default();
     let outbox = all_outbox(store)?;
     let spawns = all_spawns(store)?;
-    let timers = store.due_timers(1e18, None, execstore::validate::MAX_PAGE)?;
+    let timers = store.due_timers(1e18, None, execstore::kit::validate::MAX_PAGE)?;
     for id in ids {
         report.executions += 1;
         let mut bad = |what: String| report.violations.push(format!("{id}: {what}"));

@@ -9,7 +9,10 @@ mod common;
 use std::fmt::Debug;
 use std::path::PathBuf;
 
-use execstore::{Effects, Event, Execution, ExecutionStore, ListQuery, StoreError, TimerOp};
+use execstore::{
+    executions::Event, executions::ListQuery, executions::TimerOp, Effects, Execution, ExecutionStore,
+    StoreError,
+};
 use execstore_e2e::{crash_id, crash_step, obj, step_effects};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::json;
@@ -247,7 +250,7 @@ fn invalid_cursors() {
 #[test]
 fn bad_limits() {
     let fx = fixture();
-    for limit in [0, execstore::validate::MAX_PAGE + 1, usize::MAX] {
+    for limit in [0, execstore::kit::validate::MAX_PAGE + 1, usize::MAX] {
         fx.invalid(&format!("list limit {limit}"), "limit", |s| {
             s.list_executions(&ListQuery::new().limit(limit))
         });
@@ -266,7 +269,7 @@ fn bad_limits() {
 #[test]
 fn oversize_payloads() {
     let fx = fixture();
-    let big = "x".repeat(execstore::validate::MAX_DOCUMENT_BYTES + 1);
+    let big = "x".repeat(execstore::kit::validate::MAX_DOCUMENT_BYTES + 1);
     fx.invalid_commit("context over 8 MiB", "execution", |exe, _| {
         exe.context.insert("blob".into(), big.clone().into());
     });
@@ -294,7 +297,8 @@ fn oversize_payloads() {
     let mut exe = fx.loaded();
     exe.context.insert(
         "blob".into(),
-        "y".repeat(execstore::validate::MAX_DOCUMENT_BYTES - 2000).into(),
+        "y".repeat(execstore::kit::validate::MAX_DOCUMENT_BYTES - 2000)
+            .into(),
     );
     fx.store.save(&mut exe).expect("a large but acceptable context");
 }
@@ -384,7 +388,7 @@ fn bad_sequence_numbers() {
 #[test]
 fn empty_and_malformed_ids() {
     let fx = fixture();
-    let long = "i".repeat(execstore::validate::MAX_ID_BYTES + 1);
+    let long = "i".repeat(execstore::kit::validate::MAX_ID_BYTES + 1);
     for (what, bad) in [("empty", ""), ("NUL", "a\0b"), ("too long", long.as_str())] {
         let mut new = Execution::new(bad, "d");
         fx.invalid(&format!("{what} execution id"), "execution.id", |s| {

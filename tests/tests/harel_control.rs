@@ -1,7 +1,7 @@
 //! Differential tests of the control plane with the real harel 0.9: the same control calls
 //! (`suspend`, `resume`, `terminate`, `purge`, `purge_finished`, with the same clock) on two
 //! copies of one harel-written SQLite file, one through harel's own `harel.engine.control`
-//! (`tests/harel/control_with_harel.py`), one through `execstore::control` over execstore's
+//! (`tests/harel/control_with_harel.py`), one through `execstore::executions::control` over execstore's
 //! `SqliteStore`. Every call's result must agree (no-ops, refusals with harel's words, purge
 //! archive bundles, purge reports) and the six `harel_*` tables (and their AUTOINCREMENT
 //! counters) must come out identical, row for row and byte for byte.
@@ -17,8 +17,8 @@ mod harel_common;
 
 use std::path::Path;
 
-use execstore::control::{self, PurgeFinished};
-use execstore::{Status, StoreError};
+use execstore::executions::control::{self, PurgeFinished};
+use execstore::{executions::Status, StoreError};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use harel_common::*;
 use serde_json::{json, Value};

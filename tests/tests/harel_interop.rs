@@ -32,7 +32,10 @@ use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::Path;
 
-use execstore::{pyjson, Effects, Event, Execution, ExecutionStore, JsonObject, Status, StoreError};
+use execstore::{
+    executions::Event, executions::JsonObject, executions::Status, kit::pyjson, Effects, Execution,
+    ExecutionStore, StoreError,
+};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use harel_common::*;
 use serde_json::{json, Value};
@@ -79,17 +82,17 @@ const EDGE_DATETIMES: &[&str] = &[
     "2024-01-02t03:04:05z",
 ];
 
-/// The other date-times the tests name (`execstore::validate`'s unit test, `bad_input.rs`),
+/// The other date-times the tests name (`execstore::kit::validate`'s unit test, `bad_input.rs`),
 /// and more at the edges of the format: each must get the same verdict from execstore's
 /// validator as from pydantic.
 const MORE_DATETIMES: &[&str] = &[
-    // execstore::validate (checks.rs): accepted
+    // execstore::kit::validate (checks.rs): accepted
     "2024-01-02T03:04:05Z",
     "2024-01-02T03:04:05.123456+02:30",
     "2024-01-02T03:04:05",
     "2024-02-29T23:59:59.5",
     "2000-02-29t00:00:00z",
-    // execstore::validate (checks.rs) and bad_input.rs: refused
+    // execstore::kit::validate (checks.rs) and bad_input.rs: refused
     "",
     "yesterday",
     "2024-13-02T03:04:05Z",
@@ -183,7 +186,7 @@ print(json.dumps(verdicts))
 fn execstore_accepts(value: &str) -> bool {
     let mut ev = Event::new("e", "K");
     ev.created_time = Some(value.to_owned());
-    execstore::validate::check_event("event", &ev).is_ok()
+    execstore::kit::validate::check_event("event", &ev).is_ok()
 }
 
 /// The raw `data` text of execution `id` in harel's view.

@@ -31,7 +31,7 @@ use std::io::Write as _;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use execstore::{ExecutionStore, Status};
+use execstore::{executions::Status, ExecutionStore};
 use execstore_e2e::pg::{drop_tables, fresh_prefix, url_or_skip};
 use execstore_postgres::{PgOptions, PgStore};
 use harel_common::*;

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 
-use execstore::pyjson;
+use execstore::kit::pyjson;
 use execstore::workspace::{
     Envelope, EvaluationError, LogQuery, ManualClock, RuleProgress, Run, ScopeState, Timestamp, WorkspaceRef,
     WorkspaceStorage,

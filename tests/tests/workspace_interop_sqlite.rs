@@ -14,7 +14,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
 
-use execstore::pyjson;
+use execstore::kit::pyjson;
 use execstore::workspace::{
     Envelope, EvaluationError, LogQuery, ManualClock, RuleProgress, Run, ScopeState, Timestamp, WorkspaceRef,
     WorkspaceStorage,

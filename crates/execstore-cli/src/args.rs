@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use execstore::Status;
+use execstore::executions::Status;
 
 pub use crate::workspace_args::{DeadLettersArgs, DueRunsArgs, LogArgs, RulesArgs, RunsArgs, WorkspaceArg};
 
@@ -109,7 +109,7 @@ pub struct ListArgs {
     pub roots_only: bool,
 
     /// Page size.
-    #[arg(long, value_name = "N", default_value_t = execstore::DEFAULT_LIST_LIMIT)]
+    #[arg(long, value_name = "N", default_value_t = execstore::executions::DEFAULT_LIST_LIMIT)]
     pub limit: usize,
 
     /// Resume after the page that printed this cursor.
@@ -185,7 +185,7 @@ pub struct DemoArgs {
     /// How many executions to write, root executions and their region children together
     /// (at least 20, so that every status and fork stage appears).
     #[arg(long, value_name = "N", default_value_t = 300,
-          value_parser = clap::value_parser!(u32).range(20..=execstore::validate::MAX_PAGE as i64))]
+          value_parser = clap::value_parser!(u32).range(20..=execstore::kit::validate::MAX_PAGE as i64))]
     pub executions: u32,
 
     /// Seed of the generator: the same seed writes the same store (apart from the wall clock).

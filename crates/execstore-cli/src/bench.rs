@@ -26,7 +26,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use execstore::w1::{exe_id, in_event_id, initial_execution, step, Round};
-use execstore::{paging, ExecutionStore, GroupCommit, ListQuery, MemoryStore, Status};
+use execstore::{
+    executions::paging, executions::GroupCommit, executions::ListQuery, executions::Status, ExecutionStore,
+    MemoryStore,
+};
 use execstore_postgres::{PgOptions, PgStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -595,7 +598,8 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     use execstore::{
-        Capabilities, DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep,
+        executions::Capabilities, executions::DueTimer, executions::ExecutionPage, executions::OutboxEntry,
+        executions::SpawnEntry, executions::TraceStep, Effects, Execution,
     };
 
     use super::*;

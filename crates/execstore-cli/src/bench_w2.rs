@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context as _};
+use execstore::executions::JsonObject;
 use execstore::workspace::{
     run_lease, Clock, Entry, LogQuery, NewRun, Run, RunPolicy, Subscription, Timestamp, WorkspaceRef,
     WorkspaceStorage,
 };
-use execstore::JsonObject;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -501,6 +501,6 @@ pub fn run_cli(
     full.insert("batch".into(), cfg.batch.into());
     full.insert("runs".into(), cfg.runs.into());
     full.append(&mut line);
-    writeln!(out, "{}", execstore::pyjson::dumps(&full))?;
+    writeln!(out, "{}", execstore::kit::pyjson::dumps(&full))?;
     Ok(())
 }

@@ -2,7 +2,10 @@
 
 use std::io::Write;
 
-use execstore::{paging, pyjson, ExecutionPage, ExecutionStore, ListQuery, StoreError, TraceStep};
+use execstore::{
+    executions::paging, executions::ExecutionPage, executions::ListQuery, executions::TraceStep, kit::pyjson,
+    ExecutionStore, StoreError,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -12,7 +15,7 @@ use crate::table::{clean, fit, Table};
 use crate::time;
 
 /// The bound `timers` uses when not given one: every armed timer, however far off.
-pub use execstore::validate::ALL_TIMERS;
+pub use execstore::kit::validate::ALL_TIMERS;
 
 fn write_json(out: &mut dyn Write, value: &impl Serialize) -> Result<()> {
     serde_json::to_writer_pretty(&mut *out, value)?;
@@ -381,7 +384,7 @@ pub fn timers(store: &dyn ExecutionStore, args: &TimersArgs, json: bool, out: &m
 #[cfg(test)]
 mod tests {
     use super::*;
-    use execstore::{Effects, Event, Execution, MemoryStore, Status};
+    use execstore::{executions::Event, executions::Status, Effects, Execution, MemoryStore};
 
     fn store() -> MemoryStore {
         let store = MemoryStore::new();
@@ -478,7 +481,7 @@ mod tests {
             due_before: None,
             limit: 100,
         };
-        let due: Vec<execstore::DueTimer> =
+        let due: Vec<execstore::executions::DueTimer> =
             serde_json::from_str(&run(|o| timers(&s, &args, true, o)).unwrap()).unwrap();
         assert_eq!(due.len(), 7, "the store's five and the two far ones: {due:?}");
         assert_eq!(
@@ -499,7 +502,7 @@ mod tests {
             due_before: Some(1_700_000_001.0),
             limit: 100,
         };
-        let due: Vec<execstore::DueTimer> =
+        let due: Vec<execstore::executions::DueTimer> =
             serde_json::from_str(&run(|o| timers(&s, &args, true, o)).unwrap()).unwrap();
         assert_eq!(due.len(), 2);
         let page = SeqPageArgs {

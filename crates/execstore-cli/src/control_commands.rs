@@ -1,5 +1,5 @@
 //! The control commands: `suspend`, `resume`, `terminate`, `purge` and `purge-finished`, as
-//! harel 0.9's control plane does them ([`execstore::control`]). They open the store for
+//! harel 0.9's control plane does them ([`execstore::executions::control`]). They open the store for
 //! writing (every read command opens it read-only) and take the time from the system clock.
 
 use std::fs::{File, OpenOptions};
@@ -9,8 +9,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Args;
-use execstore::control::{self, Command, ControlOutcome, PurgeFinished, PURGEABLE};
-use execstore::{ExecutionStore, Status, StoreError};
+use execstore::executions::control::{self, Command, ControlOutcome, PurgeFinished, PURGEABLE};
+use execstore::{executions::Status, ExecutionStore, StoreError};
 use serde_json::{json, Value};
 
 use crate::error::{CliError, Result};

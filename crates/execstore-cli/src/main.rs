@@ -132,7 +132,7 @@ fn run_control_command(
     json: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    use execstore::control::Command as Ctl;
+    use execstore::executions::control::Command as Ctl;
     if !targets::is_postgres(db) {
         targets::recover_for_writing(db)?;
         targets::require_executions(db, prefix)?;
@@ -379,7 +379,7 @@ fn run_bench(
         load_for_event: args.event_read == EventRead::LoadForEvent,
     };
     let line = bench::run(&config)?;
-    writeln!(out, "{}", execstore::pyjson::dumps(&line)).map_err(CliError::Io)?;
+    writeln!(out, "{}", execstore::kit::pyjson::dumps(&line)).map_err(CliError::Io)?;
     Ok(())
 }
 

@@ -207,7 +207,7 @@ pub fn open_executions(
 mod tests {
     use super::*;
     use execstore::workspace::WorkspaceRef;
-    use execstore::{Effects, Event, Execution, StoreError};
+    use execstore::{executions::Event, Effects, Execution, StoreError};
 
     /// The read commands' PostgreSQL opens run every transaction read-only, and it is the
     /// server that refuses a write through them (SQLSTATE 25006, "cannot execute ... in a

@@ -184,8 +184,8 @@ pub fn due_runs(
             due.iter().map(|(ws, r)| {
                 format!(
                     "{{\"tenant_id\": {}, \"workspace_id\": {}, \"run\": {}}}",
-                    execstore::pyjson::dumps(&ws.tenant_id),
-                    execstore::pyjson::dumps(&ws.workspace_id),
+                    execstore::kit::pyjson::dumps(&ws.tenant_id),
+                    execstore::kit::pyjson::dumps(&ws.workspace_id),
                     r.to_json()
                 )
             }),
@@ -311,7 +311,7 @@ pub fn progress(
             progress.iter().map(|(rule, p)| {
                 format!(
                     "{{\"rule\": {}, \"progress\": {}}}",
-                    execstore::pyjson::dumps(rule),
+                    execstore::kit::pyjson::dumps(rule),
                     p.to_json()
                 )
             }),
@@ -393,10 +393,10 @@ pub fn rules(
             rules.iter().map(|r| {
                 format!(
                     "{{\"rule\": {}, \"version\": {}, \"status\": \"{}\", \"provenance\": {}}}",
-                    execstore::pyjson::dumps(&r.rule),
+                    execstore::kit::pyjson::dumps(&r.rule),
                     r.version,
                     r.status.as_str(),
-                    execstore::pyjson::dumps(&r.provenance)
+                    execstore::kit::pyjson::dumps(&r.provenance)
                 )
             }),
         );

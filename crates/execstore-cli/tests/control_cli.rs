@@ -9,7 +9,9 @@ use std::process::Output;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use common::execstore;
-use execstore::{ChildState, Effects, Event, Execution, ExecutionStore, Status};
+use execstore::{
+    executions::ChildState, executions::Event, executions::Status, Effects, Execution, ExecutionStore,
+};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
 

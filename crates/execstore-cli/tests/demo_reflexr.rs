@@ -17,7 +17,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use execstore::pyjson;
+use execstore::kit::pyjson;
 use execstore::workspace::{
     RunPolicy, RunQuery, RunStatus, StoredRule, SystemClock, Timestamp, WorkspaceStorage, RULE_ARCHIVED,
     RULE_INSTALLED,

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 
 use common::execstore;
-use execstore::{Execution, ExecutionStore, Status};
+use execstore::{executions::Status, Execution, ExecutionStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
 
@@ -156,7 +156,7 @@ fn time_windows_and_search() {
         assert_eq!(out.status.code(), Some(status), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
-    let long = "s".repeat(execstore::MAX_SEARCH_BYTES + 1);
+    let long = "s".repeat(execstore::executions::MAX_SEARCH_BYTES + 1);
     let out = execstore(d, &["--db", "s.db", "list", "--search", &long]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("search"));

@@ -407,7 +407,7 @@ fn bad_parameters_are_400_with_a_json_error() {
 /// id holds a real U+FFFD.
 #[test]
 fn ids_that_are_not_utf8_once_decoded_are_400_not_u_fffd() {
-    use execstore::{Execution, ExecutionStore, Status};
+    use execstore::{executions::Status, Execution, ExecutionStore};
     use execstore_sqlite::{SqliteOptions, SqliteStore};
 
     let dir = tempfile::tempdir().unwrap();
@@ -681,7 +681,7 @@ fn postgres_is_served_too() {
         skip("EXECSTORE_PG_URL is not set, so the monitor is not tried on PostgreSQL");
         return;
     };
-    use execstore::{Effects, Event, Execution, ExecutionStore, Status};
+    use execstore::{executions::Event, executions::Status, Effects, Execution, ExecutionStore};
     let prefix = format!("mon{}", std::process::id());
     let store = execstore_postgres::PgStore::open(&url, execstore_postgres::PgOptions::new().prefix(&prefix))
         .expect("open PostgreSQL");

@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{start_monitor, Monitor};
-use execstore::{Execution, ExecutionStore, Status};
+use execstore::{executions::Status, Execution, ExecutionStore};
 use socket2::{Domain, Socket, Type};
 
 fn addr(monitor: &Monitor) -> SocketAddr {

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use execstore::{Effects, Event, Execution, ExecutionStore};
+use execstore::{executions::Event, Effects, Execution, ExecutionStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
 use sha2::{Digest, Sha256};

@@ -7,11 +7,11 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
+use execstore::executions::JsonObject;
 use execstore::workspace::{
     Entry, EvaluationError, ManualClock, NewRun, RuleProgress, Run, StoredRule, StoredRuleStatus, Timestamp,
     WorkspaceRef, WorkspaceStorage,
 };
-use execstore::JsonObject;
 use execstore_sqlite::{SqliteWorkspaceOptions, SqliteWorkspaceStorage};
 use serde_json::{json, Value};
 

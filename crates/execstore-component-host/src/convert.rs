@@ -1,6 +1,6 @@
 //! The core's types to WIT records and back, on the host side.
 
-use execstore::{JsonObject, StoreError};
+use execstore::{executions::JsonObject, StoreError};
 
 use crate::wit;
 
@@ -14,19 +14,19 @@ pub mod to_wit {
         serde_json::to_string(object).unwrap_or_else(|_| "{}".to_owned())
     }
 
-    pub fn status(status: execstore::Status) -> wit::Status {
+    pub fn status(status: execstore::executions::Status) -> wit::Status {
         match status {
-            execstore::Status::Pending => wit::Status::Pending,
-            execstore::Status::Running => wit::Status::Running,
-            execstore::Status::Done => wit::Status::Done,
-            execstore::Status::Cancelled => wit::Status::Cancelled,
-            execstore::Status::Suspended => wit::Status::Suspended,
-            execstore::Status::Cancelling => wit::Status::Cancelling,
-            execstore::Status::Failed => wit::Status::Failed,
+            execstore::executions::Status::Pending => wit::Status::Pending,
+            execstore::executions::Status::Running => wit::Status::Running,
+            execstore::executions::Status::Done => wit::Status::Done,
+            execstore::executions::Status::Cancelled => wit::Status::Cancelled,
+            execstore::executions::Status::Suspended => wit::Status::Suspended,
+            execstore::executions::Status::Cancelling => wit::Status::Cancelling,
+            execstore::executions::Status::Failed => wit::Status::Failed,
         }
     }
 
-    pub fn event(event: &execstore::Event) -> wit::Event {
+    pub fn event(event: &execstore::executions::Event) -> wit::Event {
         wit::Event {
             id: event.id.clone(),
             kind: event.kind.clone(),
@@ -37,7 +37,7 @@ pub mod to_wit {
         }
     }
 
-    pub fn child_entry(child_id: &str, state: &execstore::ChildState) -> wit::ChildEntry {
+    pub fn child_entry(child_id: &str, state: &execstore::executions::ChildState) -> wit::ChildEntry {
         wit::ChildEntry {
             child_id: child_id.to_owned(),
             state: wit::ChildState {
@@ -106,11 +106,13 @@ pub mod to_wit {
                 .timers
                 .iter()
                 .map(|op| match op {
-                    execstore::TimerOp::Schedule { path, fire_at } => wit::TimerOp::Schedule(wit::Schedule {
-                        path: path.clone(),
-                        fire_at: *fire_at,
-                    }),
-                    execstore::TimerOp::Cancel { path } => wit::TimerOp::Cancel(path.clone()),
+                    execstore::executions::TimerOp::Schedule { path, fire_at } => {
+                        wit::TimerOp::Schedule(wit::Schedule {
+                            path: path.clone(),
+                            fire_at: *fire_at,
+                        })
+                    }
+                    execstore::executions::TimerOp::Cancel { path } => wit::TimerOp::Cancel(path.clone()),
                 })
                 .collect(),
             spawns: effects
@@ -126,7 +128,7 @@ pub mod to_wit {
         }
     }
 
-    pub fn list_query(query: &execstore::ListQuery) -> wit::ListQuery {
+    pub fn list_query(query: &execstore::executions::ListQuery) -> wit::ListQuery {
         wit::ListQuery {
             status: query
                 .status
@@ -146,7 +148,7 @@ pub mod to_wit {
         }
     }
 
-    pub fn due_timer(timer: &execstore::DueTimer) -> wit::DueTimer {
+    pub fn due_timer(timer: &execstore::executions::DueTimer) -> wit::DueTimer {
         wit::DueTimer {
             execution_id: timer.execution_id.clone(),
             path: timer.path.clone(),
@@ -199,20 +201,20 @@ pub mod from_wit {
         }
     }
 
-    pub fn status(status: wit::Status) -> execstore::Status {
+    pub fn status(status: wit::Status) -> execstore::executions::Status {
         match status {
-            wit::Status::Pending => execstore::Status::Pending,
-            wit::Status::Running => execstore::Status::Running,
-            wit::Status::Done => execstore::Status::Done,
-            wit::Status::Cancelled => execstore::Status::Cancelled,
-            wit::Status::Suspended => execstore::Status::Suspended,
-            wit::Status::Cancelling => execstore::Status::Cancelling,
-            wit::Status::Failed => execstore::Status::Failed,
+            wit::Status::Pending => execstore::executions::Status::Pending,
+            wit::Status::Running => execstore::executions::Status::Running,
+            wit::Status::Done => execstore::executions::Status::Done,
+            wit::Status::Cancelled => execstore::executions::Status::Cancelled,
+            wit::Status::Suspended => execstore::executions::Status::Suspended,
+            wit::Status::Cancelling => execstore::executions::Status::Cancelling,
+            wit::Status::Failed => execstore::executions::Status::Failed,
         }
     }
 
-    pub fn event(event: wit::Event) -> execstore::Result<execstore::Event> {
-        let mut out = execstore::Event::new(event.id, event.kind);
+    pub fn event(event: wit::Event) -> execstore::Result<execstore::executions::Event> {
+        let mut out = execstore::executions::Event::new(event.id, event.kind);
         out.created_time = event.created_time;
         out.received_time = event.received_time;
         out.data = json_object("event data", &event.data)?;
@@ -242,7 +244,7 @@ pub mod from_wit {
             .collect::<execstore::Result<_>>()?;
         for entry in exe.children {
             let state = entry.state;
-            let child = execstore::ChildState {
+            let child = execstore::executions::ChildState {
                 root_path: state.root_path,
                 finished: state.finished,
                 outcome: state.outcome,
@@ -266,12 +268,12 @@ pub mod from_wit {
         Ok(out)
     }
 
-    pub fn page(page: wit::Page) -> execstore::ExecutionPage {
-        execstore::ExecutionPage {
+    pub fn page(page: wit::Page) -> execstore::executions::ExecutionPage {
+        execstore::executions::ExecutionPage {
             items: page
                 .items
                 .into_iter()
-                .map(|s| execstore::ExecutionSummary {
+                .map(|s| execstore::executions::ExecutionSummary {
                     id: s.id,
                     definition_id: s.definition_id,
                     status: status(s.status),
@@ -287,16 +289,16 @@ pub mod from_wit {
         }
     }
 
-    pub fn outbox_entry(entry: wit::OutboxEntry) -> execstore::Result<execstore::OutboxEntry> {
-        Ok(execstore::OutboxEntry {
+    pub fn outbox_entry(entry: wit::OutboxEntry) -> execstore::Result<execstore::executions::OutboxEntry> {
+        Ok(execstore::executions::OutboxEntry {
             seq: entry.seq,
             target_id: entry.target_id,
             event: event(entry.event)?,
         })
     }
 
-    pub fn spawn_entry(entry: wit::SpawnEntry) -> execstore::Result<execstore::SpawnEntry> {
-        Ok(execstore::SpawnEntry {
+    pub fn spawn_entry(entry: wit::SpawnEntry) -> execstore::Result<execstore::executions::SpawnEntry> {
+        Ok(execstore::executions::SpawnEntry {
             context: json_object("spawn context", &entry.context)?,
             seq: entry.seq,
             parent_id: entry.parent_id,
@@ -305,8 +307,8 @@ pub mod from_wit {
         })
     }
 
-    pub fn due_timer(timer: wit::DueTimer) -> execstore::DueTimer {
-        execstore::DueTimer {
+    pub fn due_timer(timer: wit::DueTimer) -> execstore::executions::DueTimer {
+        execstore::executions::DueTimer {
             execution_id: timer.execution_id,
             path: timer.path,
             fire_at: timer.fire_at,

@@ -1,7 +1,7 @@
 //! Runs the execstore component (`wit/store.wit`, built from crates/execstore-component for
 //! `wasm32-wasip2`) in wasmtime, and exposes each store it opens as an [`ExecutionStore`].
 //!
-//! What for: the behaviour suite (`execstore::conformance`) runs against a
+//! What for: the behaviour suite (`execstore::conformance::executions`) runs against a
 //! [`ComponentStore`] exactly as against a native backend, so every operation, shape and
 //! error kind is checked through the component boundary, both ways. It is also the
 //! reference for embedding the component in another Rust host.
@@ -20,7 +20,7 @@
 //! The component's second interface, the workspace log (`workspace-store`), is opened with
 //! [`ComponentRuntime::open_workspace`] as a [`ComponentWorkspaceStorage`], a
 //! `WorkspaceStorage` whose clock is the host's (the component imports it), so the workspace
-//! suite (`execstore::workspace_conformance`) runs through the boundary too.
+//! suite (`execstore::conformance::workspace`) runs through the boundary too.
 //!
 //! Each [`ComponentStore`] is one component instance (its own linear memory), used by one
 //! caller at a time behind a mutex: the component is single-threaded, as wasm is. What the
@@ -40,8 +40,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use execstore::workspace::{Clock, SystemClock, WorkspaceCapabilities};
 use execstore::{
-    BatchItem, Capabilities, DueTimer, Effects, Execution, ExecutionPage, ExecutionStore, ListQuery,
-    OutboxEntry, SpawnEntry, StoreError, TraceStep,
+    executions::BatchItem, executions::Capabilities, executions::DueTimer, executions::ExecutionPage,
+    executions::ListQuery, executions::OutboxEntry, executions::SpawnEntry, executions::TraceStep, Effects,
+    Execution, ExecutionStore, StoreError,
 };
 use wasmtime::component::{Component, HasSelf, Linker, ResourceAny, ResourceTable};
 use wasmtime::{Engine, Store};
@@ -476,7 +477,7 @@ impl ExecutionStore for ComponentStore {
         &self,
         definition_id: Option<&str>,
         roots_only: bool,
-    ) -> execstore::Result<Vec<(execstore::Status, u64)>> {
+    ) -> execstore::Result<Vec<(execstore::executions::Status, u64)>> {
         let counts =
             self.call(|api, store, h| api.call_status_counts(store, h, definition_id, roots_only))?;
         Ok(counts
@@ -507,7 +508,7 @@ impl ComponentStore {
     pub fn save_with_children(
         &self,
         exe: &Execution,
-        children: &[(String, execstore::ChildState)],
+        children: &[(String, execstore::executions::ChildState)],
     ) -> execstore::Result<i64> {
         let mut arg = to_wit::execution(exe);
         arg.children = children

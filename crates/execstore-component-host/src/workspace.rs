@@ -1,6 +1,6 @@
 //! The component's `workspace-store` interface as a [`WorkspaceStorage`]: every call crosses
 //! into the component and back, so the workspace log's behaviour suite
-//! (`execstore::workspace_conformance`) runs through the boundary.
+//! (`execstore::conformance::workspace`) runs through the boundary.
 //!
 //! What the host adds, because a component cannot block: a workspace's transactions wait
 //! for each other here (the component refuses a second `begin` on a held workspace), and
@@ -10,13 +10,13 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use execstore::pyjson;
+use execstore::kit::pyjson;
 use execstore::workspace::{
     Entry, Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, ScopeState,
     StoredRule, StoredRuleStatus, Timestamp, WorkspaceCapabilities, WorkspaceInfo, WorkspaceRef,
     WorkspaceStorage, WorkspaceTx,
 };
-use execstore::{JsonObject, StoreError};
+use execstore::{executions::JsonObject, StoreError};
 use wasmtime::component::ResourceAny;
 use wasmtime::Store;
 

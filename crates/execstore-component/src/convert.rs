@@ -1,6 +1,6 @@
 //! WIT records to the core's types and back.
 
-use execstore::{JsonObject, StoreError};
+use execstore::{executions::JsonObject, StoreError};
 
 use crate::wit;
 
@@ -16,20 +16,20 @@ pub mod from_wit {
             .map_err(|e| StoreError::invalid(field, format!("not the JSON text of one object: {e}")))
     }
 
-    pub fn status(status: wit::Status) -> execstore::Status {
+    pub fn status(status: wit::Status) -> execstore::executions::Status {
         match status {
-            wit::Status::Pending => execstore::Status::Pending,
-            wit::Status::Running => execstore::Status::Running,
-            wit::Status::Done => execstore::Status::Done,
-            wit::Status::Cancelled => execstore::Status::Cancelled,
-            wit::Status::Suspended => execstore::Status::Suspended,
-            wit::Status::Cancelling => execstore::Status::Cancelling,
-            wit::Status::Failed => execstore::Status::Failed,
+            wit::Status::Pending => execstore::executions::Status::Pending,
+            wit::Status::Running => execstore::executions::Status::Running,
+            wit::Status::Done => execstore::executions::Status::Done,
+            wit::Status::Cancelled => execstore::executions::Status::Cancelled,
+            wit::Status::Suspended => execstore::executions::Status::Suspended,
+            wit::Status::Cancelling => execstore::executions::Status::Cancelling,
+            wit::Status::Failed => execstore::executions::Status::Failed,
         }
     }
 
-    pub fn event(field: &str, event: wit::Event) -> execstore::Result<execstore::Event> {
-        let mut out = execstore::Event::new(event.id, event.kind);
+    pub fn event(field: &str, event: wit::Event) -> execstore::Result<execstore::executions::Event> {
+        let mut out = execstore::executions::Event::new(event.id, event.kind);
         out.created_time = event.created_time;
         out.received_time = event.received_time;
         out.data = json_object(&format!("{field}.data"), &event.data)?;
@@ -37,8 +37,11 @@ pub mod from_wit {
         Ok(out)
     }
 
-    fn child_state(field: &str, child: wit::ChildState) -> execstore::Result<execstore::ChildState> {
-        Ok(execstore::ChildState {
+    fn child_state(
+        field: &str,
+        child: wit::ChildState,
+    ) -> execstore::Result<execstore::executions::ChildState> {
+        Ok(execstore::executions::ChildState {
             root_path: child.root_path,
             finished: child.finished,
             outcome: child.outcome,
@@ -144,8 +147,8 @@ pub mod from_wit {
         Ok((execution(exe)?, self::effects(effects)?))
     }
 
-    pub fn list_query(query: wit::ListQuery) -> execstore::ListQuery {
-        let mut out = execstore::ListQuery::new()
+    pub fn list_query(query: wit::ListQuery) -> execstore::executions::ListQuery {
+        let mut out = execstore::executions::ListQuery::new()
             .roots_only(query.roots_only)
             .limit(crate::limit(query.limit))
             .cursor(query.cursor)
@@ -162,8 +165,8 @@ pub mod from_wit {
         out
     }
 
-    pub fn due_timer(timer: wit::DueTimer) -> execstore::DueTimer {
-        execstore::DueTimer {
+    pub fn due_timer(timer: wit::DueTimer) -> execstore::executions::DueTimer {
+        execstore::executions::DueTimer {
             execution_id: timer.execution_id,
             path: timer.path,
             fire_at: timer.fire_at,
@@ -181,15 +184,15 @@ pub mod to_wit {
         serde_json::to_string(object).unwrap_or_else(|_| "{}".to_owned())
     }
 
-    pub fn status(status: execstore::Status) -> wit::Status {
+    pub fn status(status: execstore::executions::Status) -> wit::Status {
         match status {
-            execstore::Status::Pending => wit::Status::Pending,
-            execstore::Status::Running => wit::Status::Running,
-            execstore::Status::Done => wit::Status::Done,
-            execstore::Status::Cancelled => wit::Status::Cancelled,
-            execstore::Status::Suspended => wit::Status::Suspended,
-            execstore::Status::Cancelling => wit::Status::Cancelling,
-            execstore::Status::Failed => wit::Status::Failed,
+            execstore::executions::Status::Pending => wit::Status::Pending,
+            execstore::executions::Status::Running => wit::Status::Running,
+            execstore::executions::Status::Done => wit::Status::Done,
+            execstore::executions::Status::Cancelled => wit::Status::Cancelled,
+            execstore::executions::Status::Suspended => wit::Status::Suspended,
+            execstore::executions::Status::Cancelling => wit::Status::Cancelling,
+            execstore::executions::Status::Failed => wit::Status::Failed,
         }
     }
 
@@ -227,7 +230,7 @@ pub mod to_wit {
         }
     }
 
-    pub fn event(event: execstore::Event) -> wit::Event {
+    pub fn event(event: execstore::executions::Event) -> wit::Event {
         wit::Event {
             data: json(&event.data),
             extra: json(&event.extra),
@@ -285,7 +288,7 @@ pub mod to_wit {
         }
     }
 
-    pub fn page(page: execstore::ExecutionPage) -> wit::Page {
+    pub fn page(page: execstore::executions::ExecutionPage) -> wit::Page {
         wit::Page {
             items: page
                 .items
@@ -306,7 +309,7 @@ pub mod to_wit {
         }
     }
 
-    pub fn outbox_entry(entry: execstore::OutboxEntry) -> wit::OutboxEntry {
+    pub fn outbox_entry(entry: execstore::executions::OutboxEntry) -> wit::OutboxEntry {
         wit::OutboxEntry {
             seq: entry.seq,
             target_id: entry.target_id,
@@ -314,7 +317,7 @@ pub mod to_wit {
         }
     }
 
-    pub fn spawn_entry(entry: execstore::SpawnEntry) -> wit::SpawnEntry {
+    pub fn spawn_entry(entry: execstore::executions::SpawnEntry) -> wit::SpawnEntry {
         wit::SpawnEntry {
             context: json(&entry.context),
             seq: entry.seq,
@@ -324,7 +327,7 @@ pub mod to_wit {
         }
     }
 
-    pub fn due_timer(timer: execstore::DueTimer) -> wit::DueTimer {
+    pub fn due_timer(timer: execstore::executions::DueTimer) -> wit::DueTimer {
         wit::DueTimer {
             execution_id: timer.execution_id,
             path: timer.path,

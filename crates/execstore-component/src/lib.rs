@@ -19,7 +19,7 @@
 mod convert;
 mod workspace;
 
-use execstore::{BatchItem, ExecutionStore, MemoryStore, StoreError};
+use execstore::{executions::BatchItem, ExecutionStore, MemoryStore, StoreError};
 
 use crate::convert::{from_wit, to_wit};
 

@@ -3,7 +3,7 @@
 //! host's `clock` import.
 //!
 //! reflexr's records cross as their JSON text, parsed here with the core's Python-compatible
-//! JSON ([`execstore::pyjson`]) and checked by the core's own constructors, so a bad record
+//! JSON ([`execstore::kit::pyjson`]) and checked by the core's own constructors, so a bad record
 //! fails here as it fails natively.
 
 use std::cell::RefCell;
@@ -12,13 +12,13 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use execstore::pyjson;
+use execstore::kit::pyjson;
 use execstore::workspace::{
     Clock, Entry, Envelope, EvaluationError, LogQuery, MemoryWorkspaceStorage, RuleProgress, Run, RunPolicy,
     RunQuery, RunStatus, ScopeState, StoredRule, StoredRuleStatus, Timestamp, WorkspaceRef, WorkspaceStorage,
     WorkspaceTx,
 };
-use execstore::{JsonObject, StoreError};
+use execstore::{executions::JsonObject, StoreError};
 use serde_json::Value;
 
 use crate::bindings::execstore::store::clock as host_clock;

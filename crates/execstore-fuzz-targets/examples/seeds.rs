@@ -13,7 +13,9 @@ use execstore::workspace::{
     EvaluationError, ManualClock, MemoryWorkspaceStorage, NewRun, Run, Timestamp, WorkspaceRef,
     WorkspaceStorage,
 };
-use execstore::{encode_cursor, pyjson, w1, DueTimer, Effects, Event};
+use execstore::{
+    executions::encode_cursor, executions::DueTimer, executions::Event, kit::pyjson, w1, Effects,
+};
 use execstore_monitor_api::cursors;
 use serde_json::{json, Value};
 

@@ -1,11 +1,14 @@
-//! The listings' cursors: an execution listing's keyset cursor (`execstore::decode_cursor`,
-//! which `list_executions` and `execstore::paging` follow on every backend), and the
+//! The listings' cursors: an execution listing's keyset cursor (`execstore::executions::decode_cursor`,
+//! which `list_executions` and `execstore::executions::paging` follow on every backend), and the
 //! monitor's timers and runs cursors.
 
 use std::sync::OnceLock;
 
 use execstore::workspace::MemoryWorkspaceStorage;
-use execstore::{decode_cursor, encode_cursor, paging, DueTimer, ExecutionStore, ListQuery, MemoryStore};
+use execstore::{
+    executions::decode_cursor, executions::encode_cursor, executions::paging, executions::DueTimer,
+    executions::ListQuery, ExecutionStore, MemoryStore,
+};
 use execstore_monitor_api::{cursors, ApiRequest, MonitorApi, Stores};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Map;

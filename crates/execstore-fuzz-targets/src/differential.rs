@@ -11,8 +11,8 @@ use std::fmt::Debug;
 
 use arbitrary::{Result, Unstructured};
 use execstore::{
-    BatchItem, DueTimer, Effects, Event, Execution, ExecutionStore, JsonObject, ListQuery, MemoryStore,
-    Status, StoreError,
+    executions::BatchItem, executions::DueTimer, executions::Event, executions::JsonObject,
+    executions::ListQuery, executions::Status, Effects, Execution, ExecutionStore, MemoryStore, StoreError,
 };
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::{json, Value};
@@ -411,7 +411,7 @@ fn list_query(u: &mut Unstructured<'_>) -> Result<ListQuery> {
     q = q.roots_only(u.ratio(1, 4)?);
     if u.ratio(1, 3)? {
         q = q.cursor(Some(if u.ratio(3, 4)? {
-            execstore::encode_cursor(&pick_str(u, pools::IDS)?)
+            execstore::executions::encode_cursor(&pick_str(u, pools::IDS)?)
         } else {
             u.arbitrary()?
         }));
@@ -467,7 +467,7 @@ fn seq(u: &mut Unstructured<'_>) -> Result<i64> {
 fn everything(store: &dyn ExecutionStore) -> String {
     let mut out = String::new();
     let mut ids = Vec::new();
-    for page in execstore::paging::execution_pages(store, ListQuery::new().limit(7)) {
+    for page in execstore::executions::paging::execution_pages(store, ListQuery::new().limit(7)) {
         ids.extend(page.expect("the store lists").items);
     }
     out += &format!("{ids:?}\n");
@@ -481,7 +481,7 @@ fn everything(store: &dyn ExecutionStore) -> String {
     out += &format!("{:?}\n", store.pending_spawns(None, 10_000));
     out += &format!(
         "{:?}\n",
-        store.due_timers(execstore::validate::ALL_TIMERS, None, 10_000)
+        store.due_timers(execstore::kit::validate::ALL_TIMERS, None, 10_000)
     );
     out
 }

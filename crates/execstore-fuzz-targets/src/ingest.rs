@@ -11,7 +11,9 @@
 use std::sync::OnceLock;
 
 use execstore::workspace::{Envelope, EvaluationError, RuleProgress, Run, ScopeState, Timestamp};
-use execstore::{Effects, Event, Execution, ExecutionStore, JsonObject, MemoryStore, StoreError};
+use execstore::{
+    executions::Event, executions::JsonObject, Effects, Execution, ExecutionStore, MemoryStore, StoreError,
+};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 
 use crate::assert_refusal;
@@ -149,7 +151,7 @@ fn event(text: &str) {
 fn trace_and_context(text: &str) {
     // The surfaces parse with serde_json; SQLite reads its rows back with pyjson::loads.
     let plain = serde_json::from_str::<JsonObject>(text).ok();
-    let stored_reader = execstore::pyjson::loads_object(text).ok();
+    let stored_reader = execstore::kit::pyjson::loads_object(text).ok();
     if let Some(object) = &plain {
         assert_eq!(
             stored_reader.as_ref(),

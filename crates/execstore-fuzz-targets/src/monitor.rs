@@ -10,7 +10,10 @@ use execstore::workspace::{
     Entry, EvaluationError, ManualClock, MemoryWorkspaceStorage, NewRun, Run, StoredRule, StoredRuleStatus,
     Timestamp, WorkspaceRef, WorkspaceStorage,
 };
-use execstore::{encode_cursor, DueTimer, Effects, Event, Execution, ExecutionStore, MemoryStore, Status};
+use execstore::{
+    executions::encode_cursor, executions::DueTimer, executions::Event, executions::Status, Effects,
+    Execution, ExecutionStore, MemoryStore,
+};
 use execstore_monitor_api::{cursors, ApiRequest, MonitorApi, Stores};
 use serde_json::{json, Map, Value};
 
@@ -410,7 +413,10 @@ fn snapshot(executions: &MemoryStore, workspaces: &MemoryWorkspaceStorage) -> St
     let mut out = String::new();
     let ids = executions.ids_with_prefix("").unwrap_or_default();
     let mut all = Vec::new();
-    for page in execstore::paging::execution_pages(executions, execstore::ListQuery::new().limit(100)) {
+    for page in execstore::executions::paging::execution_pages(
+        executions,
+        execstore::executions::ListQuery::new().limit(100),
+    ) {
         all.extend(page.expect("the fixture lists").items.into_iter().map(|s| s.id));
     }
     for id in ids.iter().chain(&all) {
@@ -420,7 +426,7 @@ fn snapshot(executions: &MemoryStore, workspaces: &MemoryWorkspaceStorage) -> St
     out += &format!("{:?}\n", executions.pending_spawns(None, 1000));
     out += &format!(
         "{:?}\n",
-        executions.due_timers(execstore::validate::ALL_TIMERS, None, 1000)
+        executions.due_timers(execstore::kit::validate::ALL_TIMERS, None, 1000)
     );
     for ws in workspaces.workspaces().unwrap_or_default() {
         out += &format!(

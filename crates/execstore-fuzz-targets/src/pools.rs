@@ -43,7 +43,7 @@ pub const TIMES: &[f64] = &[
     1_700_000_600.0,
     0.0,
     2e12,
-    execstore::validate::ALL_TIMERS,
+    execstore::kit::validate::ALL_TIMERS,
 ];
 
 /// One of `pool`, or (one time in eight) the fuzzer's own string.

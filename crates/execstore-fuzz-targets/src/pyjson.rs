@@ -1,6 +1,6 @@
-//! `execstore::pyjson`: the JSON text of Python's `json.dumps`, and its reader.
+//! `execstore::kit::pyjson`: the JSON text of Python's `json.dumps`, and its reader.
 
-use execstore::pyjson::{dumps, loads, python_float_repr};
+use execstore::kit::pyjson::{dumps, loads, python_float_repr};
 use serde_json::Value;
 
 /// Any text as JSON, and any 8 bytes as a double: what `dumps` writes is ASCII, parses back
@@ -44,7 +44,10 @@ fn round_trip(value: &Value) {
     );
     assert_eq!(dumps(&back), text, "writing again gives the same bytes");
     // The object reader takes exactly the objects.
-    assert_eq!(execstore::pyjson::loads_object(&text).is_ok(), value.is_object());
+    assert_eq!(
+        execstore::kit::pyjson::loads_object(&text).is_ok(),
+        value.is_object()
+    );
 }
 
 fn float(x: f64) {

@@ -2,7 +2,7 @@
 //! ignored with its reason (README.md, "Fuzzing"). A fixed finding moves to
 //! `fuzz/regressions/NAME/` (its input, replayed by `tests/replay.rs`) or to its crate's tests.
 
-use execstore::{Execution, ExecutionStore, ListQuery, MemoryStore};
+use execstore::{executions::ListQuery, Execution, ExecutionStore, MemoryStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 
 /// Found by the differential target (calls 20 and 27 of its seed 016 at the time): an update

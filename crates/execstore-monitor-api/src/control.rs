@@ -1,6 +1,6 @@
 //! The control endpoints (writes, behind the token): `POST
 //! /api/executions/{id}/{suspend|resume|terminate|purge}[?expected_version=V]`, harel 0.9's
-//! control plane through [`execstore::control`], with the monitor's clock.
+//! control plane through [`execstore::executions::control`], with the monitor's clock.
 //!
 //! `expected_version` is the version the page showed: if the execution moved since, the
 //! answer is 409 `CONFLICT` and nothing changes, so the UI can explain and refresh. A silent
@@ -13,7 +13,7 @@
 //! `expected_version`, and the answer has one result per target (see
 //! [`Call::bulk_control`]).
 
-use execstore::control::{self, Command};
+use execstore::executions::control::{self, Command};
 use execstore::ExecutionStore;
 use serde_json::{json, Map, Value};
 
@@ -171,7 +171,7 @@ fn parse_targets(body: &[u8]) -> Result<Vec<(String, Option<i64>)>, ApiError> {
 
 #[cfg(test)]
 mod tests {
-    use execstore::{ChildState, Execution, ExecutionStore, MemoryStore, Status};
+    use execstore::{executions::ChildState, executions::Status, Execution, ExecutionStore, MemoryStore};
     use serde_json::{json, Map, Value};
 
     use crate::{ApiRequest, ApiResponse, MonitorApi};

@@ -2,8 +2,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use execstore::validate::MAX_PAGE;
-use execstore::{encode_cursor, paging, pyjson, ExecutionPage, ExecutionStore, ExecutionSummary, ListQuery};
+use execstore::kit::validate::MAX_PAGE;
+use execstore::{
+    executions::encode_cursor, executions::paging, executions::ExecutionPage, executions::ExecutionSummary,
+    executions::ListQuery, kit::pyjson, ExecutionStore,
+};
 use serde_json::{json, Value};
 
 use crate::params::{check_id, decode_timer_cursor, encode_timer_cursor, seq_in_path, Params};
@@ -68,7 +71,7 @@ impl Call<'_> {
     /// The rows the store's listings skip because they cannot be read (`[{id, field,
     /// message}]`, at most [`MAX_ERRORS`]): one bad row never takes a whole view down, and the
     /// view names it.
-    pub(crate) fn unreadable(&self) -> Result<Vec<execstore::UnreadableRow>, ApiError> {
+    pub(crate) fn unreadable(&self) -> Result<Vec<execstore::executions::UnreadableRow>, ApiError> {
         Ok(self.exec()?.unreadable_executions(MAX_ERRORS)?)
     }
 
@@ -324,7 +327,7 @@ fn scan<T>(
 /// a time, by the store's keyset: ids starting with `prefix` are one run in id order, right
 /// after `prefix` itself (its exact match is read on its own on the first page).
 fn search(store: &dyn ExecutionStore, mut query: ListQuery, prefix: &str) -> Result<ExecutionPage, ApiError> {
-    execstore::validate::check_id("q", prefix)?;
+    execstore::kit::validate::check_id("q", prefix)?;
     let mut items = Vec::new();
     if query.cursor.is_none() {
         query.validated_after()?;

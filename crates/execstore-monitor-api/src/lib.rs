@@ -30,7 +30,7 @@ use subtle::ConstantTimeEq;
 pub const DEFAULT_LIMIT: usize = 50;
 
 /// The `due_before` of "every timer": every armed timer, however far off.
-pub use execstore::validate::ALL_TIMERS;
+pub use execstore::kit::validate::ALL_TIMERS;
 
 /// One API request, as the server received it.
 #[derive(Clone, Copy, Debug)]
@@ -163,7 +163,7 @@ impl MonitorApi {
 /// them back only in `cursor` parameters.
 #[doc(hidden)]
 pub mod cursors {
-    use execstore::DueTimer;
+    use execstore::executions::DueTimer;
 
     /// The `/api/timers` cursor after `timer`.
     pub fn encode_timer(timer: &DueTimer) -> String {

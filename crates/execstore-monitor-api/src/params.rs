@@ -4,8 +4,8 @@ use std::collections::HashSet;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use execstore::validate::MAX_PAGE;
-use execstore::{DueTimer, Status};
+use execstore::kit::validate::MAX_PAGE;
+use execstore::{executions::DueTimer, executions::Status};
 use serde_json::json;
 
 use crate::{ApiError, DEFAULT_LIMIT};
@@ -142,7 +142,7 @@ pub(crate) fn seq_in_path(raw: &str) -> Result<i64, ApiError> {
 
 /// An execution id in a path: one the store would refuse is a 400, not a 404.
 pub(crate) fn check_id(id: &str) -> Result<(), ApiError> {
-    execstore::validate::check_id("id", id)?;
+    execstore::kit::validate::check_id("id", id)?;
     Ok(())
 }
 

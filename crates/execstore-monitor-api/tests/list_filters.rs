@@ -2,7 +2,7 @@
 //! filters (epoch seconds, RFC 3339 and `now` alike), pages follow the keyset, and bad values
 //! are a 400 with a JSON error, as for the other parameters.
 
-use execstore::{Execution, ExecutionStore, MemoryStore, Status};
+use execstore::{executions::Status, Execution, ExecutionStore, MemoryStore};
 use execstore_monitor_api::{ApiRequest, MonitorApi};
 use serde_json::{Map, Value};
 
@@ -109,7 +109,7 @@ fn windows_and_search_filter_the_list() {
 #[test]
 fn bad_windows_and_searches_are_400() {
     let s = store();
-    let long = "s".repeat(execstore::MAX_SEARCH_BYTES + 1);
+    let long = "s".repeat(execstore::executions::MAX_SEARCH_BYTES + 1);
     for query in [
         "created_after=-1".to_owned(),
         "updated_before=NaN".to_owned(),

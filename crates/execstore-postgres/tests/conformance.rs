@@ -24,8 +24,8 @@ mod harel_schema_only {
 /// Every commit goes through a batch (`commit_batch` in one transaction with a savepoint
 /// per item).
 mod group_commit {
-    use execstore::conformance::Harness;
-    use execstore::{ExecutionStore, GroupCommit};
+    use execstore::conformance::executions::Harness;
+    use execstore::{executions::GroupCommit, ExecutionStore};
     use execstore_postgres::PgStore;
 
     use crate::common::PgHarness;

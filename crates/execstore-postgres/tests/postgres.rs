@@ -5,8 +5,11 @@ mod common;
 
 use std::time::Duration;
 
-use execstore::conformance::Harness;
-use execstore::{BatchItem, Effects, Execution, ExecutionStore, ListQuery, Status, StoreError};
+use execstore::conformance::executions::Harness;
+use execstore::{
+    executions::BatchItem, executions::ListQuery, executions::Status, Effects, Execution, ExecutionStore,
+    StoreError,
+};
 use execstore_postgres::{PgOptions, PgStore};
 use serde_json::json;
 
@@ -326,7 +329,7 @@ fn backend_terminated_mid_commit_leaves_nothing() {
         Effects::new()
             .emit(
                 Some("elsewhere"),
-                execstore::Event::new(format!("{id}-out"), "Out"),
+                execstore::executions::Event::new(format!("{id}-out"), "Out"),
             )
             .processed(format!("{id}-in"))
             .schedule("root.wait", 1_000.0)
@@ -354,8 +357,8 @@ fn backend_terminated_mid_commit_leaves_nothing() {
                     let a = store.load("kill-a").unwrap().unwrap();
                     let b = store.load("kill-b").unwrap().unwrap();
                     let mut items = [
-                        execstore::BatchItem::new(b, effects_no_emit("kill-b")),
-                        execstore::BatchItem::new(a, effects("kill-a")),
+                        execstore::executions::BatchItem::new(b, effects_no_emit("kill-b")),
+                        execstore::executions::BatchItem::new(a, effects("kill-a")),
                     ];
                     let r = store.commit_batch(&mut items).map(|_| ());
                     assert_eq!(items[0].execution.version, 1, "a failed batch moved a version");

@@ -4,8 +4,8 @@
 
 mod common;
 
+use execstore::conformance::transport::TransportHarness;
 use execstore::transport::Transport;
-use execstore::transport_conformance::TransportHarness;
 use execstore_postgres::{PgTransport, PgTransportOptions};
 
 struct PgTransportHarness {
@@ -89,9 +89,9 @@ fn a_lapsed_lease_no_longer_acks() {
         return;
     };
     let t = h.transport();
-    t.publish("G", &execstore::Event::new("e1", "k"), 0)
+    t.publish("G", &execstore::executions::Event::new("e1", "k"), 0)
         .expect("publish");
-    t.publish("G", &execstore::Event::new("e2", "k"), 0)
+    t.publish("G", &execstore::executions::Event::new("e2", "k"), 0)
         .expect("publish");
     let t0 = 1_700_000_000.0;
     let first = t.claim("w1", t0, 10.0, 0).expect("claim").expect("e1");

@@ -8,10 +8,10 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use execstore::conformance::workspace::entry;
 use execstore::workspace::{
     Clock, Entry, LogQuery, ManualClock, NewRun, Run, Timestamp, WorkspaceRef, WorkspaceStorage,
 };
-use execstore::workspace_conformance::entry;
 use execstore::StoreError;
 use execstore_postgres::{
     has_workspace_tables, PgWorkspaceOptions, PgWorkspaceStorage, REFLEXR_SCHEMA_VERSION,

@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use execstore::{
-    DueTimer, Effects, Emit, Event, Execution, ExecutionStore, ListQuery, Spawn, Status, StoreError, TimerOp,
-    TraceStep,
+    executions::DueTimer, executions::Emit, executions::Event, executions::ListQuery, executions::Spawn,
+    executions::Status, executions::TimerOp, executions::TraceStep, Effects, Execution, ExecutionStore,
+    StoreError,
 };
 use execstore_postgres::{PgOptions, PgStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
@@ -216,16 +217,16 @@ fn parse_event(json: &str) -> execstore::Result<Event> {
 }
 
 /// A trace step or spawn context as `json.dumps` wrote it, its `NaN`, `Infinity` and lone
-/// surrogates kept (marked, see `execstore::pyjson::loads_exact`), so the store writes back
+/// surrogates kept (marked, see `execstore::kit::pyjson::loads_exact`), so the store writes back
 /// the very text harel would.
 fn parse_object(field: &'static str, json: &str) -> execstore::Result<TraceStep> {
     check_integers(field, json)?;
-    execstore::pyjson::loads_object_exact(json).map_err(|e| StoreError::invalid(field, e.to_string()))
+    execstore::kit::pyjson::loads_object_exact(json).map_err(|e| StoreError::invalid(field, e.to_string()))
 }
 
 /// A stored trace step or spawn context as `json.dumps` writes it, for `json.loads`.
 fn dump_object(field: &'static str, object: &TraceStep) -> execstore::Result<String> {
-    execstore::pyjson::dumps_object_exact(object).map_err(|e| StoreError::Corrupt {
+    execstore::kit::pyjson::dumps_object_exact(object).map_err(|e| StoreError::Corrupt {
         what: field.to_owned(),
         reason: e.to_string(),
     })
@@ -510,7 +511,7 @@ impl HarelStore {
                     .finished_between(finished.0, finished.1);
             }
             query.search = search;
-            let mut page = execstore::ExecutionPage::default();
+            let mut page = execstore::executions::ExecutionPage::default();
             loop {
                 let left = wanted - page.items.len();
                 query.limit = left.min(PAGE);

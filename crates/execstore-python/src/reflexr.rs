@@ -11,7 +11,7 @@
 //! their clock on the calling thread), and the system clock when none were fed.
 
 use crate::errors::IntoPy;
-use execstore::pyjson;
+use execstore::kit::pyjson;
 use execstore::workspace::{
     Clock, Entry, EvaluationError, LogQuery, MemoryWorkspaceStorage, RuleProgress, Run, RunPolicy, RunQuery,
     RunStatus, ScopeState, StoredRule, StoredRuleStatus, SystemClock, Timestamp, WorkspaceRef,

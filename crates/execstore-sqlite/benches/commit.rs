@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use execstore::{BatchItem, Execution, ExecutionStore};
+use execstore::{executions::BatchItem, Execution, ExecutionStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
 use execstore::w1::{cycling_step, execution};

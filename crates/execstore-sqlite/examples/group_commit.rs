@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use execstore::{ExecutionStore, GroupCommit};
+use execstore::{executions::GroupCommit, ExecutionStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
 use execstore::w1;

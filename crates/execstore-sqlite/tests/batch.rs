@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use execstore::{BatchItem, Effects, Event, Execution, ExecutionStore, GroupCommit, ListQuery, StoreError};
+use execstore::{
+    executions::BatchItem, executions::Event, executions::GroupCommit, executions::ListQuery, Effects,
+    Execution, ExecutionStore, StoreError,
+};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use rusqlite::Connection;
 

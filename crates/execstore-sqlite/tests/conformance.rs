@@ -2,7 +2,7 @@
 //! harel's `harel_` prefix, and without `create_schema` on harel's tables alone) and on
 //! `:memory:`.
 
-use execstore::conformance::Harness;
+use execstore::conformance::executions::Harness;
 use execstore::ExecutionStore;
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 
@@ -139,7 +139,7 @@ mod in_memory {
 /// The suite through the group committer over a file store: every commit goes through a
 /// batch (`commit_batch` in one transaction), and the reopen check reopens the file.
 mod group_commit {
-    use execstore::GroupCommit;
+    use execstore::executions::GroupCommit;
 
     use super::*;
 

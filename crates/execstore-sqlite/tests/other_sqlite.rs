@@ -12,7 +12,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use execstore::{Execution, ExecutionStore, ListQuery, Status};
+use execstore::{executions::ListQuery, executions::Status, Execution, ExecutionStore};
 use execstore_sqlite::{other_sqlite_safe, SqliteOptions, SqliteStore};
 
 /// SQLite's lock bytes in the database file: the pending byte, the reserved byte, then the

@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use execstore::{Effects, Event, Execution, ExecutionStore, JsonObject, ListQuery, Status, StoreError};
+use execstore::{
+    executions::Event, executions::JsonObject, executions::ListQuery, executions::Status, Effects, Execution,
+    ExecutionStore, StoreError,
+};
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use rusqlite::Connection;
 use serde_json::json;
@@ -319,7 +322,7 @@ fn listing_pages_and_filters() {
         store
             .load("x05")
             .unwrap()
-            .map(|e| execstore::ExecutionSummary::of(&e))
+            .map(|e| execstore::executions::ExecutionSummary::of(&e))
     );
 
     let roots = store.list_executions(&ListQuery::new().roots_only(true)).unwrap();

@@ -1,8 +1,8 @@
 //! The transport's behaviour suite on SqliteTransport: a fresh file per check (a second
 //! connection for the second worker, reopened for the durability check), and in memory.
 
+use execstore::conformance::transport::TransportHarness;
 use execstore::transport::Transport;
-use execstore::transport_conformance::TransportHarness;
 use execstore_sqlite::{SqliteTransport, SqliteTransportOptions, Synchronous};
 
 struct FileHarness {

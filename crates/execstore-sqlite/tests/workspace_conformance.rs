@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use execstore::conformance::workspace::{t0, WorkspaceHarness};
 use execstore::workspace::{ManualClock, WorkspaceStorage};
-use execstore::workspace_conformance::{t0, WorkspaceHarness};
 use execstore_sqlite::{SqliteWorkspaceOptions, SqliteWorkspaceStorage, Synchronous};
 
 /// A storage on a file in a temporary directory; `reopen` drops it and opens the file again.
@@ -54,7 +54,7 @@ execstore::workspace_conformance_tests!(durable: FileHarness::new());
 /// transaction takes the writer's turn.
 mod one_connection {
     use super::*;
-    use execstore::workspace_conformance::SimpleHarness;
+    use execstore::conformance::workspace::SimpleHarness;
 
     execstore::workspace_conformance_tests!(ephemeral: SimpleHarness::new(|clock| {
         // A read beside an open transaction on this thread waits this long, then is refused.

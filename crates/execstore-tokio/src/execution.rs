@@ -4,8 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use execstore::{
-    BatchItem, Capabilities, DueTimer, Effects, Execution, ExecutionPage, ExecutionStore, ListQuery,
-    OutboxEntry, Result, SpawnEntry, Status, TraceStep, Work,
+    executions::BatchItem, executions::Capabilities, executions::DueTimer, executions::ExecutionPage,
+    executions::ListQuery, executions::OutboxEntry, executions::SpawnEntry, executions::Status,
+    executions::TraceStep, executions::Work, Effects, Execution, ExecutionStore, Result,
 };
 
 /// An [`ExecutionStore`] whose every operation is an `async fn` run on tokio's blocking pool.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{eventually, CancelAfter};
-use execstore::{Effects, Event, Execution, MemoryStore, Status, StoreError};
+use execstore::{executions::Event, executions::Status, Effects, Execution, MemoryStore, StoreError};
 use execstore_tokio::AsyncExecutionStore;
 
 fn tick(id: &str) -> Effects {

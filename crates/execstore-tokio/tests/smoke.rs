@@ -15,7 +15,10 @@ use execstore::workspace::{
     EvaluationError, LogQuery, NewRun, Run, RunPolicy, RunQuery, RunStatus, ScopeState, StoredRule,
     StoredRuleStatus,
 };
-use execstore::{BatchItem, Effects, Event, Execution, ExecutionStore, ListQuery, MemoryStore, Status, Work};
+use execstore::{
+    executions::BatchItem, executions::Event, executions::ListQuery, executions::Status, executions::Work,
+    Effects, Execution, ExecutionStore, MemoryStore,
+};
 use execstore_tokio::{AsyncExecutionStore, AsyncWorkspaceStorage};
 use serde_json::json;
 

@@ -5,7 +5,7 @@
 //! (The checks that need threads or a clock do not run in wasm32; see `conformance_tests!`.)
 #![cfg(all(target_family = "wasm", target_os = "unknown"))]
 
-use execstore::conformance::Harness;
+use execstore::conformance::executions::Harness;
 use execstore::ExecutionStore;
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 
@@ -98,8 +98,8 @@ mod sqlite_memory_harel_prefix {
 /// clock; see `workspace_conformance_tests!`).
 mod workspace_memory {
     fn harness(
-    ) -> execstore::workspace_conformance::SimpleHarness<execstore::workspace::MemoryWorkspaceStorage> {
-        execstore::workspace_conformance::SimpleHarness::new(|clock| {
+    ) -> execstore::conformance::workspace::SimpleHarness<execstore::workspace::MemoryWorkspaceStorage> {
+        execstore::conformance::workspace::SimpleHarness::new(|clock| {
             execstore::workspace::MemoryWorkspaceStorage::new(std::sync::Arc::new(clock))
         })
     }

@@ -5,8 +5,8 @@
 //! on the core's in-memory workspace storage (Chromium's wasm engine rather than Node's).
 #![cfg(all(target_family = "wasm", target_os = "unknown"))]
 
-use execstore::conformance::Harness;
-use execstore::{Effects, Event, Execution, ExecutionStore, Status};
+use execstore::conformance::executions::Harness;
+use execstore::{executions::Event, executions::Status, Effects, Execution, ExecutionStore};
 use execstore_wasm::opfs::{OpfsOptions, OpfsStore};
 use execstore_wasm::WasmError;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
@@ -130,8 +130,8 @@ async fn sleep(ms: f64) {
 /// clock; see `workspace_conformance_tests!`), in Chromium's dedicated worker.
 mod workspace_memory {
     fn harness(
-    ) -> execstore::workspace_conformance::SimpleHarness<execstore::workspace::MemoryWorkspaceStorage> {
-        execstore::workspace_conformance::SimpleHarness::new(|clock| {
+    ) -> execstore::conformance::workspace::SimpleHarness<execstore::workspace::MemoryWorkspaceStorage> {
+        execstore::conformance::workspace::SimpleHarness::new(|clock| {
             execstore::workspace::MemoryWorkspaceStorage::new(std::sync::Arc::new(clock))
         })
     }

@@ -8,8 +8,8 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
+use execstore::conformance::workspace::{t0, WorkspaceHarness};
 use execstore::workspace::{ManualClock, WorkspaceStorage};
-use execstore::workspace_conformance::{t0, WorkspaceHarness};
 use execstore_sqlite::{SqliteWorkspaceOptions, SqliteWorkspaceStorage};
 use sqlite_wasm_rs::vfs::VfsFilesManager;
 use sqlite_wasm_rs::WasmOsCallback;

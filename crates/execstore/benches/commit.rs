@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use execstore::{Execution, ExecutionStore, GroupCommit, MemoryStore};
+use execstore::{executions::GroupCommit, Execution, ExecutionStore, MemoryStore};
 
 use execstore::w1::{cycling_step, execution};
 

@@ -121,7 +121,7 @@ impl StoreError {
     /// Every kind's [`StoreError::code`], in the order of the variants: the one list the
     /// surfaces outside Rust derive theirs from or are checked against (the wasm package's
     /// errors and `types.d.ts`, `wit/store.wit`'s `store-error`, the monitor API's statuses,
-    /// [`crate::GroupCommit`]'s copy of an error for each waiting caller; see
+    /// [`crate::executions::GroupCommit`]'s copy of an error for each waiting caller; see
     /// `tests/error_codes.rs`).
     pub const CODES: &'static [&'static str] = &[
         "CONFLICT",

@@ -5,7 +5,9 @@
 
 use serde_json::Value;
 
-use crate::{Effects, Event, Execution, JsonObject, Status, TraceStep};
+use crate::{
+    executions::Event, executions::JsonObject, executions::Status, executions::TraceStep, Effects, Execution,
+};
 
 /// Execution ids pass through this (and nothing else is pseudo-random).
 pub fn splitmix64(x: u64) -> u64 {
@@ -239,7 +241,7 @@ mod tests {
         let ids: Vec<String> = (0..8).map(|i| exe_id(1, i)).collect();
         let mut exe = initial_execution(&ids, 0);
         let effects = step(&mut exe, 0, &Round::new(1, 20), in_event_id(1, 0), true);
-        let p = crate::validate::prepare_commit(&mut exe, &effects).unwrap();
+        let p = crate::kit::validate::prepare_commit(&mut exe, &effects).unwrap();
         assert_eq!(
             p.emits[0].1,
             r#"{"id":"00000001000000000000000000000001","kind":"progress","created_time":null,"received_time":null,"data":{"round":1,"counter":1,"path":"root.work.s01"}}"#
@@ -255,12 +257,12 @@ mod tests {
         let effects = step(&mut exe, 7, &Round::new(10, 20), in_event_id(10, 7), false);
         assert_eq!(
             effects.timers,
-            [crate::TimerOp::Schedule {
+            [crate::executions::TimerOp::Schedule {
                 path: TIMER_PATH.into(),
                 fire_at: 1_700_010_007.0
             }]
         );
-        let p = crate::validate::prepare_commit(&mut exe, &effects).unwrap();
+        let p = crate::kit::validate::prepare_commit(&mut exe, &effects).unwrap();
         assert_eq!(p.spawns[0].child_id, "72661b5d03ef09926df0d1dd0a5da878-r0010");
         assert_eq!(p.spawns[0].root_path, "root.fork.region");
         assert_eq!(

@@ -5,14 +5,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use execstore::{
-    BatchItem, Effects, Event, Execution, ExecutionStore, GroupCommit, MemoryStore, Result, StoreError,
+    executions::BatchItem, executions::Event, executions::GroupCommit, Effects, Execution, ExecutionStore,
+    MemoryStore, Result, StoreError,
 };
 use serde_json::json;
 
-execstore::conformance_tests!(ephemeral: execstore::GroupCommit::new(execstore::MemoryStore::new()));
+execstore::conformance_tests!(ephemeral: execstore::executions::GroupCommit::new(execstore::MemoryStore::new()));
 
 mod batches_of_two {
-    execstore::conformance_tests!(ephemeral: execstore::GroupCommit::with_max_batch(
+    execstore::conformance_tests!(ephemeral: execstore::executions::GroupCommit::with_max_batch(
         execstore::MemoryStore::with_trace_max(Some(5)),
         2
     ));
@@ -81,7 +82,7 @@ fn hammer(group: &GroupCommit<impl ExecutionStore>) {
             .unwrap());
         assert_eq!(group.read_trace(&own.id).unwrap().len(), EACH.min(200));
     }
-    let outbox = execstore::conformance::all_outbox(group);
+    let outbox = execstore::conformance::executions::all_outbox(group);
     assert_eq!(outbox.len() as i64, (THREADS * EACH) as i64 + incs);
     assert!(outbox.windows(2).all(|w| w[0].seq < w[1].seq));
     let stats = group.stats();
@@ -107,7 +108,7 @@ fn sixteen_threads_add_up_exactly() {
 struct Syncing(MemoryStore);
 
 impl ExecutionStore for Syncing {
-    fn capabilities(&self) -> execstore::Capabilities {
+    fn capabilities(&self) -> execstore::executions::Capabilities {
         self.0.capabilities()
     }
     fn trace_max(&self) -> Option<u32> {
@@ -130,16 +131,27 @@ impl ExecutionStore for Syncing {
     fn is_processed(&self, execution_id: &str, event_id: &str) -> Result<bool> {
         self.0.is_processed(execution_id, event_id)
     }
-    fn list_executions(&self, query: &execstore::ListQuery) -> Result<execstore::ExecutionPage> {
+    fn list_executions(
+        &self,
+        query: &execstore::executions::ListQuery,
+    ) -> Result<execstore::executions::ExecutionPage> {
         self.0.list_executions(query)
     }
-    fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<execstore::OutboxEntry>> {
+    fn pending_outbox(
+        &self,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<execstore::executions::OutboxEntry>> {
         self.0.pending_outbox(after, limit)
     }
     fn ack_outbox(&self, seq: i64) -> Result<()> {
         self.0.ack_outbox(seq)
     }
-    fn pending_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<execstore::SpawnEntry>> {
+    fn pending_spawns(
+        &self,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<execstore::executions::SpawnEntry>> {
         self.0.pending_spawns(after, limit)
     }
     fn ack_spawn(&self, seq: i64) -> Result<()> {
@@ -148,18 +160,18 @@ impl ExecutionStore for Syncing {
     fn due_timers(
         &self,
         now: f64,
-        after: Option<&execstore::DueTimer>,
+        after: Option<&execstore::executions::DueTimer>,
         limit: usize,
-    ) -> Result<Vec<execstore::DueTimer>> {
+    ) -> Result<Vec<execstore::executions::DueTimer>> {
         self.0.due_timers(now, after, limit)
     }
     fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> Result<bool> {
         self.0.delete_timer(execution_id, path, fire_at)
     }
-    fn read_trace(&self, execution_id: &str) -> Result<Vec<execstore::TraceStep>> {
+    fn read_trace(&self, execution_id: &str) -> Result<Vec<execstore::executions::TraceStep>> {
         self.0.read_trace(execution_id)
     }
-    fn append_trace(&self, execution_id: &str, step: &execstore::TraceStep) -> Result<i64> {
+    fn append_trace(&self, execution_id: &str, step: &execstore::executions::TraceStep) -> Result<i64> {
         self.0.append_trace(execution_id, step)
     }
     fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {

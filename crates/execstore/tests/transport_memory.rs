@@ -1,7 +1,7 @@
 //! The transport's behaviour suite on the in-memory transport.
 
+use execstore::conformance::transport::TransportHarness;
 use execstore::transport::{MemoryTransport, Transport};
-use execstore::transport_conformance::TransportHarness;
 
 struct Memory(MemoryTransport);
 

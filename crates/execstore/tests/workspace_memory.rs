@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
+use execstore::conformance::workspace::SimpleHarness;
 use execstore::workspace::MemoryWorkspaceStorage;
-use execstore::workspace_conformance::SimpleHarness;
 
 execstore::workspace_conformance_tests!(ephemeral: SimpleHarness::new(|clock| MemoryWorkspaceStorage::new(Arc::new(clock))).parallel_workspaces());

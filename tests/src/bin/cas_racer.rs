@@ -21,7 +21,8 @@ const USAGE: &str = "usage: cas_racer <db-path> <go-file> <increments>\n       \
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some((store, what, rest)) = open_store_args(&args, Some(execstore::DEFAULT_TRACE_MAX), 2) else {
+    let Some((store, what, rest)) = open_store_args(&args, Some(execstore::executions::DEFAULT_TRACE_MAX), 2)
+    else {
         eprintln!("{USAGE}");
         return ExitCode::from(64);
     };

@@ -26,7 +26,7 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use execstore::{DueTimer, ExecutionStore, Work};
+use execstore::{executions::DueTimer, executions::Work, ExecutionStore};
 use execstore_e2e::{open_store_args, OpenedStore};
 use execstore_postgres::{PgOptions, PgStore};
 
@@ -57,14 +57,14 @@ fn open(args: &[String]) -> Option<OpenedStore<'_>> {
         [flag, url, pflag, prefix, rest @ ..] if unlocked() && flag == "--pg" && pflag == "--prefix" => {
             let options = PgOptions::new()
                 .prefix(prefix.clone())
-                .trace_max(Some(execstore::DEFAULT_TRACE_MAX))
+                .trace_max(Some(execstore::executions::DEFAULT_TRACE_MAX))
                 .max_connections(4)
                 .unlocked_claims(true);
             let store = PgStore::open(url, options).map(|s| Box::new(s) as Box<dyn ExecutionStore>);
             Some((store, format!("{url} (prefix {prefix}, unlocked claims)"), rest))
         }
         _ if unlocked() => None,
-        _ => open_store_args(args, Some(execstore::DEFAULT_TRACE_MAX), 4),
+        _ => open_store_args(args, Some(execstore::executions::DEFAULT_TRACE_MAX), 4),
     }
 }
 

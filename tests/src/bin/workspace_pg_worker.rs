@@ -18,8 +18,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use execstore::executions::JsonObject;
 use execstore::workspace::{Entry, RuleProgress, Run, WorkspaceRef, WorkspaceStorage};
-use execstore::JsonObject;
 use execstore_e2e::obj;
 use execstore_postgres::{PgWorkspaceOptions, PgWorkspaceStorage};
 use serde_json::json;

@@ -17,10 +17,10 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use execstore::executions::JsonObject;
 use execstore::workspace::{
     Clock, Entry, NewRun, RuleProgress, Run, SystemClock, WorkspaceRef, WorkspaceStorage,
 };
-use execstore::JsonObject;
 use execstore_sqlite::{SqliteWorkspaceOptions, SqliteWorkspaceStorage};
 use serde_json::{json, Value};
 

@@ -13,8 +13,8 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 
 use execstore::{
-    pyjson, ChildState, Effects, Event, Execution, ExecutionStore, JsonObject, ListQuery, Status, StoreError,
-    TraceStep,
+    executions::ChildState, executions::Event, executions::JsonObject, executions::ListQuery,
+    executions::Status, executions::TraceStep, kit::pyjson, Effects, Execution, ExecutionStore, StoreError,
 };
 use serde_json::{json, Value};
 
@@ -246,7 +246,7 @@ pub fn known_event(ev: &Event) -> Event {
 
 pub fn summaries(store: &dyn ExecutionStore, query: ListQuery) -> Value {
     let mut items = Vec::new();
-    for page in execstore::paging::execution_pages(store, query.limit(3)) {
+    for page in execstore::executions::paging::execution_pages(store, query.limit(3)) {
         for item in &page.expect("list_executions").items {
             let mut v = to_value!(item);
             // execstore's summary adds `updated_at`; harel's has the rest

@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use execstore::pyjson;
+use execstore::executions::JsonObject;
+use execstore::kit::pyjson;
 use execstore::workspace::{
     LogQuery, RunPolicy, RunQuery, RunStatus, StoredRule, Timestamp, WorkspaceRef, WorkspaceStorage,
 };
-use execstore::JsonObject;
 use serde_json::{json, Map, Value};
 
 pub const REFLEXR_VERSION: &str = "0.1.1";

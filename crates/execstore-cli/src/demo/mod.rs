@@ -26,12 +26,13 @@ mod workspaces;
 
 use std::collections::BTreeMap;
 
-use execstore::paging;
-use execstore::pyjson::python_float_repr;
-use execstore::validate::MAX_PAGE;
+use execstore::executions::paging;
+use execstore::kit::pyjson::python_float_repr;
+use execstore::kit::validate::MAX_PAGE;
 use execstore::{
-    ChildState, Effects, Event, Execution, ExecutionStore, JsonObject, ListQuery, MemoryStore, Result, Spawn,
-    Status, TraceStep,
+    executions::ChildState, executions::Event, executions::JsonObject, executions::ListQuery,
+    executions::Spawn, executions::Status, executions::TraceStep, Effects, Execution, ExecutionStore,
+    MemoryStore, Result,
 };
 use fastrand::Rng;
 use serde_json::{json, Map, Value};

@@ -22,7 +22,7 @@ use execstore::workspace::{
     run_lease, Entry, EvaluationError, ManualClock, NewRun, RuleProgress, Run, RunStatus, StoredRule,
     StoredRuleStatus, Timestamp, WorkspaceRef, WorkspaceStorage, WorkspaceTx, RULE_ARCHIVED, RULE_INSTALLED,
 };
-use execstore::{JsonObject, Result, StoreError};
+use execstore::{executions::JsonObject, Result, StoreError};
 use fastrand::Rng;
 use serde_json::{json, Value};
 

@@ -4,7 +4,10 @@
 //! not a component.
 
 use crate::support::{self, has_sqlite, open};
-use execstore::{ChildState, Effects, Event, Execution, ExecutionStore, JsonObject, StoreError};
+use execstore::{
+    executions::ChildState, executions::Event, executions::JsonObject, Effects, Execution, ExecutionStore,
+    StoreError,
+};
 use execstore_component_host::{Backend, ComponentRuntime, HostError};
 
 fn saved(store: &dyn ExecutionStore, id: &str) -> Execution {
@@ -183,9 +186,9 @@ fn nan_and_infinite_times_are_invalid_input_and_change_nothing() {
                     .map(|_| ()),
             );
             assert_eq!(got, "timers[0].fire_at", "{backend:?} {bad}");
-            let query = execstore::ListQuery::new().created_between(Some(bad), None);
+            let query = execstore::executions::ListQuery::new().created_between(Some(bad), None);
             field_of(store.list_executions(&query).map(|_| ()));
-            let query = execstore::ListQuery::new().finished_between(None, Some(bad));
+            let query = execstore::executions::ListQuery::new().finished_between(None, Some(bad));
             field_of(store.list_executions(&query).map(|_| ()));
             assert_eq!(field_of(store.due_timers(bad, None, 10).map(|_| ())), "now");
             assert_eq!(field_of(store.delete_timer("t", "p", bad).map(|_| ())), "fire_at");

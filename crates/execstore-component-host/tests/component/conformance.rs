@@ -1,4 +1,4 @@
-//! The core's behaviour suite (`execstore::conformance`), run through the component
+//! The core's behaviour suite (`execstore::conformance::executions`), run through the component
 //! boundary: every call goes from this host into the wasm32-wasip2 component and back.
 //!
 //! Not run here: `reopen_sees_everything_committed`, which needs a durable backend; both

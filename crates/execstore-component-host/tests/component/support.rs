@@ -95,7 +95,7 @@ pub fn runtime() -> &'static ComponentRuntime {
 /// A fresh store in a fresh component instance.
 pub fn open(backend: Backend) -> ComponentStore {
     runtime()
-        .open(backend, Some(execstore::DEFAULT_TRACE_MAX))
+        .open(backend, Some(execstore::executions::DEFAULT_TRACE_MAX))
         .expect("open a store inside the component")
 }
 
@@ -110,7 +110,7 @@ impl Harness {
     }
 }
 
-impl execstore::conformance::Harness for Harness {
+impl execstore::conformance::executions::Harness for Harness {
     fn store(&self) -> &dyn ExecutionStore {
         &self.0
     }

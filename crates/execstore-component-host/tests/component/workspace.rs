@@ -1,4 +1,4 @@
-//! The workspace log's behaviour suite (`execstore::workspace_conformance`), run through the
+//! The workspace log's behaviour suite (`execstore::conformance::workspace`), run through the
 //! component boundary: every call goes from this host into the component's
 //! `workspace-store` interface and back, with the host's `ManualClock` read through the
 //! component's `clock` import. The threaded checks run too: the host's
@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
+use execstore::conformance::workspace::SimpleHarness;
 use execstore::workspace::{ManualClock, WorkspaceStorage};
-use execstore::workspace_conformance::SimpleHarness;
 use execstore_component_host::{ComponentWorkspaceStorage, WorkspaceBackend};
 
 /// A fresh workspace storage in a fresh component instance, on `clock`.
@@ -35,17 +35,17 @@ mod memory {
 /// frees the workspace; a second transaction on a held workspace waits in the host.
 #[test]
 fn a_dropped_transaction_rolls_back_and_frees_the_workspace() {
-    let clock = ManualClock::new(execstore::workspace_conformance::t0());
+    let clock = ManualClock::new(execstore::conformance::workspace::t0());
     let storage = open(clock);
     let ws = execstore::workspace::WorkspaceRef::new("t", "w");
     let mut tx = storage.begin(&ws).expect("begin");
-    tx.append(&[execstore::workspace_conformance::entry("e1", "t:a")])
+    tx.append(&[execstore::conformance::workspace::entry("e1", "t:a")])
         .expect("append");
     drop(tx);
     assert_eq!(storage.head_seq(&ws).expect("head"), 0);
     let mut tx = storage.begin(&ws).expect("begin again");
     let envelopes = tx
-        .append(&[execstore::workspace_conformance::entry("e1", "t:a")])
+        .append(&[execstore::conformance::workspace::entry("e1", "t:a")])
         .expect("append");
     assert_eq!(envelopes[0].seq, 1);
     tx.commit().expect("commit");
@@ -56,7 +56,7 @@ fn a_dropped_transaction_rolls_back_and_frees_the_workspace() {
 /// `invalid-input` naming the field, and appends nothing; good text goes through.
 #[test]
 fn event_text_that_does_not_parse_is_invalid_input_and_changes_nothing() {
-    let storage = open(ManualClock::new(execstore::workspace_conformance::t0()));
+    let storage = open(ManualClock::new(execstore::conformance::workspace::t0()));
     let ws = execstore::workspace::WorkspaceRef::new("t", "w");
     for bad in ["{\"type\": \"t:a\"", "[1, 2]", "\"text\"", "{\"no_type\": 1}"] {
         match storage.append_raw_event(&ws, "e1", bad) {

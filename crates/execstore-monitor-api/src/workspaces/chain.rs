@@ -20,7 +20,7 @@ impl Call<'_> {
         let (ws, _, _) = self.workspace(t, w)?;
         let storage = self.ws()?;
         let id = decode(raw_id)?;
-        execstore::validate::check_id("id", &id)?;
+        execstore::kit::validate::check_id("id", &id)?;
         let envelope = storage
             .envelope(&ws, &id)?
             .ok_or_else(|| ApiError::not_found(format!("no envelope {id} in this workspace")))?;
@@ -65,7 +65,7 @@ impl Call<'_> {
             let mut rule = None;
             if let Some(run_id) = &run_id {
                 if !runs.contains_key(run_id) {
-                    let run = match execstore::validate::check_id("run_id", run_id) {
+                    let run = match execstore::kit::validate::check_id("run_id", run_id) {
                         Ok(()) => storage.run(&ws, run_id)?,
                         Err(_) => None,
                     };

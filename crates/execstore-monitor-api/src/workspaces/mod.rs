@@ -197,10 +197,10 @@ impl Call<'_> {
             params
                 .get(name)
                 .map(|v| match v.parse::<usize>() {
-                    Ok(n) if (1..=MAX_READ.min(execstore::validate::MAX_PAGE)).contains(&n) => Ok(n),
+                    Ok(n) if (1..=MAX_READ.min(execstore::kit::validate::MAX_PAGE)).contains(&n) => Ok(n),
                     _ => Err(ApiError::bad_request(format!(
                         "{name} {v:?} is not a whole number in 1..={}",
-                        execstore::validate::MAX_PAGE
+                        execstore::kit::validate::MAX_PAGE
                     ))),
                 })
                 .transpose()

@@ -12,7 +12,7 @@ impl Call<'_> {
         let params = self.ws_params(&["rule"])?;
         let (ws, _, _) = self.workspace(t, w)?;
         if let Some(rule) = params.get("rule") {
-            execstore::validate::check_id("rule", rule)?;
+            execstore::kit::validate::check_id("rule", rule)?;
         }
         let items: Vec<Value> = self
             .ws()?
@@ -79,7 +79,7 @@ impl Call<'_> {
         self.ws_params(&[])?;
         let (ws, _, _) = self.workspace(t, w)?;
         let name = decode(raw_name)?;
-        execstore::validate::check_id("name", &name)?;
+        execstore::kit::validate::check_id("name", &name)?;
         let items: Vec<Value> = self
             .ws()?
             .rule_history(&ws, &name)?

@@ -9,7 +9,7 @@
 //! its rows' documents are parsed for the summary: keyset paging by id as in the plain
 //! listing.
 
-use execstore::{ListQuery, TimeRange};
+use execstore::{executions::ListQuery, executions::TimeRange};
 use postgres::types::ToSql;
 
 use super::rows::prefix_upper_bound;
@@ -149,7 +149,9 @@ impl Stmts {
 #[cfg(test)]
 mod tests {
     use super::super::{drop_store, PgOptions, PgStore};
-    use execstore::{BatchItem, Effects, Execution, ExecutionStore, ListQuery, Status};
+    use execstore::{
+        executions::BatchItem, executions::ListQuery, executions::Status, Effects, Execution, ExecutionStore,
+    };
 
     /// The server from `EXECSTORE_PG_URL`; without it the test fails, unless
     /// `EXECSTORE_PG_OPTIONAL=1`, which prints a SKIPPED line (as the crate's other tests do).
@@ -235,7 +237,7 @@ mod tests {
                 "created + cursor + roots",
                 q().created_between(Some(1e9 + 100.0), Some(1e9 + 130.0))
                     .roots_only(true)
-                    .cursor(Some(execstore::encode_cursor("e00110"))),
+                    .cursor(Some(execstore::executions::encode_cursor("e00110"))),
                 vec![idx("created")],
             ),
             (

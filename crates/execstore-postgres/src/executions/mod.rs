@@ -33,8 +33,8 @@ pub(crate) use schema::SCHEMA_LOCK;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use execstore::validate::{check_limit, check_seq, PreparedCommit, PreparedWrite};
-use execstore::{Result, StoreError, TimerOp, Work, DEFAULT_TRACE_MAX};
+use execstore::kit::validate::{check_limit, check_seq, PreparedCommit, PreparedWrite};
+use execstore::{executions::TimerOp, executions::Work, executions::DEFAULT_TRACE_MAX, Result, StoreError};
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement, Transaction};
 
@@ -176,7 +176,7 @@ impl Tx<'_> {
 ///
 /// Share one store per process (it is `Send + Sync`); any number of processes on any number
 /// of hosts may open the same database. For many concurrent committers, wrap it in
-/// [`execstore::GroupCommit`] so their commits share transactions.
+/// [`execstore::executions::GroupCommit`] so their commits share transactions.
 pub struct PgStore {
     pool: Pool,
     sql: Stmts,

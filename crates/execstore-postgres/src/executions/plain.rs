@@ -5,8 +5,8 @@
 //! in one transaction (one round trip each, as harel's own store does), writing the rows the
 //! functions write, byte for byte.
 
-use execstore::validate::PreparedCommit;
-use execstore::{Result, StoreError, TimerOp};
+use execstore::kit::validate::PreparedCommit;
+use execstore::{executions::TimerOp, Result, StoreError};
 
 use super::rows::col;
 use super::schema::{Sql as _, Tables};

@@ -1,6 +1,9 @@
 //! Rows as records, and small helpers of the execution store's reads.
 
-use execstore::{DueTimer, Event, Execution, JsonObject, OutboxEntry, Result, SpawnEntry, StoreError};
+use execstore::{
+    executions::DueTimer, executions::Event, executions::JsonObject, executions::OutboxEntry,
+    executions::SpawnEntry, Execution, Result, StoreError,
+};
 use postgres::Row;
 
 pub(super) fn outbox_entry(row: &Row) -> Result<OutboxEntry> {
@@ -18,7 +21,7 @@ pub(super) fn spawn_entry(row: &Row) -> Result<SpawnEntry> {
     let seq: i64 = col(row, 0)?;
     let context: String = col(row, 4)?;
     // Python's json.dumps may have written NaN or Infinity: read them as null.
-    let context: JsonObject = execstore::pyjson::loads_object_exact(&context)
+    let context: JsonObject = execstore::kit::pyjson::loads_object_exact(&context)
         .map_err(|e| corrupt(format!("spawn entry {seq} context"), e))?;
     Ok(SpawnEntry {
         seq,

@@ -11,7 +11,7 @@ use crate::db::{self, Db};
 pub(crate) const SCHEMA_LOCK: i64 = 7_723_019;
 
 /// The names of everything the store creates, for one prefix (shared by the SQL backends).
-pub(crate) use execstore::names::TableNames as Tables;
+pub(crate) use execstore::kit::names::TableNames as Tables;
 
 /// Fills a statement template with the table names.
 pub(crate) trait Sql {
@@ -66,7 +66,7 @@ const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS {migrations} \
      (version INT PRIMARY KEY, description TEXT NOT NULL, checksum TEXT NOT NULL, \
      applied_at TIMESTAMPTZ NOT NULL DEFAULT now())";
 
-pub(crate) use execstore::migration::Migration;
+pub(crate) use execstore::kit::migration::Migration;
 
 /// Every migration this build knows, in order.
 ///

@@ -54,11 +54,11 @@ pub(crate) struct Channels {
 }
 
 impl Channels {
-    pub(crate) fn of(&self, work: execstore::Work) -> &str {
+    pub(crate) fn of(&self, work: execstore::executions::Work) -> &str {
         match work {
-            execstore::Work::Outbox => &self.outbox,
-            execstore::Work::Spawns => &self.spawns,
-            execstore::Work::Timers => &self.timers,
+            execstore::executions::Work::Outbox => &self.outbox,
+            execstore::executions::Work::Spawns => &self.spawns,
+            execstore::executions::Work::Timers => &self.timers,
         }
     }
 }

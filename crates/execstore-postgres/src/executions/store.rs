@@ -2,13 +2,15 @@
 
 use std::time::Duration;
 
-use execstore::validate::{
+use execstore::kit::validate::{
     check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedBatch,
     PreparedCommit, MAX_PAGE,
 };
 use execstore::{
-    BatchItem, Capabilities, DueTimer, Effects, Execution, ExecutionPage, ExecutionStore, ExecutionSummary,
-    ListQuery, OutboxEntry, Result, SpawnEntry, Status, StoreError, TraceStep, Work,
+    executions::BatchItem, executions::Capabilities, executions::DueTimer, executions::ExecutionPage,
+    executions::ExecutionSummary, executions::ListQuery, executions::OutboxEntry, executions::SpawnEntry,
+    executions::Status, executions::TraceStep, executions::Work, Effects, Execution, ExecutionStore, Result,
+    StoreError,
 };
 
 use postgres::types::ToSql;
@@ -203,7 +205,7 @@ impl ExecutionStore for PgStore {
         for row in &rows {
             let idx: i64 = col(row, 0)?;
             let entry: String = col(row, 1)?;
-            let mut step: TraceStep = execstore::pyjson::loads_object_exact(&entry)
+            let mut step: TraceStep = execstore::kit::pyjson::loads_object_exact(&entry)
                 .map_err(|e| corrupt(format!("trace step {idx} of {execution_id}"), e))?;
             step.insert("index".into(), idx.into());
             out.push(step);

@@ -17,9 +17,9 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use execstore::names::check_prefix;
+use execstore::kit::names::check_prefix;
 use execstore::transport::{check_claim, check_release, prepare_publish, Delivery, Lease, Transport};
-use execstore::{Event, Result, StoreError};
+use execstore::{executions::Event, Result, StoreError};
 
 use crate::db::{self, pool_err, Db, Pool};
 

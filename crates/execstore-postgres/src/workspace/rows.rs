@@ -1,8 +1,8 @@
 //! Columns as records: the conversions every read of the workspace log shares.
 
-use execstore::pyjson;
+use execstore::kit::pyjson;
 use execstore::workspace::{StoredRule, StoredRuleStatus, Timestamp};
-use execstore::{JsonObject, Result, StoreError};
+use execstore::{executions::JsonObject, Result, StoreError};
 use postgres::types::FromSql;
 use postgres::Row;
 

@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use execstore::pyjson;
+use execstore::kit::pyjson;
 use execstore::workspace::{
     check_batch, check_entries, check_key, envelopes_for, wrong_version, Entry, Envelope, EvaluationError,
     RuleProgress, Run, ScopeState, StoredRule, Timestamp, WorkspaceRef, WorkspaceTx,

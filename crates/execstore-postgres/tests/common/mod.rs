@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use execstore::conformance::Harness;
+use execstore::conformance::executions::Harness;
 use execstore::ExecutionStore;
 use execstore_postgres::{PgOptions, PgStore};
 
@@ -188,7 +188,7 @@ impl WsHarness {
     pub fn new() -> Option<Self> {
         let url = server_url()?;
         let schema = unique_prefix();
-        let clock = execstore::workspace::ManualClock::new(execstore::workspace_conformance::t0());
+        let clock = execstore::workspace::ManualClock::new(execstore::conformance::workspace::t0());
         let mut h = WsHarness {
             url,
             schema,
@@ -238,7 +238,7 @@ impl Drop for WsHarness {
     }
 }
 
-impl execstore::workspace_conformance::WorkspaceHarness for WsHarness {
+impl execstore::conformance::workspace::WorkspaceHarness for WsHarness {
     /// The workspace's row is locked `FOR UPDATE`: other workspaces' transactions proceed.
     fn parallel_workspaces(&self) -> bool {
         true

@@ -13,7 +13,7 @@
 //! walk every id in order, parsing each document, than sort the window's ids; a window
 //! that is most of the table costs a sort of its ids instead, never a read of its documents.
 
-use execstore::{ListQuery, TimeRange};
+use execstore::{executions::ListQuery, executions::TimeRange};
 use rusqlite::types::Value;
 
 use super::prefix_upper_bound;
@@ -124,7 +124,7 @@ impl Stmts {
 #[cfg(test)]
 mod tests {
     use super::super::{SqliteOptions, SqliteStore};
-    use execstore::{Execution, ExecutionStore, ListQuery, Status};
+    use execstore::{executions::ListQuery, executions::Status, Execution, ExecutionStore};
 
     /// The query plan of `query`'s filtered listing, one line per step.
     fn plan(store: &SqliteStore, query: &ListQuery) -> Vec<String> {
@@ -189,7 +189,7 @@ mod tests {
                     "created + cursor + roots",
                     q().created_between(Some(1e9), Some(1e9 + 100.0))
                         .roots_only(true)
-                        .cursor(Some(execstore::encode_cursor("e00050"))),
+                        .cursor(Some(execstore::executions::encode_cursor("e00050"))),
                     vec![idx("created")],
                 ),
                 (

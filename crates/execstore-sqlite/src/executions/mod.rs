@@ -15,8 +15,8 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use execstore::validate::{check_seq, PreparedCommit};
-use execstore::{Execution, Result, StoreError, TimerOp, DEFAULT_TRACE_MAX};
+use execstore::kit::validate::{check_seq, PreparedCommit};
+use execstore::{executions::TimerOp, executions::DEFAULT_TRACE_MAX, Execution, Result, StoreError};
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
 use rusqlite::OpenFlags;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -148,7 +148,7 @@ impl SqliteOptions {
 /// every commit that returned before it started. `:memory:` and a read-only open use one
 /// connection for both. Share the store (it is `Send + Sync`) rather than opening many per
 /// process; other processes may open the same file. For many concurrent committers, wrap it
-/// in [`execstore::GroupCommit`] so their commits share transactions and syncs.
+/// in [`execstore::executions::GroupCommit`] so their commits share transactions and syncs.
 #[derive(Debug)]
 pub struct SqliteStore {
     // Declared (so dropped) before the writer: the writer closes last, checkpointing the WAL

@@ -6,7 +6,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use crate::db::error::Db;
 
 /// The names of everything the store creates, for one prefix (shared by the SQL backends).
-pub(crate) use execstore::names::TableNames as Tables;
+pub(crate) use execstore::kit::names::TableNames as Tables;
 
 /// Fills a statement template with the table names.
 pub(crate) trait Sql {
@@ -50,7 +50,7 @@ const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS {migrations} \
      (version INTEGER PRIMARY KEY, description TEXT NOT NULL, checksum TEXT NOT NULL, \
      applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))";
 
-pub(crate) use execstore::migration::Migration;
+pub(crate) use execstore::kit::migration::Migration;
 
 /// Every migration this build knows, in order.
 ///

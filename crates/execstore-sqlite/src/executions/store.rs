@@ -1,12 +1,13 @@
 //! [`ExecutionStore`] for [`SqliteStore`]: the contract's operations.
 
-use execstore::validate::{
+use execstore::kit::validate::{
     check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedBatch,
 };
 use execstore::{
-    BatchItem, Capabilities, DueTimer, Effects, Event, Execution, ExecutionPage, ExecutionStore,
-    ExecutionSummary, JsonObject, ListQuery, OutboxEntry, Result, SpawnEntry, Status, StoreError, TraceStep,
-    UnreadableRow,
+    executions::BatchItem, executions::Capabilities, executions::DueTimer, executions::Event,
+    executions::ExecutionPage, executions::ExecutionSummary, executions::JsonObject, executions::ListQuery,
+    executions::OutboxEntry, executions::SpawnEntry, executions::Status, executions::TraceStep,
+    executions::UnreadableRow, Effects, Execution, ExecutionStore, Result, StoreError,
 };
 use rusqlite::{params, OptionalExtension};
 use std::sync::atomic::Ordering;
@@ -159,7 +160,7 @@ impl ExecutionStore for SqliteStore {
             let seq: i64 = row.get(0).db()?;
             let context: String = row.get(4).db()?;
             // Python's json.dumps may have written NaN or Infinity: read them as null.
-            let context: JsonObject = execstore::pyjson::loads_object_exact(&context)
+            let context: JsonObject = execstore::kit::pyjson::loads_object_exact(&context)
                 .map_err(|e| corrupt(format!("spawn entry {seq} context"), e))?;
             out.push(SpawnEntry {
                 seq,
@@ -230,7 +231,7 @@ impl ExecutionStore for SqliteStore {
         while let Some(row) = rows.next().db()? {
             let idx: i64 = row.get(0).db()?;
             let entry: String = row.get(1).db()?;
-            let mut step: TraceStep = execstore::pyjson::loads_object_exact(&entry)
+            let mut step: TraceStep = execstore::kit::pyjson::loads_object_exact(&entry)
                 .map_err(|e| corrupt(format!("trace step {idx} of {execution_id}"), e))?;
             step.insert("index".into(), idx.into());
             out.push(step);

@@ -1,7 +1,7 @@
 //! Unit tests of the execution store's internals: pragmas, query plans, statement reuse.
 
 use super::*;
-use execstore::{Effects, Event, ExecutionStore, JsonObject, Status};
+use execstore::{executions::Event, executions::JsonObject, executions::Status, Effects, ExecutionStore};
 
 #[test]
 fn upper_bounds() {

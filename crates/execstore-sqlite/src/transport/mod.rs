@@ -17,7 +17,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use execstore::transport::{check_claim, check_release, prepare_publish, Delivery, Lease, Transport, PARKED};
-use execstore::{Event, Result, StoreError};
+use execstore::{executions::Event, Result, StoreError};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::db::{self, error::Db, OpenTransaction, Synchronous};

@@ -2,7 +2,7 @@
 //! runs to create them (so `sqlite_master` holds the same text whichever program made the
 //! file), and the queries on them.
 
-use execstore::names::check_prefix;
+use execstore::kit::names::check_prefix;
 use execstore::Result;
 
 /// The tables' names for one prefix, and the statements on them.

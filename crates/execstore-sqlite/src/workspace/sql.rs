@@ -3,12 +3,12 @@
 //! (`prepare_cached`); the JSON columns hold reflexr's text and are read with the records'
 //! `from_json`, date-times are SQLAlchemy's UTC text.
 
-use execstore::pyjson;
+use execstore::kit::pyjson;
 use execstore::workspace::{
     Envelope, EvaluationError, Lease, RuleProgress, Run, StoredRule, StoredRuleStatus, Timestamp,
     WorkspaceRef,
 };
-use execstore::{JsonObject, Result, StoreError};
+use execstore::{executions::JsonObject, Result, StoreError};
 use rusqlite::{params, Connection, OptionalExtension, Row, ToSql};
 
 use crate::db::error::Db;

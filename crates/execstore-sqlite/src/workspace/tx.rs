@@ -12,7 +12,7 @@ use execstore::workspace::{
     check_batch, check_entries, check_key, envelopes_for, wrong_version, Entry, Envelope, EvaluationError,
     RuleProgress, Run, ScopeState, StoredRule, Timestamp, WorkspaceRef, WorkspaceTx,
 };
-use execstore::{pyjson, Result, StoreError};
+use execstore::{kit::pyjson, Result, StoreError};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::sql;

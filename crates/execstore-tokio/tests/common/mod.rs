@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use execstore::executions::JsonObject;
 use execstore::workspace::MemoryWorkspaceStorage;
 use execstore::workspace::{Entry, ManualClock, RuleProgress, Timestamp, WorkspaceRef, WorkspaceStorage};
-use execstore::JsonObject;
 use execstore_sqlite::{SqliteWorkspaceOptions, SqliteWorkspaceStorage, Synchronous};
 use execstore_tokio::AsyncWorkspaceStorage;
 use serde_json::{json, Value};

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use execstore::workspace::{Run, StoredRule, Timestamp, WorkspaceRef};
-use execstore::{JsonObject, StoreError};
+use execstore::{executions::JsonObject, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wasm_bindgen::JsValue;

@@ -4,7 +4,7 @@ use execstore::workspace::{
     Entry, EvaluationError, RuleProgress, Run, ScopeState, StoredRule, StoredRuleStatus, WorkspaceRef,
     WorkspaceTx,
 };
-use execstore::{JsonObject, StoreError};
+use execstore::{executions::JsonObject, StoreError};
 use serde_json::Value;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::{check_claim, check_release, prepare_publish, Delivery, Lease, Transport, PARKED};
 use crate::error::{Result, StoreError};
-use crate::model::Event;
+use crate::executions::Event;
 
 /// A message row.
 struct Message {

@@ -17,15 +17,15 @@
 //!
 //! [`MemoryTransport`] keeps the queues in memory; `execstore-sqlite` keeps them in harel's
 //! own `<prefix>_transport_messages` and `<prefix>_transport_groups` tables. The behaviour
-//! suite is `execstore::transport_conformance` (feature `conformance`).
+//! suite is `execstore::conformance::transport` (feature `conformance`).
 
 mod memory;
 
 pub use memory::MemoryTransport;
 
 use crate::error::{Result, StoreError};
-use crate::model::Event;
-use crate::validate::{check_event, check_id, check_time, MAX_DOCUMENT_BYTES};
+use crate::executions::Event;
+use crate::kit::validate::{check_event, check_id, check_time, MAX_DOCUMENT_BYTES};
 
 /// The `locked_by` of a message parked by [`Transport::nack`] with a delay (harel's
 /// `PARKED`): not claimable, and its group blocked, until the delay passes.
@@ -115,7 +115,7 @@ pub fn check_claim(worker_id: &str, now: f64, visibility: f64, min_priority: i64
 
 /// Checks an ack's or nack's lease and times (`delay` 0 for an ack).
 pub fn check_release(lease: &Lease, now: f64, delay: f64) -> Result<()> {
-    crate::validate::check_seq("lease.seq", lease.seq)?;
+    crate::kit::validate::check_seq("lease.seq", lease.seq)?;
     check_id("lease.group_id", &lease.group_id)?;
     check_time("now", now)?;
     check_time("delay", delay)?;

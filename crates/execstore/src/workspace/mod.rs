@@ -9,7 +9,7 @@
 //!
 //! [`MemoryWorkspaceStorage`] is the in-memory backend; `execstore-sqlite` and
 //! `execstore-postgres` keep reflexr's `reflexr_*` tables. The behaviour suite is
-//! `execstore::workspace_conformance` (feature `conformance`).
+//! `execstore::conformance::workspace` (feature `conformance`).
 
 mod due;
 mod memory;
@@ -39,7 +39,7 @@ use crate::error::{Result, StoreError};
 
 /// Checks a key-like argument (rule, scope key, run id, schedule or stored rule name).
 pub fn check_key(field: &str, value: &str) -> Result<()> {
-    crate::validate::check_id(field, value)
+    crate::kit::validate::check_id(field, value)
 }
 
 /// Checks how many items one call writes or asks for.

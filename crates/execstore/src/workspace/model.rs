@@ -4,13 +4,13 @@
 //! rule inside a stored rule) are kept as their JSON documents, so unknown and future fields
 //! survive; each checks on the way in the few fields a storage reads (a run's status and
 //! due time, a dead letter's rule). Their text is Python's `json.dumps` of pydantic's
-//! `model_dump(mode="json")`, as SQLAlchemy's JSON columns write it ([`crate::pyjson`]).
+//! `model_dump(mode="json")`, as SQLAlchemy's JSON columns write it ([`crate::kit::pyjson`]).
 
 use super::time::Timestamp;
 use crate::error::{Result, StoreError};
-use crate::model::JsonObject;
-use crate::pyjson;
-use crate::validate::check_id;
+use crate::executions::JsonObject;
+use crate::kit::pyjson;
+use crate::kit::validate::check_id;
 use serde_json::Value;
 use std::fmt;
 

@@ -7,7 +7,7 @@ use super::model::{
 use super::policy::RunPolicy;
 use super::time::Timestamp;
 use crate::error::{Result, StoreError};
-use crate::validate::check_id;
+use crate::kit::validate::check_id;
 use std::time::Duration;
 
 /// The most envelopes or runs one read may ask for (`limit` or `last`).

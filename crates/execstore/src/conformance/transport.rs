@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use crate::error::StoreError;
-use crate::model::Event;
+use crate::executions::Event;
 use crate::transport::{Delivery, Lease, Transport};
 
 /// What the suite needs from a backend's test.
@@ -222,7 +222,7 @@ pub fn events_round_trip(h: &mut dyn TransportHarness) {
 pub fn bad_input_changes_nothing(h: &mut dyn TransportHarness) {
     let t = h.transport();
     t.publish("G", &ev("e1"), 0).expect("publish");
-    let long = "x".repeat(crate::validate::MAX_ID_BYTES + 1);
+    let long = "x".repeat(crate::kit::validate::MAX_ID_BYTES + 1);
     let invalid = |r: crate::Result<_>, what: &str| match r {
         Err(StoreError::InvalidInput { .. }) => {}
         other => panic!("{what}: expected InvalidInput, got {:?}", other.map(|_| ())),
@@ -388,7 +388,7 @@ macro_rules! transport_conformance_tests {
             #[test]
             fn $check() {
                 let mut h = $harness;
-                $crate::transport_conformance::$check(&mut h);
+                $crate::conformance::transport::$check(&mut h);
             }
         )*
     };

@@ -1,5 +1,5 @@
 //! The behaviour suite's checks of the listing's time windows and search (feature
-//! `conformance`), re-exported by [`crate::conformance`] and run by
+//! `conformance`), re-exported by [`crate::conformance::executions`] and run by
 //! [`conformance_tests!`](crate::conformance_tests) on every backend.
 //!
 //! Each check writes under its own id prefix and its own span of times (far from any other
@@ -8,10 +8,10 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::conformance::{all_pages, scope};
-use crate::model::{Execution, ExecutionSummary, Status};
-use crate::query::{encode_cursor, ListQuery, MAX_SEARCH_BYTES};
-use crate::store::ExecutionStore;
+use crate::conformance::executions::{all_pages, scope};
+use crate::executions::ExecutionStore;
+use crate::executions::{encode_cursor, ListQuery, MAX_SEARCH_BYTES};
+use crate::executions::{Execution, ExecutionSummary, Status};
 
 /// A base time no other check of this process uses: windows around it see only the caller's
 /// executions.

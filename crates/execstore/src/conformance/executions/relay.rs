@@ -156,7 +156,7 @@ pub fn relay_acks_what_was_delivered(store: &dyn ExecutionStore) {
     );
 }
 
-/// What a claim holds. With [`crate::Capabilities::exclusive_claims`], an outbox entry,
+/// What a claim holds. With [`crate::executions::Capabilities::exclusive_claims`], an outbox entry,
 /// spawn intent or timer handed to one caller is not handed to a second caller while the
 /// first still holds it (the second call is made from inside the first's handler, so the
 /// overlap is certain), and is again once the first let it go undelivered. Without the
@@ -253,7 +253,7 @@ pub fn claims_match_capabilities(store: &dyn ExecutionStore) {
     );
 }
 
-/// Without [`crate::Capabilities::wakeups`], `wait_for_work` sleeps out its timeout and
+/// Without [`crate::executions::Capabilities::wakeups`], `wait_for_work` sleeps out its timeout and
 /// answers `false`. With it, a waiter (after the first, priming wait) is woken by a commit
 /// from another thread long before its timeout.
 pub fn wait_for_work_matches_capabilities(store: &dyn ExecutionStore) {

@@ -1,7 +1,7 @@
 //! The workspace log's behaviour suite (feature `conformance`): every backend of
 //! [`WorkspaceStorage`] passes it.
 //!
-//! Plain functions over a [`WorkspaceHarness`], as [`crate::conformance`] is for executions.
+//! Plain functions over a [`WorkspaceHarness`], as [`crate::conformance::executions`] is for executions.
 //! Each check scopes its data by a tenant of its own, and moves time with the harness's
 //! [`ManualClock`]. A harness must give each check a storage of its own (a fresh memory
 //! storage, file or PostgreSQL schema), because `due_runs` and `workspaces` span workspaces.
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::error::{Result, StoreError};
-use crate::model::JsonObject;
+use crate::executions::JsonObject;
 use crate::workspace::{
     reference_due_runs, run_lease, Candidate, Entry, Envelope, EvaluationError, LogQuery, ManualClock,
     NewRun, RuleProgress, Run, RunPolicy, RunQuery, RunStatus, ScopeState, StoredRule, StoredRuleStatus,
@@ -146,7 +146,7 @@ macro_rules! workspace_conformance_tests {
         #[test]
         fn reopen_sees_everything_committed() {
             let mut h = $harness;
-            $crate::workspace_conformance::reopen_sees_everything_committed(&mut h);
+            $crate::conformance::workspace::reopen_sees_everything_committed(&mut h);
         }
     };
     // The checks that need neither threads nor the system's clock, so they also run in wasm32.
@@ -179,7 +179,7 @@ macro_rules! workspace_conformance_tests {
         #[::wasm_bindgen_test::wasm_bindgen_test]
         async fn reopen_sees_everything_committed() {
             let mut h = $harness.await;
-            $crate::workspace_conformance::reopen_sees_everything_committed(&mut h);
+            $crate::conformance::workspace::reopen_sees_everything_committed(&mut h);
         }
     };
     (@wasm_checks $harness:expr; $($check:ident,)*) => {
@@ -187,7 +187,7 @@ macro_rules! workspace_conformance_tests {
             #[::wasm_bindgen_test::wasm_bindgen_test]
             async fn $check() {
                 let h = $harness.await;
-                $crate::workspace_conformance::$check(&h);
+                $crate::conformance::workspace::$check(&h);
             }
         )*
     };
@@ -196,7 +196,7 @@ macro_rules! workspace_conformance_tests {
             #[test]
             fn $check() {
                 let h = $harness;
-                $crate::workspace_conformance::$check(&h);
+                $crate::conformance::workspace::$check(&h);
             }
         )*
     };

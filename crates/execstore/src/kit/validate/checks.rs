@@ -2,7 +2,7 @@
 //! and executions. Nothing here serializes (see `prepare`).
 
 use crate::error::{Result, StoreError};
-use crate::model::{Event, Execution};
+use crate::executions::{Event, Execution};
 
 /// The largest JSON document (an execution, an event, a trace step, a spawn context) a store
 /// accepts, in bytes.

@@ -236,8 +236,10 @@ pub fn listing_filters_and_pagination(store: &dyn ExecutionStore) {
             .filter(|e| query.matches(e.status, &e.definition_id, e.parent_id.as_deref()))
             .collect();
         expected.sort_by(|a, b| a.id.cmp(&b.id));
-        let expected: Vec<crate::ExecutionSummary> =
-            expected.into_iter().map(crate::ExecutionSummary::of).collect();
+        let expected: Vec<crate::executions::ExecutionSummary> = expected
+            .into_iter()
+            .map(crate::executions::ExecutionSummary::of)
+            .collect();
         for limit in [1, 2, 3, 7, 100] {
             let got = all_pages(store, query.clone().limit(limit));
             assert_eq!(got, expected, "query {query:?} at limit {limit}");

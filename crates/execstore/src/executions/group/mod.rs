@@ -22,9 +22,11 @@ use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::error::{Result, StoreError};
-use crate::model::{DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep};
-use crate::query::ListQuery;
-use crate::store::{BatchItem, Capabilities, ExecutionStore, Work};
+use crate::executions::model::{
+    DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep,
+};
+use crate::executions::query::ListQuery;
+use crate::executions::store::{BatchItem, Capabilities, ExecutionStore, Work};
 
 /// How many steps one batch takes at most unless told otherwise.
 pub const DEFAULT_MAX_BATCH: usize = 256;
@@ -471,7 +473,7 @@ impl<S: ExecutionStore> ExecutionStore for GroupCommit<S> {
         &self,
         definition_id: Option<&str>,
         roots_only: bool,
-    ) -> Result<Vec<(crate::Status, u64)>> {
+    ) -> Result<Vec<(crate::executions::Status, u64)>> {
         self.inner.status_counts(definition_id, roots_only)
     }
 
@@ -479,7 +481,7 @@ impl<S: ExecutionStore> ExecutionStore for GroupCommit<S> {
         self.inner.change_token()
     }
 
-    fn unreadable_executions(&self, limit: usize) -> Result<Vec<crate::UnreadableRow>> {
+    fn unreadable_executions(&self, limit: usize) -> Result<Vec<crate::executions::UnreadableRow>> {
         self.inner.unreadable_executions(limit)
     }
 }

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
-use crate::model::ChildState;
+use crate::executions::model::ChildState;
 use crate::MemoryStore;
 
 fn put(store: &MemoryStore, id: &str, status: Status, parent: Option<&str>, kids: &[&str]) -> Execution {
@@ -61,7 +61,7 @@ impl Racing {
 }
 
 impl ExecutionStore for Racing {
-    fn capabilities(&self) -> crate::Capabilities {
+    fn capabilities(&self) -> crate::executions::Capabilities {
         self.inner.capabilities()
     }
     fn trace_max(&self) -> Option<u32> {
@@ -86,16 +86,27 @@ impl ExecutionStore for Racing {
     fn is_processed(&self, execution_id: &str, event_id: &str) -> crate::Result<bool> {
         self.inner.is_processed(execution_id, event_id)
     }
-    fn list_executions(&self, query: &crate::ListQuery) -> crate::Result<crate::ExecutionPage> {
+    fn list_executions(
+        &self,
+        query: &crate::executions::ListQuery,
+    ) -> crate::Result<crate::executions::ExecutionPage> {
         self.inner.list_executions(query)
     }
-    fn pending_outbox(&self, after: Option<i64>, limit: usize) -> crate::Result<Vec<crate::OutboxEntry>> {
+    fn pending_outbox(
+        &self,
+        after: Option<i64>,
+        limit: usize,
+    ) -> crate::Result<Vec<crate::executions::OutboxEntry>> {
         self.inner.pending_outbox(after, limit)
     }
     fn ack_outbox(&self, seq: i64) -> crate::Result<()> {
         self.inner.ack_outbox(seq)
     }
-    fn pending_spawns(&self, after: Option<i64>, limit: usize) -> crate::Result<Vec<crate::SpawnEntry>> {
+    fn pending_spawns(
+        &self,
+        after: Option<i64>,
+        limit: usize,
+    ) -> crate::Result<Vec<crate::executions::SpawnEntry>> {
         self.inner.pending_spawns(after, limit)
     }
     fn ack_spawn(&self, seq: i64) -> crate::Result<()> {
@@ -104,18 +115,18 @@ impl ExecutionStore for Racing {
     fn due_timers(
         &self,
         now: f64,
-        after: Option<&crate::DueTimer>,
+        after: Option<&crate::executions::DueTimer>,
         limit: usize,
-    ) -> crate::Result<Vec<crate::DueTimer>> {
+    ) -> crate::Result<Vec<crate::executions::DueTimer>> {
         self.inner.due_timers(now, after, limit)
     }
     fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> crate::Result<bool> {
         self.inner.delete_timer(execution_id, path, fire_at)
     }
-    fn read_trace(&self, execution_id: &str) -> crate::Result<Vec<crate::TraceStep>> {
+    fn read_trace(&self, execution_id: &str) -> crate::Result<Vec<crate::executions::TraceStep>> {
         self.inner.read_trace(execution_id)
     }
-    fn append_trace(&self, execution_id: &str, step: &crate::TraceStep) -> crate::Result<i64> {
+    fn append_trace(&self, execution_id: &str, step: &crate::executions::TraceStep) -> crate::Result<i64> {
         self.inner.append_trace(execution_id, step)
     }
     fn ids_with_prefix(&self, prefix: &str) -> crate::Result<Vec<String>> {

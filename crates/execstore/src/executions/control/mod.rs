@@ -40,9 +40,9 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
-use crate::model::{Effects, Execution, Status};
-use crate::store::ExecutionStore;
-use crate::validate::{check_id, check_time};
+use crate::executions::model::{Effects, Execution, Status};
+use crate::executions::store::ExecutionStore;
+use crate::kit::validate::{check_id, check_time};
 
 /// How many times a region child's write is retried on a conflict (harel's `_RETRIES`).
 pub const RETRIES: usize = 5;

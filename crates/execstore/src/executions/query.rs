@@ -1,12 +1,11 @@
-//! List queries and their opaque keyset cursors.
+//! List queries: a filter, a page size and where to resume (a cursor of [`super::cursor`]).
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
-use crate::model::{Execution, Status};
-use crate::validate::{check_limit, check_time};
+use crate::executions::cursor::decode_cursor;
+use crate::executions::model::{Execution, Status};
+use crate::kit::validate::{check_limit, check_time};
 
 /// How many summaries a page holds when the query does not say (harel's default).
 pub const DEFAULT_LIST_LIMIT: usize = 100;
@@ -94,7 +93,7 @@ pub struct ListQuery {
     pub definition_id: Option<String>,
     /// Keep root executions only (no `parent_id`).
     pub roots_only: bool,
-    /// At most this many summaries per page (1 to [`crate::validate::MAX_PAGE`]).
+    /// At most this many summaries per page (1 to [`crate::kit::validate::MAX_PAGE`]).
     pub limit: usize,
     /// The `next_cursor` of the previous page; `None` for the first page.
     pub cursor: Option<String>,
@@ -239,28 +238,5 @@ impl ListQuery {
                 .search
                 .as_deref()
                 .is_none_or(|s| search_matches(s, &exe.id, exe.active_path.as_deref()))
-    }
-}
-
-const CURSOR_TAG: &str = "after:";
-
-/// The cursor that resumes a listing after the execution `last_id`.
-pub fn encode_cursor(last_id: &str) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{CURSOR_TAG}{last_id}"))
-}
-
-/// The id a cursor resumes after; anything not made by [`encode_cursor`] is refused.
-pub fn decode_cursor(cursor: &str) -> Result<String> {
-    let bad = |why: &str| {
-        StoreError::invalid(
-            "cursor",
-            format!("{cursor:?} is not a cursor of this store ({why})"),
-        )
-    };
-    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad("not base64url"))?;
-    let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8"))?;
-    match text.strip_prefix(CURSOR_TAG) {
-        Some(id) if !id.is_empty() => Ok(id.to_owned()),
-        _ => Err(bad("unknown format")),
     }
 }

@@ -6,10 +6,10 @@ use serde_json::{json, Value};
 
 use super::load_expected;
 use crate::error::{Result, StoreError};
-use crate::model::{Execution, Status};
-use crate::query::ListQuery;
-use crate::store::ExecutionStore;
-use crate::validate::{check_id, check_time};
+use crate::executions::model::{Execution, Status};
+use crate::executions::query::ListQuery;
+use crate::executions::store::ExecutionStore;
+use crate::kit::validate::{check_id, check_time};
 
 /// The statuses a purged tree may be in (harel's `_PURGEABLE`): finished for good. A `FAILED`
 /// dead letter must be abandoned with [`super::terminate`] first.

@@ -1,9 +1,12 @@
-//! The statechart pictures' data: an execution's graph and a definition's (see
-//! `execstore::graph`), built from the store's contract reads only.
+//! The statechart pictures' data: an execution's graph and a definition's (see [`build`]),
+//! built from the store's contract reads only.
+
+pub mod build;
 
 use crate::params::Params;
 use crate::{ApiError, ApiResult, Call};
-use execstore::graph::{self, MAX_TRACES};
+use build as graph;
+use build::MAX_TRACES;
 
 /// How many executions' traces a definition's graph reads when the request does not say.
 pub const DEFAULT_TRACES: usize = 20_000;
@@ -32,7 +35,7 @@ impl Call<'_> {
                     ApiError::bad_request(format!("traces {v:?} is not a whole number in 0..={MAX_TRACES}"))
                 })?,
         };
-        execstore::validate::check_id("definition", &definition)?;
+        execstore::kit::validate::check_id("definition", &definition)?;
         let g = graph::definition_graph(self.exec()?, &definition, traces)?;
         let mut answer = serde_json::to_value(&g).map_err(internal)?;
         if let Some(map) = answer.as_object_mut() {
@@ -52,7 +55,7 @@ fn internal(e: serde_json::Error) -> ApiError {
 #[cfg(test)]
 mod tests {
     use crate::{ApiRequest, ApiResponse, MonitorApi};
-    use execstore::{Effects, Execution, ExecutionStore, MemoryStore, Status};
+    use execstore::{executions::Status, Effects, Execution, ExecutionStore, MemoryStore};
     use serde_json::{json, Map};
 
     fn get(store: &MemoryStore, target: &str) -> ApiResponse {

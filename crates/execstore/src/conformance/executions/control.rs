@@ -1,5 +1,5 @@
 //! The control plane's checks in the behaviour suite (feature `conformance`): `suspend`,
-//! `resume`, `terminate`, `purge` and `purge_finished` ([`crate::control`]) on any backend,
+//! `resume`, `terminate`, `purge` and `purge_finished` ([`crate::executions::control`]) on any backend,
 //! run by [`conformance_tests!`](crate::conformance_tests) with the rest of the suite.
 //!
 //! Each check builds a small tree under its own id prefix: a root with region children
@@ -10,12 +10,12 @@
 
 use serde_json::{json, Value};
 
-use crate::control::{self, PurgeFinished, StatusChange};
 use crate::error::StoreError;
-use crate::model::{ChildState, Effects, Event, Execution, JsonObject, Status};
-use crate::store::ExecutionStore;
+use crate::executions::control::{self, PurgeFinished, StatusChange};
+use crate::executions::ExecutionStore;
+use crate::executions::{ChildState, Effects, Event, Execution, JsonObject, Status};
 
-use super::conformance::{all_outbox, all_spawns, all_timers, scope};
+use super::{all_outbox, all_spawns, all_timers, scope};
 
 const NOW: f64 = 1_800_000_000.5;
 

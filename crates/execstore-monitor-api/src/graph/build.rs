@@ -17,11 +17,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Result, StoreError};
-use crate::paging::execution_pages;
-use crate::pyjson;
-use crate::validate::MAX_PAGE;
-use crate::{ExecutionStore, ListQuery, Status, TraceStep};
+use execstore::executions::paging::execution_pages;
+use execstore::executions::{ListQuery, Status, TraceStep};
+use execstore::kit::pyjson;
+use execstore::kit::validate::MAX_PAGE;
+use execstore::{ExecutionStore, Result, StoreError};
 
 /// At most this many distinct states are kept; past it, new ones are left out and the graph
 /// says `truncated` (a trace of hostile or runaway paths cannot make the answer unbounded).
@@ -321,7 +321,7 @@ pub struct ExecutionGraph {
 /// The graph of execution `id`: its trace's steps and its active path. `NotFound` if there
 /// is no such execution.
 pub fn execution_graph(store: &dyn ExecutionStore, id: &str) -> Result<ExecutionGraph> {
-    crate::validate::check_id("id", id)?;
+    execstore::kit::validate::check_id("id", id)?;
     let exe = store.load(id)?.ok_or_else(|| StoreError::NotFound {
         what: "execution",
         key: id.to_owned(),
@@ -363,7 +363,7 @@ pub fn definition_graph(
     definition: &str,
     max_traces: usize,
 ) -> Result<DefinitionGraph> {
-    crate::validate::check_id("definition", definition)?;
+    execstore::kit::validate::check_id("definition", definition)?;
     if max_traces > MAX_TRACES {
         return Err(StoreError::invalid(
             "max_traces",
@@ -409,7 +409,7 @@ pub fn definition_graph(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Effects, Execution, MemoryStore};
+    use execstore::{Effects, Execution, MemoryStore};
     use serde_json::json;
 
     fn step(kind: &str, from: Option<&str>, to: &str, guards: &[&str]) -> TraceStep {

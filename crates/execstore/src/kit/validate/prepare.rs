@@ -3,8 +3,8 @@
 //! write, and the per-item outcomes of a batch.
 
 use crate::error::{Result, StoreError};
-use crate::model::{Effects, Execution, TimerOp};
-use crate::pyjson;
+use crate::executions::{Effects, Execution, TimerOp};
+use crate::kit::pyjson;
 
 use super::checks::{check_event_fields, check_execution, check_id, check_time, MAX_DOCUMENT_BYTES};
 
@@ -176,7 +176,7 @@ pub fn prepare_commit(exe: &mut Execution, effects: &Effects) -> Result<Prepared
 
 /// Serializes a trace step as harel stores it (its marked values too: see
 /// [`pyjson::dumps_exact`]).
-pub fn prepare_trace(step: &crate::model::TraceStep) -> Result<String> {
+pub fn prepare_trace(step: &crate::executions::TraceStep) -> Result<String> {
     let text = pyjson::dumps_object_exact(step).map_err(|e| StoreError::invalid("trace", e.to_string()))?;
     check_size(|| "trace".into(), text)
 }
@@ -193,7 +193,7 @@ pub struct PreparedBatch {
 
 impl PreparedBatch {
     /// Checks and serializes every item; an invalid one gets its `InvalidInput` as outcome.
-    pub fn new(items: &mut [crate::BatchItem]) -> Self {
+    pub fn new(items: &mut [crate::executions::BatchItem]) -> Self {
         let mut prepared = Vec::with_capacity(items.len());
         let mut results = Vec::with_capacity(items.len());
         for item in items.iter_mut() {
@@ -226,7 +226,7 @@ impl PreparedBatch {
 
     /// Once the batch is durable: moves each committed item's version and returns every
     /// item's outcome, in order.
-    pub fn finish(self, items: &mut [crate::BatchItem]) -> Vec<Result<Vec<i64>>> {
+    pub fn finish(self, items: &mut [crate::executions::BatchItem]) -> Vec<Result<Vec<i64>>> {
         for ((item, p), result) in items.iter_mut().zip(&self.prepared).zip(&self.results) {
             if let (Some(p), Ok(_)) = (p, result) {
                 item.execution.version = p.write.version;
@@ -239,7 +239,7 @@ impl PreparedBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Execution;
+    use crate::executions::Execution;
 
     #[test]
     fn prepared_write_carries_bumped_version_and_keeps_caller_version() {

@@ -1,5 +1,5 @@
 //! Every page of a listing, in one place: [`execution_pages`] follows
-//! [`ExecutionStore::list_executions`]'s keyset cursor, [`outbox_pages`] and [`spawn_pages`]
+//! [`crate::ExecutionStore::list_executions`]'s keyset cursor, [`outbox_pages`] and [`spawn_pages`]
 //! follow the seq of the last entry read, [`timer_pages`] the last timer read. Each is an
 //! iterator of pages that ends after the last page and refuses a page that does not move past
 //! the previous one (a cursor handed back as it was given, an id, seq or timer not beyond the
@@ -7,7 +7,7 @@
 //! error, and the iteration ends.
 //!
 //! ```
-//! use execstore::{paging, ExecutionStore, ListQuery, MemoryStore};
+//! use execstore::{executions::paging, ExecutionStore, executions::ListQuery, MemoryStore};
 //!
 //! let store = MemoryStore::new();
 //! let mut ids = Vec::new();
@@ -20,9 +20,23 @@
 use std::fmt;
 
 use crate::error::{Result, StoreError};
-use crate::model::{DueTimer, ExecutionPage, OutboxEntry, SpawnEntry};
-use crate::query::ListQuery;
-use crate::store::ExecutionStore;
+use crate::executions::model::{DueTimer, ExecutionPage, OutboxEntry, SpawnEntry};
+use crate::executions::query::ListQuery;
+
+/// The four paged reads the pagers follow. Every [`ExecutionStore`](crate::ExecutionStore)
+/// has them (a blanket implementation beside the contract forwards to `list_executions`,
+/// `pending_outbox`, `pending_spawns` and `due_timers`), so a pager takes any store; the
+/// pagers themselves know only this, and the contract's own defaults can page too.
+pub trait PagedReads {
+    /// One page of a listing (`ExecutionStore::list_executions`).
+    fn page_of_executions(&self, query: &ListQuery) -> Result<ExecutionPage>;
+    /// Undelivered outbox entries after `after` (`ExecutionStore::pending_outbox`).
+    fn page_of_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>>;
+    /// Pending spawn intents after `after` (`ExecutionStore::pending_spawns`).
+    fn page_of_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>>;
+    /// Timers due at `now` after `after` (`ExecutionStore::due_timers`).
+    fn page_of_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>>;
+}
 
 /// A store answered a page that does not move past the previous one: following it would
 /// page forever. It reaches the caller as a [`StoreError::Backend`] (not retryable: the
@@ -66,7 +80,7 @@ pub fn is_stalled(error: &StoreError) -> bool {
 /// The pages of `query` (from its cursor on, `query.limit` a page), in id order, until a page
 /// without a next cursor. A page whose next cursor is the one it was read with, or whose last
 /// id is not past the previous page's, is a [`PagingStalled`] error.
-pub fn execution_pages<S: ExecutionStore + ?Sized>(store: &S, query: ListQuery) -> ExecutionPages<'_, S> {
+pub fn execution_pages<S: PagedReads + ?Sized>(store: &S, query: ListQuery) -> ExecutionPages<'_, S> {
     ExecutionPages {
         store,
         query,
@@ -77,14 +91,14 @@ pub fn execution_pages<S: ExecutionStore + ?Sized>(store: &S, query: ListQuery) 
 
 /// Every page of a listing: see [`execution_pages`].
 #[derive(Debug)]
-pub struct ExecutionPages<'a, S: ExecutionStore + ?Sized> {
+pub struct ExecutionPages<'a, S: PagedReads + ?Sized> {
     store: &'a S,
     query: ListQuery,
     last_id: Option<String>,
     done: bool,
 }
 
-impl<S: ExecutionStore + ?Sized> ExecutionPages<'_, S> {
+impl<S: PagedReads + ?Sized> ExecutionPages<'_, S> {
     fn stalled(&mut self, at: String) -> Option<Result<ExecutionPage>> {
         self.done = true;
         Some(Err(PagingStalled {
@@ -95,14 +109,14 @@ impl<S: ExecutionStore + ?Sized> ExecutionPages<'_, S> {
     }
 }
 
-impl<S: ExecutionStore + ?Sized> Iterator for ExecutionPages<'_, S> {
+impl<S: PagedReads + ?Sized> Iterator for ExecutionPages<'_, S> {
     type Item = Result<ExecutionPage>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;
         }
-        let page = match self.store.list_executions(&self.query) {
+        let page = match self.store.page_of_executions(&self.query) {
             Ok(page) => page,
             Err(e) => {
                 self.done = true;
@@ -130,7 +144,7 @@ impl<S: ExecutionStore + ?Sized> Iterator for ExecutionPages<'_, S> {
 
 /// The pages of undelivered outbox entries with `seq > after`, oldest first, `limit` a page,
 /// until a page shorter than `limit`.
-pub fn outbox_pages<S: ExecutionStore + ?Sized>(
+pub fn outbox_pages<S: PagedReads + ?Sized>(
     store: &S,
     after: Option<i64>,
     limit: usize,
@@ -139,7 +153,7 @@ pub fn outbox_pages<S: ExecutionStore + ?Sized>(
         "pending_outbox",
         after,
         limit,
-        Box::new(move |after: Option<&i64>| store.pending_outbox(after.copied(), limit)),
+        Box::new(move |after: Option<&i64>| store.page_of_outbox(after.copied(), limit)),
         |e: &OutboxEntry| e.seq,
         |new, old| new > old,
     )
@@ -147,7 +161,7 @@ pub fn outbox_pages<S: ExecutionStore + ?Sized>(
 
 /// The pages of pending spawn intents with `seq > after`, oldest first, `limit` a page,
 /// until a page shorter than `limit`.
-pub fn spawn_pages<S: ExecutionStore + ?Sized>(
+pub fn spawn_pages<S: PagedReads + ?Sized>(
     store: &S,
     after: Option<i64>,
     limit: usize,
@@ -156,15 +170,15 @@ pub fn spawn_pages<S: ExecutionStore + ?Sized>(
         "pending_spawns",
         after,
         limit,
-        Box::new(move |after: Option<&i64>| store.pending_spawns(after.copied(), limit)),
+        Box::new(move |after: Option<&i64>| store.page_of_spawns(after.copied(), limit)),
         |e: &SpawnEntry| e.seq,
         |new, old| new > old,
     )
 }
 
-/// The pages of timers due at `now` (every armed one with [`crate::validate::ALL_TIMERS`]),
+/// The pages of timers due at `now` (every armed one with [`crate::kit::validate::ALL_TIMERS`]),
 /// soonest first, starting after `after`, `limit` a page, until a page shorter than `limit`.
-pub fn timer_pages<S: ExecutionStore + ?Sized>(
+pub fn timer_pages<S: PagedReads + ?Sized>(
     store: &S,
     now: f64,
     after: Option<DueTimer>,
@@ -174,7 +188,7 @@ pub fn timer_pages<S: ExecutionStore + ?Sized>(
         "due_timers",
         after,
         limit,
-        Box::new(move |after: Option<&DueTimer>| store.due_timers(now, after, limit)),
+        Box::new(move |after: Option<&DueTimer>| store.page_of_timers(now, after, limit)),
         DueTimer::clone,
         |new, old| {
             let key = |t: &DueTimer| (t.fire_at, t.execution_id.clone(), t.path.clone());
@@ -266,7 +280,8 @@ impl<T, K: fmt::Debug> Iterator for KeyedPages<'_, T, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Effects, Event, Execution, MemoryStore};
+    use crate::ExecutionStore;
+    use crate::{executions::Event, Effects, Execution, MemoryStore};
 
     fn store(n: usize) -> MemoryStore {
         let store = MemoryStore::new();
@@ -323,7 +338,7 @@ mod tests {
     }
 
     impl ExecutionStore for Stuck {
-        fn capabilities(&self) -> crate::Capabilities {
+        fn capabilities(&self) -> crate::executions::Capabilities {
             self.0.capabilities()
         }
         fn trace_max(&self) -> Option<u32> {
@@ -362,10 +377,10 @@ mod tests {
         fn delete_timer(&self, execution_id: &str, path: &str, fire_at: f64) -> Result<bool> {
             self.0.delete_timer(execution_id, path, fire_at)
         }
-        fn read_trace(&self, execution_id: &str) -> Result<Vec<crate::TraceStep>> {
+        fn read_trace(&self, execution_id: &str) -> Result<Vec<crate::executions::TraceStep>> {
             self.0.read_trace(execution_id)
         }
-        fn append_trace(&self, execution_id: &str, step: &crate::TraceStep) -> Result<i64> {
+        fn append_trace(&self, execution_id: &str, step: &crate::executions::TraceStep) -> Result<i64> {
             self.0.append_trace(execution_id, step)
         }
         fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {

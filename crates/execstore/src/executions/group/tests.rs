@@ -137,7 +137,7 @@ fn queued<S: ExecutionStore>(group: &GroupCommit<S>) -> usize {
 
 fn step(id: &str) -> (Execution, Effects) {
     let exe = Execution::new(id, "d");
-    let effects = Effects::new().emit(None, crate::Event::new(format!("{id}-out"), "E"));
+    let effects = Effects::new().emit(None, crate::executions::Event::new(format!("{id}-out"), "E"));
     (exe, effects)
 }
 

@@ -6,13 +6,13 @@ use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Result, StoreError};
-use crate::model::{
+use crate::executions::model::{
     DueTimer, Effects, Execution, ExecutionPage, ExecutionSummary, OutboxEntry, SpawnEntry, TimerOp,
     TraceStep,
 };
-use crate::query::ListQuery;
-use crate::store::{BatchItem, Capabilities, ExecutionStore, DEFAULT_TRACE_MAX};
-use crate::validate::{
+use crate::executions::query::ListQuery;
+use crate::executions::store::{BatchItem, Capabilities, ExecutionStore, DEFAULT_TRACE_MAX};
+use crate::kit::validate::{
     check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedCommit,
 };
 

@@ -3,8 +3,11 @@
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::model::{DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep};
-use crate::query::ListQuery;
+use crate::executions::model::{
+    DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep,
+};
+use crate::executions::paging::{self, PagedReads};
+use crate::executions::query::ListQuery;
 use crate::StoreError;
 
 /// How many trace steps a store keeps per execution unless told otherwise (harel's
@@ -70,7 +73,7 @@ pub enum Work {
 
 /// The most entries one claim hands out (the page limit of every read).
 fn claim_limit(limit: usize) -> Result<usize> {
-    crate::validate::check_limit("limit", limit)?;
+    crate::kit::validate::check_limit("limit", limit)?;
     Ok(limit)
 }
 
@@ -162,7 +165,7 @@ pub trait ExecutionStore: Send + Sync {
     /// 1) is [`crate::StoreError::InvalidInput`] and nothing is removed.
     fn ack_outbox_many(&self, seqs: &[i64]) -> Result<usize> {
         for &seq in seqs {
-            crate::validate::check_seq("seqs", seq)?;
+            crate::kit::validate::check_seq("seqs", seq)?;
         }
         let mut removed = 0;
         for &seq in seqs {
@@ -283,7 +286,7 @@ pub trait ExecutionStore: Send + Sync {
     }
 
     /// How many executions have each status, for a monitor's overview: one entry per status,
-    /// in [`crate::Status::ALL`] order (zeros included), counting the executions of
+    /// in [`crate::executions::Status::ALL`] order (zeros included), counting the executions of
     /// `definition_id` (all when `None`) and, with `roots_only`, only those without a parent,
     /// as [`ExecutionStore::list_executions`] filters. A definition id that cannot be one
     /// (empty, too long) is [`crate::StoreError::InvalidInput`]. This default pages through
@@ -292,17 +295,17 @@ pub trait ExecutionStore: Send + Sync {
         &self,
         definition_id: Option<&str>,
         roots_only: bool,
-    ) -> Result<Vec<(crate::Status, u64)>> {
-        use crate::Status;
+    ) -> Result<Vec<(crate::executions::Status, u64)>> {
+        use crate::executions::Status;
         if let Some(definition_id) = definition_id {
-            crate::validate::check_id("definition_id", definition_id)?;
+            crate::kit::validate::check_id("definition_id", definition_id)?;
         }
         let mut counts = [0u64; Status::ALL.len()];
         let mut query = ListQuery::new()
             .roots_only(roots_only)
-            .limit(crate::validate::MAX_PAGE);
+            .limit(crate::kit::validate::MAX_PAGE);
         query.definition_id = definition_id.map(str::to_owned);
-        for page in crate::paging::execution_pages(self, query) {
+        for page in paging::execution_pages(self, query) {
             for summary in &page?.items {
                 if let Some(slot) = Status::ALL.iter().position(|s| *s == summary.status) {
                     counts[slot] += 1;
@@ -316,7 +319,7 @@ pub trait ExecutionStore: Send + Sync {
     /// written by hand), at most `limit`, by id: the rows a listing, the counts and the graphs
     /// skipped instead of failing whole. A backend that skips such rows overrides this; the
     /// default, for one whose rows are always readable, names none.
-    fn unreadable_executions(&self, limit: usize) -> Result<Vec<crate::UnreadableRow>> {
+    fn unreadable_executions(&self, limit: usize) -> Result<Vec<crate::executions::UnreadableRow>> {
         let _ = limit;
         Ok(Vec::new())
     }
@@ -332,26 +335,26 @@ pub trait ExecutionStore: Send + Sync {
         use std::hash::{Hash, Hasher};
         // Stable within one process, which is all a token promises.
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        let page = crate::validate::MAX_PAGE;
-        for listed in crate::paging::execution_pages(self, ListQuery::new().limit(page)) {
+        let page = crate::kit::validate::MAX_PAGE;
+        for listed in paging::execution_pages(self, ListQuery::new().limit(page)) {
             for s in &listed?.items {
                 (&s.id, s.version).hash(&mut hasher);
             }
         }
         0u8.hash(&mut hasher);
-        for entries in crate::paging::outbox_pages(self, None, page) {
+        for entries in paging::outbox_pages(self, None, page) {
             for e in &entries? {
                 e.seq.hash(&mut hasher);
             }
         }
         1u8.hash(&mut hasher);
-        for entries in crate::paging::spawn_pages(self, None, page) {
+        for entries in paging::spawn_pages(self, None, page) {
             for e in &entries? {
                 e.seq.hash(&mut hasher);
             }
         }
         2u8.hash(&mut hasher);
-        for timers in crate::paging::timer_pages(self, crate::validate::ALL_TIMERS, None, page) {
+        for timers in paging::timer_pages(self, crate::kit::validate::ALL_TIMERS, None, page) {
             for t in &timers? {
                 (&t.execution_id, &t.path, t.fire_at.to_bits()).hash(&mut hasher);
             }
@@ -453,13 +456,13 @@ macro_rules! forward_execution_store {
                 &self,
                 definition_id: Option<&str>,
                 roots_only: bool,
-            ) -> Result<Vec<(crate::Status, u64)>> {
+            ) -> Result<Vec<(crate::executions::Status, u64)>> {
                 (**self).status_counts(definition_id, roots_only)
             }
             fn change_token(&self) -> Result<String> {
                 (**self).change_token()
             }
-            fn unreadable_executions(&self, limit: usize) -> Result<Vec<crate::UnreadableRow>> {
+            fn unreadable_executions(&self, limit: usize) -> Result<Vec<crate::executions::UnreadableRow>> {
                 (**self).unreadable_executions(limit)
             }
         }
@@ -476,6 +479,22 @@ pub(crate) fn offered<T>(entries: &[T], seq_of: impl Fn(&T) -> i64, returned: Ve
         .into_iter()
         .filter(|seq| given.contains(seq) && seen.insert(*seq))
         .collect()
+}
+
+/// Every store can be paged ([`paging`]'s iterators read through this).
+impl<S: ExecutionStore + ?Sized> PagedReads for S {
+    fn page_of_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
+        self.list_executions(query)
+    }
+    fn page_of_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
+        self.pending_outbox(after, limit)
+    }
+    fn page_of_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>> {
+        self.pending_spawns(after, limit)
+    }
+    fn page_of_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>> {
+        self.due_timers(now, after, limit)
+    }
 }
 
 #[cfg(test)]
@@ -541,8 +560,8 @@ mod tests {
         fn purge(&self, execution_id: &str, expected_version: i64) -> Result<bool> {
             self.0.purge(execution_id, expected_version)
         }
-        fn status_counts(&self, _: Option<&str>, _: bool) -> Result<Vec<(crate::Status, u64)>> {
-            Ok(vec![(crate::Status::Running, 42)])
+        fn status_counts(&self, _: Option<&str>, _: bool) -> Result<Vec<(crate::executions::Status, u64)>> {
+            Ok(vec![(crate::executions::Status::Running, 42)])
         }
         fn change_token(&self) -> Result<String> {
             Ok("own".into())
@@ -553,7 +572,7 @@ mod tests {
         assert_eq!(store.change_token().unwrap(), "own", "{what}");
         assert_eq!(
             store.status_counts(None, false).unwrap(),
-            [(crate::Status::Running, 42)],
+            [(crate::executions::Status::Running, 42)],
             "{what}"
         );
         assert_eq!(
@@ -577,7 +596,7 @@ mod tests {
         let boxed: Box<dyn ExecutionStore> = Box::new(Own(MemoryStore::new()));
         check(&boxed, "Box<dyn ExecutionStore>");
         check(
-            &crate::GroupCommit::new(Arc::new(Own(MemoryStore::new()))),
+            &crate::executions::GroupCommit::new(Arc::new(Own(MemoryStore::new()))),
             "GroupCommit<Arc<S>>",
         );
     }

@@ -362,7 +362,9 @@ impl ExecutionPage {
     pub fn from_overfetch(mut items: Vec<ExecutionSummary>, limit: usize) -> Self {
         let next_cursor = if items.len() > limit {
             items.truncate(limit);
-            items.last().map(|last| crate::query::encode_cursor(&last.id))
+            items
+                .last()
+                .map(|last| crate::executions::cursor::encode_cursor(&last.id))
         } else {
             None
         };
@@ -539,7 +541,7 @@ mod tests {
         let ids: Vec<&str> = page.items.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["e0", "e1", "e2"]);
         let cursor = page.next_cursor.expect("a fourth summary was read");
-        assert_eq!(crate::query::decode_cursor(&cursor).unwrap(), "e2");
+        assert_eq!(crate::executions::cursor::decode_cursor(&cursor).unwrap(), "e2");
         for (read, limit) in [(3, 3), (2, 3), (0, 3), (0, 0)] {
             let page = ExecutionPage::from_overfetch(summaries(read), limit);
             assert_eq!(page.items.len(), read);
