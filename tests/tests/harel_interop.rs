@@ -357,7 +357,7 @@ fn execstore_commits_on_harel_file() {
 ///   accept are readable by harel.
 ///
 /// Integers beyond 64 bits (Python ints) are a known difference, left out here: execstore
-/// reads them as floats (see the README).
+/// reads them as floats (see docs/guide.md, "SQLite, and harel's files").
 #[test]
 fn edge_values_agree_with_harel() {
     let Some(harel) = harel() else { return };

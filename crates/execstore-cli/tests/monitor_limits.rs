@@ -1,7 +1,7 @@
 //! The monitor under clients that misbehave: requests that never finish their headers, more
 //! connections than the cap, slow readers of a large execution, Ctrl-C with answers in flight,
 //! and two `Host` headers. bench/monitor_limits.py runs the same at the sizes (3,000
-//! stalled requests, 100 slow readers) and prints the figures README.md quotes.
+//! stalled requests, 100 slow readers) and prints the figures docs/testing.md quotes.
 
 mod common;
 

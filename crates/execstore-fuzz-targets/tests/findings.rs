@@ -1,5 +1,5 @@
 //! Findings of the fuzz targets that are not fixed yet, each reproduced directly and
-//! ignored with its reason (README.md, "Fuzzing"). A fixed finding moves to
+//! ignored with its reason (docs/testing.md, "Fuzzing"). A fixed finding moves to
 //! `fuzz/regressions/NAME/` (its input, replayed by `tests/replay.rs`) or to its crate's tests.
 
 use execstore::{executions::ListQuery, Execution, ExecutionStore, MemoryStore};

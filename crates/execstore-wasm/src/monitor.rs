@@ -121,7 +121,7 @@ struct MonitorOptions {
 }
 
 /// The monitor's JSON API (routes, parameters, errors and shapes as the native `execstore
-/// monitor`, README.md "Monitor") answered from a `Store`:
+/// monitor`, docs/monitor.md) answered from a `Store`:
 ///
 /// ```js
 /// const api = new MonitorApi({ store: "demo.db", prefix: null });   // read-only: no token

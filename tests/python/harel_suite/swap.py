@@ -24,7 +24,7 @@ SKIPPED = {
     "unit/engine/aio/test_async_sqlite.py::test_concurrent_commits_on_one_store_do_not_interleave_transactions": PRIVATE,
     "unit/engine/test_schema.py::test_the_sqlite_backends_create_exactly_the_described_schema": (
         "asserts harel's exact schema; execstore's create_schema=True adds its listing indexes and "
-        "their record (<prefix>_execstore_migrations), as its README says"
+        "their record (<prefix>_execstore_migrations), as docs/guide.md says"
     ),
 }
 

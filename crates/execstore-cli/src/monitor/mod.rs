@@ -1,8 +1,8 @@
 //! `execstore monitor` (and the end of `execstore demo`): a web dashboard of a store, served
 //! by axum over any [`ExecutionStore`].
 //!
-//! The server is the JSON API of [`execstore_monitor_api`] (documented in README.md, under
-//! "Monitor"; the same code answers the edge handler and the in-browser monitor) plus the
+//! The server is the JSON API of [`execstore_monitor_api`] (documented in docs/monitor.md,
+//! "The JSON API"; the same code answers the edge handler and the in-browser monitor) plus the
 //! static UI of `web/`, embedded in the binary. Store calls are blocking, so each runs on
 //! tokio's blocking pool. Writes (acks, timer removal) need the token given at start;
 //! without one every write answers 403.

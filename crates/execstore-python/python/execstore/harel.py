@@ -411,7 +411,7 @@ class SqliteStore(_Store):
     open the same file in this process: the store's SQLite takes open-file-description locks,
     which Python's copy of SQLite sees. Elsewhere, opening a file in a process that loaded
     `sqlite3` raises `BackendError` (two copies of SQLite in one process do not see each
-    other's POSIX locks; see the README's "Python's sqlite3 in the same process")."""
+    other's POSIX locks; see docs/guide.md, "Python's sqlite3 in the same process")."""
 
     def __init__(
         self,
