@@ -11,6 +11,7 @@
 import * as executions from "./executions.js";
 import * as queue from "./queue.js";
 import * as workspaces from "./workspaces.js";
+import * as deadLetters from "./dead-letters.js";
 import * as definition from "./definition.js";
 
 /**
@@ -24,5 +25,6 @@ export const VIEWS = [
   { id: "timers", title: "Timers", holds: "executions", nav: true, module: queue },
   { id: "spawns", title: "Spawns", holds: "executions", nav: true, module: queue },
   { id: "workspaces", title: "Workspaces", holds: "workspaces", nav: true, module: workspaces },
+  { id: "dead-letters", title: "Dead letters", holds: "workspaces", nav: true, module: deadLetters },
   { id: "definition", title: "Definition", holds: "executions", nav: false, module: definition },
 ];
