@@ -38,7 +38,10 @@ fn web_views() {
     let mut out = String::from("&[\n");
     for name in names {
         let path = dir.join(&name).canonicalize().expect("a view file");
-        out.push_str(&format!("    (\"/views/{name}\", include_str!({:?})),\n", path.display().to_string()));
+        out.push_str(&format!(
+            "    (\"/views/{name}\", include_str!({:?})),\n",
+            path.display().to_string()
+        ));
     }
     out.push_str("]\n");
     let target = Path::new(&std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("web_views.rs");
