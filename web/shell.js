@@ -202,3 +202,8 @@ export function pagerKeys(e) {
       return false;
   }
 }
+
+/** `show`, `refresh`, `leave` and `onKey` of a view that is one `load({ quiet })` into #main. */
+export function loadedView(load) {
+  return { show: () => load(), refresh: () => load({ quiet: true }), leave: () => {}, onKey: pagerKeys };
+}

@@ -5,7 +5,7 @@
 
 import { $, clear, h } from "../dom.js";
 import { emptyBox, table } from "../format.js";
-import { api, errorBox, loadingLater, pagerKeys } from "../shell.js";
+import { api, errorBox, loadingLater, loadedView } from "../shell.js";
 
 let seq = 0;
 
@@ -64,14 +64,4 @@ async function load({ quiet = false } = {}) {
   }
 }
 
-export function show() {
-  load();
-}
-
-export function refresh() {
-  load({ quiet: true });
-}
-
-export function leave() {}
-
-export const onKey = pagerKeys;
+export const { show, refresh, leave, onKey } = loadedView(load);

@@ -4,7 +4,7 @@
 import { $, clear, h } from "../dom.js";
 import { setServerNow } from "../format.js";
 import * as records from "../records.js";
-import { api, errorBox, loadingLater, navigate, pagerKeys, state } from "../shell.js";
+import { api, errorBox, loadingLater, navigate, loadedView, state } from "../shell.js";
 
 let viewSeq = 0;
 
@@ -57,16 +57,4 @@ async function load({ quiet = false } = {}) {
   }
 }
 
-/** Shows the route's queue. */
-export function show() {
-  load();
-}
-
-/** Reads the queue again, quietly. */
-export function refresh() {
-  load({ quiet: true });
-}
-
-export function leave() {}
-
-export const onKey = pagerKeys;
+export const { show, refresh, leave, onKey } = loadedView(load);

@@ -32,6 +32,7 @@ const fn row(method: &'static str, pattern: &'static str, handler: Handler) -> E
 
 /// Every endpoint of the API (the native server adds the workspace tail's event stream,
 /// `/api/workspaces/{tenant}/{workspace}/stream`, which needs a live connection).
+#[rustfmt::skip]
 pub(crate) const ROUTES: &[Endpoint] = &[
     row("GET", "/api/info", |c, _| Ok(c.info())),
     row("GET", "/api/changes", |c, _| c.changes()),
@@ -40,33 +41,17 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("GET", "/api/executions", |c, _| c.executions()),
     row("GET", "/api/executions/{id}", |c, a| c.execution(decode(a[0])?)),
     row("GET", "/api/executions/{id}/trace", |c, a| c.trace(decode(a[0])?)),
-    row("GET", "/api/executions/{id}/pending", |c, a| {
-        c.pending(decode(a[0])?)
-    }),
-    row("GET", "/api/executions/{id}/graph", |c, a| {
-        c.execution_graph(decode(a[0])?)
-    }),
-    row("GET", "/api/definitions/{id}/graph", |c, a| {
-        c.definition_graph(decode(a[0])?)
-    }),
+    row("GET", "/api/executions/{id}/pending", |c, a| c.pending(decode(a[0])?)),
+    row("GET", "/api/executions/{id}/graph", |c, a| c.execution_graph(decode(a[0])?)),
+    row("GET", "/api/definitions/{id}/graph", |c, a| c.definition_graph(decode(a[0])?)),
     // Control (control.rs): one action on one execution, or on many.
-    row("POST", "/api/executions/{id}/suspend", |c, a| {
-        c.control(decode(a[0])?, "suspend")
-    }),
-    row("POST", "/api/executions/{id}/resume", |c, a| {
-        c.control(decode(a[0])?, "resume")
-    }),
-    row("POST", "/api/executions/{id}/terminate", |c, a| {
-        c.control(decode(a[0])?, "terminate")
-    }),
-    row("POST", "/api/executions/{id}/purge", |c, a| {
-        c.control(decode(a[0])?, "purge")
-    }),
+    row("POST", "/api/executions/{id}/suspend", |c, a| c.control(decode(a[0])?, "suspend")),
+    row("POST", "/api/executions/{id}/resume", |c, a| c.control(decode(a[0])?, "resume")),
+    row("POST", "/api/executions/{id}/terminate", |c, a| c.control(decode(a[0])?, "terminate")),
+    row("POST", "/api/executions/{id}/purge", |c, a| c.control(decode(a[0])?, "purge")),
     row("POST", "/api/control/suspend", |c, _| c.bulk_control("suspend")),
     row("POST", "/api/control/resume", |c, _| c.bulk_control("resume")),
-    row("POST", "/api/control/terminate", |c, _| {
-        c.bulk_control("terminate")
-    }),
+    row("POST", "/api/control/terminate", |c, _| c.bulk_control("terminate")),
     row("POST", "/api/control/purge", |c, _| c.bulk_control("purge")),
     // The store's queues
     row("GET", "/api/outbox", |c, _| c.outbox()),
@@ -75,42 +60,18 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("POST", "/api/spawns/{seq}/ack", |c, a| c.ack_spawn(a[0])),
     row("GET", "/api/timers", |c, _| c.timers()),
     row("DELETE", "/api/timers", |c, _| c.delete_timer()),
-    // The workspace log (workspaces/)
+    // The workspace log (workspaces/): {t} a tenant, {w} one of its workspaces
     row("GET", "/api/due-runs", |c, _| c.due_runs()),
     row("GET", "/api/workspaces", |c, _| c.workspaces()),
-    row("GET", "/api/workspaces/{tenant}/{workspace}", |c, a| {
-        c.workspace_info(a[0], a[1])
-    }),
-    row("GET", "/api/workspaces/{tenant}/{workspace}/log", |c, a| {
-        c.log(a[0], a[1])
-    }),
-    row(
-        "GET",
-        "/api/workspaces/{tenant}/{workspace}/envelopes/{id}",
-        |c, a| c.envelope(a[0], a[1], a[2]),
-    ),
-    row("GET", "/api/workspaces/{tenant}/{workspace}/runs", |c, a| {
-        c.runs(a[0], a[1])
-    }),
-    row(
-        "GET",
-        "/api/workspaces/{tenant}/{workspace}/dead-letters",
-        |c, a| c.dead_letters(a[0], a[1]),
-    ),
-    row("GET", "/api/workspaces/{tenant}/{workspace}/leases", |c, a| {
-        c.leases(a[0], a[1])
-    }),
-    row("GET", "/api/workspaces/{tenant}/{workspace}/cursors", |c, a| {
-        c.cursors(a[0], a[1])
-    }),
-    row("GET", "/api/workspaces/{tenant}/{workspace}/rules", |c, a| {
-        c.rules(a[0], a[1])
-    }),
-    row(
-        "GET",
-        "/api/workspaces/{tenant}/{workspace}/rules/{name}/history",
-        |c, a| c.rule_history(a[0], a[1], a[2]),
-    ),
+    row("GET", "/api/workspaces/{t}/{w}", |c, a| c.workspace_info(a[0], a[1])),
+    row("GET", "/api/workspaces/{t}/{w}/log", |c, a| c.log(a[0], a[1])),
+    row("GET", "/api/workspaces/{t}/{w}/envelopes/{id}", |c, a| c.envelope(a[0], a[1], a[2])),
+    row("GET", "/api/workspaces/{t}/{w}/runs", |c, a| c.runs(a[0], a[1])),
+    row("GET", "/api/workspaces/{t}/{w}/dead-letters", |c, a| c.dead_letters(a[0], a[1])),
+    row("GET", "/api/workspaces/{t}/{w}/leases", |c, a| c.leases(a[0], a[1])),
+    row("GET", "/api/workspaces/{t}/{w}/cursors", |c, a| c.cursors(a[0], a[1])),
+    row("GET", "/api/workspaces/{t}/{w}/rules", |c, a| c.rules(a[0], a[1])),
+    row("GET", "/api/workspaces/{t}/{w}/rules/{name}/history", |c, a| c.rule_history(a[0], a[1], a[2])),
 ];
 
 /// The path parameters of `path` if `pattern` matches it (both split on `/`).
