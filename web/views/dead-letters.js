@@ -29,7 +29,7 @@ async function load({ quiet = false } = {}) {
   const main = $("#main");
   let root = $(".dead-letters-view", main);
   if (!root) {
-    root = h("section", { class: "dead-letters-view" },
+    root = h("section", { class: "view-page dead-letters-view" },
       h("div", { class: "view-head" }, h("h1", null, "Dead letters"),
         h("p", { class: "muted" }, "Envelopes a rule could not evaluate, in every workspace, by workspace and seq."),
         h("span", { class: "muted", id: "dl-summary", "aria-live": "polite" })),
