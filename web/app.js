@@ -93,7 +93,6 @@ function updateFresh() {
   }
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Keyboard: L and r here, the rest to the view (its `onKey` says whether it took the key).
 
@@ -114,6 +113,9 @@ function onKey(e) {
   else if (!(view.onKey && view.onKey(e))) return;
   e.preventDefault();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Start
 
 async function loadInfo() {
   try {
