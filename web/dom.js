@@ -1,4 +1,4 @@
-// The monitor's DOM and time-text helpers, shared by its views (app.js, workspaces.js).
+// The monitor's DOM and time-text helpers, shared by the shell and the views (app.js, shell.js, views/).
 // Everything is built as elements and text nodes: stored data never becomes markup.
 
 export function h(tag, props, ...children) {

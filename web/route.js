@@ -8,14 +8,19 @@ export const STATUSES = ["PENDING", "RUNNING", "DONE", "CANCELLED", "SUSPENDED",
 export const STATUS_SHORT = {
   PENDING: "PEND", RUNNING: "RUN", DONE: "DONE", CANCELLED: "CNCLD", SUSPENDED: "SUSP", CANCELLING: "CNCLG", FAILED: "FAIL",
 };
-export const VIEWS = ["executions", "outbox", "timers", "spawns", "workspaces", "definition"];
+/** The views a route may name: the ids of the VIEWS table (views/index.js), set by the shell. */
+let viewIds = ["executions"];
+
+export function setViewIds(ids) {
+  viewIds = ids;
+}
 export const PAGE_SIZES = [25, 50, 100, 200];
 
 export function parseRoute(search) {
   const p = new URLSearchParams(search);
   const limit = Number(p.get("limit"));
   return {
-    view: VIEWS.includes(p.get("view")) ? p.get("view") : "executions",
+    view: viewIds.includes(p.get("view")) ? p.get("view") : "executions",
     status: (p.get("status") || "").split(",").filter((s) => STATUSES.includes(s)),
     definition: p.get("definition") || "",
     roots: p.get("roots") === "1",

@@ -153,6 +153,15 @@ describe("the edge handler", { skip: binMissing() }, () => {
     assert.equal(head.status, 200);
     assert.equal(head.text, "");
     assert.equal((await call(handler, "/nope.js")).status, 404);
+    // Every view's module is served, as the native server embeds every web/views/*.js.
+    const view = await call(handler, "/views/dead-letters.js");
+    assert.equal(view.status, 200);
+    assert.equal(view.text, readFileSync(join(WEB, "views/dead-letters.js"), "utf8"));
+    const nativeView = await fetch(new URL("views/dead-letters.js", native.url));
+    assert.equal(nativeView.status, 200);
+    assert.equal(await nativeView.text(), view.text);
+    assert.equal((await call(handler, "/views/nope.js")).status, 404, "a view that is not there");
+    assert.equal((await call(handler, "/views/../local.js")).status, 404);
     assert.equal((await call(handler, "/local.html")).status, 404, "only the server-backed UI is served");
   });
 

@@ -18,7 +18,8 @@
 // Read-only unless `token` is given (then writes need `Authorization: Bearer <token>`, and
 // change only the in-memory copy).
 
-/** The UI's files (web/), by URL path: the same set the native server embeds. */
+/** The UI's shell files (web/), by URL path: the same set the native server embeds, beside
+ * every view's module (`/views/<name>.js`, see VIEW_PATH). */
 const FILES = {
   "/": ["index.html", "text/html; charset=utf-8"],
   "/app.js": ["app.js", "text/javascript; charset=utf-8"],
@@ -27,7 +28,7 @@ const FILES = {
   "/format.js": ["format.js", "text/javascript; charset=utf-8"],
   "/records.js": ["records.js", "text/javascript; charset=utf-8"],
   "/route.js": ["route.js", "text/javascript; charset=utf-8"],
-  "/workspaces.js": ["workspaces.js", "text/javascript; charset=utf-8"],
+  "/shell.js": ["shell.js", "text/javascript; charset=utf-8"],
   "/graph.js": ["graph.js", "text/javascript; charset=utf-8"],
   "/filters.js": ["filters.js", "text/javascript; charset=utf-8"],
   "/actions.js": ["actions.js", "text/javascript; charset=utf-8"],
@@ -35,6 +36,9 @@ const FILES = {
   "/style.css": ["style.css", "text/css; charset=utf-8"],
   "/favicon.svg": ["favicon.svg", "image/svg+xml"],
 };
+
+/** A view's module: any `web/views/*.js` there is, as the native server embeds them all. */
+const VIEW_PATH = /^\/views\/[a-z][a-z0-9-]*\.js$/;
 
 /** The headers every answer carries, as the native server's (see its security_headers). */
 const SECURITY_HEADERS = {
@@ -134,8 +138,9 @@ export function createHandler(options) {
   const cache = new Map();
 
   async function file(path) {
-    const [name, type] = FILES[path];
-    if (!cache.has(name)) cache.set(name, files(name));
+    const [name, type] = Object.hasOwn(FILES, path) ? FILES[path] : [path.slice(1), "text/javascript; charset=utf-8"];
+    // A view that is not there is a 404, whether the loader answers null or fails.
+    if (!cache.has(name)) cache.set(name, Promise.resolve(files(name)).catch(() => null));
     const body = await cache.get(name);
     if (body === null || body === undefined) return null;
     return { body, type };
@@ -162,7 +167,7 @@ export function createHandler(options) {
           : api.handleWorkspaces(workspaces, method, target, authorization, sent);
       return respond(status, body, { "content-type": "application/json", "cache-control": "no-store" }, method);
     }
-    if (Object.hasOwn(FILES, url.pathname) && (method === "GET" || method === "HEAD")) {
+    if ((Object.hasOwn(FILES, url.pathname) || VIEW_PATH.test(url.pathname)) && (method === "GET" || method === "HEAD")) {
       const found = await file(url.pathname);
       if (found) return respond(200, found.body, { "content-type": found.type, "cache-control": "no-cache" }, method);
     }

@@ -20,9 +20,6 @@ use serde_json::{json, Map, Value};
 use crate::params::{check_id, Params};
 use crate::{ApiError, ApiResult, Call};
 
-/// The actions an execution's page offers.
-pub(crate) const ACTIONS: [&str; 4] = ["suspend", "resume", "terminate", "purge"];
-
 /// The most targets one `POST /api/control/{action}` may name.
 pub(crate) const BULK_LIMIT: usize = 1000;
 

@@ -14,15 +14,19 @@
 #![deny(missing_docs)]
 
 mod control;
+mod error;
 mod graph;
 mod handlers;
 mod params;
+mod routes;
 mod workspaces;
 
+pub(crate) use error::{ApiError, ApiResult};
+
 use execstore::workspace::WorkspaceStorage;
-use execstore::{ExecutionStore, StoreError};
+use execstore::ExecutionStore;
 use percent_encoding::percent_decode_str;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -191,77 +195,7 @@ fn digest(token: &str) -> [u8; 32] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Errors
-
-/// A failed request: its status and the JSON error body.
-#[derive(Debug)]
-pub(crate) struct ApiError {
-    status: u16,
-    code: &'static str,
-    message: String,
-}
-
-impl ApiError {
-    pub(crate) fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
-        ApiError::new(400, "BAD_REQUEST", message)
-    }
-
-    pub(crate) fn not_found(message: impl Into<String>) -> Self {
-        ApiError::new(404, "NOT_FOUND", message)
-    }
-
-    pub(crate) fn internal(message: impl Into<String>) -> Self {
-        ApiError::new(500, "INTERNAL", message)
-    }
-
-    fn into_response(self) -> ApiResponse {
-        ApiResponse {
-            status: self.status,
-            body: json!({ "error": { "code": self.code, "message": self.message } }),
-        }
-    }
-}
-
-/// The HTTP status of each store error code (`StoreError::CODES`; a test checks that every
-/// code is here): the caller's mistake (4xx) or the store's (5xx). A retryable backend failure
-/// is 503.
-const STORE_ERROR_STATUS: &[(&str, u16)] = &[
-    ("CONFLICT", 409),
-    ("INVALID_INPUT", 400),
-    ("NOT_FOUND", 404),
-    ("ALREADY_EXISTS", 409),
-    ("CORRUPT", 500),
-    ("BACKEND", 500),
-];
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        let code = e.code();
-        let status = if e.is_retryable() {
-            503
-        } else {
-            // 500 too for a kind a newer core added before this table knew it.
-            STORE_ERROR_STATUS
-                .iter()
-                .find(|(c, _)| *c == code)
-                .map_or(500, |(_, status)| *status)
-        };
-        ApiError::new(status, code, e.to_string())
-    }
-}
-
-pub(crate) type ApiResult = Result<Value, ApiError>;
-
-// ---------------------------------------------------------------------------------------------
-// Routing
+// Answering a request (the route table is in routes.rs)
 
 /// One request being answered.
 pub(crate) struct Call<'a> {
@@ -269,43 +203,6 @@ pub(crate) struct Call<'a> {
     pub(crate) stores: Stores<'a>,
     pub(crate) request: &'a ApiRequest<'a>,
     pub(crate) now: f64,
-}
-
-/// An endpoint, with its path parameter (still percent-encoded).
-enum Route<'p> {
-    Info,
-    Changes,
-    Counts,
-    Executions,
-    Execution(&'p str),
-    Trace(&'p str),
-    Pending(&'p str),
-    ExecutionGraph(&'p str),
-    DefinitionGraph(&'p str),
-    Outbox,
-    AckOutbox(&'p str),
-    Spawns,
-    AckSpawn(&'p str),
-    Timers,
-    /// `POST /api/executions/{id}/{action}` (see `control.rs`).
-    Control(&'p str, &'p str),
-    /// `POST /api/control/{action}`: one action on many executions (see `control.rs`).
-    BulkControl(&'p str),
-    /// `/api/workspaces...` and `/api/due-runs`: the workspace log's endpoints.
-    Workspace(workspaces::WsRoute<'p>),
-}
-
-impl Route<'_> {
-    /// The methods the endpoint answers (`HEAD` counts as `GET`).
-    fn methods(&self) -> &'static [&'static str] {
-        match self {
-            Route::AckOutbox(_) | Route::AckSpawn(_) | Route::Control(..) | Route::BulkControl(_) => {
-                &["POST"]
-            }
-            Route::Timers => &["GET", "DELETE"],
-            _ => &["GET"],
-        }
-    }
 }
 
 impl<'a> Call<'a> {
@@ -324,83 +221,6 @@ impl<'a> Call<'a> {
             ApiError::not_found("this store holds no workspace log (reflexr's reflexr_* tables)")
         })
     }
-
-    fn route(&self) -> ApiResult {
-        let path = self.request.path;
-        let no_such_endpoint = || {
-            ApiError::not_found(format!(
-                "no endpoint {} (see README.md, \"Monitor\")",
-                decode_lossy(path)
-            ))
-        };
-        let Some(rest) = path.strip_prefix("/api/") else {
-            return Err(no_such_endpoint());
-        };
-        let segments: Vec<&str> = rest.split('/').collect();
-        // A path parameter is one whole, non-empty segment, as in the native router.
-        let route = match segments.as_slice() {
-            ["info"] => Route::Info,
-            ["changes"] => Route::Changes,
-            ["counts"] => Route::Counts,
-            ["executions"] => Route::Executions,
-            ["executions", id] if !id.is_empty() => Route::Execution(id),
-            ["executions", id, "trace"] if !id.is_empty() => Route::Trace(id),
-            ["executions", id, "pending"] if !id.is_empty() => Route::Pending(id),
-            ["executions", id, "graph"] if !id.is_empty() => Route::ExecutionGraph(id),
-            ["executions", id, action] if !id.is_empty() && control::ACTIONS.contains(action) => {
-                Route::Control(id, action)
-            }
-            ["control", action] if control::ACTIONS.contains(action) => Route::BulkControl(action),
-            ["definitions", id, "graph"] if !id.is_empty() => Route::DefinitionGraph(id),
-            ["outbox"] => Route::Outbox,
-            ["outbox", seq, "ack"] if !seq.is_empty() => Route::AckOutbox(seq),
-            ["spawns"] => Route::Spawns,
-            ["spawns", seq, "ack"] if !seq.is_empty() => Route::AckSpawn(seq),
-            ["timers"] => Route::Timers,
-            ["due-runs"] => Route::Workspace(workspaces::WsRoute::DueRuns),
-            ["workspaces", rest @ ..] => match workspaces::WsRoute::parse(rest) {
-                Some(r) => Route::Workspace(r),
-                None => return Err(no_such_endpoint()),
-            },
-            _ => return Err(no_such_endpoint()),
-        };
-        let method = match self.request.method {
-            "HEAD" => "GET",
-            m => m,
-        };
-        if !route.methods().contains(&method) {
-            return Err(ApiError::new(
-                405,
-                "METHOD_NOT_ALLOWED",
-                format!(
-                    "{} answers {} only, not {}",
-                    decode_lossy(path),
-                    route.methods().join(" and "),
-                    self.request.method
-                ),
-            ));
-        }
-        match route {
-            Route::Info => Ok(self.info()),
-            Route::Changes => self.changes(),
-            Route::Counts => self.counts(),
-            Route::Executions => self.executions(),
-            Route::Execution(id) => self.execution(decode(id)?),
-            Route::Trace(id) => self.trace(decode(id)?),
-            Route::Pending(id) => self.pending(decode(id)?),
-            Route::ExecutionGraph(id) => self.execution_graph(decode(id)?),
-            Route::DefinitionGraph(id) => self.definition_graph(decode(id)?),
-            Route::Outbox => self.outbox(),
-            Route::AckOutbox(seq) => self.ack_outbox(seq),
-            Route::Spawns => self.spawns(),
-            Route::AckSpawn(seq) => self.ack_spawn(seq),
-            Route::Timers if method == "DELETE" => self.delete_timer(),
-            Route::Timers => self.timers(),
-            Route::Control(id, action) => self.control(decode(id)?, action),
-            Route::BulkControl(action) => self.bulk_control(action),
-            Route::Workspace(r) => self.workspace_route(r),
-        }
-    }
 }
 
 /// A path segment, percent-decoded; not UTF-8 is a 400.
@@ -411,7 +231,7 @@ pub(crate) fn decode(segment: &str) -> Result<String, ApiError> {
         .map_err(|_| ApiError::bad_request(format!("Invalid URL: {segment:?} is not UTF-8 once decoded")))
 }
 
-fn decode_lossy(s: &str) -> String {
+pub(crate) fn decode_lossy(s: &str) -> String {
     percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
@@ -419,6 +239,7 @@ fn decode_lossy(s: &str) -> String {
 mod tests {
     use super::*;
     use execstore::{Execution, MemoryStore};
+    use serde_json::json;
 
     fn api(token: Option<&str>) -> MonitorApi {
         let mut info = Map::new();
@@ -474,35 +295,6 @@ mod tests {
         assert_eq!(fire_at(&pending.body, "timers"), [1_700_000_000.0, 2e12, 1e300]);
         let due = get(&api, &store, "/api/timers?due_before=now");
         assert_eq!(fire_at(&due.body, "items"), [1_700_000_000.0]);
-    }
-
-    #[test]
-    fn every_store_error_code_has_its_status() {
-        let table: Vec<&str> = STORE_ERROR_STATUS.iter().map(|(c, _)| *c).collect();
-        assert_eq!(
-            table,
-            StoreError::CODES,
-            "one status per code of the core's, in its order"
-        );
-        for e in StoreError::examples() {
-            let code = e.code();
-            let message = e.to_string();
-            let a = ApiError::from(e);
-            assert_eq!((a.code, a.message.as_str()), (code, message.as_str()));
-            // The examples' backend failure is retryable.
-            let want = if code == "BACKEND" {
-                503
-            } else {
-                STORE_ERROR_STATUS.iter().find(|(c, _)| *c == code).unwrap().1
-            };
-            assert_eq!(a.status, want, "{code}");
-        }
-        let permanent = StoreError::Backend {
-            message: "disk full".into(),
-            retryable: false,
-            source: None,
-        };
-        assert_eq!(ApiError::from(permanent).status, 500);
     }
 
     #[test]

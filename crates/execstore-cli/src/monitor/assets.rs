@@ -1,5 +1,6 @@
 //! The UI's static files (`web/` at the repository's root), embedded in the binary so the
-//! monitor is one file to run.
+//! monitor is one file to run: the shell's, listed here, and every view (`web/views/*.js`),
+//! listed by build.rs.
 
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -46,9 +47,9 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../../../web/route.js"),
     ),
     (
-        "/workspaces.js",
+        "/shell.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/workspaces.js"),
+        include_str!("../../../../web/shell.js"),
     ),
     (
         "/filters.js",
@@ -83,10 +84,19 @@ const FILES: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Each view's module (`web/views/*.js`): its URL path and its text.
+const VIEWS: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/web_views.rs"));
+
 pub(super) fn routes() -> Router<AppState> {
     let mut router = Router::new();
     for &(path, media_type, body) in FILES {
         router = router.route(path, get(move || async move { file(media_type, body) }));
+    }
+    for &(path, body) in VIEWS {
+        router = router.route(
+            path,
+            get(move || async move { file("text/javascript; charset=utf-8", body) }),
+        );
     }
     router
 }

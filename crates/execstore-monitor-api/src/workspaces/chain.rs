@@ -15,7 +15,7 @@ impl Call<'_> {
     /// An envelope and its causal chain: the envelopes of its correlation, each with the
     /// envelope whose run caused it (`parent_seq`: the run's fired seq), its causes (root
     /// first) and what it caused (its descendants, by seq).
-    pub(super) fn envelope(&self, t: &str, w: &str, raw_id: &str) -> ApiResult {
+    pub(crate) fn envelope(&self, t: &str, w: &str, raw_id: &str) -> ApiResult {
         self.ws_params(&[])?;
         let (ws, _, _) = self.workspace(t, w)?;
         let storage = self.ws()?;

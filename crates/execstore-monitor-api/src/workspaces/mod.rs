@@ -2,7 +2,7 @@
 //! envelope's causal chain, runs (due now or held, and by which), dead letters, leases,
 //! cursors, stored rules and their history, and the due runs across workspaces.
 //!
-//! Here: the routes, the shared parameter helpers, the change token, the workspace list and
+//! Here: the shared parameter helpers, the change token, the workspace list and
 //! a workspace's log; `chain`: an envelope's causal chain; `runs`: runs and due runs under
 //! the stored rules' policy; `records`: dead letters, leases, cursors and stored rules.
 
@@ -22,44 +22,6 @@ use sha2::{Digest, Sha256};
 
 use crate::params::Params;
 use crate::{decode, ApiError, ApiResult, Call, DEFAULT_LIMIT};
-
-/// A workspace endpoint, with its path parameters still percent-encoded.
-pub(crate) enum WsRoute<'p> {
-    List,
-    Info(&'p str, &'p str),
-    Log(&'p str, &'p str),
-    Envelope(&'p str, &'p str, &'p str),
-    Runs(&'p str, &'p str),
-    DeadLetters(&'p str, &'p str),
-    Leases(&'p str, &'p str),
-    Cursors(&'p str, &'p str),
-    Rules(&'p str, &'p str),
-    RuleHistory(&'p str, &'p str, &'p str),
-    DueRuns,
-}
-
-impl<'p> WsRoute<'p> {
-    /// The route of the segments after `/api/workspaces`; `None`: no such endpoint.
-    pub(crate) fn parse(rest: &[&'p str]) -> Option<Self> {
-        let full = |s: &&str| !s.is_empty();
-        Some(match rest {
-            [] => WsRoute::List,
-            [t, w, tail @ ..] if full(t) && full(w) => match tail {
-                [] => WsRoute::Info(t, w),
-                ["log"] => WsRoute::Log(t, w),
-                ["envelopes", id] if full(id) => WsRoute::Envelope(t, w, id),
-                ["runs"] => WsRoute::Runs(t, w),
-                ["dead-letters"] => WsRoute::DeadLetters(t, w),
-                ["leases"] => WsRoute::Leases(t, w),
-                ["cursors"] => WsRoute::Cursors(t, w),
-                ["rules"] => WsRoute::Rules(t, w),
-                ["rules", name, "history"] if full(name) => WsRoute::RuleHistory(t, w, name),
-                _ => return None,
-            },
-            _ => return None,
-        })
-    }
-}
 
 fn ts(t: Timestamp) -> Value {
     Value::from(t.to_json_text())
@@ -139,23 +101,7 @@ impl Call<'_> {
         Ok((ws, info.head_seq, info.head_ts))
     }
 
-    pub(crate) fn workspace_route(&self, route: WsRoute<'_>) -> ApiResult {
-        match route {
-            WsRoute::List => self.workspaces(),
-            WsRoute::Info(t, w) => self.workspace_info(t, w),
-            WsRoute::Log(t, w) => self.log(t, w),
-            WsRoute::Envelope(t, w, id) => self.envelope(t, w, id),
-            WsRoute::Runs(t, w) => self.runs(t, w),
-            WsRoute::DeadLetters(t, w) => self.dead_letters(t, w),
-            WsRoute::Leases(t, w) => self.leases(t, w),
-            WsRoute::Cursors(t, w) => self.cursors(t, w),
-            WsRoute::Rules(t, w) => self.rules(t, w),
-            WsRoute::RuleHistory(t, w, name) => self.rule_history(t, w, name),
-            WsRoute::DueRuns => self.due_runs(),
-        }
-    }
-
-    fn workspaces(&self) -> ApiResult {
+    pub(crate) fn workspaces(&self) -> ApiResult {
         self.ws_params(&[])?;
         let storage = self.ws()?;
         let mut items = Vec::new();
@@ -178,7 +124,7 @@ impl Call<'_> {
         Ok(json!({ "items": items, "now": self.now }))
     }
 
-    fn workspace_info(&self, t: &str, w: &str) -> ApiResult {
+    pub(crate) fn workspace_info(&self, t: &str, w: &str) -> ApiResult {
         self.ws_params(&[])?;
         let (ws, head, head_ts) = self.workspace(t, w)?;
         Ok(json!({
@@ -190,7 +136,7 @@ impl Call<'_> {
         }))
     }
 
-    fn log(&self, t: &str, w: &str) -> ApiResult {
+    pub(crate) fn log(&self, t: &str, w: &str) -> ApiResult {
         let params = self.ws_params(&["after", "before", "type", "limit", "last"])?;
         let (ws, head, _) = self.workspace(t, w)?;
         let page = |name: &str| -> Result<Option<usize>, ApiError> {

@@ -8,7 +8,7 @@ use super::ts;
 use crate::{decode, ApiError, ApiResult, Call};
 
 impl Call<'_> {
-    pub(super) fn dead_letters(&self, t: &str, w: &str) -> ApiResult {
+    pub(crate) fn dead_letters(&self, t: &str, w: &str) -> ApiResult {
         let params = self.ws_params(&["rule"])?;
         let (ws, _, _) = self.workspace(t, w)?;
         if let Some(rule) = params.get("rule") {
@@ -23,7 +23,7 @@ impl Call<'_> {
         Ok(json!({ "items": items }))
     }
 
-    pub(super) fn leases(&self, t: &str, w: &str) -> ApiResult {
+    pub(crate) fn leases(&self, t: &str, w: &str) -> ApiResult {
         self.ws_params(&[])?;
         let (ws, _, _) = self.workspace(t, w)?;
         let now = Timestamp::from_secs_f64(self.now).map_err(ApiError::from)?;
@@ -43,7 +43,7 @@ impl Call<'_> {
         Ok(json!({ "items": items, "now": self.now }))
     }
 
-    pub(super) fn cursors(&self, t: &str, w: &str) -> ApiResult {
+    pub(crate) fn cursors(&self, t: &str, w: &str) -> ApiResult {
         self.ws_params(&[])?;
         let (ws, head, _) = self.workspace(t, w)?;
         let items: Vec<Value> = self
@@ -55,7 +55,7 @@ impl Call<'_> {
         Ok(json!({ "items": items, "head_seq": head }))
     }
 
-    pub(super) fn rules(&self, t: &str, w: &str) -> ApiResult {
+    pub(crate) fn rules(&self, t: &str, w: &str) -> ApiResult {
         self.ws_params(&[])?;
         let (ws, _, _) = self.workspace(t, w)?;
         let items: Vec<Value> = self
@@ -75,7 +75,7 @@ impl Call<'_> {
         Ok(json!({ "items": items }))
     }
 
-    pub(super) fn rule_history(&self, t: &str, w: &str, raw_name: &str) -> ApiResult {
+    pub(crate) fn rule_history(&self, t: &str, w: &str, raw_name: &str) -> ApiResult {
         self.ws_params(&[])?;
         let (ws, _, _) = self.workspace(t, w)?;
         let name = decode(raw_name)?;

@@ -70,7 +70,7 @@ fn start_order(runs: &mut [Run]) {
 }
 
 impl Call<'_> {
-    pub(super) fn runs(&self, t: &str, w: &str) -> ApiResult {
+    pub(crate) fn runs(&self, t: &str, w: &str) -> ApiResult {
         let params = self.ws_params(&[
             "status", "rule", "scope", "limit", "cursor", "ordered", "blocking", "disabled",
         ])?;
@@ -159,7 +159,7 @@ impl Call<'_> {
         Ok(json!({ "items": items, "next_cursor": next_cursor, "now": self.now }))
     }
 
-    pub(super) fn due_runs(&self) -> ApiResult {
+    pub(crate) fn due_runs(&self) -> ApiResult {
         let params = self.ws_params(&["now", "limit", "ordered", "blocking", "disabled"])?;
         let storage = self.ws()?;
         let now = match time_param(&params, "now", self.now)? {

@@ -2,7 +2,7 @@
 // log as a live tail with an envelope's causal chain, its runs (due now or held, and by
 // which), dead letters, leases, cursors, and stored rules with their version history.
 //
-// Same rules as app.js: stored data reaches the page only as text (text nodes via `h()` and
+// Same rules as every view (shell.js): stored data reaches the page only as text (text nodes via `h()` and
 // `textContent`), no HTML string is ever parsed, and links are relative query strings built
 // here. Everything the view shows is in the URL (`?view=workspaces&tenant=...&ws=...&tab=...`).
 //
@@ -11,7 +11,7 @@
 // `wait_for_append`), and polled elsewhere (a server without the stream endpoint answers 404):
 // `log?after=<last seq>` every couple of seconds.
 
-import { $, absTime, add, clear, h, pad, span, toSeconds } from "./dom.js";
+import { $, absTime, add, clear, h, pad, span, toSeconds } from "../dom.js";
 
 const TABS = ["log", "runs", "dead-letters", "leases", "cursors", "rules"];
 const TAB_TITLES = {

@@ -1,0 +1,67 @@
+// Dead letters across workspaces (`?view=dead-letters`): every envelope a rule could not
+// evaluate, in every workspace of every tenant, so an operator sees them without opening
+// each workspace. Each row links to its workspace's dead letters and to the envelope's place
+// in the log. Read from `/api/workspaces` and each one's `/dead-letters`.
+
+import { $, clear, h } from "../dom.js";
+import { emptyBox, table } from "../format.js";
+import { api, errorBox, loadingLater, loadedView } from "../shell.js";
+
+let seq = 0;
+
+/** A link to the workspace view at `params`, followed inside the page on a plain click. */
+function wsLink(params, text, props = {}) {
+  const href = `?${new URLSearchParams({ view: "workspaces", ...params })}`;
+  return h("a", {
+    ...props,
+    href,
+    onclick: (e) => {
+      if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
+      e.preventDefault();
+      history.pushState(null, "", href);
+      window.dispatchEvent(new PopStateEvent("popstate"));
+    },
+  }, text);
+}
+
+async function load({ quiet = false } = {}) {
+  const mine = ++seq;
+  const main = $("#main");
+  let root = $(".dead-letters-view", main);
+  if (!root) {
+    root = h("section", { class: "view-page dead-letters-view" },
+      h("div", { class: "view-head" }, h("h1", null, "Dead letters"),
+        h("p", { class: "muted" }, "Envelopes a rule could not evaluate, in every workspace, by workspace and seq."),
+        h("span", { class: "muted", id: "dl-summary", "aria-live": "polite" })),
+      h("div", { class: "table-wrap", id: "dl-list" }));
+    clear(main, root);
+  }
+  const list = $("#dl-list", root);
+  const done = quiet ? () => {} : loadingLater(list);
+  try {
+    const workspaces = (await api.get("api/workspaces")).items;
+    const pages = await Promise.all(workspaces.map((w) =>
+      api.get(`api/workspaces/${encodeURIComponent(w.tenant_id)}/${encodeURIComponent(w.workspace_id)}/dead-letters`)));
+    if (mine !== seq || !root.isConnected) return;
+    done();
+    const rows = workspaces.flatMap((w, i) => pages[i].items.map((d) => ({ ...d, tenant: w.tenant_id, ws: w.workspace_id })));
+    const where = new Set(rows.map((d) => `${d.tenant}\u0000${d.ws}`)).size;
+    $("#dl-summary", root).textContent = `${rows.length} in ${where} of ${workspaces.length} workspace${workspaces.length === 1 ? "" : "s"}`;
+    if (!rows.length) {
+      clear(list, emptyBox("No dead letters", "Every rule evaluated every envelope, in every workspace."));
+      return;
+    }
+    clear(list, table([
+      { label: "Workspace", class: "id", cell: (d) => wsLink({ tenant: d.tenant, ws: d.ws, tab: "dead-letters" }, `${d.tenant} / ${d.ws}`, { class: "ws-link" }) },
+      { label: "Rule", class: "id", cell: (d) => String(d.rule) },
+      { label: "Seq", class: "num", cell: (d) => wsLink({ tenant: d.tenant, ws: d.ws, seq: String(d.seq) }, String(d.seq), { class: "seq-link" }) },
+      { label: "Error", class: "data", cell: (d) => h("span", { title: String(d.error) }, String(d.error)) },
+    ], rows));
+  } catch (e) {
+    if (mine !== seq) return;
+    done();
+    if (!quiet) clear(list, errorBox(e, () => load()));
+  }
+}
+
+export const { show, refresh, leave, onKey } = loadedView(load);
