@@ -48,6 +48,10 @@ pub struct Backend {
     pub open: fn(location: &str, options: &Options) -> Result<Stores>,
     /// What `location` holds, creating and changing nothing (`prefix`: the execution tables').
     pub probe: fn(location: &str, prefix: Option<&str>) -> Result<Holds>,
+    /// Before a tool writes to what a read-only open refused to touch: lets the backend's own
+    /// recovery run (SQLite: a hot journal rolled back), creating nothing; a no-op where there
+    /// is none.
+    pub recover: fn(location: &str) -> Result<()>,
 }
 
 impl fmt::Debug for Backend {
@@ -152,6 +156,11 @@ impl Target {
     /// Opens the contracts `options` asks for (see [`open`]).
     pub fn open(&self, options: &Options) -> Result<Stores> {
         (self.backend.open)(&self.location, options)
+    }
+
+    /// Lets the backend's recovery run before a write (see [`Backend::recover`]).
+    pub fn recover(&self) -> Result<()> {
+        (self.backend.recover)(&self.location)
     }
 
     /// What the location holds (see [`probe`]).

@@ -16,6 +16,7 @@ pub static MEMORY: Backend = Backend {
     schemes: &["memory:"],
     location: Location::Nothing,
     open: open_memory,
+    recover: |_| Ok(()),
     probe: |_, _| {
         Ok(Holds {
             executions: false,
@@ -31,6 +32,7 @@ pub static SQLITE: Backend = Backend {
     schemes: &["sqlite:"],
     location: Location::Path,
     open: open_sqlite,
+    recover: |path| execstore_sqlite::recover(path),
     probe: |path, prefix| {
         Ok(Holds {
             executions: execstore_sqlite::has_execution_tables(path, prefix)?,
@@ -46,6 +48,7 @@ pub static POSTGRES: Backend = Backend {
     schemes: &["postgres://", "postgresql://"],
     location: Location::Url,
     open: open_postgres,
+    recover: |_| Ok(()),
     probe: |url, prefix| {
         Ok(Holds {
             executions: execstore_postgres::store_exists(url, prefix)?,

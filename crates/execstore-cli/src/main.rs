@@ -104,7 +104,7 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
         }
         command => {
             let db = db.context("no store given")?;
-            if !targets::is_postgres(&db) {
+            if targets::is_file(&db)? {
                 targets::require_executions(&db, prefix)?;
             }
             let store = targets::open_executions(&db, prefix, true)?;
@@ -133,7 +133,7 @@ fn run_control_command(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     use execstore::control::Command as Ctl;
-    if !targets::is_postgres(db) {
+    if targets::is_file(db)? {
         targets::recover_for_writing(db)?;
         targets::require_executions(db, prefix)?;
     }
@@ -400,12 +400,13 @@ fn shell_word(s: &str) -> String {
 /// (always read-only: the monitor writes no workspace), or both, and serves the monitor over
 /// them.
 fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let name = db.to_string_lossy();
-    let config = if targets::is_postgres(db) {
-        monitor_config(args, monitor::redact_url(&name), "postgres", prefix)?
+    let target = targets::target(db)?;
+    let shown = if target.is_file() {
+        db.display().to_string()
     } else {
-        monitor_config(args, db.display().to_string(), "sqlite", prefix)?
+        monitor::redact_url(&target.location)
     };
+    let config = monitor_config(args, shown, target.backend.name, prefix)?;
     if config.token.is_some() {
         // It may write: recover what a crashed writer left first, as any writer would.
         targets::recover_for_writing(db)?;
