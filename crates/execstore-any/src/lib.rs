@@ -123,9 +123,11 @@ impl Target {
             });
         };
         let row = BACKENDS.iter().find(|b| {
-            b.schemes
-                .iter()
-                .any(|s| s.split(':').next().is_some_and(|s| s.eq_ignore_ascii_case(scheme)))
+            b.schemes.iter().any(|s| {
+                s.split(':')
+                    .next()
+                    .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+            })
         });
         match row {
             Some(backend) => Ok(Target {

@@ -113,8 +113,7 @@ fn open_sqlite(path: &str, options: &Options) -> Result<Stores> {
             .any_version(options.any_version);
         let storage = SqliteWorkspaceStorage::on(&db, ws)?;
         let version = if options.any_version {
-            Some(storage.schema_version()?)
-                .filter(|v| v != execstore_sqlite::WORKSPACE_SCHEMA_VERSION)
+            Some(storage.schema_version()?).filter(|v| v != execstore_sqlite::WORKSPACE_SCHEMA_VERSION)
         } else {
             None
         };

@@ -20,7 +20,11 @@ fn a_url_picks_its_row() {
     ];
     for (url, backend, location) in cases {
         let target = Target::parse(url).unwrap();
-        assert_eq!((target.backend.name, target.location.as_str()), (backend, location), "{url}");
+        assert_eq!(
+            (target.backend.name, target.location.as_str()),
+            (backend, location),
+            "{url}"
+        );
     }
     assert!(Target::parse("runs.db").unwrap().is_file());
     assert!(!Target::parse("postgres://h/db").unwrap().is_file());
@@ -55,10 +59,7 @@ fn an_unknown_scheme_is_refused_naming_the_known_ones() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(
-        probe(&url, None),
-        Err(StoreError::InvalidInput { .. })
-    ));
+    assert!(matches!(probe(&url, None), Err(StoreError::InvalidInput { .. })));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
@@ -80,7 +81,10 @@ fn sqlite_opens_both_contracts_and_only_those_asked() {
 
     let both = open(
         path.to_str().unwrap(),
-        &Options::new().executions(true).workspaces(true).prefix(Some("harel")),
+        &Options::new()
+            .executions(true)
+            .workspaces(true)
+            .prefix(Some("harel")),
     )
     .unwrap();
     assert_eq!(both.backend.name, "sqlite");
@@ -89,7 +93,14 @@ fn sqlite_opens_both_contracts_and_only_those_asked() {
     assert!(probe(&url, Some("harel")).unwrap().workspaces);
 
     // Read-only: opens what is there, refuses to write.
-    let ro = open(&url, &Options::new().executions(true).read_only(true).prefix(Some("harel"))).unwrap();
+    let ro = open(
+        &url,
+        &Options::new()
+            .executions(true)
+            .read_only(true)
+            .prefix(Some("harel")),
+    )
+    .unwrap();
     let store = ro.executions.unwrap();
     assert!(store.load("e1").unwrap().is_some());
     assert!(store
@@ -98,7 +109,10 @@ fn sqlite_opens_both_contracts_and_only_those_asked() {
     // A bad prefix creates no file.
     let fresh = dir.path().join("fresh.db");
     assert!(matches!(
-        open(fresh.to_str().unwrap(), &Options::new().executions(true).prefix(Some("1x"))),
+        open(
+            fresh.to_str().unwrap(),
+            &Options::new().executions(true).prefix(Some("1x"))
+        ),
         Err(StoreError::InvalidInput { .. })
     ));
     assert!(!fresh.exists());

@@ -315,8 +315,8 @@ fn run_postgres(cfg: &Config) -> anyhow::Result<(Measured, u64)> {
     }
     let mut options = Options::new().executions(true).prefix(Some(&prefix));
     options.postgres.connect.max_connections = u32::try_from(cfg.clients + 1).unwrap_or(32).clamp(2, 32);
-    let store = open_store(&POSTGRES, url, &options)
-        .with_context(|| format!("cannot create the store on {url}"))?;
+    let store =
+        open_store(&POSTGRES, url, &options).with_context(|| format!("cannot create the store on {url}"))?;
     // From here the tables exist (the prefix was valid): drop them at the end unless kept.
     let tables = PgTables {
         url: url.to_owned(),
@@ -343,7 +343,9 @@ fn open_store(
         location: location.to_owned(),
     };
     let stores = target.open(options).map_err(CliError::Store)?;
-    Ok(stores.executions.context("the backend opened no execution store")?)
+    Ok(stores
+        .executions
+        .context("the backend opened no execution store")?)
 }
 
 fn round_to(x: f64, places: i32) -> Value {

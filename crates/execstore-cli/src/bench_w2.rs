@@ -489,7 +489,10 @@ pub fn run_cli(
                 .into_owned();
             schema.context("--backend postgres with W2 needs --prefix SCHEMA (a fresh schema)")?;
             let storage = open(&POSTGRES, &url, false)?;
-            (run(&*storage, &cfg, Some(exe_args("postgres", &url)))?, "postgres")
+            (
+                run(&*storage, &cfg, Some(exe_args("postgres", &url)))?,
+                "postgres",
+            )
         }
     };
     let mut full = JsonObject::new();

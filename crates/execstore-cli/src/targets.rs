@@ -184,7 +184,9 @@ pub fn open_executions(
         .open(&options)
         .map_err(CliError::Store)
         .with_context(|| format!("cannot open the store {}", shown(db, &target)))?;
-    Ok(stores.executions.context("the backend opened no execution store")?)
+    Ok(stores
+        .executions
+        .context("the backend opened no execution store")?)
 }
 
 #[cfg(test)]

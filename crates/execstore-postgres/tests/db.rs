@@ -8,9 +8,7 @@ use std::sync::Arc;
 
 use execstore::workspace::{Entry, LogQuery, ManualClock, Timestamp, WorkspaceRef, WorkspaceStorage};
 use execstore::{Effects, Execution, ExecutionStore};
-use execstore_postgres::{
-    ConnectOptions, Db, PgOptions, PgStore, PgWorkspaceOptions, PgWorkspaceStorage,
-};
+use execstore_postgres::{ConnectOptions, Db, PgOptions, PgStore, PgWorkspaceOptions, PgWorkspaceStorage};
 use postgres::NoTls;
 use serde_json::json;
 
@@ -76,9 +74,7 @@ fn both_contracts_on_one_db_share_one_pool() {
 
     let store2 = PgStore::open(
         &named(&url, &two),
-        PgOptions::new()
-            .prefix(prefix.clone())
-            .connect(connect.clone()),
+        PgOptions::new().prefix(prefix.clone()).connect(connect.clone()),
     )
     .unwrap();
     let log2 = PgWorkspaceStorage::open(&named(&url, &two), ws_options().connect(connect)).unwrap();

@@ -163,7 +163,11 @@ impl PgWorkspaceStorage {
         let config = db.config.clone();
         let (schema, held_by_policies) = {
             let mut conn = db.conn()?;
-            let found = schema::open(&mut conn.client, db.options().schema.as_deref(), db.is_read_only())?;
+            let found = schema::open(
+                &mut conn.client,
+                db.options().schema.as_deref(),
+                db.is_read_only(),
+            )?;
             (found.schema, schema::held_by_policies(&mut conn.client)?)
         };
         let channel = channel(&schema);

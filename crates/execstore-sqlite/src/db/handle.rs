@@ -363,7 +363,10 @@ impl Shared {
         self.take_turn()?;
         let turn = TurnGuard(self);
         let conn = super::take_over(&self.writer);
-        Ok(Held { conn, _turn: Some(turn) })
+        Ok(Held {
+            conn,
+            _turn: Some(turn),
+        })
     }
 
     /// The connection for reads outside transactions: the `query_only` reader; a read-only

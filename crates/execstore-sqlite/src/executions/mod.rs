@@ -215,7 +215,10 @@ impl SqliteStore {
             }
         }
         #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
-        if let Some(path) = db.path().filter(|_| db.has_reader() && options.checkpoint_pages > 0) {
+        if let Some(path) = db
+            .path()
+            .filter(|_| db.has_reader() && options.checkpoint_pages > 0)
+        {
             store.checkpointer = Some(checkpointer::Checkpointer::start(
                 path,
                 db.options().synchronous,
