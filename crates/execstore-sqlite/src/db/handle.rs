@@ -250,6 +250,7 @@ impl Db {
     }
 
     /// The file's path, for a file database.
+    #[cfg_attr(all(target_family = "wasm", target_os = "unknown"), allow(dead_code))]
     pub(crate) fn path(&self) -> Option<&Path> {
         match &self.shared.kind {
             Kind::File(path) => Some(path),
