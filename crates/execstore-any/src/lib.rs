@@ -21,8 +21,9 @@
 //! # Ok::<(), execstore::StoreError>(())
 //! ```
 //!
-//! A third backend is one more [`Backend`] row in [`BACKENDS`] (and its crate in the
-//! workspace's `Cargo.toml`): every surface then opens it by its URL.
+//! A third backend is one more [`Backend`] row in `rows.rs` (listed in [`BACKENDS`]), its
+//! crate in this crate's and the workspace's `Cargo.toml`: every surface that takes a URL
+//! (the CLI's `--db`, the monitor) then opens it.
 #![deny(missing_docs)]
 
 mod rows;
@@ -33,7 +34,7 @@ use std::sync::Arc;
 use execstore::workspace::{Clock, WorkspaceStorage};
 use execstore::{ExecutionStore, Result, StoreError, DEFAULT_TRACE_MAX};
 
-pub use rows::{MEMORY, POSTGRES, SQLITE};
+pub use rows::{BACKENDS, MEMORY, POSTGRES, SQLITE};
 
 /// One backend: the URL schemes it answers and how it opens and probes a location.
 pub struct Backend {
@@ -74,9 +75,6 @@ pub enum Location {
     /// Nothing (`memory:`).
     Nothing,
 }
-
-/// Every backend, in the order a URL's scheme is looked up.
-pub static BACKENDS: &[&Backend] = &[&MEMORY, &SQLITE, &POSTGRES];
 
 /// The schemes of [`BACKENDS`], as written in a URL (`memory:`, `sqlite:`, `postgres://`...).
 pub fn known_schemes() -> Vec<String> {

@@ -57,6 +57,9 @@ pub static POSTGRES: Backend = Backend {
     },
 };
 
+/// Every backend, in the order a URL's scheme is looked up: a new backend adds its row here.
+pub static BACKENDS: &[&Backend] = &[&MEMORY, &SQLITE, &POSTGRES];
+
 fn clock(options: &Options) -> Arc<dyn Clock> {
     options.clock.clone().unwrap_or_else(|| Arc::new(SystemClock))
 }
