@@ -343,9 +343,7 @@ fn open_store(
         location: location.to_owned(),
     };
     let stores = target.open(options).map_err(CliError::Store)?;
-    Ok(stores
-        .executions
-        .context("the backend opened no execution store")?)
+    stores.executions.context("the backend opened no execution store")
 }
 
 fn round_to(x: f64, places: i32) -> Value {

@@ -427,7 +427,7 @@ fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn 
             eprintln!("warning: {warning}");
             config.warnings.push(warning);
         }
-        served.workspaces = Some(Arc::from(storage));
+        served.workspaces = Some(storage);
     }
     serve_monitor(served, &config, out)
 }
@@ -497,6 +497,6 @@ fn demo_served(store: SqliteStore, db: &Path) -> anyhow::Result<monitor::Served>
     let workspaces = targets::open_workspaces(db, true, Arc::new(execstore::workspace::SystemClock))?;
     Ok(monitor::Served {
         executions: Some(Arc::new(store)),
-        workspaces: Some(Arc::from(workspaces)),
+        workspaces: Some(workspaces),
     })
 }

@@ -92,7 +92,7 @@ pub fn open_workspaces(
         .open(&options)
         .map_err(CliError::Store)
         .with_context(|| format!("cannot open the workspace tables of {}", shown(db, &target)))?;
-    Ok(stores.workspaces.context("the backend opened no workspace log")?)
+    stores.workspaces.context("the backend opened no workspace log")
 }
 
 /// The workspace log of `db` for the monitor: read-only, and where the tables record a
@@ -184,9 +184,7 @@ pub fn open_executions(
         .open(&options)
         .map_err(CliError::Store)
         .with_context(|| format!("cannot open the store {}", shown(db, &target)))?;
-    Ok(stores
-        .executions
-        .context("the backend opened no execution store")?)
+    stores.executions.context("the backend opened no execution store")
 }
 
 #[cfg(test)]
