@@ -132,3 +132,68 @@ fn memory_opens_both_and_refuses_read_only() {
         Err(StoreError::InvalidInput { .. })
     ));
 }
+
+/// `postgres://` with both contracts: one pool (the server sees one session of a pool of one
+/// connection). Needs `EXECSTORE_PG_URL`; skipped, and said so, without it when
+/// `EXECSTORE_PG_OPTIONAL=1`.
+#[test]
+fn postgres_opens_both_contracts_on_one_pool() {
+    let url = match std::env::var("EXECSTORE_PG_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ if std::env::var("EXECSTORE_PG_OPTIONAL").as_deref() == Ok("1") => {
+            eprintln!(
+                "SKIPPED: postgres_opens_both_contracts_on_one_pool: EXECSTORE_PG_URL is not set \
+                 (EXECSTORE_PG_OPTIONAL=1)"
+            );
+            return;
+        }
+        _ => panic!("EXECSTORE_PG_URL is not set (or EXECSTORE_PG_OPTIONAL=1 to skip)"),
+    };
+    let tag = format!(
+        "any_{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+    );
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let named = format!("{url}{sep}application_name={tag}");
+    let mut options = Options::new()
+        .executions(true)
+        .workspaces(true)
+        .prefix(Some(&tag));
+    options.postgres.connect = options
+        .postgres
+        .connect
+        .clone()
+        .max_connections(1)
+        .schema(format!("s_{tag}"));
+    let stores = open(&named, &options).unwrap();
+    assert_eq!(stores.backend.name, "postgres");
+    stores
+        .executions
+        .as_ref()
+        .unwrap()
+        .commit(&mut Execution::new("e1", "d"), &Effects::new())
+        .unwrap();
+    assert!(stores
+        .workspaces
+        .as_ref()
+        .unwrap()
+        .workspaces()
+        .unwrap()
+        .is_empty());
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let sessions: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            &[&tag],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(sessions, 1, "both contracts on one pool of one connection");
+    drop(stores);
+    client
+        .batch_execute(&format!("DROP SCHEMA s_{tag} CASCADE"))
+        .unwrap();
+}

@@ -460,7 +460,11 @@ fn a_bad_cursor_is_refused() {
 #[test]
 fn an_unknown_url_scheme_is_refused_naming_the_known_ones() {
     let dir = tempfile::tempdir().unwrap();
-    for args in [&["list"][..], &["workspaces"], &["purge-finished", "--older-than", "0s"]] {
+    for args in [
+        &["list"][..],
+        &["workspaces"],
+        &["purge-finished", "--older-than", "0s"],
+    ] {
         let mut all = vec!["--db", "mysql://app@db/app"];
         all.extend_from_slice(args);
         let out = execstore(dir.path(), &all);

@@ -149,4 +149,27 @@ impl Db {
     pub(crate) fn conn(&self) -> Result<Pooled> {
         self.pool.get().map_err(pool_err)
     }
+
+    /// Creates [`ConnectOptions::schema`] if it is missing (unless read-only), so that a
+    /// contract's tables have somewhere to go whichever contract opens first. Only when
+    /// missing: `CREATE SCHEMA IF NOT EXISTS` asks for the right to create one even where it
+    /// exists, which a role that only uses the tables may not have (`IF NOT EXISTS` then only
+    /// covers another process creating it at the same time).
+    pub(crate) fn ensure_schema(&self) -> Result<()> {
+        let Some(schema) = self.options.schema.as_deref().filter(|_| !self.options.read_only) else {
+            return Ok(());
+        };
+        let mut conn = self.conn()?;
+        let exists = !conn
+            .query(
+                "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1",
+                &[&schema],
+            )?
+            .is_empty();
+        if !exists {
+            // A plain identifier (checked by `Db::open`).
+            conn.batch(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))?;
+        }
+        Ok(())
+    }
 }

@@ -290,10 +290,14 @@ impl PgStore {
     /// schema; the connection settings are `db`'s, [`PgOptions::connect`] is not read):
     /// creates harel's tables if they are missing and applies execstore's migrations (unless
     /// [`PgOptions::create_schema`] is off, or `db` is read-only, when the tables must be
-    /// there). A workspace storage on the same `db` draws from the same pool.
+    /// there). `db`'s schema, if it names one, is created if missing (with `create_schema`).
+    /// A workspace storage on the same `db` draws from the same pool.
     pub fn on(db: &Db, options: PgOptions) -> Result<Self> {
         let tables = Tables::new(options.prefix.as_deref())?;
         let read_only = db.is_read_only();
+        if options.create_schema {
+            db.ensure_schema()?;
+        }
         let pool = db.pool.clone();
         let config = &db.config;
         let keyed = {
