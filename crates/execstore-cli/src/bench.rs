@@ -26,12 +26,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use execstore::w1::{exe_id, in_event_id, initial_execution, step, Round};
-use execstore::{
-    executions::paging, executions::GroupCommit, executions::ListQuery, executions::Status, ExecutionStore,
-    MemoryStore,
-};
-use execstore_postgres::{PgOptions, PgStore};
-use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
+use execstore::{executions::paging, ExecutionStore, executions::GroupCommit, executions::ListQuery, executions::Status};
+use execstore_any::{Backend, Options, Target, MEMORY, POSTGRES, SQLITE};
+use execstore_sqlite::Synchronous;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -157,19 +154,15 @@ pub fn run(cfg: &Config) -> anyhow::Result<Value> {
                 (None, Some(dir)) => dir.path().join("bench.db"),
                 (None, None) => unreachable!("a temporary directory is made when --db is not given"),
             };
-            let mut options = SqliteOptions::new();
-            if let Some(prefix) = &cfg.prefix {
-                options = options.prefix(prefix.clone());
-            }
+            let mut options = Options::new().executions(true).prefix(cfg.prefix.as_deref());
             if let Some(level) = cfg.synchronous {
-                options = options.synchronous(match level {
+                options.sqlite.connect.synchronous = match level {
                     BenchSynchronous::Full => Synchronous::Full,
                     BenchSynchronous::Normal => Synchronous::Normal,
                     BenchSynchronous::Off => Synchronous::Off,
-                });
+                };
             }
-            let store = SqliteStore::open(&db, options)
-                .map_err(CliError::Store)
+            let store = open_store(&SQLITE, &db.to_string_lossy(), &options)
                 .with_context(|| format!("cannot create the store {}", db.display()))?;
             // `drive` drops the store: closing its connection (the last one) checkpoints the
             // WAL into the main file and removes it.
@@ -178,7 +171,10 @@ pub fn run(cfg: &Config) -> anyhow::Result<Value> {
             let wal_bytes = file_size(&with_suffix(&db, "-wal"))?;
             (m, db_bytes, Some(wal_bytes), Some(rusqlite::version()))
         }
-        BenchBackend::Memory => (drive(MemoryStore::new(), cfg)?, 0, Some(0), None),
+        BenchBackend::Memory => {
+            let store = open_store(&MEMORY, "memory:", &Options::new().executions(true))?;
+            (drive(store, cfg)?, 0, Some(0), None)
+        }
         // The server's WAL is not the store's own: no figure.
         BenchBackend::Postgres => {
             let (m, db_bytes) = run_postgres(cfg)?;
@@ -287,7 +283,7 @@ impl Drop for PgTables {
 /// the run, dead rows not yet vacuumed included.
 fn run_postgres(cfg: &Config) -> anyhow::Result<(Measured, u64)> {
     let url = match cfg.db.as_deref().and_then(Path::to_str) {
-        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => url,
+        Some(url) if Target::parse(url).is_ok_and(|t| std::ptr::eq(t.backend, &POSTGRES)) => url,
         _ => {
             return Err(CliError::Input(
                 "--backend postgres needs --db postgres://USER@HOST:PORT/DATABASE".into(),
@@ -317,12 +313,10 @@ fn run_postgres(cfg: &Config) -> anyhow::Result<(Measured, u64)> {
         ))
         .into());
     }
-    let options = PgOptions::new()
-        .prefix(prefix.clone())
-        .max_connections(u32::try_from(cfg.clients + 1).unwrap_or(32).clamp(2, 32));
-    let store = PgStore::open(url, options)
-        .map_err(CliError::Store)
-        .with_context(|| format!("cannot create the store on {url}"))?;
+    let mut options = Options::new().executions(true).prefix(Some(&prefix));
+    options.postgres.connect.max_connections = u32::try_from(cfg.clients + 1).unwrap_or(32).clamp(2, 32);
+    let store =
+        open_store(&POSTGRES, url, &options).with_context(|| format!("cannot create the store on {url}"))?;
     // From here the tables exist (the prefix was valid): drop them at the end unless kept.
     let tables = PgTables {
         url: url.to_owned(),
@@ -335,6 +329,21 @@ fn run_postgres(cfg: &Config) -> anyhow::Result<(Measured, u64)> {
         .context("measure the store's size")?;
     drop(tables);
     Ok((m, bytes))
+}
+
+/// The execution store of the row `backend` at `location` (the bench names its backend with
+/// `--backend`, and `--db` is that backend's location as it is: a file's path, a server's URL).
+fn open_store(
+    backend: &'static Backend,
+    location: &str,
+    options: &Options,
+) -> anyhow::Result<std::sync::Arc<dyn ExecutionStore>> {
+    let target = Target {
+        backend,
+        location: location.to_owned(),
+    };
+    let stores = target.open(options).map_err(CliError::Store)?;
+    stores.executions.context("the backend opened no execution store")
 }
 
 fn round_to(x: f64, places: i32) -> Value {
@@ -598,8 +607,8 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     use execstore::{
-        executions::Capabilities, executions::DueTimer, executions::ExecutionPage, executions::OutboxEntry,
-        executions::SpawnEntry, executions::TraceStep, Effects, Execution,
+        executions::Capabilities, executions::DueTimer, Effects, Execution, executions::ExecutionPage, MemoryStore, executions::OutboxEntry, executions::SpawnEntry,
+        executions::TraceStep,
     };
 
     use super::*;

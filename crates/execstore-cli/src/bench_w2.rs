@@ -396,8 +396,8 @@ pub fn run_cli(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     use crate::args::{BenchBackend, BenchSynchronous, Workload};
-    use execstore_postgres::{PgWorkspaceOptions, PgWorkspaceStorage};
-    use execstore_sqlite::{SqliteWorkspaceOptions, SqliteWorkspaceStorage, Synchronous};
+    use execstore_any::{Backend, Options, Target, MEMORY, POSTGRES, SQLITE};
+    use execstore_sqlite::Synchronous;
 
     let cfg = W2Config {
         workspaces: args.workspaces as usize,
@@ -414,27 +414,30 @@ pub fn run_cli(
         BenchSynchronous::Normal => Synchronous::Normal,
         BenchSynchronous::Off => Synchronous::Off,
     });
-    let sqlite_options = |read_only: bool| {
-        let mut o = SqliteWorkspaceOptions::new()
-            .clock(clock.clone())
-            .read_only(read_only);
-        if let Some(s) = sync {
-            o = o.synchronous(s);
-        }
-        o
+    let mut options = Options::new().workspaces(true).clock(clock.clone());
+    if let Some(s) = sync {
+        options.sqlite.connect.synchronous = s;
+    }
+    if let Some(s) = schema {
+        options.postgres.connect.schema = Some(s.to_owned());
+    }
+    // The workspace log of the row `backend` at `location` (`--db` as it is: a file's path,
+    // a server's URL).
+    let open = |backend: &'static Backend, location: &str, read_only: bool| {
+        let target = Target {
+            backend,
+            location: location.to_owned(),
+        };
+        let stores = target.open(&options.clone().read_only(read_only))?;
+        stores.workspaces.context("the backend opened no workspace log")
     };
     if workload == Workload::W2Follow {
         let db = db.context("the follower needs --db")?;
-        let storage: Box<dyn WorkspaceStorage> = match backend {
-            BenchBackend::Postgres => {
-                let mut o = PgWorkspaceOptions::new().read_only(true);
-                if let Some(s) = schema {
-                    o = o.schema(s);
-                }
-                Box::new(PgWorkspaceStorage::open(&db.to_string_lossy(), o)?)
-            }
-            _ => Box::new(SqliteWorkspaceStorage::open(&db, sqlite_options(true))?),
+        let row = match backend {
+            BenchBackend::Postgres => &POSTGRES,
+            _ => &SQLITE,
         };
+        let storage = open(row, &db.to_string_lossy(), true)?;
         let ws = WorkspaceRef::new(args.tenant.clone(), args.workspace.clone());
         return follow(&*storage, ws, args.after, args.count, out);
     }
@@ -458,8 +461,8 @@ pub fn run_cli(
     };
     let (mut line, backend_name) = match backend {
         BenchBackend::Memory => {
-            let storage = execstore::workspace::MemoryWorkspaceStorage::new(clock.clone());
-            (run(&storage, &cfg, None)?, "memory")
+            let storage = open(&MEMORY, "", false)?;
+            (run(&*storage, &cfg, None)?, "memory")
         }
         BenchBackend::Sqlite => {
             let dir;
@@ -475,22 +478,21 @@ pub fn run_cli(
                     dir.path().join("w2.db")
                 }
             };
-            let storage = SqliteWorkspaceStorage::open(&path, sqlite_options(false))?;
+            let storage = open(&SQLITE, &path.to_string_lossy(), false)?;
             let follower = exe_args("sqlite", &path.to_string_lossy());
-            (run(&storage, &cfg, Some(follower))?, "sqlite")
+            (run(&*storage, &cfg, Some(follower))?, "sqlite")
         }
         BenchBackend::Postgres => {
             let url = db
                 .context("--backend postgres needs --db postgres://...")?
                 .to_string_lossy()
                 .into_owned();
-            let schema =
-                schema.context("--backend postgres with W2 needs --prefix SCHEMA (a fresh schema)")?;
-            let storage = PgWorkspaceStorage::open(
-                &url,
-                PgWorkspaceOptions::new().clock(clock.clone()).schema(schema),
-            )?;
-            (run(&storage, &cfg, Some(exe_args("postgres", &url)))?, "postgres")
+            schema.context("--backend postgres with W2 needs --prefix SCHEMA (a fresh schema)")?;
+            let storage = open(&POSTGRES, &url, false)?;
+            (
+                run(&*storage, &cfg, Some(exe_args("postgres", &url)))?,
+                "postgres",
+            )
         }
     };
     let mut full = JsonObject::new();

@@ -104,7 +104,7 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
         }
         command => {
             let db = db.context("no store given")?;
-            if !targets::is_postgres(&db) {
+            if targets::is_file(&db)? {
                 targets::require_executions(&db, prefix)?;
             }
             let store = targets::open_executions(&db, prefix, true)?;
@@ -133,7 +133,7 @@ fn run_control_command(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     use execstore::executions::control::Command as Ctl;
-    if !targets::is_postgres(db) {
+    if targets::is_file(db)? {
         targets::recover_for_writing(db)?;
         targets::require_executions(db, prefix)?;
     }
@@ -400,12 +400,13 @@ fn shell_word(s: &str) -> String {
 /// (always read-only: the monitor writes no workspace), or both, and serves the monitor over
 /// them.
 fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let name = db.to_string_lossy();
-    let config = if targets::is_postgres(db) {
-        monitor_config(args, monitor::redact_url(&name), "postgres", prefix)?
+    let target = targets::target(db)?;
+    let shown = if target.is_file() {
+        db.display().to_string()
     } else {
-        monitor_config(args, db.display().to_string(), "sqlite", prefix)?
+        monitor::redact_url(&target.location)
     };
+    let config = monitor_config(args, shown, target.backend.name, prefix)?;
     if config.token.is_some() {
         // It may write: recover what a crashed writer left first, as any writer would.
         targets::recover_for_writing(db)?;
@@ -426,7 +427,7 @@ fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn 
             eprintln!("warning: {warning}");
             config.warnings.push(warning);
         }
-        served.workspaces = Some(Arc::from(storage));
+        served.workspaces = Some(storage);
     }
     serve_monitor(served, &config, out)
 }
@@ -496,6 +497,6 @@ fn demo_served(store: SqliteStore, db: &Path) -> anyhow::Result<monitor::Served>
     let workspaces = targets::open_workspaces(db, true, Arc::new(execstore::workspace::SystemClock))?;
     Ok(monitor::Served {
         executions: Some(Arc::new(store)),
-        workspaces: Some(Arc::from(workspaces)),
+        workspaces: Some(workspaces),
     })
 }

@@ -1,5 +1,5 @@
-//! One place that opens a store from a `--db` target: a SQLite file path or a
-//! `postgres://` URL, for either contract.
+//! One place that opens a store from a `--db` target (a SQLite file path, `sqlite:PATH`, a
+//! `postgres://` URL: any URL of execstore-any's table of backends), for either contract.
 
 use std::io::ErrorKind;
 use std::path::Path;
@@ -8,21 +8,42 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use execstore::workspace::{Clock, SystemClock, WorkspaceStorage};
 use execstore::ExecutionStore;
-use execstore_postgres::{PgOptions, PgStore, PgWorkspaceOptions, PgWorkspaceStorage};
-use execstore_sqlite::{SqliteOptions, SqliteStore, SqliteWorkspaceOptions, SqliteWorkspaceStorage};
+use execstore_any::{Holds, Options, Target};
 
 use crate::error::CliError;
 
-/// Whether a target names a PostgreSQL server.
-pub fn is_postgres(db: &Path) -> bool {
-    db.to_str()
-        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+/// The backend row and location of a target; a scheme no backend answers is refused, naming
+/// the known ones.
+pub fn target(db: &Path) -> anyhow::Result<Target> {
+    let url = db
+        .to_str()
+        .ok_or_else(|| CliError::Input(format!("{} is not valid UTF-8", db.display())))?;
+    Ok(Target::parse(url).map_err(|e| CliError::Input(e.to_string()))?)
 }
 
-/// Refuses a SQLite path that does not exist or is a directory (opening it would create an
+/// Whether a target names a file on this machine (not a server).
+pub fn is_file(db: &Path) -> anyhow::Result<bool> {
+    Ok(target(db)?.is_file())
+}
+
+/// How a target is named in messages: a file's path, a server's URL without its password.
+fn shown(db: &Path, target: &Target) -> String {
+    if target.is_file() {
+        db.display().to_string()
+    } else {
+        crate::monitor::redact_url(&target.location)
+    }
+}
+
+/// Refuses a file target that does not exist or is a directory (opening it would create an
 /// empty store and hide a typo).
 pub fn existing_file(db: &Path) -> anyhow::Result<()> {
-    match std::fs::metadata(db) {
+    let target = target(db)?;
+    if !target.is_file() {
+        return Ok(());
+    }
+    let path = Path::new(&target.location);
+    match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => {
             Err(CliError::Input(format!("{} is a directory, not a store file", db.display())).into())
         }
@@ -36,43 +57,26 @@ pub fn existing_file(db: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// Before a command that writes a SQLite file: opens it read-write once, so that SQLite's
+/// Before a command that writes a file target: opens it read-write once, so that SQLite's
 /// recovery runs (a hot journal a read-only open refuses is rolled back), creating nothing.
-/// A PostgreSQL target needs nothing.
+/// A server needs nothing.
 pub fn recover_for_writing(db: &Path) -> anyhow::Result<()> {
-    if is_postgres(db) {
+    let target = target(db)?;
+    if !target.is_file() {
         return Ok(());
     }
     existing_file(db)?;
-    execstore_sqlite::recover(db)
+    target
+        .recover()
         .map_err(CliError::Store)
         .with_context(|| format!("cannot open {} for writing", db.display()))
 }
 
-/// What a target holds: execution tables (harel's or execstore's, under `prefix`) and
-/// reflexr's workspace tables. Probing creates and changes nothing.
-#[derive(Clone, Copy, Debug)]
-pub struct Holds {
-    /// Execution tables under the prefix.
-    pub executions: bool,
-    /// reflexr's `reflexr_*` tables.
-    pub workspaces: bool,
-}
-
-/// Probes a target.
+/// Probes a target: what it holds (execution tables under `prefix`, reflexr's tables).
+/// Probing creates and changes nothing.
 pub fn holds(db: &Path, prefix: Option<&str>) -> anyhow::Result<Holds> {
-    if is_postgres(db) {
-        let url = db.to_string_lossy();
-        return Ok(Holds {
-            executions: execstore_postgres::store_exists(&url, prefix).map_err(CliError::Store)?,
-            workspaces: execstore_postgres::has_workspace_tables(&url, None).map_err(CliError::Store)?,
-        });
-    }
     existing_file(db)?;
-    Ok(Holds {
-        executions: execstore_sqlite::has_execution_tables(db, prefix).map_err(CliError::Store)?,
-        workspaces: execstore_sqlite::has_workspace_tables(db).map_err(CliError::Store)?,
-    })
+    Ok(target(db)?.probe(prefix).map_err(CliError::Store)?)
 }
 
 /// Opens the workspace log of a target: read-only for the read commands (nothing created,
@@ -81,57 +85,46 @@ pub fn open_workspaces(
     db: &Path,
     read_only: bool,
     clock: Arc<dyn Clock>,
-) -> anyhow::Result<Box<dyn WorkspaceStorage>> {
-    if is_postgres(db) {
-        let url = db.to_string_lossy();
-        let storage =
-            PgWorkspaceStorage::open(&url, PgWorkspaceOptions::new().read_only(read_only).clock(clock))
-                .map_err(CliError::Store)
-                .context("cannot open the workspace tables on the PostgreSQL server")?;
-        return Ok(Box::new(storage));
-    }
-    let storage = SqliteWorkspaceStorage::open(
-        db,
-        SqliteWorkspaceOptions::new().read_only(read_only).clock(clock),
-    )
-    .map_err(CliError::Store)
-    .with_context(|| format!("cannot open the workspace tables of {}", db.display()))?;
-    Ok(Box::new(storage))
+) -> anyhow::Result<Arc<dyn WorkspaceStorage>> {
+    let target = target(db)?;
+    let options = Options::new().workspaces(true).read_only(read_only).clock(clock);
+    let stores = target
+        .open(&options)
+        .map_err(CliError::Store)
+        .with_context(|| format!("cannot open the workspace tables of {}", shown(db, &target)))?;
+    stores.workspaces.context("the backend opened no workspace log")
 }
 
-/// The workspace log of `db` for the monitor: read-only, and for a SQLite file whose
-/// `reflexr_alembic_version` records a version this build does not know, opened all the same
-/// with a warning to show (what it reads may be misread). PostgreSQL's is opened as by
-/// [`open_workspaces`] (another version is refused).
+/// The workspace log of `db` for the monitor: read-only, and where the tables record a
+/// reflexr schema version this build does not know (SQLite), opened all the same with a
+/// warning to show (what it reads may be misread).
 pub fn open_workspaces_for_monitor(
     db: &Path,
     clock: Arc<dyn Clock>,
-) -> anyhow::Result<(Box<dyn WorkspaceStorage>, Option<String>)> {
-    if is_postgres(db) {
-        return Ok((open_workspaces(db, true, clock)?, None));
-    }
-    let storage = SqliteWorkspaceStorage::open(
-        db,
-        SqliteWorkspaceOptions::new()
-            .read_only(true)
-            .any_version(true)
-            .clock(clock),
-    )
-    .map_err(CliError::Store)
-    .with_context(|| format!("cannot open the workspace tables of {}", db.display()))?;
-    let version = storage.schema_version().map_err(CliError::Store)?;
-    let warning = (version != execstore_sqlite::WORKSPACE_SCHEMA_VERSION).then(|| {
+) -> anyhow::Result<(Arc<dyn WorkspaceStorage>, Option<String>)> {
+    let target = target(db)?;
+    let options = Options::new()
+        .workspaces(true)
+        .read_only(true)
+        .any_version(true)
+        .clock(clock);
+    let stores = target
+        .open(&options)
+        .map_err(CliError::Store)
+        .with_context(|| format!("cannot open the workspace tables of {}", shown(db, &target)))?;
+    let warning = stores.workspace_version.as_ref().map(|version| {
         format!(
             "reflexr_alembic_version records reflexr schema version {version}, but this execstore              knows version {}: the workspace log is shown read-only and may be misread",
             execstore_sqlite::WORKSPACE_SCHEMA_VERSION
         )
     });
-    Ok((Box::new(storage), warning))
+    let storage = stores.workspaces.context("the backend opened no workspace log")?;
+    Ok((storage, warning))
 }
 
 /// [`open_workspaces`] read-only on the system clock, after checking the target holds
 /// reflexr's tables (and saying plainly when it does not).
-pub fn open_workspaces_to_read(db: &Path, prefix: Option<&str>) -> anyhow::Result<Box<dyn WorkspaceStorage>> {
+pub fn open_workspaces_to_read(db: &Path, prefix: Option<&str>) -> anyhow::Result<Arc<dyn WorkspaceStorage>> {
     let found = holds(db, prefix)?;
     if !found.workspaces {
         let also = if found.executions {
@@ -171,36 +164,27 @@ pub fn require_executions(db: &Path, prefix: Option<&str>) -> anyhow::Result<()>
     .into())
 }
 
-/// Opens the execution store of a target: a SQLite file that must exist, or a PostgreSQL
-/// server. Read-only opens create, migrate and change nothing (SQLite: a read-only
-/// connection, `SQLITE_OPEN_READONLY`, which never runs SQLite's recovery: the file, its
-/// `-wal` and `-journal` stay byte for byte; PostgreSQL: no table created, every session
+/// Opens the execution store of a target: a file that must exist, or a server. Read-only
+/// opens create, migrate and change nothing (SQLite: a read-only connection,
+/// `SQLITE_OPEN_READONLY`, which never runs SQLite's recovery: the file, its `-wal` and
+/// `-journal` stay byte for byte; PostgreSQL: no table created, every session
 /// `default_transaction_read_only`, so the server refuses any write).
 pub fn open_executions(
     db: &Path,
     prefix: Option<&str>,
     read_only: bool,
 ) -> anyhow::Result<Arc<dyn ExecutionStore>> {
-    if is_postgres(db) {
-        let url = db.to_string_lossy();
-        let mut options = PgOptions::new().read_only(read_only);
-        if let Some(prefix) = prefix {
-            options = options.prefix(prefix);
-        }
-        let store = PgStore::open(&url, options)
-            .map_err(CliError::Store)
-            .with_context(|| format!("cannot open the store {}", crate::monitor::redact_url(&url)))?;
-        return Ok(Arc::new(store));
-    }
     existing_file(db)?;
-    let mut options = SqliteOptions::new().read_only(read_only);
-    if let Some(prefix) = prefix {
-        options = options.prefix(prefix);
-    }
-    let store = SqliteStore::open(db, options)
+    let target = target(db)?;
+    let options = Options::new()
+        .executions(true)
+        .read_only(read_only)
+        .prefix(prefix);
+    let stores = target
+        .open(&options)
         .map_err(CliError::Store)
-        .with_context(|| format!("cannot open the store {}", db.display()))?;
-    Ok(Arc::new(store))
+        .with_context(|| format!("cannot open the store {}", shown(db, &target)))?;
+    stores.executions.context("the backend opened no execution store")
 }
 
 #[cfg(test)]

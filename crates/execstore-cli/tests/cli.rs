@@ -455,6 +455,29 @@ fn a_bad_cursor_is_refused() {
     assert!(out.stdout.is_empty());
 }
 
+/// A URL whose scheme no backend answers is refused naming the known ones (not taken for a
+/// file name), for the read and the write commands alike, and nothing is created.
+#[test]
+fn an_unknown_url_scheme_is_refused_naming_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["list"][..],
+        &["workspaces"],
+        &["purge-finished", "--older-than", "0s"],
+    ] {
+        let mut all = vec!["--db", "mysql://app@db/app"];
+        all.extend_from_slice(args);
+        let out = execstore(dir.path(), &all);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.contains("\"mysql\""), "{args:?}: {err}");
+        for known in ["memory:", "sqlite:", "postgres://", "postgresql://"] {
+            assert!(err.contains(known), "{args:?}: {known} in {err}");
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
 #[test]
 fn a_missing_store_file_is_an_error_and_is_not_created() {
     let dir = tempfile::tempdir().unwrap();

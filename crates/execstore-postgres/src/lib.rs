@@ -48,6 +48,7 @@ mod executions;
 mod transport;
 mod workspace;
 
+pub use db::handle::{ConnectOptions, Db};
 pub use executions::{drop_store, harel_schema, store_bytes, store_exists, table_names, PgOptions, PgStore};
 pub use transport::{drop_transport, PgTransport, PgTransportOptions};
 pub use workspace::{

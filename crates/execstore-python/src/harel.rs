@@ -20,8 +20,8 @@ use execstore::{
     executions::Status, executions::TimerOp, executions::TraceStep, Effects, Execution, ExecutionStore,
     StoreError,
 };
-use execstore_postgres::{PgOptions, PgStore};
-use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
+use execstore_any::{Options, POSTGRES, SQLITE};
+use execstore_sqlite::Synchronous;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -78,7 +78,7 @@ enum Target {
 
 /// One opened store (and the temporary file it needs kept).
 struct Opened {
-    store: Box<dyn ExecutionStore>,
+    store: Arc<dyn ExecutionStore>,
     _temp: Option<Arc<TempDb>>,
 }
 
@@ -101,44 +101,45 @@ fn prefix_of(prefix: &str) -> Option<String> {
 }
 
 fn open(target: &Target, prefix: Option<&str>, trace_max: Option<u32>) -> execstore::Result<Opened> {
-    match target {
+    let mut options = Options::new()
+        .executions(true)
+        .prefix(prefix)
+        .trace_max(trace_max);
+    // The row of execstore-any's table, handed the path or URL as it is (a harel path such as
+    // `sqlite:x.db` is a file's name).
+    let (row, location, temp) = match target {
         Target::Sqlite {
             path,
             temp,
             create_schema,
         } => {
-            let mut options = SqliteOptions::new()
-                .trace_max(trace_max)
-                .create_schema(*create_schema);
-            if let Some(p) = prefix {
-                options = options.prefix(p);
-            }
+            options.create_schema = *create_schema;
             if temp.is_some() {
-                options = options.synchronous(Synchronous::Off);
+                options.sqlite.connect.synchronous = Synchronous::Off;
             }
-            Ok(Opened {
-                store: Box::new(SqliteStore::open(path, options)?),
-                _temp: temp.clone(),
-            })
+            (&SQLITE, path.to_string_lossy().into_owned(), temp.clone())
         }
         Target::Postgres {
             url,
             max_connections,
             create_schema,
         } => {
-            let mut options = PgOptions::new()
-                .trace_max(trace_max)
-                .create_schema(*create_schema)
-                .max_connections(*max_connections);
-            if let Some(p) = prefix {
-                options = options.prefix(p);
-            }
-            Ok(Opened {
-                store: Box::new(PgStore::open(url, options)?),
-                _temp: None,
-            })
+            options.create_schema = *create_schema;
+            options.postgres.connect.max_connections = *max_connections;
+            (&POSTGRES, url.clone(), None)
         }
+    };
+    let stores = execstore_any::Target {
+        backend: row,
+        location,
     }
+    .open(&options)?;
+    Ok(Opened {
+        store: stores
+            .executions
+            .ok_or_else(|| StoreError::invalid("backend", "opened no execution store"))?,
+        _temp: temp,
+    })
 }
 
 fn check_trace_max(trace_max: Option<i64>) -> PyResult<Option<u32>> {

@@ -13,13 +13,11 @@
 use crate::errors::IntoPy;
 use execstore::kit::pyjson;
 use execstore::workspace::{
-    Clock, Entry, EvaluationError, LogQuery, MemoryWorkspaceStorage, RuleProgress, Run, RunPolicy, RunQuery,
-    RunStatus, ScopeState, StoredRule, StoredRuleStatus, SystemClock, Timestamp, WorkspaceRef,
-    WorkspaceStorage, WorkspaceTx,
+    Clock, Entry, EvaluationError, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, RunStatus, ScopeState,
+    StoredRule, StoredRuleStatus, SystemClock, Timestamp, WorkspaceRef, WorkspaceStorage, WorkspaceTx,
 };
 use execstore::StoreError;
-use execstore_postgres::{PgWorkspaceOptions, PgWorkspaceStorage};
-use execstore_sqlite::{SqliteWorkspaceOptions, SqliteWorkspaceStorage};
+use execstore_any::{Backend, Options, Target, MEMORY, POSTGRES, SQLITE};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use serde_json::{Map, Value};
@@ -176,6 +174,23 @@ impl WorkspaceStore {
     }
 }
 
+/// The workspace log of the row `backend` of execstore-any's table at `location` (the path or
+/// DSN as given), on the fed clock.
+fn open_workspaces(
+    py: Python<'_>,
+    backend: &'static Backend,
+    location: String,
+    options: Options,
+) -> PyResult<WorkspaceStore> {
+    let options = options.workspaces(true).clock(Arc::new(FedClock));
+    let target = Target { backend, location };
+    let stores = py.detach(|| target.open(&options)).py_err(py)?;
+    let storage = stores
+        .workspaces
+        .ok_or_else(|| PyRuntimeError::new_err("the backend opened no workspace log"))?;
+    Ok(WorkspaceStore::new(storage))
+}
+
 fn wref(tenant: &str, workspace: &str) -> WorkspaceRef {
     WorkspaceRef::new(tenant, workspace)
 }
@@ -184,8 +199,8 @@ fn wref(tenant: &str, workspace: &str) -> WorkspaceRef {
 impl WorkspaceStore {
     /// A new, empty storage in memory.
     #[staticmethod]
-    fn memory() -> Self {
-        WorkspaceStore::new(Arc::new(MemoryWorkspaceStorage::new(Arc::new(FedClock))))
+    fn memory(py: Python<'_>) -> PyResult<Self> {
+        open_workspaces(py, &MEMORY, String::new(), Options::new())
     }
 
     /// Opens (creating and migrating) a SQLite file.
@@ -200,25 +215,18 @@ impl WorkspaceStore {
         if path != ":memory:" {
             crate::errors::check_other_sqlite(py)?;
         }
-        let options = SqliteWorkspaceOptions::new()
-            .clock(Arc::new(FedClock))
-            .poll_interval(poll);
-        let storage = py
-            .detach(|| SqliteWorkspaceStorage::open(&path, options))
-            .py_err(py)?;
-        Ok(WorkspaceStore::new(Arc::new(storage)))
+        let mut options = Options::new();
+        options.sqlite.workspace = options.sqlite.workspace.poll_interval(poll);
+        open_workspaces(py, &SQLITE, path, options)
     }
 
     /// Connects to PostgreSQL (creating and migrating reflexr's tables in `schema`).
     #[staticmethod]
     #[pyo3(signature = (dsn, schema=None))]
     fn postgres(py: Python<'_>, dsn: String, schema: Option<String>) -> PyResult<Self> {
-        let mut options = PgWorkspaceOptions::new().clock(Arc::new(FedClock));
-        if let Some(schema) = schema {
-            options = options.schema(schema);
-        }
-        let storage = py.detach(|| PgWorkspaceStorage::open(&dsn, options)).py_err(py)?;
-        Ok(WorkspaceStore::new(Arc::new(storage)))
+        let mut options = Options::new();
+        options.postgres.connect.schema = schema;
+        open_workspaces(py, &POSTGRES, dsn, options)
     }
 
     /// Closes the storage: later calls raise; calls in flight end first.

@@ -33,7 +33,7 @@ mod executions;
 mod transport;
 mod workspace;
 
-pub use db::{other_sqlite_safe, recover, ReadOnlyRefusal, Synchronous};
+pub use db::{other_sqlite_safe, recover, ConnectOptions, Db, ReadOnlyRefusal, Synchronous};
 pub use executions::{
     harel_schema, has_execution_tables, SqliteOptions, SqliteStore, DEFAULT_CHECKPOINT_PAGES,
 };

@@ -222,9 +222,9 @@ fn journal_mode_is_wal_and_memory_is_ephemeral() {
 fn options_and_trace_max() {
     let o = SqliteOptions::default();
     assert_eq!(o.prefix, None);
-    assert_eq!(o.synchronous, Synchronous::Full);
+    assert_eq!(o.connect.synchronous, Synchronous::Full);
     assert_eq!(o.trace_max, Some(200));
-    assert_eq!(o.busy_timeout, Duration::from_secs(5));
+    assert_eq!(o.connect.busy_timeout, Duration::from_secs(5));
     let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
     assert_eq!(store.trace_max(), Some(200));
     let store = SqliteStore::open_in_memory(SqliteOptions::new().trace_max(Some(0))).unwrap();

@@ -260,7 +260,7 @@ impl Drop for Lease {
 /// Refuses a `synchronous` other than the two levels an OPFS store offers, before anything
 /// is touched.
 fn check_durability(sqlite: &SqliteOptions) -> Result<(), WasmError> {
-    match sqlite.synchronous {
+    match sqlite.connect.synchronous {
         Synchronous::Full | Synchronous::Normal => Ok(()),
         other => Err(invalid(
             "options.synchronous",

@@ -6,6 +6,7 @@
 //! version record.
 
 mod error;
+pub(crate) mod handle;
 mod listen;
 
 use std::collections::HashMap;

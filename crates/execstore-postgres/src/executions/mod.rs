@@ -38,12 +38,14 @@ use execstore::{executions::TimerOp, executions::Work, executions::DEFAULT_TRACE
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement, Transaction};
 
-use crate::db::{self, pool_err, prepared, Conn, Db, Listener, Pool, Pooled};
+use crate::db::handle::{ConnectOptions, Db};
+use crate::db::{pool_err, prepared, Conn, Db as _, Listener, Pool, Pooled};
 use rows::{col, limit_param};
 use schema::{Sql as _, Tables};
 use sql::Stmts;
 
-/// How [`PgStore::open`] connects.
+/// The execution store's options, for [`PgStore::on`] (and the connection settings
+/// [`PgStore::open`] opens its [`Db`] with).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct PgOptions {
@@ -53,15 +55,10 @@ pub struct PgOptions {
     pub prefix: Option<String>,
     /// How many trace steps are kept per execution; `None` (or `Some(0)`) keeps them all.
     pub trace_max: Option<u32>,
-    /// The most connections the pool holds open at once.
-    pub max_connections: u32,
-    /// How long opening a connection, or waiting for a free one, may take before the
-    /// operation fails with a retryable [`StoreError::Backend`].
-    pub connect_timeout: Duration,
-    /// Opens the store for reading only (a monitor, a report): no table is created and no
-    /// migration applied (tables that are missing are an error), and every session is
-    /// `default_transaction_read_only`, so any write fails in the server.
-    pub read_only: bool,
+    /// The connection settings [`PgStore::open`] opens its [`Db`] with (pool size, connect
+    /// timeout, read-only; see [`ConnectOptions`]). [`PgStore::on`] does not read them: the
+    /// `Db`'s own are in force.
+    pub connect: ConnectOptions,
     /// Test-only: relays and sweepers claim without any lock (no `FOR UPDATE SKIP LOCKED`
     /// on the outbox and spawn rows, no advisory lock on timers), so that concurrent workers
     /// are handed the same entries. It exists so that the multi-worker relay tests can show
@@ -84,9 +81,7 @@ impl Default for PgOptions {
         PgOptions {
             prefix: None,
             trace_max: Some(DEFAULT_TRACE_MAX),
-            max_connections: 8,
-            connect_timeout: Duration::from_secs(10),
-            read_only: false,
+            connect: ConnectOptions::default(),
             unlocked_claims: false,
             create_schema: true,
         }
@@ -111,21 +106,27 @@ impl PgOptions {
         self
     }
 
-    /// Sets the pool size (at least 1).
+    /// Sets the pool size (at least 1; of [`PgOptions::connect`]).
     pub fn max_connections(mut self, max_connections: u32) -> Self {
-        self.max_connections = max_connections;
+        self.connect.max_connections = max_connections;
         self
     }
 
-    /// Sets the connect (and pool wait) timeout.
+    /// Sets the connect (and pool wait) timeout (of [`PgOptions::connect`]).
     pub fn connect_timeout(mut self, connect_timeout: Duration) -> Self {
-        self.connect_timeout = connect_timeout;
+        self.connect.connect_timeout = connect_timeout;
         self
     }
 
-    /// Opens for reading only (see [`PgOptions::read_only`]).
+    /// Opens for reading only (see [`ConnectOptions::read_only`]).
     pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
+        self.connect.read_only = read_only;
+        self
+    }
+
+    /// Sets every connection setting at once (see [`PgOptions::connect`]).
+    pub fn connect(mut self, connect: ConnectOptions) -> Self {
+        self.connect = connect;
         self
     }
 
@@ -189,6 +190,8 @@ pub struct PgStore {
     /// One LISTENing connection per kind of work, opened by the first wait for it (a
     /// notification read by a waiter for one kind is never lost to a waiter for another).
     listeners: [Listener; 3],
+    /// The database the pool belongs to.
+    db: Db,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -276,20 +279,30 @@ impl PgStore {
     /// Connects to the database at `url` (`postgres://user@host:port/db?...`, or the
     /// `key=value` form), creates harel's tables if they are missing and applies execstore's
     /// migrations (unless [`PgOptions::create_schema`] is off).
+    /// [`Db::open`] with [`PgOptions::connect`], then [`PgStore::on`].
     pub fn open(url: &str, options: PgOptions) -> Result<Self> {
+        Tables::new(options.prefix.as_deref())?;
+        let db = Db::open(url, options.connect.clone())?;
+        Self::on(&db, options)
+    }
+
+    /// The execution store on `db`, with the options of this contract (prefix, trace steps,
+    /// schema; the connection settings are `db`'s, [`PgOptions::connect`] is not read):
+    /// creates harel's tables if they are missing and applies execstore's migrations (unless
+    /// [`PgOptions::create_schema`] is off, or `db` is read-only, when the tables must be
+    /// there). `db`'s schema, if it names one, is created if missing (with `create_schema`).
+    /// A workspace storage on the same `db` draws from the same pool.
+    pub fn on(db: &Db, options: PgOptions) -> Result<Self> {
         let tables = Tables::new(options.prefix.as_deref())?;
-        let config = db::config(
-            url,
-            &db::Connect {
-                timeout: options.connect_timeout,
-                read_only: options.read_only,
-                search_path: None,
-            },
-        )?;
-        let pool = db::pool(&config, options.max_connections, options.connect_timeout)?;
+        let read_only = db.is_read_only();
+        if options.create_schema {
+            db.ensure_schema()?;
+        }
+        let pool = db.pool.clone();
+        let config = &db.config;
         let keyed = {
-            let mut conn = pool.get().map_err(pool_err)?;
-            if options.read_only {
+            let mut conn = db.conn()?;
+            if read_only {
                 schema::check_present(&mut conn.client, &tables)?;
             } else if options.create_schema {
                 schema::migrate(&mut conn.client, &tables)?;
@@ -309,9 +322,15 @@ impl PgStore {
             pool,
             sql,
             trace_max: options.trace_max.filter(|n| *n > 0),
-            read_only: options.read_only,
+            read_only,
             plain,
+            db: db.clone(),
         })
+    }
+
+    /// The database this store is built on (to build a workspace storage on it too).
+    pub fn db(&self) -> &Db {
+        &self.db
     }
 
     /// The highest execstore migration applied to this database (6 for this build's

@@ -21,40 +21,31 @@ use execstore::workspace::{Clock, SystemClock, WorkspaceRef};
 use execstore::{Result, StoreError};
 use postgres::{Client, NoTls};
 
+use crate::db::handle::{ConnectOptions, Db};
 use crate::db::{self, pool_err, Listener, Pool, Pooled};
 
 pub use schema::REFLEXR_SCHEMA_VERSION;
 
-/// How [`PgWorkspaceStorage::open`] connects.
+/// The workspace log's options, for [`PgWorkspaceStorage::on`] (and the connection
+/// settings [`PgWorkspaceStorage::open`] opens its [`Db`] with).
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct PgWorkspaceOptions {
     /// Where envelope timestamps and lease expiry come from (default: [`SystemClock`]).
     pub clock: Arc<dyn Clock>,
-    /// The most connections the pool holds open at once. Every open transaction holds one.
-    pub max_connections: u32,
-    /// How long opening a connection, or waiting for a free one, may take before the
-    /// operation fails with a retryable [`StoreError::Backend`].
-    pub connect_timeout: Duration,
-    /// Opens for reading only: nothing is created (missing tables are
-    /// [`StoreError::NotFound`] `"reflexr tables"`), and every session is
-    /// `default_transaction_read_only`, so any write fails in the server.
-    pub read_only: bool,
-    /// The PostgreSQL schema that holds the tables: created if missing (unless read-only) and
-    /// made every connection's `search_path`. `None` (the default) uses the connection's own
-    /// search path, `public` unless the URL or the role says otherwise. A lowercase letter or
-    /// `_`, then lowercase letters, digits or `_`.
-    pub schema: Option<String>,
+    /// The connection settings [`PgWorkspaceStorage::open`] opens its [`Db`] with (pool size,
+    /// connect timeout, read-only, and the schema that holds the tables, made every
+    /// connection's `search_path`; see [`ConnectOptions`]). [`PgWorkspaceStorage::on`] does not
+    /// read them: the `Db`'s own are in force. Read-only: nothing is created (missing tables
+    /// are [`StoreError::NotFound`] `"reflexr tables"`).
+    pub connect: ConnectOptions,
 }
 
 impl Default for PgWorkspaceOptions {
     fn default() -> Self {
         PgWorkspaceOptions {
             clock: Arc::new(SystemClock),
-            max_connections: 8,
-            connect_timeout: Duration::from_secs(10),
-            read_only: false,
-            schema: None,
+            connect: ConnectOptions::default(),
         }
     }
 }
@@ -62,10 +53,7 @@ impl Default for PgWorkspaceOptions {
 impl std::fmt::Debug for PgWorkspaceOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgWorkspaceOptions")
-            .field("max_connections", &self.max_connections)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("read_only", &self.read_only)
-            .field("schema", &self.schema)
+            .field("connect", &self.connect)
             .finish_non_exhaustive()
     }
 }
@@ -83,27 +71,33 @@ impl PgWorkspaceOptions {
         self
     }
 
-    /// Sets the pool size (at least 1).
+    /// Sets the pool size (at least 1; of [`PgWorkspaceOptions::connect`]).
     pub fn max_connections(mut self, max_connections: u32) -> Self {
-        self.max_connections = max_connections;
+        self.connect.max_connections = max_connections;
         self
     }
 
-    /// Sets the connect (and pool wait) timeout.
+    /// Sets the connect (and pool wait) timeout (of [`PgWorkspaceOptions::connect`]).
     pub fn connect_timeout(mut self, connect_timeout: Duration) -> Self {
-        self.connect_timeout = connect_timeout;
+        self.connect.connect_timeout = connect_timeout;
         self
     }
 
-    /// Opens for reading only (see [`PgWorkspaceOptions::read_only`]).
+    /// Opens for reading only (see [`ConnectOptions::read_only`]).
     pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
+        self.connect.read_only = read_only;
         self
     }
 
-    /// Keeps the tables in this schema (see [`PgWorkspaceOptions::schema`]).
+    /// Keeps the tables in this schema (see [`ConnectOptions::schema`]).
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
-        self.schema = Some(schema.into());
+        self.connect.schema = Some(schema.into());
+        self
+    }
+
+    /// Sets every connection setting at once (see [`PgWorkspaceOptions::connect`]).
+    pub fn connect(mut self, connect: ConnectOptions) -> Self {
+        self.connect = connect;
         self
     }
 }
@@ -135,6 +129,8 @@ pub struct PgWorkspaceStorage {
     schema: String,
     /// The connection that listens for appends, opened by the first wait.
     listener: Listener,
+    /// The database the pool belongs to.
+    db: Db,
 }
 
 impl std::fmt::Debug for PgWorkspaceStorage {
@@ -153,21 +149,25 @@ impl PgWorkspaceStorage {
     /// `reflexr_alembic_version`, as reflexr's `migrate()` does). Tables at another version
     /// are an error.
     pub fn open(url: &str, options: PgWorkspaceOptions) -> Result<Self> {
-        if let Some(schema) = &options.schema {
-            db::check_schema_name(schema)?;
-        }
-        let config = db::config(
-            url,
-            &db::Connect {
-                timeout: options.connect_timeout,
-                read_only: options.read_only,
-                search_path: options.schema.as_deref(),
-            },
-        )?;
-        let pool = db::pool(&config, options.max_connections, options.connect_timeout)?;
+        let db = Db::open(url, options.connect.clone())?;
+        Self::on(&db, options)
+    }
+
+    /// The workspace log on `db`, with the options of this contract (the clock; the
+    /// connection settings, the schema among them, are `db`'s, [`PgWorkspaceOptions::connect`]
+    /// is not read): creates `db`'s schema and reflexr's tables as
+    /// [`PgWorkspaceStorage::open`] says, unless `db` is read-only. An execution store on the
+    /// same `db` draws from the same pool.
+    pub fn on(db: &Db, options: PgWorkspaceOptions) -> Result<Self> {
+        let pool = db.pool.clone();
+        let config = db.config.clone();
         let (schema, held_by_policies) = {
-            let mut conn = pool.get().map_err(pool_err)?;
-            let found = schema::open(&mut conn.client, options.schema.as_deref(), options.read_only)?;
+            let mut conn = db.conn()?;
+            let found = schema::open(
+                &mut conn.client,
+                db.options().schema.as_deref(),
+                db.is_read_only(),
+            )?;
             (found.schema, schema::held_by_policies(&mut conn.client)?)
         };
         let channel = channel(&schema);
@@ -180,7 +180,13 @@ impl PgWorkspaceStorage {
             }),
             pool,
             schema,
+            db: db.clone(),
         })
+    }
+
+    /// The database this storage is built on (to build an execution store on it too).
+    pub fn db(&self) -> &Db {
+        &self.db
     }
 
     /// The schema that holds the tables.

@@ -1,13 +1,17 @@
 //! The private database layer both contracts share: how a connection is opened (file flags,
 //! read-only, the reader), its pragmas (WAL, `synchronous`, busy timeout, stable plans),
 //! rolling back what a panic or an error left open, and read-only probes of what a file
-//! holds; every file is opened through the VFS shim of `coalesce`. No table of either
-//! contract is named here.
+//! holds; every file is opened through the VFS shim of `coalesce`; and [`Db`], the handle
+//! that owns a database's connections, which both contracts' stores are built on. No table of
+//! either contract is named here.
 
 mod coalesce;
 pub(crate) mod error;
+mod handle;
 mod read_only;
 
+pub use handle::{ConnectOptions, Db};
+pub(crate) use handle::{Held, Kind};
 pub use read_only::ReadOnlyRefusal;
 pub(crate) use read_only::{open_read_only, Snapshot};
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
@@ -22,7 +26,7 @@ use execstore::{Result, StoreError};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
-use self::error::{map_err, Db};
+use self::error::{map_err, Db as _};
 
 /// How many prepared statements a connection keeps (every fixed statement and the listing
 /// shapes in use).

@@ -131,7 +131,7 @@ mod tests {
         let after = query.validated_after().unwrap();
         let statuses: Vec<&str> = query.status.iter().flatten().map(|s| s.as_str()).collect();
         let f = store.sql.list_filtered(query, after.as_deref(), &statuses, 51);
-        let conn = store.lock();
+        let conn = store.lock().unwrap();
         let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {}", f.sql)).unwrap();
         let rows = stmt
             .query_map(rusqlite::params_from_iter(f.args), |row| row.get::<_, String>(3))

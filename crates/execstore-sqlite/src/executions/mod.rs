@@ -12,21 +12,21 @@ mod store;
 mod tests;
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use execstore::kit::validate::{check_seq, PreparedCommit};
-use execstore::{executions::TimerOp, executions::DEFAULT_TRACE_MAX, Execution, Result, StoreError};
+use execstore::{Execution, Result, StoreError, executions::TimerOp, executions::DEFAULT_TRACE_MAX};
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
 use rusqlite::OpenFlags;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::db::error::Db;
-use crate::db::{self, take_over, OpenTransaction, Synchronous};
+use crate::db::error::Db as _;
+use crate::db::{self, ConnectOptions, Db, Held, Kind, OpenTransaction, Synchronous};
 use schema::Tables;
 use sql::Stmts;
 
-/// How [`SqliteStore::open`] opens a database.
+/// The execution store's options, for [`SqliteStore::on`] (and the connection settings
+/// [`SqliteStore::open`] opens its [`Db`] with).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct SqliteOptions {
@@ -34,23 +34,12 @@ pub struct SqliteOptions {
     /// own default prefix is `"harel"`); `None` uses the bare names `executions`, `outbox`,
     /// .... A prefix is a letter or `_`, then letters, digits or `_`, at most 30 characters.
     pub prefix: Option<String>,
-    /// `PRAGMA synchronous`; see [`Synchronous`].
-    pub synchronous: Synchronous,
     /// How many trace steps are kept per execution; `None` (or `Some(0)`) keeps them all.
     pub trace_max: Option<u32>,
-    /// How long a write waits for another connection's write lock before failing with a
-    /// retryable [`StoreError::Backend`].
-    pub busy_timeout: Duration,
-    /// Opens an existing database for reading only, with a SQLite read-only connection
-    /// (`SQLITE_OPEN_READONLY`): nothing is created, migrated or switched to WAL, every write
-    /// fails, and SQLite's own recovery never runs: the file, its `-wal` and its `-journal`
-    /// are left byte for byte as they were, whatever a crashed writer left (only a `-shm`
-    /// index may be built or updated beside a `-wal`). A hot `-journal` is refused with a
-    /// [`ReadOnlyRefusal`](crate::ReadOnlyRefusal) as the error's source; a file with neither
-    /// `-wal` nor `-journal` is read as it is (`immutable=1`, creating no file) until a writer
-    /// shows up. For tools that look at a file they do not own, such as the CLI on a database
-    /// harel keeps writing.
-    pub read_only: bool,
+    /// The connection settings [`SqliteStore::open`] opens its [`Db`] with (`synchronous`,
+    /// the busy timeout, read-only; see [`ConnectOptions`]). [`SqliteStore::on`] does not
+    /// read them: the `Db`'s own are in force.
+    pub connect: ConnectOptions,
     /// How many pages the WAL may hold before a commit copies them into the database file
     /// (`PRAGMA wal_autocheckpoint`). SQLite's default is 1,000 (4 MiB of 4 KiB pages); the
     /// store's is [`DEFAULT_CHECKPOINT_PAGES`]: a checkpoint writes each page once however
@@ -79,10 +68,8 @@ impl Default for SqliteOptions {
     fn default() -> Self {
         SqliteOptions {
             prefix: None,
-            synchronous: Synchronous::Full,
             trace_max: Some(DEFAULT_TRACE_MAX),
-            busy_timeout: Duration::from_secs(5),
-            read_only: false,
+            connect: ConnectOptions::default(),
             checkpoint_pages: DEFAULT_CHECKPOINT_PAGES,
             create_schema: true,
         }
@@ -101,9 +88,9 @@ impl SqliteOptions {
         self
     }
 
-    /// Sets `PRAGMA synchronous`.
+    /// Sets `PRAGMA synchronous` (of [`SqliteOptions::connect`]).
     pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
-        self.synchronous = synchronous;
+        self.connect.synchronous = synchronous;
         self
     }
 
@@ -113,15 +100,21 @@ impl SqliteOptions {
         self
     }
 
-    /// Sets how long a write waits for the write lock.
+    /// Sets how long a write waits for the write lock (of [`SqliteOptions::connect`]).
     pub fn busy_timeout(mut self, busy_timeout: Duration) -> Self {
-        self.busy_timeout = busy_timeout;
+        self.connect.busy_timeout = busy_timeout;
         self
     }
 
-    /// Opens for reading only (see [`SqliteOptions::read_only`]).
+    /// Opens for reading only (see [`ConnectOptions::read_only`]).
     pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
+        self.connect.read_only = read_only;
+        self
+    }
+
+    /// Sets every connection setting at once (see [`SqliteOptions::connect`]).
+    pub fn connect(mut self, connect: ConnectOptions) -> Self {
+        self.connect = connect;
         self
     }
 
@@ -142,23 +135,21 @@ impl SqliteOptions {
 
 /// An [`ExecutionStore`](execstore::ExecutionStore) over one SQLite database (a file, or `:memory:`).
 ///
-/// Two connections to a file, each behind a mutex: the writer, for every write (SQLite has
-/// one writer at a time anyway), and a reader (`query_only`) for every read, so that loads,
-/// listings and the relay's reads do not wait behind a commit's sync. Under WAL a read sees
+/// Built on a [`Db`] (two connections to a file: the writer, for every write (SQLite has one
+/// writer at a time anyway), and a reader (`query_only`) for every read, so that loads,
+/// listings and the relay's reads do not wait behind a commit's sync). Under WAL a read sees
 /// every commit that returned before it started. `:memory:` and a read-only open use one
 /// connection for both. Share the store (it is `Send + Sync`) rather than opening many per
-/// process; other processes may open the same file. For many concurrent committers, wrap it
-/// in [`execstore::executions::GroupCommit`] so their commits share transactions and syncs.
+/// process; other processes may open the same file, and a workspace storage may share its
+/// `Db`. For many concurrent committers, wrap it in [`execstore::executions::GroupCommit`] so their
+/// commits share transactions and syncs.
 #[derive(Debug)]
 pub struct SqliteStore {
-    // Declared (so dropped) before the writer: the writer closes last, checkpointing the WAL
-    // into the file and removing it, as a single connection's close does.
+    // Declared (so dropped) before the database: the writer closes last, checkpointing the
+    // WAL into the file and removing it, as a single connection's close does.
     #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
     checkpointer: Option<checkpointer::Checkpointer>,
-    reader: Option<Mutex<Connection>>,
-    conn: Mutex<Connection>,
-    /// A read-only file opened as a snapshot, until a writer shows up (see `db::Snapshot`).
-    snapshot: Option<db::Snapshot>,
+    db: Db,
     sql: Stmts,
     trace_max: Option<u32>,
     durable: bool,
@@ -167,60 +158,81 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, sets it to WAL mode, creates
     /// harel's tables if they are missing and applies execstore's migrations (unless
-    /// [`SqliteOptions::create_schema`] is off). The path
-    /// `":memory:"` opens a private in-memory database, as [`SqliteStore::open_in_memory`].
+    /// [`SqliteOptions::create_schema`] is off): [`Db::open`] with
+    /// [`SqliteOptions::connect`], then [`SqliteStore::on`]. The path `":memory:"` opens a
+    /// private in-memory database, as [`SqliteStore::open_in_memory`].
     pub fn open(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self> {
-        let path = path.as_ref();
-        if path.as_os_str() == ":memory:" {
-            return Self::open_in_memory(options);
-        }
-        if path.as_os_str().is_empty() {
-            return Err(StoreError::invalid("path", "must not be empty"));
-        }
-        let tables = Tables::new(options.prefix.as_deref())?;
-        if options.read_only {
-            let (conn, snapshot) = db::open_read_only(path, options.busy_timeout)?;
-            let mut store = Self::init(conn, tables, &options, true)?;
-            store.snapshot = snapshot;
-            return Ok(store);
-        }
-        let conn = db::open_file(path)?;
-        let mut store = Self::init(conn, tables, &options, true)?;
-        {
-            // Opened once the writer made the file WAL and migrated it.
-            let reader = db::open_reader(path, options.busy_timeout)?;
-            store.reader = Some(Mutex::new(reader));
-            #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
-            if options.checkpoint_pages > 0 {
-                store.checkpointer = Some(checkpointer::Checkpointer::start(
-                    path,
-                    options.synchronous,
-                    options.checkpoint_pages,
-                )?);
-            }
-        }
-        Ok(store)
+        Tables::new(options.prefix.as_deref())?;
+        let db = Db::open(path, options.connect.clone())?;
+        Self::on(&db, options)
     }
 
     /// Opens a private in-memory database: everything is lost when the store is dropped.
     pub fn open_in_memory(options: SqliteOptions) -> Result<Self> {
+        Tables::new(options.prefix.as_deref())?;
+        let db = Db::open_in_memory(options.connect.clone())?;
+        Self::on(&db, options)
+    }
+
+    /// The execution store on `db`, with the options of this contract (prefix, trace steps,
+    /// checkpoints, schema; the connection settings are `db`'s, [`SqliteOptions::connect`] is
+    /// not read): creates harel's tables if they are missing and applies execstore's
+    /// migrations (unless [`SqliteOptions::create_schema`] is off, or `db` is read-only, when
+    /// the tables must be there: a missing one is [`StoreError::NotFound`]). A workspace
+    /// storage on the same `db` shares its connections: its transactions and this store's
+    /// commits take turns on the one writer.
+    pub fn on(db: &Db, options: SqliteOptions) -> Result<Self> {
         let tables = Tables::new(options.prefix.as_deref())?;
-        let conn = Connection::open_in_memory().db()?;
-        db::set_new_page_size(&conn)?;
-        Self::init(conn, tables, &options, false)
+        let durable = !matches!(db.kind(), Kind::Memory);
+        let trace_max = options.trace_max.filter(|n| *n > 0);
+        #[allow(unused_mut)]
+        let mut store = SqliteStore {
+            #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+            checkpointer: None,
+            db: db.clone(),
+            sql: Stmts::new(&tables),
+            trace_max,
+            durable,
+        };
+        if db.is_read_only() {
+            if !db::has_table(&*store.read()?, &tables.executions)? {
+                return Err(StoreError::NotFound {
+                    what: "table",
+                    key: tables.executions.clone(),
+                });
+            }
+            return Ok(store);
+        }
+        {
+            let mut conn = store.lock()?;
+            conn.execute_batch(&format!(
+                "PRAGMA wal_autocheckpoint = {}",
+                options.checkpoint_pages
+            ))
+            .db()?;
+            if options.create_schema {
+                schema::migrate(&mut conn, &tables)?;
+            }
+        }
+        #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
+        if let Some(path) = db
+            .path()
+            .filter(|_| db.has_reader() && options.checkpoint_pages > 0)
+        {
+            store.checkpointer = Some(checkpointer::Checkpointer::start(
+                path,
+                db.options().synchronous,
+                options.checkpoint_pages,
+            )?);
+        }
+        Ok(store)
     }
 
     /// wasm32 only: opens (creating if needed) the database `name` kept by the SQLite VFS
-    /// registered as `vfs`, such as sqlite-wasm-vfs's `sahpool` over the browser's Origin
-    /// Private File System (the caller installs the VFS first; it is asynchronous and needs a
-    /// dedicated worker). Same tables, migrations and statements as [`SqliteStore::open`],
-    /// but one connection for reads and writes (such a VFS serves one connection per file,
-    /// and nothing runs concurrently in a worker), holding the file in exclusive locking
-    /// mode: so WAL works without shared memory (which these VFSs lack; the WAL index stays
-    /// in the connection's memory) and a commit costs one sync, not a rollback journal's
-    /// several. A VFS that cannot do WAL keeps its rollback journal. `synchronous`,
-    /// `prefix`, `trace_max` and `read_only` apply as on a file. Close the store before
-    /// opening the database again.
+    /// registered as `vfs` ([`Db::open_in_vfs`]), with the same tables, migrations and
+    /// statements as [`SqliteStore::open`], one connection for reads and writes.
+    /// `synchronous`, `prefix`, `trace_max` and `read_only` apply as on a file. Close the
+    /// store before opening the database again.
     ///
     /// What a commit promises is SQLite's WAL contract over the VFS's `xWrite` and `xSync`:
     /// a commit appends its pages to the `-wal` file with `xWrite` before it returns; under
@@ -232,26 +244,9 @@ impl SqliteStore {
     /// half-applied, with a power loss or OS crash before the next checkpoint.
     #[cfg(all(target_family = "wasm", target_os = "unknown"))]
     pub fn open_in_vfs(name: &str, vfs: &str, options: SqliteOptions) -> Result<Self> {
-        if name.is_empty() {
-            return Err(StoreError::invalid("name", "must not be empty"));
-        }
-        let tables = Tables::new(options.prefix.as_deref())?;
-        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        if !options.read_only {
-            flags |= OpenFlags::SQLITE_OPEN_CREATE;
-        }
-        let conn = db::open_in_vfs(name, flags, vfs)?;
-        if !options.read_only {
-            db::set_new_page_size(&conn)?;
-            conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE").db()?;
-            // Answers the mode in force: `wal`, or the VFS's journal if it cannot do WAL.
-            conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0))
-                .db()?;
-        }
-        // `false`: not `set_wal` (which needs shared memory); the store is durable all the same.
-        let mut store = Self::init(conn, tables, &options, false)?;
-        store.durable = true;
-        Ok(store)
+        Tables::new(options.prefix.as_deref())?;
+        let db = Db::open_in_vfs(name, vfs, options.connect.clone())?;
+        Self::on(&db, options)
     }
 
     /// wasm32 only: recovers the commits of the database `name`'s `-wal` log (kept by the VFS
@@ -270,55 +265,15 @@ impl SqliteStore {
         conn.close().map_err(|(_, e)| e).db()
     }
 
-    fn init(mut conn: Connection, tables: Tables, options: &SqliteOptions, durable: bool) -> Result<Self> {
-        db::configure(&conn, options.busy_timeout, options.read_only)?;
-        if options.read_only {
-            if !db::has_table(&conn, &tables.executions)? {
-                return Err(StoreError::NotFound {
-                    what: "table",
-                    key: tables.executions.clone(),
-                });
-            }
-            return Ok(SqliteStore {
-                #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
-                checkpointer: None,
-                conn: Mutex::new(conn),
-                reader: None,
-                snapshot: None,
-                sql: Stmts::new(&tables),
-                trace_max: options.trace_max.filter(|n| *n > 0),
-                durable,
-            });
-        }
-        if durable {
-            db::make_writer(&conn, options.busy_timeout, options.synchronous)?;
-        } else {
-            db::set_synchronous(&conn, options.synchronous)?;
-        }
-        conn.execute_batch(&format!(
-            "PRAGMA wal_autocheckpoint = {}",
-            options.checkpoint_pages
-        ))
-        .db()?;
-        if options.create_schema {
-            schema::migrate(&mut conn, &tables)?;
-        }
-        Ok(SqliteStore {
-            #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
-            checkpointer: None,
-            conn: Mutex::new(conn),
-            reader: None,
-            snapshot: None,
-            sql: Stmts::new(&tables),
-            trace_max: options.trace_max.filter(|n| *n > 0),
-            durable,
-        })
+    /// The database this store is built on (to build a workspace storage on it too).
+    pub fn db(&self) -> &Db {
+        &self.db
     }
 
     /// The highest execstore migration applied to this database (1 for this build's
     /// schema; more if a newer build migrated the file).
     pub fn schema_version(&self) -> Result<i64> {
-        let conn = self.read();
+        let conn = self.read()?;
         let version = conn
             .prepare_cached(&self.sql.schema_version)
             .db()?
@@ -330,43 +285,34 @@ impl SqliteStore {
     /// The database's page size in bytes (`PRAGMA page_size`): 4096 for a database this store
     /// created, on every target; a file created elsewhere keeps its own.
     pub fn page_size(&self) -> Result<u32> {
-        self.read()
+        self.read()?
             .query_row("PRAGMA page_size", [], |row| row.get(0))
             .db()
     }
 
-    /// The writer connection. A panic while it was held cannot have left a transaction
-    /// applied halfway (the transaction rolls back when unwinding drops it), so a poisoned
-    /// lock is taken over; any transaction somehow still open is rolled back first.
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        take_over(&self.conn)
+    /// The writer connection, owning its turn (a workspace transaction on the same [`Db`] is
+    /// waited for). A panic while it was held cannot have left a transaction applied halfway
+    /// (the transaction rolls back when unwinding drops it), so a poisoned lock is taken
+    /// over; any transaction somehow still open is rolled back first.
+    fn lock(&self) -> Result<Held<'_>> {
+        self.db.shared.held_writer()
     }
 
-    /// The connection reads use: the reader of a file database, else the only one.
-    fn read(&self) -> MutexGuard<'_, Connection> {
-        match &self.reader {
-            Some(reader) => take_over(reader),
-            None => {
-                let mut conn = self.lock();
-                if let Some(snapshot) = &self.snapshot {
-                    snapshot.refresh(&mut conn);
-                }
-                conn
-            }
-        }
+    /// The connection reads use: the reader of a file database, else the only one (once no
+    /// transaction owns it).
+    fn read(&self) -> Result<Held<'_>> {
+        self.db.shared.read()
     }
 
     /// The connection a point read (a load, a dedupe check) uses: the writer, when no commit
-    /// holds it, else the reader. Both see every commit that returned; the writer's page
-    /// cache stays warm across its own commits, where the reader's is dropped whenever
-    /// another connection wrote, so an engine that loads and then commits reads its pages
-    /// from memory rather than again from the file. Listings keep to the reader.
-    fn point_read(&self) -> MutexGuard<'_, Connection> {
-        if self.reader.is_some() {
-            if let Ok(conn) = self.conn.try_lock() {
-                if conn.is_autocommit() {
-                    return conn;
-                }
+    /// or transaction holds it, else the reader. Both see every commit that returned; the
+    /// writer's page cache stays warm across its own commits, where the reader's is dropped
+    /// whenever another connection wrote, so an engine that loads and then commits reads its
+    /// pages from memory rather than again from the file. Listings keep to the reader.
+    fn point_read(&self) -> Result<Held<'_>> {
+        if self.db.has_reader() {
+            if let Some(held) = self.db.shared.idle_writer() {
+                return Ok(held);
             }
         }
         self.read()
@@ -376,7 +322,7 @@ impl SqliteStore {
     /// (from `f` or the commit) or a panic rolls everything back. BEGIN and COMMIT are cached
     /// statements like the rest, so a commit parses no SQL.
     fn write<T>(&self, f: impl FnOnce(&Connection, &Stmts) -> Result<T>) -> Result<T> {
-        let conn = self.lock();
+        let conn = self.lock()?;
         conn.prepare_cached(&self.sql.begin_immediate)
             .db()?
             .execute([])

@@ -65,7 +65,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn load(&self, id: &str) -> Result<Option<Execution>> {
-        let conn = self.point_read();
+        let conn = self.point_read()?;
         let data: Option<String> = conn
             .prepare_cached(&self.sql.load)
             .db()?
@@ -76,7 +76,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn load_for_event(&self, id: &str, event_id: &str) -> Result<(Option<Execution>, bool)> {
-        let conn = self.point_read();
+        let conn = self.point_read()?;
         let (data, processed): (Option<String>, bool) = conn
             .prepare_cached(&self.sql.load_for_event)
             .db()?
@@ -89,7 +89,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn is_processed(&self, execution_id: &str, event_id: &str) -> Result<bool> {
-        let conn = self.point_read();
+        let conn = self.point_read()?;
         let processed = conn
             .prepare_cached(&self.sql.is_processed)
             .db()?
@@ -106,7 +106,7 @@ impl ExecutionStore for SqliteStore {
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
         check_limit("limit", limit)?;
-        let conn = self.read();
+        let conn = self.read()?;
         let mut stmt = conn.prepare_cached(&self.sql.pending_outbox).db()?;
         let mut rows = stmt
             .query(params![after.unwrap_or(i64::MIN), limit_param(limit)])
@@ -150,7 +150,7 @@ impl ExecutionStore for SqliteStore {
 
     fn pending_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>> {
         check_limit("limit", limit)?;
-        let conn = self.read();
+        let conn = self.read()?;
         let mut stmt = conn.prepare_cached(&self.sql.pending_spawns).db()?;
         let mut rows = stmt
             .query(params![after.unwrap_or(i64::MIN), limit_param(limit)])
@@ -183,7 +183,7 @@ impl ExecutionStore for SqliteStore {
         if let Some(after) = after {
             check_time("after.fire_at", after.fire_at)?;
         }
-        let conn = self.read();
+        let conn = self.read()?;
         let row_to_timer = |row: &rusqlite::Row<'_>| {
             Ok(DueTimer {
                 execution_id: row.get(0)?,
@@ -224,7 +224,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn read_trace(&self, execution_id: &str) -> Result<Vec<TraceStep>> {
-        let conn = self.read();
+        let conn = self.read()?;
         let mut stmt = conn.prepare_cached(&self.sql.read_trace).db()?;
         let mut rows = stmt.query([execution_id]).db()?;
         let mut out = Vec::new();
@@ -254,7 +254,7 @@ impl ExecutionStore for SqliteStore {
     }
 
     fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
-        let conn = self.read();
+        let conn = self.read()?;
         let upper = prefix_upper_bound(prefix);
         let ids: Vec<String> = match &upper {
             Some(upper) => {
@@ -300,7 +300,7 @@ impl ExecutionStore for SqliteStore {
         if !self.sql.skip_unreadable.load(Ordering::Relaxed) {
             return Ok(Vec::new());
         }
-        let conn = self.read();
+        let conn = self.read()?;
         let mut stmt = conn.prepare_cached(&self.sql.unreadable).db()?;
         let rows = stmt
             .query_map([limit_param(limit)], |row| {
@@ -327,7 +327,7 @@ impl ExecutionStore for SqliteStore {
     /// connection (this store's writer included, or another process), and its
     /// `total_changes` with the writes of a store that has only one connection.
     fn change_token(&self) -> Result<String> {
-        let conn = self.read();
+        let conn = self.read()?;
         let data_version: i64 = conn.query_row("PRAGMA data_version", [], |row| row.get(0)).db()?;
         Ok(format!("sqlite:{data_version}:{}", conn.total_changes()))
     }
@@ -370,7 +370,7 @@ impl SqliteStore {
             statuses.dedup();
         }
         let limit = limit_param(query.limit.saturating_add(1));
-        let conn = self.read();
+        let conn = self.read()?;
         let mut stmt;
         let mut rows = if query.has_time_or_search() {
             let filtered = self.sql.list_filtered(query, after.as_deref(), &statuses, limit);
@@ -433,7 +433,7 @@ impl SqliteStore {
             check_id("definition_id", definition_id)?;
         }
         let sql = self.maybe_skipping(self.sql.status_counts(definition_id.is_some(), roots_only), skip);
-        let conn = self.read();
+        let conn = self.read()?;
         let mut stmt = conn.prepare_cached(&sql).db()?;
         let mut rows = match definition_id {
             Some(definition_id) => stmt.query([definition_id]),

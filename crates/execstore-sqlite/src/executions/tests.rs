@@ -23,7 +23,7 @@ fn synchronous_parses_any_case() {
 }
 
 fn pragma(store: &SqliteStore, name: &str) -> String {
-    let conn = store.lock();
+    let conn = store.lock().unwrap();
     conn.query_row(&format!("PRAGMA {name}"), [], |row| {
         row.get::<_, rusqlite::types::Value>(0)
     })
@@ -64,7 +64,7 @@ fn pragmas_read_back_on_the_store_connection() {
 }
 
 fn plan(store: &SqliteStore, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Vec<String> {
-    let conn = store.lock();
+    let conn = store.lock().unwrap();
     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
     let rows = stmt.query_map(args, |row| row.get::<_, String>(3)).unwrap();
     rows.collect::<rusqlite::Result<_>>().unwrap()
@@ -222,7 +222,7 @@ fn commit_statements_are_prepared_once() {
         store.load_for_event("x", &format!("p{i}")).unwrap();
     }
     let s = &store.sql;
-    let conn = store.lock();
+    let conn = store.lock().unwrap();
     for sql in [
         &s.update_cas,
         &s.insert_outbox,
@@ -239,7 +239,7 @@ fn commit_statements_are_prepared_once() {
         assert_eq!(reprepared, 0, "re-prepared {reprepared} times: {sql}");
     }
     drop(conn);
-    let reader = store.read();
+    let reader = store.read().unwrap();
     for sql in [&s.read_trace, &s.load_for_event] {
         let stmt = reader.prepare_cached(sql).unwrap();
         assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0, "{sql}");
@@ -256,7 +256,7 @@ fn poisoned_lock_is_recovered() {
     std::thread::scope(|scope| {
         let joined = scope
             .spawn(|| {
-                let conn = store.conn.lock().unwrap();
+                let conn = store.db.shared.writer_mutex().lock().unwrap();
                 conn.execute_batch("BEGIN IMMEDIATE; DELETE FROM executions;")
                     .unwrap();
                 panic!("boom");
@@ -264,7 +264,7 @@ fn poisoned_lock_is_recovered() {
             .join();
         assert!(joined.is_err());
     });
-    assert!(store.conn.is_poisoned());
+    assert!(store.db.shared.writer_mutex().is_poisoned());
     assert_eq!(store.load("p1").unwrap().map(|e| e.version), Some(1));
     store.save(&mut exe).unwrap();
     assert_eq!(store.load("p1").unwrap().map(|e| e.version), Some(2));
@@ -311,7 +311,7 @@ fn point_reads_use_whichever_connection_is_free() {
     let store = SqliteStore::open(dir.path().join("p.db"), SqliteOptions::new()).unwrap();
     let mut exe = Execution::new("a", "d");
     store.commit(&mut exe, &Effects::new().processed("ev1")).unwrap();
-    let held = store.lock();
+    let held = store.lock().unwrap();
     assert!(store.load("a").unwrap().is_some(), "the reader answers");
     assert!(store.is_processed("a", "ev1").unwrap());
     drop(held);
@@ -319,7 +319,7 @@ fn point_reads_use_whichever_connection_is_free() {
     store.commit(&mut exe, &Effects::new()).unwrap();
     // With the reader held, only the writer can answer: a point read that went to the reader
     // would wait here until the deadline.
-    let reader = store.read();
+    let reader = store.read().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
         s.spawn(|| {

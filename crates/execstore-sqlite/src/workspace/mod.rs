@@ -25,10 +25,11 @@ use execstore::workspace::Clock;
 use execstore::{Result, StoreError};
 use rusqlite::Connection;
 
-use crate::db::error::Db;
-use crate::db::{self, Synchronous};
+use crate::db::error::Db as _;
+use crate::db::{self, ConnectOptions, Db, Synchronous};
 
-/// How [`SqliteWorkspaceStorage::open`] opens a database.
+/// The workspace log's options, for [`SqliteWorkspaceStorage::on`] (and the connection
+/// settings [`SqliteWorkspaceStorage::open`] opens its [`Db`] with).
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct SqliteWorkspaceOptions {
@@ -39,17 +40,11 @@ pub struct SqliteWorkspaceOptions {
     /// How often [`wait_for_append`](execstore::workspace::WorkspaceStorage::wait_for_append)
     /// looks for another process's commits; this storage's own commits wake it at once.
     pub poll_interval: Duration,
-    /// `PRAGMA synchronous` of the writer; see [`Synchronous`].
-    pub synchronous: Synchronous,
-    /// How long a transaction waits for another process's write lock before failing with a
-    /// retryable [`StoreError::Backend`].
-    pub busy_timeout: Duration,
-    /// Opens an existing database for reading only, with a SQLite read-only connection: nothing
-    /// is created, migrated or switched to WAL, every write is refused, and SQLite's recovery
-    /// never runs (the file, its `-wal` and `-journal` are left as they are; a hot journal is
-    /// refused). As [`SqliteOptions::read_only`](crate::SqliteOptions::read_only) says.
-    pub read_only: bool,
-    /// With [`read_only`](Self::read_only): open tables recorded at a schema version other
+    /// The connection settings [`SqliteWorkspaceStorage::open`] opens its [`Db`] with
+    /// (`synchronous`, the busy timeout, read-only; see [`ConnectOptions`]).
+    /// [`SqliteWorkspaceStorage::on`] does not read them: the `Db`'s own are in force.
+    pub connect: ConnectOptions,
+    /// With a read-only [`Db`]: open tables recorded at a schema version other
     /// than the one this build knows too (a newer reflexr's), reading them as that one's;
     /// [`SqliteWorkspaceStorage::schema_version`] says which version the file records, so the
     /// caller can warn that what it shows may be misread. Ignored when writing.
@@ -61,9 +56,7 @@ impl Default for SqliteWorkspaceOptions {
         SqliteWorkspaceOptions {
             clock: None,
             poll_interval: Duration::from_millis(500),
-            synchronous: Synchronous::Full,
-            busy_timeout: Duration::from_secs(5),
-            read_only: false,
+            connect: ConnectOptions::default(),
             any_version: false,
         }
     }
@@ -74,9 +67,7 @@ impl fmt::Debug for SqliteWorkspaceOptions {
         f.debug_struct("SqliteWorkspaceOptions")
             .field("clock", &self.clock.as_ref().map_or("system", |_| "injected"))
             .field("poll_interval", &self.poll_interval)
-            .field("synchronous", &self.synchronous)
-            .field("busy_timeout", &self.busy_timeout)
-            .field("read_only", &self.read_only)
+            .field("connect", &self.connect)
             .field("any_version", &self.any_version)
             .finish()
     }
@@ -101,21 +92,28 @@ impl SqliteWorkspaceOptions {
         self
     }
 
-    /// Sets `PRAGMA synchronous`.
+    /// Sets `PRAGMA synchronous` (of [`SqliteWorkspaceOptions::connect`]).
     pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
-        self.synchronous = synchronous;
+        self.connect.synchronous = synchronous;
         self
     }
 
-    /// Sets how long a write waits for another process's lock.
+    /// Sets how long a write waits for another process's lock (of
+    /// [`SqliteWorkspaceOptions::connect`]).
     pub fn busy_timeout(mut self, busy_timeout: Duration) -> Self {
-        self.busy_timeout = busy_timeout;
+        self.connect.busy_timeout = busy_timeout;
         self
     }
 
-    /// Opens for reading only (see [`SqliteWorkspaceOptions::read_only`]).
+    /// Opens for reading only (see [`ConnectOptions::read_only`]).
     pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
+        self.connect.read_only = read_only;
+        self
+    }
+
+    /// Sets every connection setting at once (see [`SqliteWorkspaceOptions::connect`]).
+    pub fn connect(mut self, connect: ConnectOptions) -> Self {
+        self.connect = connect;
         self
     }
 
@@ -141,32 +139,22 @@ impl SqliteWorkspaceOptions {
 
 /// What the storage and its transactions share.
 pub(crate) struct Inner {
-    // Declared (so dropped) before the writer: the writer closes last, checkpointing the WAL.
-    /// The `query_only` reader; `None` when the writer is the only connection (read-only).
-    reader: Option<Mutex<Connection>>,
-    /// Every write, and every read of a read-only storage.
-    writer: Mutex<Connection>,
-    /// A read-only file opened as a snapshot, until a writer shows up (see `db::Snapshot`).
-    snapshot: Option<db::Snapshot>,
-    /// Who owns the writer (a transaction, a lease or cursor write, or a read on the one
-    /// connection), and who waits.
-    busy: Mutex<Turns>,
-    turn: Condvar,
+    /// The database: its writer (every write, and every read where there is no reader), its
+    /// reader, and the turns on the writer (one transaction, lease or cursor write, or read
+    /// on the one connection at a time; an execution store on the same `Db` takes turns too).
+    db: Db,
     /// Commits through this storage, for [`Inner::wait_for_commit`].
     commits: Mutex<u64>,
     committed: Condvar,
     pub(crate) clock: Arc<dyn Clock>,
     poll_interval: Duration,
-    /// How long a read on the one connection waits for an open transaction.
-    busy_timeout: Duration,
-    read_only: bool,
 }
 
 impl Inner {
     /// The writer connection, locked (a poisoned lock is taken over: whatever a panic left
     /// open is rolled back by the transaction's drop, or at the next begin).
     pub(crate) fn writer(&self) -> MutexGuard<'_, Connection> {
-        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+        self.db.shared.writer()
     }
 
     /// The connection for reads outside transactions: the `query_only` reader; or, with one
@@ -174,30 +162,11 @@ impl Inner {
     /// transaction's uncommitted writes: it waits for that transaction to end, or on
     /// wasm32-unknown-unknown, where waiting would never end, is refused).
     pub(crate) fn reader(&self) -> Result<Reader<'_>> {
-        match &self.reader {
-            Some(reader) => Ok(Reader {
-                conn: reader.lock().unwrap_or_else(PoisonError::into_inner),
-                turn: None,
-            }),
-            None if self.read_only => {
-                let mut conn = self.writer();
-                if let Some(snapshot) = &self.snapshot {
-                    snapshot.refresh(&mut conn);
-                }
-                Ok(Reader { conn, turn: None })
-            }
-            None => {
-                self.take_turn_within(self.busy_timeout)?;
-                Ok(Reader {
-                    conn: self.writer(),
-                    turn: Some(self),
-                })
-            }
-        }
+        self.db.shared.read()
     }
 
     fn writable(&self) -> Result<()> {
-        if self.read_only {
+        if self.db.is_read_only() {
             return Err(StoreError::Backend {
                 message: "the workspace storage was opened read-only: writes are refused".into(),
                 retryable: false,
@@ -210,59 +179,12 @@ impl Inner {
     /// Waits until nothing owns the writer, then owns it: one transaction at a time from its
     /// begin to its end, whichever thread it moves to, in the order they asked.
     fn take_turn(&self) -> Result<()> {
-        let mut turns = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
-        if cfg!(all(target_family = "wasm", target_os = "unknown")) && turns.taken() {
-            // One thread: waiting would never end.
-            return Err(StoreError::Backend {
-                message: "a transaction is already open on this storage".into(),
-                retryable: false,
-                source: None,
-            });
-        }
-        let ticket = turns.ticket();
-        while turns.serving != ticket {
-            turns = self.turn.wait(turns).unwrap_or_else(PoisonError::into_inner);
-        }
-        Ok(())
-    }
-
-    /// [`Inner::take_turn`], giving up after `wait` with a retryable error (a read on the one
-    /// connection, which the thread holding the open transaction may itself be making).
-    fn take_turn_within(&self, wait: Duration) -> Result<()> {
-        let mut turns = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
-        let open = || StoreError::Backend {
-            message: "a transaction is open on this storage's one connection: a read outside it \
-                      must wait for it to end"
-                .into(),
-            retryable: true,
-            source: None,
-        };
-        if cfg!(all(target_family = "wasm", target_os = "unknown")) {
-            // One thread: waiting would never end (and a timed wait reads `Instant`, which
-            // wasm32-unknown-unknown lacks: it panics).
-            if turns.taken() {
-                return Err(open());
-            }
-            turns.ticket();
-            return Ok(());
-        }
-        let ticket = turns.ticket();
-        let (mut turns, _) = self
-            .turn
-            .wait_timeout_while(turns, wait, |turns| turns.serving != ticket)
-            .unwrap_or_else(PoisonError::into_inner);
-        if turns.serving != ticket {
-            // Its turn is skipped when it comes.
-            turns.abandoned.insert(ticket);
-            return Err(open());
-        }
-        Ok(())
+        self.db.shared.take_turn()
     }
 
     /// Hands the writer to the next transaction.
     pub(crate) fn end_turn(&self) {
-        self.busy.lock().unwrap_or_else(PoisonError::into_inner).advance();
-        self.turn.notify_all();
+        self.db.shared.end_turn();
     }
 
     /// Wakes every waiter of [`Inner::wait_for_commit`].
@@ -327,60 +249,9 @@ impl Inner {
     }
 }
 
-/// The writer's turns, first come first served (a ticket lock): the owner holds ticket
-/// `serving`; tickets up to `next` wait in order; a waiter that gave up leaves its ticket in
-/// `abandoned`, skipped when its turn comes.
-#[derive(Default)]
-struct Turns {
-    next: u64,
-    serving: u64,
-    abandoned: std::collections::BTreeSet<u64>,
-}
-
-impl Turns {
-    /// Whether someone owns the writer (or waits for it).
-    fn taken(&self) -> bool {
-        self.serving != self.next
-    }
-
-    /// The next ticket.
-    fn ticket(&mut self) -> u64 {
-        let ticket = self.next;
-        self.next += 1;
-        ticket
-    }
-
-    /// Ends the owner's turn: the next ticket not abandoned is served.
-    fn advance(&mut self) {
-        self.serving += 1;
-        while self.abandoned.remove(&self.serving) {
-            self.serving += 1;
-        }
-    }
-}
-
 /// A connection for reads, locked; with one connection, it also holds the writer's turn
 /// until dropped.
-pub(crate) struct Reader<'a> {
-    conn: MutexGuard<'a, Connection>,
-    turn: Option<&'a Inner>,
-}
-
-impl std::ops::Deref for Reader<'_> {
-    type Target = Connection;
-
-    fn deref(&self) -> &Connection {
-        &self.conn
-    }
-}
-
-impl Drop for Reader<'_> {
-    fn drop(&mut self) {
-        if let Some(inner) = self.turn {
-            inner.end_turn();
-        }
-    }
-}
+pub(crate) type Reader<'a> = db::Held<'a>;
 
 /// reflexr's workspaces in a SQLite file: [`execstore::workspace::WorkspaceStorage`] over
 /// reflexr 0.1.1's `reflexr_*` tables, byte for byte what reflexr's `SqlStorage` writes, so
@@ -399,7 +270,7 @@ pub struct SqliteWorkspaceStorage {
 impl fmt::Debug for SqliteWorkspaceStorage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SqliteWorkspaceStorage")
-            .field("read_only", &self.inner.read_only)
+            .field("db", &self.inner.db)
             .field("poll_interval", &self.inner.poll_interval)
             .finish_non_exhaustive()
     }
@@ -415,22 +286,9 @@ impl SqliteWorkspaceStorage {
     /// path `":memory:"` opens a private in-memory database, as
     /// [`SqliteWorkspaceStorage::open_in_memory`].
     pub fn open(path: impl AsRef<Path>, options: SqliteWorkspaceOptions) -> Result<Self> {
-        let path = path.as_ref();
-        if path.as_os_str() == ":memory:" {
-            return Self::open_in_memory(options);
-        }
-        let clock = options.take_clock()?;
-        if options.read_only {
-            let (conn, snapshot) = db::open_read_only(path, options.busy_timeout)?;
-            schema::check(&conn, options.any_version)?;
-            return Ok(Self::new(conn, None, snapshot, clock, &options));
-        }
-        let mut conn = db::open_file(path)?;
-        db::configure(&conn, options.busy_timeout, false)?;
-        db::make_writer(&conn, options.busy_timeout, options.synchronous)?;
-        schema::migrate(&mut conn)?;
-        let reader = db::open_reader(path, options.busy_timeout)?;
-        Ok(Self::new(conn, Some(reader), None, clock, &options))
+        options.take_clock()?;
+        let db = Db::open(path, options.connect.clone())?;
+        Self::on(&db, options)
     }
 
     /// Opens a private in-memory database with reflexr's tables: everything is lost when the
@@ -439,75 +297,64 @@ impl SqliteWorkspaceStorage {
     /// nothing else can end it, such a read is refused with a [`StoreError::Backend`] error).
     /// `read_only` is refused: an empty database has nothing to read.
     pub fn open_in_memory(options: SqliteWorkspaceOptions) -> Result<Self> {
-        if options.read_only {
-            return Err(StoreError::invalid(
-                "read_only",
-                "an in-memory database starts empty: open it read-write",
-            ));
+        if options.connect.read_only {
+            return Err(memory_read_only());
         }
-        let clock = options.take_clock()?;
-        let mut conn = Connection::open_in_memory().db()?;
-        db::configure(&conn, options.busy_timeout, false)?;
-        schema::migrate(&mut conn)?;
-        Ok(Self::new(conn, None, None, clock, &options))
+        options.take_clock()?;
+        let db = Db::open_in_memory(options.connect.clone())?;
+        Self::on(&db, options)
     }
 
-    /// wasm32 only: opens (creating if needed) the database `name` kept by the SQLite VFS
-    /// registered as `vfs` (sqlite-wasm-vfs's `sahpool` over the Origin Private File System,
-    /// or the in-memory `memvfs`; the caller installs it first), with reflexr's tables as
-    /// [`SqliteWorkspaceStorage::open`] makes them. One connection serves reads and writes
-    /// (such a VFS serves one connection per file), holding the file in exclusive locking
-    /// mode, in WAL where the VFS can do it; a read outside a transaction while one is open is
-    /// refused (nothing else could end it). `synchronous` applies as on a file. With
-    /// `read_only`, the file must hold reflexr's tables and nothing is written.
-    #[cfg(all(target_family = "wasm", target_os = "unknown"))]
-    pub fn open_in_vfs(name: &str, vfs: &str, options: SqliteWorkspaceOptions) -> Result<Self> {
-        use rusqlite::OpenFlags;
-        if name.is_empty() {
-            return Err(StoreError::invalid("name", "must not be empty"));
-        }
+    /// The workspace log on `db`, with the options of this contract (clock, poll interval,
+    /// `any_version`; the connection settings are `db`'s, [`SqliteWorkspaceOptions::connect`]
+    /// is not read): creates reflexr's tables at schema version `0008` if it has none, as
+    /// [`SqliteWorkspaceStorage::open`] says; on a read-only `db` nothing is created, and a
+    /// database without reflexr's tables is [`StoreError::NotFound`] (`"reflexr tables"`).
+    /// An execution store on the same `db` shares its connections: its commits and this
+    /// storage's transactions take turns on the one writer.
+    pub fn on(db: &Db, options: SqliteWorkspaceOptions) -> Result<Self> {
         let clock = options.take_clock()?;
-        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        if !options.read_only {
-            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        if db.is_read_only() {
+            if matches!(db.kind(), db::Kind::Memory) {
+                return Err(memory_read_only());
+            }
+            schema::check(&*db.shared.read()?, options.any_version)?;
+        } else {
+            schema::migrate(&mut *db.shared.held_writer()?)?;
         }
-        let mut conn = db::open_in_vfs(name, flags, vfs)?;
-        db::configure(&conn, options.busy_timeout, options.read_only)?;
-        if options.read_only {
-            schema::check(&conn, options.any_version)?;
-            return Ok(Self::new(conn, None, None, clock, &options));
-        }
-        conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE").db()?;
-        // Answers the mode in force: `wal`, or the VFS's journal if it cannot do WAL.
-        conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get::<_, String>(0))
-            .db()?;
-        db::set_synchronous(&conn, options.synchronous)?;
-        schema::migrate(&mut conn)?;
-        Ok(Self::new(conn, None, None, clock, &options))
-    }
-
-    fn new(
-        writer: Connection,
-        reader: Option<Connection>,
-        snapshot: Option<db::Snapshot>,
-        clock: Arc<dyn Clock>,
-        options: &SqliteWorkspaceOptions,
-    ) -> Self {
-        SqliteWorkspaceStorage {
+        Ok(SqliteWorkspaceStorage {
             inner: Arc::new(Inner {
-                reader: reader.map(Mutex::new),
-                writer: Mutex::new(writer),
-                snapshot,
-                busy: Mutex::new(Turns::default()),
-                turn: Condvar::new(),
+                db: db.clone(),
                 commits: Mutex::new(0),
                 committed: Condvar::new(),
                 clock,
                 poll_interval: options.poll_interval,
-                busy_timeout: options.busy_timeout,
-                read_only: options.read_only,
             }),
+        })
+    }
+
+    /// wasm32 only: opens (creating if needed) the database `name` kept by the SQLite VFS
+    /// registered as `vfs` (sqlite-wasm-vfs's `sahpool` over the Origin Private File System,
+    /// or the in-memory `memvfs`; the caller installs it first; see [`Db::open_in_vfs`]),
+    /// with reflexr's tables as [`SqliteWorkspaceStorage::open`] makes them. One connection
+    /// serves reads and writes (such a VFS serves one connection per file), holding the file
+    /// in exclusive locking mode, in WAL where the VFS can do it; a read outside a
+    /// transaction while one is open is refused (nothing else could end it). `synchronous`
+    /// applies as on a file. With `read_only`, the file must hold reflexr's tables and
+    /// nothing is written.
+    #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+    pub fn open_in_vfs(name: &str, vfs: &str, options: SqliteWorkspaceOptions) -> Result<Self> {
+        if name.is_empty() {
+            return Err(StoreError::invalid("name", "must not be empty"));
         }
+        options.take_clock()?;
+        let db = Db::open_in_vfs(name, vfs, options.connect.clone())?;
+        Self::on(&db, options)
+    }
+
+    /// The database this storage is built on (to build an execution store on it too).
+    pub fn db(&self) -> &Db {
+        &self.inner.db
     }
 
     /// The schema version the database records (`"0008"`, or another one when opened with
@@ -530,4 +377,12 @@ pub const WORKSPACE_SCHEMA_VERSION: &str = schema::SCHEMA_VERSION;
 pub fn has_workspace_tables(path: impl AsRef<Path>) -> Result<bool> {
     let conn = db::probe(path.as_ref())?;
     db::has_table(&conn, schema::TABLES[0])
+}
+
+/// An in-memory database opened read-only: refused.
+fn memory_read_only() -> StoreError {
+    StoreError::invalid(
+        "read_only",
+        "an in-memory database starts empty: open it read-write",
+    )
 }
