@@ -11,8 +11,8 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 
 use execstore::{
-    executions::Event, executions::JsonObject, executions::OutboxEntry, executions::SpawnEntry, Effects,
-    Execution, ExecutionStore, StoreError,
+    executions::{Event, JsonObject, OutboxEntry, SpawnEntry},
+    Effects, Execution, ExecutionStore, StoreError,
 };
 use serde_json::{json, Value};
 

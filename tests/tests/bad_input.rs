@@ -10,8 +10,8 @@ use std::fmt::Debug;
 use std::path::PathBuf;
 
 use execstore::{
-    executions::Event, executions::ListQuery, executions::TimerOp, Effects, Execution, ExecutionStore,
-    StoreError,
+    executions::{Event, ListQuery, TimerOp},
+    Effects, Execution, ExecutionStore, StoreError,
 };
 use execstore_e2e::{crash_id, crash_step, obj, step_effects};
 use execstore_sqlite::{SqliteOptions, SqliteStore};

@@ -33,8 +33,9 @@ use std::io::Write as _;
 use std::path::Path;
 
 use execstore::{
-    executions::Event, executions::JsonObject, executions::Status, kit::pyjson, Effects, Execution,
-    ExecutionStore, StoreError,
+    executions::{Event, JsonObject, Status},
+    kit::pyjson,
+    Effects, Execution, ExecutionStore, StoreError,
 };
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use harel_common::*;

@@ -15,7 +15,10 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use execstore::{executions::Event, executions::JsonObject, Effects, Execution, ExecutionStore};
+use execstore::{
+    executions::{Event, JsonObject},
+    Effects, Execution, ExecutionStore,
+};
 use execstore_e2e::{line_reader, pg};
 use execstore_postgres::{PgOptions, PgStore};
 

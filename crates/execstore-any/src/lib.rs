@@ -32,7 +32,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use execstore::workspace::{Clock, WorkspaceStorage};
-use execstore::{ExecutionStore, Result, StoreError, executions::DEFAULT_TRACE_MAX};
+use execstore::{executions::DEFAULT_TRACE_MAX, ExecutionStore, Result, StoreError};
 
 pub use rows::{BACKENDS, MEMORY, POSTGRES, SQLITE};
 

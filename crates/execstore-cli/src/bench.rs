@@ -26,7 +26,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use execstore::w1::{exe_id, in_event_id, initial_execution, step, Round};
-use execstore::{executions::paging, ExecutionStore, executions::GroupCommit, executions::ListQuery, executions::Status};
+use execstore::{
+    executions::{paging, GroupCommit, ListQuery, Status},
+    ExecutionStore,
+};
 use execstore_any::{Backend, Options, Target, MEMORY, POSTGRES, SQLITE};
 use execstore_sqlite::Synchronous;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -607,8 +610,8 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     use execstore::{
-        executions::Capabilities, executions::DueTimer, Effects, Execution, executions::ExecutionPage, MemoryStore, executions::OutboxEntry, executions::SpawnEntry,
-        executions::TraceStep,
+        executions::{Capabilities, DueTimer, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep},
+        Effects, Execution, MemoryStore,
     };
 
     use super::*;

@@ -3,7 +3,8 @@
 use std::io::Write;
 
 use execstore::{
-    executions::paging, executions::ExecutionPage, executions::ListQuery, executions::TraceStep, kit::pyjson,
+    executions::{paging, ExecutionPage, ListQuery, TraceStep},
+    kit::pyjson,
     ExecutionStore, StoreError,
 };
 use serde::Serialize;
@@ -384,7 +385,10 @@ pub fn timers(store: &dyn ExecutionStore, args: &TimersArgs, json: bool, out: &m
 #[cfg(test)]
 mod tests {
     use super::*;
-    use execstore::{executions::Event, executions::Status, Effects, Execution, MemoryStore};
+    use execstore::{
+        executions::{Event, Status},
+        Effects, Execution, MemoryStore,
+    };
 
     fn store() -> MemoryStore {
         let store = MemoryStore::new();

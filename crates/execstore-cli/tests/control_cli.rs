@@ -10,7 +10,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use common::execstore;
 use execstore::{
-    executions::ChildState, executions::Event, executions::Status, Effects, Execution, ExecutionStore,
+    executions::{ChildState, Event, Status},
+    Effects, Execution, ExecutionStore,
 };
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;

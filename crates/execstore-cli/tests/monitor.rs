@@ -681,7 +681,10 @@ fn postgres_is_served_too() {
         skip("EXECSTORE_PG_URL is not set, so the monitor is not tried on PostgreSQL");
         return;
     };
-    use execstore::{executions::Event, executions::Status, Effects, Execution, ExecutionStore};
+    use execstore::{
+        executions::{Event, Status},
+        Effects, Execution, ExecutionStore,
+    };
     let prefix = format!("mon{}", std::process::id());
     let store = execstore_postgres::PgStore::open(&url, execstore_postgres::PgOptions::new().prefix(&prefix))
         .expect("open PostgreSQL");

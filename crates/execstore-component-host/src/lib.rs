@@ -40,9 +40,10 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use execstore::workspace::{Clock, SystemClock, WorkspaceCapabilities};
 use execstore::{
-    executions::BatchItem, executions::Capabilities, executions::DueTimer, executions::ExecutionPage,
-    executions::ListQuery, executions::OutboxEntry, executions::SpawnEntry, executions::TraceStep, Effects,
-    Execution, ExecutionStore, StoreError,
+    executions::{
+        BatchItem, Capabilities, DueTimer, ExecutionPage, ListQuery, OutboxEntry, SpawnEntry, TraceStep,
+    },
+    Effects, Execution, ExecutionStore, StoreError,
 };
 use wasmtime::component::{Component, HasSelf, Linker, ResourceAny, ResourceTable};
 use wasmtime::{Engine, Store};

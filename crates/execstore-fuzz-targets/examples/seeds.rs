@@ -14,7 +14,9 @@ use execstore::workspace::{
     WorkspaceStorage,
 };
 use execstore::{
-    executions::encode_cursor, executions::DueTimer, executions::Event, kit::pyjson, w1, Effects,
+    executions::{encode_cursor, DueTimer, Event},
+    kit::pyjson,
+    w1, Effects,
 };
 use execstore_monitor_api::cursors;
 use serde_json::{json, Value};

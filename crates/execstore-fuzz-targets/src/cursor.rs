@@ -6,8 +6,8 @@ use std::sync::OnceLock;
 
 use execstore::workspace::MemoryWorkspaceStorage;
 use execstore::{
-    executions::decode_cursor, executions::encode_cursor, executions::paging, executions::DueTimer,
-    executions::ListQuery, ExecutionStore, MemoryStore,
+    executions::{decode_cursor, encode_cursor, paging, DueTimer, ListQuery},
+    ExecutionStore, MemoryStore,
 };
 use execstore_monitor_api::{cursors, ApiRequest, MonitorApi, Stores};
 use execstore_sqlite::{SqliteOptions, SqliteStore};

@@ -11,8 +11,8 @@ use std::fmt::Debug;
 
 use arbitrary::{Result, Unstructured};
 use execstore::{
-    executions::BatchItem, executions::DueTimer, executions::Event, executions::JsonObject,
-    executions::ListQuery, executions::Status, Effects, Execution, ExecutionStore, MemoryStore, StoreError,
+    executions::{BatchItem, DueTimer, Event, JsonObject, ListQuery, Status},
+    Effects, Execution, ExecutionStore, MemoryStore, StoreError,
 };
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::{json, Value};

@@ -12,7 +12,8 @@ use std::sync::OnceLock;
 
 use execstore::workspace::{Envelope, EvaluationError, RuleProgress, Run, ScopeState, Timestamp};
 use execstore::{
-    executions::Event, executions::JsonObject, Effects, Execution, ExecutionStore, MemoryStore, StoreError,
+    executions::{Event, JsonObject},
+    Effects, Execution, ExecutionStore, MemoryStore, StoreError,
 };
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 

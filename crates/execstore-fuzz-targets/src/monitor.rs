@@ -11,8 +11,8 @@ use execstore::workspace::{
     Timestamp, WorkspaceRef, WorkspaceStorage,
 };
 use execstore::{
-    executions::encode_cursor, executions::DueTimer, executions::Event, executions::Status, Effects,
-    Execution, ExecutionStore, MemoryStore,
+    executions::{encode_cursor, DueTimer, Event, Status},
+    Effects, Execution, ExecutionStore, MemoryStore,
 };
 use execstore_monitor_api::{cursors, ApiRequest, MonitorApi, Stores};
 use serde_json::{json, Map, Value};

@@ -168,7 +168,10 @@ fn parse_targets(body: &[u8]) -> Result<Vec<(String, Option<i64>)>, ApiError> {
 
 #[cfg(test)]
 mod tests {
-    use execstore::{executions::ChildState, executions::Status, Execution, ExecutionStore, MemoryStore};
+    use execstore::{
+        executions::{ChildState, Status},
+        Execution, ExecutionStore, MemoryStore,
+    };
     use serde_json::{json, Map, Value};
 
     use crate::{ApiRequest, ApiResponse, MonitorApi};

@@ -4,8 +4,9 @@ use std::collections::{HashMap, HashSet};
 
 use execstore::kit::validate::MAX_PAGE;
 use execstore::{
-    executions::encode_cursor, executions::paging, executions::ExecutionPage, executions::ExecutionSummary,
-    executions::ListQuery, kit::pyjson, ExecutionStore,
+    executions::{encode_cursor, paging, ExecutionPage, ExecutionSummary, ListQuery},
+    kit::pyjson,
+    ExecutionStore,
 };
 use serde_json::{json, Value};
 

@@ -4,8 +4,8 @@ use std::collections::HashSet;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use execstore::executions::{DueTimer, Status};
 use execstore::kit::validate::MAX_PAGE;
-use execstore::{executions::DueTimer, executions::Status};
 use serde_json::json;
 
 use crate::{ApiError, DEFAULT_LIMIT};

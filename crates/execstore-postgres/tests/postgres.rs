@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use execstore::conformance::executions::Harness;
 use execstore::{
-    executions::BatchItem, executions::ListQuery, executions::Status, Effects, Execution, ExecutionStore,
-    StoreError,
+    executions::{BatchItem, ListQuery, Status},
+    Effects, Execution, ExecutionStore, StoreError,
 };
 use execstore_postgres::{PgOptions, PgStore};
 use serde_json::json;

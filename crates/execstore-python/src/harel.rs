@@ -16,9 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use execstore::{
-    executions::DueTimer, executions::Emit, executions::Event, executions::ListQuery, executions::Spawn,
-    executions::Status, executions::TimerOp, executions::TraceStep, Effects, Execution, ExecutionStore,
-    StoreError,
+    executions::{DueTimer, Emit, Event, ListQuery, Spawn, Status, TimerOp, TraceStep},
+    Effects, Execution, ExecutionStore, StoreError,
 };
 use execstore_any::{Options, POSTGRES, SQLITE};
 use execstore_sqlite::Synchronous;

@@ -7,8 +7,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use execstore::{
-    executions::BatchItem, executions::Event, executions::GroupCommit, executions::ListQuery, Effects,
-    Execution, ExecutionStore, StoreError,
+    executions::{BatchItem, Event, GroupCommit, ListQuery},
+    Effects, Execution, ExecutionStore, StoreError,
 };
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use rusqlite::Connection;

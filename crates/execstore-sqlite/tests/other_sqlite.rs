@@ -12,7 +12,10 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use execstore::{executions::ListQuery, executions::Status, Execution, ExecutionStore};
+use execstore::{
+    executions::{ListQuery, Status},
+    Execution, ExecutionStore,
+};
 use execstore_sqlite::{other_sqlite_safe, SqliteOptions, SqliteStore};
 
 /// SQLite's lock bytes in the database file: the pending byte, the reserved byte, then the

@@ -6,8 +6,8 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use execstore::{
-    executions::Event, executions::JsonObject, executions::ListQuery, executions::Status, Effects, Execution,
-    ExecutionStore, StoreError,
+    executions::{Event, JsonObject, ListQuery, Status},
+    Effects, Execution, ExecutionStore, StoreError,
 };
 use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use rusqlite::Connection;

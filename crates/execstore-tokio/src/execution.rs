@@ -4,9 +4,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use execstore::{
-    executions::BatchItem, executions::Capabilities, executions::DueTimer, executions::ExecutionPage,
-    executions::ListQuery, executions::OutboxEntry, executions::SpawnEntry, executions::Status,
-    executions::TraceStep, executions::Work, Effects, Execution, ExecutionStore, Result,
+    executions::{
+        BatchItem, Capabilities, DueTimer, ExecutionPage, ListQuery, OutboxEntry, SpawnEntry, Status,
+        TraceStep, Work,
+    },
+    Effects, Execution, ExecutionStore, Result,
 };
 
 /// An [`ExecutionStore`] whose every operation is an `async fn` run on tokio's blocking pool.

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{eventually, CancelAfter};
-use execstore::{executions::Event, executions::Status, Effects, Execution, MemoryStore, StoreError};
+use execstore::{
+    executions::{Event, Status},
+    Effects, Execution, MemoryStore, StoreError,
+};
 use execstore_tokio::AsyncExecutionStore;
 
 fn tick(id: &str) -> Effects {

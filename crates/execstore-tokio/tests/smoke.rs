@@ -16,7 +16,7 @@ use execstore::workspace::{
     StoredRuleStatus,
 };
 use execstore::{
-    executions::BatchItem, executions::Event, executions::ListQuery, executions::Status, executions::Work,
+    executions::{BatchItem, Event, ListQuery, Status, Work},
     Effects, Execution, ExecutionStore, MemoryStore,
 };
 use execstore_tokio::{AsyncExecutionStore, AsyncWorkspaceStorage};

@@ -6,7 +6,10 @@
 #![cfg(all(target_family = "wasm", target_os = "unknown"))]
 
 use execstore::conformance::executions::Harness;
-use execstore::{executions::Event, executions::Status, Effects, Execution, ExecutionStore};
+use execstore::{
+    executions::{Event, Status},
+    Effects, Execution, ExecutionStore,
+};
 use execstore_wasm::opfs::{OpfsOptions, OpfsStore};
 use execstore_wasm::WasmError;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};

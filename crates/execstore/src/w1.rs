@@ -6,7 +6,8 @@
 use serde_json::Value;
 
 use crate::{
-    executions::Event, executions::JsonObject, executions::Status, executions::TraceStep, Effects, Execution,
+    executions::{Event, JsonObject, Status, TraceStep},
+    Effects, Execution,
 };
 
 /// Execution ids pass through this (and nothing else is pseudo-random).

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use execstore::{
-    executions::BatchItem, executions::Event, executions::GroupCommit, Effects, Execution, ExecutionStore,
-    MemoryStore, Result, StoreError,
+    executions::{BatchItem, Event, GroupCommit},
+    Effects, Execution, ExecutionStore, MemoryStore, Result, StoreError,
 };
 use serde_json::json;
 

@@ -26,7 +26,10 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use execstore::{executions::DueTimer, executions::Work, ExecutionStore};
+use execstore::{
+    executions::{DueTimer, Work},
+    ExecutionStore,
+};
 use execstore_e2e::{open_store_args, OpenedStore};
 use execstore_postgres::{PgOptions, PgStore};
 

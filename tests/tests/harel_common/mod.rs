@@ -13,8 +13,9 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 
 use execstore::{
-    executions::ChildState, executions::Event, executions::JsonObject, executions::ListQuery,
-    executions::Status, executions::TraceStep, kit::pyjson, Effects, Execution, ExecutionStore, StoreError,
+    executions::{ChildState, Event, JsonObject, ListQuery, Status, TraceStep},
+    kit::pyjson,
+    Effects, Execution, ExecutionStore, StoreError,
 };
 use serde_json::{json, Value};
 

@@ -30,9 +30,8 @@ use execstore::executions::paging;
 use execstore::kit::pyjson::python_float_repr;
 use execstore::kit::validate::MAX_PAGE;
 use execstore::{
-    executions::ChildState, executions::Event, executions::JsonObject, executions::ListQuery,
-    executions::Spawn, executions::Status, executions::TraceStep, Effects, Execution, ExecutionStore,
-    MemoryStore, Result,
+    executions::{ChildState, Event, JsonObject, ListQuery, Spawn, Status, TraceStep},
+    Effects, Execution, ExecutionStore, MemoryStore, Result,
 };
 use fastrand::Rng;
 use serde_json::{json, Map, Value};

@@ -5,8 +5,8 @@
 
 use crate::support::{self, has_sqlite, open};
 use execstore::{
-    executions::ChildState, executions::Event, executions::JsonObject, Effects, Execution, ExecutionStore,
-    StoreError,
+    executions::{ChildState, Event, JsonObject},
+    Effects, Execution, ExecutionStore, StoreError,
 };
 use execstore_component_host::{Backend, ComponentRuntime, HostError};
 

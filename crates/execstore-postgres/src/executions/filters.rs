@@ -9,7 +9,7 @@
 //! its rows' documents are parsed for the summary: keyset paging by id as in the plain
 //! listing.
 
-use execstore::{executions::ListQuery, executions::TimeRange};
+use execstore::executions::{ListQuery, TimeRange};
 use postgres::types::ToSql;
 
 use super::rows::prefix_upper_bound;
@@ -150,7 +150,8 @@ impl Stmts {
 mod tests {
     use super::super::{drop_store, PgOptions, PgStore};
     use execstore::{
-        executions::BatchItem, executions::ListQuery, executions::Status, Effects, Execution, ExecutionStore,
+        executions::{BatchItem, ListQuery, Status},
+        Effects, Execution, ExecutionStore,
     };
 
     /// The server from `EXECSTORE_PG_URL`; without it the test fails, unless

@@ -34,7 +34,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use execstore::kit::validate::{check_limit, check_seq, PreparedCommit, PreparedWrite};
-use execstore::{executions::TimerOp, executions::Work, executions::DEFAULT_TRACE_MAX, Result, StoreError};
+use execstore::{
+    executions::{TimerOp, Work, DEFAULT_TRACE_MAX},
+    Result, StoreError,
+};
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement, Transaction};
 

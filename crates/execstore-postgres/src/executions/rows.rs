@@ -1,8 +1,8 @@
 //! Rows as records, and small helpers of the execution store's reads.
 
 use execstore::{
-    executions::DueTimer, executions::Event, executions::JsonObject, executions::OutboxEntry,
-    executions::SpawnEntry, Execution, Result, StoreError,
+    executions::{DueTimer, Event, JsonObject, OutboxEntry, SpawnEntry},
+    Execution, Result, StoreError,
 };
 use postgres::Row;
 

@@ -7,10 +7,11 @@ use execstore::kit::validate::{
     PreparedCommit, MAX_PAGE,
 };
 use execstore::{
-    executions::BatchItem, executions::Capabilities, executions::DueTimer, executions::ExecutionPage,
-    executions::ExecutionSummary, executions::ListQuery, executions::OutboxEntry, executions::SpawnEntry,
-    executions::Status, executions::TraceStep, executions::Work, Effects, Execution, ExecutionStore, Result,
-    StoreError,
+    executions::{
+        BatchItem, Capabilities, DueTimer, ExecutionPage, ExecutionSummary, ListQuery, OutboxEntry,
+        SpawnEntry, Status, TraceStep, Work,
+    },
+    Effects, Execution, ExecutionStore, Result, StoreError,
 };
 
 use postgres::types::ToSql;

@@ -13,7 +13,7 @@
 //! walk every id in order, parsing each document, than sort the window's ids; a window
 //! that is most of the table costs a sort of its ids instead, never a read of its documents.
 
-use execstore::{executions::ListQuery, executions::TimeRange};
+use execstore::executions::{ListQuery, TimeRange};
 use rusqlite::types::Value;
 
 use super::prefix_upper_bound;
@@ -124,7 +124,10 @@ impl Stmts {
 #[cfg(test)]
 mod tests {
     use super::super::{SqliteOptions, SqliteStore};
-    use execstore::{executions::ListQuery, executions::Status, Execution, ExecutionStore};
+    use execstore::{
+        executions::{ListQuery, Status},
+        Execution, ExecutionStore,
+    };
 
     /// The query plan of `query`'s filtered listing, one line per step.
     fn plan(store: &SqliteStore, query: &ListQuery) -> Vec<String> {

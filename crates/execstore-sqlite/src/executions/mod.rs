@@ -15,7 +15,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use execstore::kit::validate::{check_seq, PreparedCommit};
-use execstore::{Execution, Result, StoreError, executions::TimerOp, executions::DEFAULT_TRACE_MAX};
+use execstore::{
+    executions::{TimerOp, DEFAULT_TRACE_MAX},
+    Execution, Result, StoreError,
+};
 #[cfg(all(target_family = "wasm", target_os = "unknown"))]
 use rusqlite::OpenFlags;
 use rusqlite::{params, Connection, OptionalExtension};

@@ -4,10 +4,11 @@ use execstore::kit::validate::{
     check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedBatch,
 };
 use execstore::{
-    executions::BatchItem, executions::Capabilities, executions::DueTimer, executions::Event,
-    executions::ExecutionPage, executions::ExecutionSummary, executions::JsonObject, executions::ListQuery,
-    executions::OutboxEntry, executions::SpawnEntry, executions::Status, executions::TraceStep,
-    executions::UnreadableRow, Effects, Execution, ExecutionStore, Result, StoreError,
+    executions::{
+        BatchItem, Capabilities, DueTimer, Event, ExecutionPage, ExecutionSummary, JsonObject, ListQuery,
+        OutboxEntry, SpawnEntry, Status, TraceStep, UnreadableRow,
+    },
+    Effects, Execution, ExecutionStore, Result, StoreError,
 };
 use rusqlite::{params, OptionalExtension};
 use std::sync::atomic::Ordering;

@@ -1,7 +1,10 @@
 //! Unit tests of the execution store's internals: pragmas, query plans, statement reuse.
 
 use super::*;
-use execstore::{executions::Event, executions::JsonObject, executions::Status, Effects, ExecutionStore};
+use execstore::{
+    executions::{Event, JsonObject, Status},
+    Effects, ExecutionStore,
+};
 
 #[test]
 fn upper_bounds() {

@@ -4,8 +4,8 @@
 use std::cell::RefCell;
 
 use execstore::{
-    executions::BatchItem, executions::DueTimer, executions::ListQuery, executions::Status,
-    executions::TraceStep, executions::DEFAULT_LIST_LIMIT, Effects, Execution, ExecutionStore, MemoryStore,
+    executions::{BatchItem, DueTimer, ListQuery, Status, TraceStep, DEFAULT_LIST_LIMIT},
+    Effects, Execution, ExecutionStore, MemoryStore,
 };
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use js_sys::{Array, ArrayBuffer, Function, Object, Reflect, Uint8Array};

@@ -7,7 +7,7 @@
 //! error, and the iteration ends.
 //!
 //! ```
-//! use execstore::{executions::paging, ExecutionStore, executions::ListQuery, MemoryStore};
+//! use execstore::{ExecutionStore, MemoryStore, executions::{paging, ListQuery}};
 //!
 //! let store = MemoryStore::new();
 //! let mut ids = Vec::new();
