@@ -323,30 +323,5 @@ pub fn envelopes_for(
     head_ts: Option<Timestamp>,
     clock: &dyn super::time::Clock,
 ) -> Vec<Envelope> {
-    let mut seq = head_seq;
-    let mut last = head_ts;
-    entries
-        .iter()
-        .map(|entry| {
-            let now = clock.now();
-            // Python's max(now, last) keeps `now` on a tie.
-            let ts = match last {
-                Some(last) if last > now => last,
-                _ => now,
-            };
-            seq += 1;
-            last = Some(ts);
-            Envelope {
-                seq,
-                id: entry.id.clone(),
-                ts,
-                workspace_id: workspace.workspace_id.clone(),
-                actor: entry.actor.clone(),
-                causation: entry.causation.clone(),
-                correlation_id: entry.correlation_id.clone().unwrap_or_else(|| entry.id.clone()),
-                traceparent: entry.traceparent.clone(),
-                event: entry.event.clone(),
-            }
-        })
-        .collect()
+    super::front::number(workspace, entries, head_seq, head_ts, &mut || clock.now())
 }
