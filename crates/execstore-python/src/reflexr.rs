@@ -6,16 +6,16 @@
 //! text. Every call releases the GIL; the Python layer runs each one on a worker thread.
 //!
 //! The clock: the Python layer calls the user's clock itself, once per appended entry and once
-//! per lease, and passes the instants down with the call. The storages are built on
-//! [`FedClock`], which hands out the instants fed to the calling thread (the storages call
-//! their clock on the calling thread), and the system clock when none were fed.
+//! per lease, and passes the instants down with the call; they reach the core's
+//! [`WorkspaceFront`] as arguments ([`FrontTx::append_at`], [`WorkspaceFront::acquire_lease_at`]).
+//! Where none are passed, the front reads its own clock, the system's.
 
 use crate::errors::IntoPy;
 use execstore::pyjson;
 use execstore::workspace::{
-    Clock, Entry, EvaluationError, LogQuery, MemoryWorkspaceStorage, RuleProgress, Run, RunPolicy, RunQuery,
-    RunStatus, ScopeState, StoredRule, StoredRuleStatus, SystemClock, Timestamp, WorkspaceRef,
-    WorkspaceStorage, WorkspaceTx,
+    AsWorkspaceFront, Clock, DriverTx, Entry, Envelope, EvaluationError, FrontTx, LogQuery,
+    MemoryWorkspaceStorage, RuleProgress, Run, RunPolicy, RunQuery, RunStatus, ScopeState, StoredRule,
+    StoredRuleStatus, SystemClock, Timestamp, WorkspaceFront, WorkspaceRef, WorkspaceStorage, WorkspaceTx,
 };
 use execstore::StoreError;
 use execstore_postgres::{PgWorkspaceOptions, PgWorkspaceStorage};
@@ -23,34 +23,59 @@ use execstore_sqlite::{SqliteWorkspaceOptions, SqliteWorkspaceStorage};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use serde_json::{Map, Value};
-use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 type JsonObject = Map<String, Value>;
 
-thread_local! {
-    static FED: RefCell<VecDeque<Timestamp>> = const { RefCell::new(VecDeque::new()) };
+/// A storage that takes the caller's instants: any backend's [`WorkspaceFront`].
+trait TimedStorage: WorkspaceStorage {
+    /// [`WorkspaceStorage::begin`], with a transaction that takes instants.
+    fn begin_timed(&self, workspace: &WorkspaceRef) -> execstore::Result<Box<dyn TimedTx>>;
+    /// [`WorkspaceStorage::acquire_lease`] at `now`, or at the front's clock's reading.
+    fn acquire_lease_at(
+        &self,
+        workspace: &WorkspaceRef,
+        key: &str,
+        holder: &str,
+        ttl: Duration,
+        now: Option<Timestamp>,
+    ) -> execstore::Result<bool>;
 }
 
-/// The storages' clock: the instants the Python layer fed to this thread, in order, then
-/// the system clock.
-struct FedClock;
+impl<S: AsWorkspaceFront + 'static> TimedStorage for S {
+    fn begin_timed(&self, workspace: &WorkspaceRef) -> execstore::Result<Box<dyn TimedTx>> {
+        Ok(Box::new(self.front().begin_tx(workspace)?))
+    }
 
-impl Clock for FedClock {
-    fn now(&self) -> Timestamp {
-        FED.with(|fed| fed.borrow_mut().pop_front())
-            .unwrap_or_else(|| SystemClock.now())
+    fn acquire_lease_at(
+        &self,
+        workspace: &WorkspaceRef,
+        key: &str,
+        holder: &str,
+        ttl: Duration,
+        now: Option<Timestamp>,
+    ) -> execstore::Result<bool> {
+        let front: &WorkspaceFront<S::Driver> = self.front();
+        let now = now.unwrap_or_else(|| front.clock().now());
+        front.acquire_lease_at(workspace, key, holder, ttl, now)
     }
 }
 
-/// Runs `f` with `nows` fed to this thread's clock, clearing what it left.
-fn fed<T>(nows: Vec<Timestamp>, f: impl FnOnce() -> T) -> T {
-    FED.with(|fed| *fed.borrow_mut() = nows.into());
-    let out = f();
-    FED.with(|fed| fed.borrow_mut().clear());
-    out
+/// A transaction that takes the caller's instants for its appends.
+trait TimedTx: WorkspaceTx {
+    /// [`WorkspaceTx::append`], the envelopes stamped with `nows` in order, then with the
+    /// system clock's readings once they run out.
+    fn append_at(&mut self, entries: &[Entry], nows: Vec<Timestamp>) -> execstore::Result<Vec<Envelope>>;
+}
+
+impl<T: DriverTx + 'static> TimedTx for FrontTx<T> {
+    fn append_at(&mut self, entries: &[Entry], nows: Vec<Timestamp>) -> execstore::Result<Vec<Envelope>> {
+        let mut nows = nows.into_iter();
+        FrontTx::append_at(self, entries, &mut || {
+            nows.next().unwrap_or_else(|| SystemClock.now())
+        })
+    }
 }
 
 fn ts(field: &str, text: &str) -> execstore::Result<Timestamp> {
@@ -147,11 +172,11 @@ fn closed() -> PyErr {
 /// A workspace storage: memory, SQLite or PostgreSQL.
 #[pyclass(module = "execstore._core", frozen)]
 pub(crate) struct WorkspaceStore {
-    inner: RwLock<Option<Arc<dyn WorkspaceStorage>>>,
+    inner: RwLock<Option<Arc<dyn TimedStorage>>>,
 }
 
 impl WorkspaceStore {
-    fn get(&self) -> PyResult<Arc<dyn WorkspaceStorage>> {
+    fn get(&self) -> PyResult<Arc<dyn TimedStorage>> {
         self.inner
             .read()
             .map_err(|_| closed())?
@@ -159,7 +184,7 @@ impl WorkspaceStore {
             .ok_or_else(closed)
     }
 
-    fn new(storage: Arc<dyn WorkspaceStorage>) -> Self {
+    fn new(storage: Arc<dyn TimedStorage>) -> Self {
         WorkspaceStore {
             inner: RwLock::new(Some(storage)),
         }
@@ -169,7 +194,7 @@ impl WorkspaceStore {
     fn call<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&dyn WorkspaceStorage) -> execstore::Result<T> + Send,
+        f: impl FnOnce(&dyn TimedStorage) -> execstore::Result<T> + Send,
     ) -> PyResult<T> {
         let storage = self.get()?;
         py.detach(|| f(&*storage)).py_err(py)
@@ -185,7 +210,7 @@ impl WorkspaceStore {
     /// A new, empty storage in memory.
     #[staticmethod]
     fn memory() -> Self {
-        WorkspaceStore::new(Arc::new(MemoryWorkspaceStorage::new(Arc::new(FedClock))))
+        WorkspaceStore::new(Arc::new(MemoryWorkspaceStorage::new(Arc::new(SystemClock))))
     }
 
     /// Opens (creating and migrating) a SQLite file.
@@ -200,9 +225,7 @@ impl WorkspaceStore {
         if path != ":memory:" {
             crate::errors::check_other_sqlite(py)?;
         }
-        let options = SqliteWorkspaceOptions::new()
-            .clock(Arc::new(FedClock))
-            .poll_interval(poll);
+        let options = SqliteWorkspaceOptions::new().poll_interval(poll);
         let storage = py
             .detach(|| SqliteWorkspaceStorage::open(&path, options))
             .py_err(py)?;
@@ -213,7 +236,7 @@ impl WorkspaceStore {
     #[staticmethod]
     #[pyo3(signature = (dsn, schema=None))]
     fn postgres(py: Python<'_>, dsn: String, schema: Option<String>) -> PyResult<Self> {
-        let mut options = PgWorkspaceOptions::new().clock(Arc::new(FedClock));
+        let mut options = PgWorkspaceOptions::new();
         if let Some(schema) = schema {
             options = options.schema(schema);
         }
@@ -235,7 +258,7 @@ impl WorkspaceStore {
 
     fn begin(&self, py: Python<'_>, tenant: &str, workspace: &str) -> PyResult<WorkspaceTxn> {
         let ws = wref(tenant, workspace);
-        let tx = self.call(py, |s| s.begin(&ws))?;
+        let tx = self.call(py, |s| s.begin_timed(&ws))?;
         Ok(WorkspaceTxn {
             tx: Mutex::new(Some(tx)),
         })
@@ -371,7 +394,7 @@ impl WorkspaceStore {
         })
     }
 
-    /// Takes or renews a lease; `now` (the caller's clock) feeds the storage's clock.
+    /// Takes or renews a lease at `now` (the caller's clock), or at the system clock's time.
     #[pyo3(signature = (tenant, workspace, key, holder, ttl_micros, now=None))]
     #[allow(clippy::too_many_arguments)]
     fn acquire_lease(
@@ -385,12 +408,12 @@ impl WorkspaceStore {
         now: Option<String>,
     ) -> PyResult<bool> {
         let ws = wref(tenant, workspace);
-        let nows = timestamps("now", now.map(|n| vec![n])).py_err(py)?;
+        let now = now.map(|n| ts("now", &n)).transpose().py_err(py)?;
         if ttl_micros <= 0 {
             return Err(StoreError::invalid("ttl", "must be more than zero")).py_err(py);
         }
         let ttl = Duration::from_micros(ttl_micros as u64);
-        self.call(py, |s| fed(nows, || s.acquire_lease(&ws, key, holder, ttl)))
+        self.call(py, |s| s.acquire_lease_at(&ws, key, holder, ttl, now))
     }
 
     fn release_lease(
@@ -441,7 +464,7 @@ impl WorkspaceStore {
 /// One open transaction on a workspace; it holds the workspace until `commit` or `rollback`.
 #[pyclass(module = "execstore._core", frozen)]
 pub(crate) struct WorkspaceTxn {
-    tx: Mutex<Option<Box<dyn WorkspaceTx>>>,
+    tx: Mutex<Option<Box<dyn TimedTx>>>,
 }
 
 impl WorkspaceTxn {
@@ -449,7 +472,7 @@ impl WorkspaceTxn {
     fn call<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut dyn WorkspaceTx) -> execstore::Result<T> + Send,
+        f: impl FnOnce(&mut dyn TimedTx) -> execstore::Result<T> + Send,
     ) -> PyResult<T> {
         py.detach(|| {
             let mut guard = self.tx.lock().map_err(|_| None)?;
@@ -467,8 +490,8 @@ impl WorkspaceTxn {
 
 #[pymethods]
 impl WorkspaceTxn {
-    /// Appends entries (JSON texts); `nows` (the caller's clock, one per entry) feed the
-    /// storage's clock.
+    /// Appends entries (JSON texts) at `nows` (the caller's clock, one per entry), then at the
+    /// system clock's time.
     #[pyo3(signature = (entries, nows=None))]
     fn append(
         &self,
@@ -482,7 +505,7 @@ impl WorkspaceTxn {
             .map(|e| entry(e))
             .collect::<execstore::Result<Vec<_>>>()
             .py_err(py)?;
-        self.call(py, |tx| fed(nows, || tx.append(&entries)))
+        self.call(py, |tx| tx.append_at(&entries, nows))
             .map(|es| es.iter().map(|e| e.to_json()).collect())
     }
 

@@ -21,7 +21,7 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use execstore::workspace::Clock;
+use execstore::workspace::{AsWorkspaceFront, Clock, WorkspaceFront};
 use execstore::{Result, StoreError};
 use rusqlite::Connection;
 
@@ -155,7 +155,6 @@ pub(crate) struct Inner {
     /// Commits through this storage, for [`Inner::wait_for_commit`].
     commits: Mutex<u64>,
     committed: Condvar,
-    pub(crate) clock: Arc<dyn Clock>,
     poll_interval: Duration,
     /// How long a read on the one connection waits for an open transaction.
     busy_timeout: Duration,
@@ -391,18 +390,34 @@ impl Drop for Reader<'_> {
 /// processes' transactions wait for SQLite's write lock. A transaction must end before the
 /// same thread begins another or writes a lease or cursor, which would wait for it. Reads
 /// outside transactions never wait for one.
+///
+/// The contract's checks, clock reads and envelope numbering are the core's
+/// [`WorkspaceFront`]; this crate's part is the [`SqliteWorkspaceDriver`] behind it.
 #[derive(Clone)]
-pub struct SqliteWorkspaceStorage {
-    inner: Arc<Inner>,
-}
+pub struct SqliteWorkspaceStorage(WorkspaceFront<SqliteWorkspaceDriver>);
 
 impl fmt::Debug for SqliteWorkspaceStorage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = &self.0.driver().inner;
         f.debug_struct("SqliteWorkspaceStorage")
-            .field("read_only", &self.inner.read_only)
-            .field("poll_interval", &self.inner.poll_interval)
+            .field("read_only", &inner.read_only)
+            .field("poll_interval", &inner.poll_interval)
             .finish_non_exhaustive()
     }
+}
+
+impl AsWorkspaceFront for SqliteWorkspaceStorage {
+    type Driver = SqliteWorkspaceDriver;
+    fn front(&self) -> &WorkspaceFront<SqliteWorkspaceDriver> {
+        &self.0
+    }
+}
+
+/// The SQLite backend's [`WorkspaceDriver`](execstore::workspace::WorkspaceDriver): the
+/// statements on the writer and reader connections, nothing else.
+#[derive(Clone)]
+pub struct SqliteWorkspaceDriver {
+    inner: Arc<Inner>,
 }
 
 impl SqliteWorkspaceStorage {
@@ -493,7 +508,7 @@ impl SqliteWorkspaceStorage {
         clock: Arc<dyn Clock>,
         options: &SqliteWorkspaceOptions,
     ) -> Self {
-        SqliteWorkspaceStorage {
+        let driver = SqliteWorkspaceDriver {
             inner: Arc::new(Inner {
                 reader: reader.map(Mutex::new),
                 writer: Mutex::new(writer),
@@ -502,18 +517,18 @@ impl SqliteWorkspaceStorage {
                 turn: Condvar::new(),
                 commits: Mutex::new(0),
                 committed: Condvar::new(),
-                clock,
                 poll_interval: options.poll_interval,
                 busy_timeout: options.busy_timeout,
                 read_only: options.read_only,
             }),
-        }
+        };
+        SqliteWorkspaceStorage(WorkspaceFront::new(driver, clock))
     }
 
     /// The schema version the database records (`"0008"`, or another one when opened with
     /// [`any_version`](SqliteWorkspaceOptions::any_version)).
     pub fn schema_version(&self) -> Result<String> {
-        let conn = self.inner.reader()?;
+        let conn = self.0.driver().inner.reader()?;
         conn.query_row("SELECT version_num FROM reflexr_alembic_version", [], |row| {
             row.get(0)
         })

@@ -131,16 +131,9 @@ impl<S: AsWorkspaceFront> WorkspaceStorage for S {
     }
 
     fn read(&self, workspace: &WorkspaceRef, query: &LogQuery) -> Result<Vec<Envelope>> {
-        checked!(workspace, query.check(); {
-            let mut query = query.clone();
-            if let Some(types) = &mut query.types {
-                if types.is_empty() {
-                    return Ok(Vec::new());
-                }
-                types.sort_unstable();
-                types.dedup();
-            }
-            self.front().driver.read(workspace, &query)
+        checked!(workspace; match query.checked()? {
+            Some(query) => self.front().driver.read(workspace, &query),
+            None => Ok(Vec::new()),
         })
     }
 

@@ -63,6 +63,21 @@ impl LogQuery {
         self
     }
 
+    /// The query as a driver receives it: checked, its `types` sorted and without repeats;
+    /// `None` when it asks for no type at all (nothing matches).
+    pub fn checked(&self) -> Result<Option<LogQuery>> {
+        self.check()?;
+        let mut query = self.clone();
+        if let Some(types) = &mut query.types {
+            if types.is_empty() {
+                return Ok(None);
+            }
+            types.sort_unstable();
+            types.dedup();
+        }
+        Ok(Some(query))
+    }
+
     /// The checks every backend makes before reading.
     pub fn check(&self) -> Result<()> {
         if self.after_seq < 0 {
