@@ -183,27 +183,14 @@ impl WorkspaceDriver for PgWorkspaceDriver {
     }
 
     fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>> {
-        let status = query.status.map(|s| s.as_str());
+        let filters = query.filters();
         let n = query.limit.map(limit);
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
-        if let Some(rule) = &query.rule {
-            params.push(rule);
-        }
-        if let Some(status) = &status {
-            params.push(status);
-        }
-        if let Some(scope_key) = &query.scope_key {
-            params.push(scope_key);
-        }
+        params.extend(filters.iter().map(|(_, value)| value as &(dyn ToSql + Sync)));
         if let Some(n) = &n {
             params.push(n);
         }
-        let sql = sql::runs(
-            query.rule.is_some(),
-            status.is_some(),
-            query.scope_key.is_some(),
-            n.is_some(),
-        );
+        let sql = sql::runs(filters.iter().map(|(column, _)| *column), n.is_some());
         self.query(workspace, &sql, &params)?
             .iter()
             .map(|row| Run::from_json(&col::<String>(row, 0)?))

@@ -45,13 +45,11 @@ pub(crate) fn log_query(before: bool, types: usize, last: bool) -> String {
     sql
 }
 
-/// The statement listing runs newest first, with the filters given.
-fn runs_query(rule: bool, status: bool, scope_key: bool) -> String {
+/// The statement listing runs newest first, with the filters on `columns`.
+fn runs_query(columns: impl Iterator<Item = &'static str>) -> String {
     let mut sql = String::from("SELECT body FROM reflexr_runs WHERE tenant_id = ? AND workspace_id = ?");
-    for (on, column) in [(rule, "rule"), (status, "status"), (scope_key, "scope_key")] {
-        if on {
-            sql.push_str(&format!(" AND {column} = ?"));
-        }
+    for column in columns {
+        sql.push_str(&format!(" AND {column} = ?"));
     }
     sql.push_str(" ORDER BY position DESC LIMIT ?");
     sql
@@ -110,20 +108,12 @@ impl WorkspaceDriver for SqliteWorkspaceDriver {
     }
 
     fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>> {
-        let status = query.status.map(|s| s.as_str());
+        let filters = query.filters();
         let limit = sql::limit_param(query.limit);
         let mut args: Vec<&dyn ToSql> = vec![&workspace.tenant_id, &workspace.workspace_id];
-        if let Some(rule) = &query.rule {
-            args.push(rule);
-        }
-        if let Some(status) = &status {
-            args.push(status);
-        }
-        if let Some(scope_key) = &query.scope_key {
-            args.push(scope_key);
-        }
+        args.extend(filters.iter().map(|(_, value)| value as &dyn ToSql));
         args.push(&limit);
-        let text = runs_query(query.rule.is_some(), status.is_some(), query.scope_key.is_some());
+        let text = runs_query(filters.iter().map(|(column, _)| *column));
         sql::all(&*self.inner.reader()?, &text, &args, sql::run)
     }
 

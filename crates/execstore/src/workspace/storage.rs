@@ -124,6 +124,22 @@ pub struct RunQuery {
 }
 
 impl RunQuery {
+    /// The filters given, as (column of `reflexr_runs`, value) pairs, in the order `rule`,
+    /// `status`, `scope_key`: what a SQL driver binds.
+    pub fn filters(&self) -> Vec<(&'static str, &str)> {
+        let mut out = Vec::new();
+        if let Some(rule) = &self.rule {
+            out.push(("rule", rule.as_str()));
+        }
+        if let Some(status) = self.status {
+            out.push(("status", status.as_str()));
+        }
+        if let Some(scope_key) = &self.scope_key {
+            out.push(("scope_key", scope_key.as_str()));
+        }
+        out
+    }
+
     /// The checks every backend makes before reading.
     pub fn check(&self) -> Result<()> {
         if let Some(n) = self.limit {
