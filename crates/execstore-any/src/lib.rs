@@ -31,7 +31,7 @@ mod rows;
 use std::fmt;
 use std::sync::Arc;
 
-use execstore::workspace::{Clock, WorkspaceStorage};
+use execstore::workspace::{Clock, TimedWorkspace};
 use execstore::{executions::DEFAULT_TRACE_MAX, ExecutionStore, Result, StoreError};
 
 pub use rows::{BACKENDS, MEMORY, POSTGRES, SQLITE};
@@ -344,7 +344,7 @@ pub struct Stores {
     /// The execution store, if asked for.
     pub executions: Option<Arc<dyn ExecutionStore>>,
     /// The workspace log, if asked for.
-    pub workspaces: Option<Arc<dyn WorkspaceStorage>>,
+    pub workspaces: Option<Arc<dyn TimedWorkspace>>,
     /// The reflexr schema version the workspace tables record, where the backend knows it
     /// and it differs from the one this build reads (only with [`Options::any_version`]).
     pub workspace_version: Option<String>,

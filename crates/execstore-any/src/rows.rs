@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use execstore::workspace::{Clock, MemoryWorkspaceStorage, SystemClock, WorkspaceStorage};
+use execstore::workspace::{Clock, MemoryWorkspaceStorage, SystemClock, TimedWorkspace};
 use execstore::{ExecutionStore, MemoryStore, Result, StoreError};
 use execstore_postgres::{PgStore, PgWorkspaceStorage};
 use execstore_sqlite::{SqliteStore, SqliteWorkspaceStorage};
@@ -84,7 +84,7 @@ fn open_memory(_: &str, options: &Options) -> Result<Stores> {
         .then(|| Arc::new(MemoryStore::new()) as Arc<dyn ExecutionStore>);
     let workspaces = options
         .workspaces
-        .then(|| Arc::new(MemoryWorkspaceStorage::new(clock(options))) as Arc<dyn WorkspaceStorage>);
+        .then(|| Arc::new(MemoryWorkspaceStorage::new(clock(options))) as Arc<dyn TimedWorkspace>);
     Ok(Stores {
         backend: &MEMORY,
         executions,
@@ -120,7 +120,7 @@ fn open_sqlite(path: &str, options: &Options) -> Result<Stores> {
         } else {
             None
         };
-        (Some(Arc::new(storage) as Arc<dyn WorkspaceStorage>), version)
+        (Some(Arc::new(storage) as Arc<dyn TimedWorkspace>), version)
     } else {
         (None, None)
     };
@@ -149,7 +149,7 @@ fn open_postgres(url: &str, options: &Options) -> Result<Stores> {
     };
     let workspaces = if options.workspaces {
         let ws = settings.workspace.clone().clock(clock(options));
-        Some(Arc::new(PgWorkspaceStorage::on(&db, ws)?) as Arc<dyn WorkspaceStorage>)
+        Some(Arc::new(PgWorkspaceStorage::on(&db, ws)?) as Arc<dyn TimedWorkspace>)
     } else {
         None
     };

@@ -92,7 +92,9 @@ pub fn open_workspaces(
         .open(&options)
         .map_err(CliError::Store)
         .with_context(|| format!("cannot open the workspace tables of {}", shown(db, &target)))?;
-    stores.workspaces.context("the backend opened no workspace log")
+    let storage: Arc<dyn WorkspaceStorage> =
+        stores.workspaces.context("the backend opened no workspace log")?;
+    Ok(storage)
 }
 
 /// The workspace log of `db` for the monitor: read-only, and where the tables record a

@@ -52,6 +52,6 @@ pub use db::handle::{ConnectOptions, Db};
 pub use executions::{drop_store, harel_schema, store_bytes, store_exists, table_names, PgOptions, PgStore};
 pub use transport::{drop_transport, PgTransport, PgTransportOptions};
 pub use workspace::{
-    drop_workspace_schema, has_workspace_tables, PgWorkspaceOptions, PgWorkspaceStorage,
+    drop_workspace_schema, has_workspace_tables, PgWorkspaceDriver, PgWorkspaceOptions, PgWorkspaceStorage,
     REFLEXR_SCHEMA_VERSION,
 };

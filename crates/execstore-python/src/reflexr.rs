@@ -6,50 +6,26 @@
 //! text. Every call releases the GIL; the Python layer runs each one on a worker thread.
 //!
 //! The clock: the Python layer calls the user's clock itself, once per appended entry and once
-//! per lease, and passes the instants down with the call. The storages are built on
-//! [`FedClock`], which hands out the instants fed to the calling thread (the storages call
-//! their clock on the calling thread), and the system clock when none were fed.
+//! per lease, and passes the instants down with the call; they reach the core's workspace front
+//! as arguments ([`TimedWorkspace`]: `begin_timed`, `acquire_lease_timed`, and
+//! [`TimedWorkspaceTx::append_timed`]). Where none are passed, the front reads its own clock,
+//! the system's.
 
 use crate::errors::IntoPy;
 use execstore::kit::pyjson;
 use execstore::workspace::{
-    Clock, Entry, EvaluationError, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, RunStatus, ScopeState,
-    StoredRule, StoredRuleStatus, SystemClock, Timestamp, WorkspaceRef, WorkspaceStorage, WorkspaceTx,
+    Entry, EvaluationError, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, RunStatus, ScopeState,
+    StoredRule, StoredRuleStatus, TimedWorkspace, TimedWorkspaceTx, Timestamp, WorkspaceRef,
 };
 use execstore::StoreError;
 use execstore_any::{Backend, Options, Target, MEMORY, POSTGRES, SQLITE};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use serde_json::{Map, Value};
-use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 type JsonObject = Map<String, Value>;
-
-thread_local! {
-    static FED: RefCell<VecDeque<Timestamp>> = const { RefCell::new(VecDeque::new()) };
-}
-
-/// The storages' clock: the instants the Python layer fed to this thread, in order, then
-/// the system clock.
-struct FedClock;
-
-impl Clock for FedClock {
-    fn now(&self) -> Timestamp {
-        FED.with(|fed| fed.borrow_mut().pop_front())
-            .unwrap_or_else(|| SystemClock.now())
-    }
-}
-
-/// Runs `f` with `nows` fed to this thread's clock, clearing what it left.
-fn fed<T>(nows: Vec<Timestamp>, f: impl FnOnce() -> T) -> T {
-    FED.with(|fed| *fed.borrow_mut() = nows.into());
-    let out = f();
-    FED.with(|fed| fed.borrow_mut().clear());
-    out
-}
 
 fn ts(field: &str, text: &str) -> execstore::Result<Timestamp> {
     Timestamp::parse_json_text(text).map_err(|e| match e {
@@ -145,11 +121,11 @@ fn closed() -> PyErr {
 /// A workspace storage: memory, SQLite or PostgreSQL.
 #[pyclass(module = "execstore._core", frozen)]
 pub(crate) struct WorkspaceStore {
-    inner: RwLock<Option<Arc<dyn WorkspaceStorage>>>,
+    inner: RwLock<Option<Arc<dyn TimedWorkspace>>>,
 }
 
 impl WorkspaceStore {
-    fn get(&self) -> PyResult<Arc<dyn WorkspaceStorage>> {
+    fn get(&self) -> PyResult<Arc<dyn TimedWorkspace>> {
         self.inner
             .read()
             .map_err(|_| closed())?
@@ -157,7 +133,7 @@ impl WorkspaceStore {
             .ok_or_else(closed)
     }
 
-    fn new(storage: Arc<dyn WorkspaceStorage>) -> Self {
+    fn new(storage: Arc<dyn TimedWorkspace>) -> Self {
         WorkspaceStore {
             inner: RwLock::new(Some(storage)),
         }
@@ -167,7 +143,7 @@ impl WorkspaceStore {
     fn call<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&dyn WorkspaceStorage) -> execstore::Result<T> + Send,
+        f: impl FnOnce(&dyn TimedWorkspace) -> execstore::Result<T> + Send,
     ) -> PyResult<T> {
         let storage = self.get()?;
         py.detach(|| f(&*storage)).py_err(py)
@@ -175,14 +151,14 @@ impl WorkspaceStore {
 }
 
 /// The workspace log of the row `backend` of execstore-any's table at `location` (the path or
-/// DSN as given), on the fed clock.
+/// DSN as given), on the system clock (the caller's instants come with each call).
 fn open_workspaces(
     py: Python<'_>,
     backend: &'static Backend,
     location: String,
     options: Options,
 ) -> PyResult<WorkspaceStore> {
-    let options = options.workspaces(true).clock(Arc::new(FedClock));
+    let options = options.workspaces(true);
     let target = Target { backend, location };
     let stores = py.detach(|| target.open(&options)).py_err(py)?;
     let storage = stores
@@ -243,7 +219,7 @@ impl WorkspaceStore {
 
     fn begin(&self, py: Python<'_>, tenant: &str, workspace: &str) -> PyResult<WorkspaceTxn> {
         let ws = wref(tenant, workspace);
-        let tx = self.call(py, |s| s.begin(&ws))?;
+        let tx = self.call(py, |s| s.begin_timed(&ws))?;
         Ok(WorkspaceTxn {
             tx: Mutex::new(Some(tx)),
         })
@@ -379,7 +355,7 @@ impl WorkspaceStore {
         })
     }
 
-    /// Takes or renews a lease; `now` (the caller's clock) feeds the storage's clock.
+    /// Takes or renews a lease at `now` (the caller's clock), or at the system clock's time.
     #[pyo3(signature = (tenant, workspace, key, holder, ttl_micros, now=None))]
     #[allow(clippy::too_many_arguments)]
     fn acquire_lease(
@@ -393,12 +369,12 @@ impl WorkspaceStore {
         now: Option<String>,
     ) -> PyResult<bool> {
         let ws = wref(tenant, workspace);
-        let nows = timestamps("now", now.map(|n| vec![n])).py_err(py)?;
+        let now = now.map(|n| ts("now", &n)).transpose().py_err(py)?;
         if ttl_micros <= 0 {
             return Err(StoreError::invalid("ttl", "must be more than zero")).py_err(py);
         }
         let ttl = Duration::from_micros(ttl_micros as u64);
-        self.call(py, |s| fed(nows, || s.acquire_lease(&ws, key, holder, ttl)))
+        self.call(py, |s| s.acquire_lease_timed(&ws, key, holder, ttl, now))
     }
 
     fn release_lease(
@@ -449,7 +425,7 @@ impl WorkspaceStore {
 /// One open transaction on a workspace; it holds the workspace until `commit` or `rollback`.
 #[pyclass(module = "execstore._core", frozen)]
 pub(crate) struct WorkspaceTxn {
-    tx: Mutex<Option<Box<dyn WorkspaceTx>>>,
+    tx: Mutex<Option<Box<dyn TimedWorkspaceTx>>>,
 }
 
 impl WorkspaceTxn {
@@ -457,7 +433,7 @@ impl WorkspaceTxn {
     fn call<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut dyn WorkspaceTx) -> execstore::Result<T> + Send,
+        f: impl FnOnce(&mut dyn TimedWorkspaceTx) -> execstore::Result<T> + Send,
     ) -> PyResult<T> {
         py.detach(|| {
             let mut guard = self.tx.lock().map_err(|_| None)?;
@@ -475,8 +451,8 @@ impl WorkspaceTxn {
 
 #[pymethods]
 impl WorkspaceTxn {
-    /// Appends entries (JSON texts); `nows` (the caller's clock, one per entry) feed the
-    /// storage's clock.
+    /// Appends entries (JSON texts) at `nows` (the caller's clock, one per entry), then at the
+    /// system clock's time.
     #[pyo3(signature = (entries, nows=None))]
     fn append(
         &self,
@@ -490,7 +466,7 @@ impl WorkspaceTxn {
             .map(|e| entry(e))
             .collect::<execstore::Result<Vec<_>>>()
             .py_err(py)?;
-        self.call(py, |tx| fed(nows, || tx.append(&entries)))
+        self.call(py, |tx| tx.append_timed(&entries, nows))
             .map(|es| es.iter().map(|e| e.to_json()).collect())
     }
 

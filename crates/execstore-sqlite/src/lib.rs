@@ -39,5 +39,6 @@ pub use executions::{
 };
 pub use transport::{SqliteTransport, SqliteTransportOptions};
 pub use workspace::{
-    has_workspace_tables, SqliteWorkspaceOptions, SqliteWorkspaceStorage, WORKSPACE_SCHEMA_VERSION,
+    has_workspace_tables, SqliteWorkspaceDriver, SqliteWorkspaceOptions, SqliteWorkspaceStorage,
+    WORKSPACE_SCHEMA_VERSION,
 };

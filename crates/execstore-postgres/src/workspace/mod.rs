@@ -17,7 +17,7 @@ mod tx;
 use std::sync::Arc;
 use std::time::Duration;
 
-use execstore::workspace::{Clock, SystemClock, WorkspaceRef};
+use execstore::workspace::{AsWorkspaceFront, Clock, SystemClock, WorkspaceFront, WorkspaceRef};
 use execstore::{Result, StoreError};
 use postgres::{Client, NoTls};
 
@@ -104,7 +104,6 @@ impl PgWorkspaceOptions {
 
 /// What a transaction shares with its storage (it outlives any borrow of it).
 pub(crate) struct Shared {
-    pub(crate) clock: Arc<dyn Clock>,
     /// The `NOTIFY` channel of appends to this schema's logs.
     pub(crate) channel: String,
     /// Whether the role is held by reflexr's row-level security policies, so that every read
@@ -123,7 +122,21 @@ pub(crate) struct Shared {
 ///
 /// [`workspaces`]: execstore::workspace::WorkspaceStorage::workspaces
 /// [`due_runs`]: execstore::workspace::WorkspaceStorage::due_runs
-pub struct PgWorkspaceStorage {
+///
+/// The contract's checks, clock reads and envelope numbering are the core's
+/// [`WorkspaceFront`]; this crate's part is the [`PgWorkspaceDriver`] behind it.
+pub struct PgWorkspaceStorage(WorkspaceFront<PgWorkspaceDriver>);
+
+impl AsWorkspaceFront for PgWorkspaceStorage {
+    type Driver = PgWorkspaceDriver;
+    fn front(&self) -> &WorkspaceFront<PgWorkspaceDriver> {
+        &self.0
+    }
+}
+
+/// The PostgreSQL backend's [`WorkspaceDriver`](execstore::workspace::WorkspaceDriver): the
+/// statements on pooled connections, nothing else.
+pub struct PgWorkspaceDriver {
     pool: Pool,
     shared: Arc<Shared>,
     schema: String,
@@ -135,9 +148,10 @@ pub struct PgWorkspaceStorage {
 
 impl std::fmt::Debug for PgWorkspaceStorage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let driver = self.0.driver();
         f.debug_struct("PgWorkspaceStorage")
-            .field("pool", &self.pool.state())
-            .field("schema", &self.schema)
+            .field("pool", &driver.pool.state())
+            .field("schema", &driver.schema)
             .finish_non_exhaustive()
     }
 }
@@ -171,29 +185,31 @@ impl PgWorkspaceStorage {
             (found.schema, schema::held_by_policies(&mut conn.client)?)
         };
         let channel = channel(&schema);
-        Ok(PgWorkspaceStorage {
+        let driver = PgWorkspaceDriver {
             listener: Listener::new(config, channel.clone()),
             shared: Arc::new(Shared {
-                clock: options.clock,
                 channel,
                 held_by_policies,
             }),
             pool,
             schema,
             db: db.clone(),
-        })
+        };
+        Ok(PgWorkspaceStorage(WorkspaceFront::new(driver, options.clock)))
     }
 
     /// The database this storage is built on (to build an execution store on it too).
     pub fn db(&self) -> &Db {
-        &self.db
+        &self.0.driver().db
     }
 
     /// The schema that holds the tables.
     pub fn schema(&self) -> &str {
-        &self.schema
+        &self.0.driver().schema
     }
+}
 
+impl PgWorkspaceDriver {
     /// A pooled connection whose session names `tenant` to row-level security (`None`: no
     /// tenant, for the reads across tenants), where the policies hold this role.
     fn conn(&self, tenant: Option<&str>) -> Result<Pooled> {
@@ -211,7 +227,6 @@ impl PgWorkspaceStorage {
 
     /// A connection for a read or a single-statement write of `workspace`.
     fn conn_for(&self, workspace: &WorkspaceRef) -> Result<Pooled> {
-        workspace.check()?;
         self.conn(Some(&workspace.tenant_id))
     }
 }

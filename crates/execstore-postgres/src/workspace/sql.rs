@@ -231,17 +231,15 @@ pub(super) fn log_window(before: bool, types: Types, limit: bool, last: bool) ->
     sql
 }
 
-/// Runs newest first: `$1`, `$2` the workspace; then, as asked, the rule, status, scope key
-/// and limit.
-pub(super) fn runs(rule: bool, status: bool, scope_key: bool, limit: bool) -> String {
+/// Runs newest first: `$1`, `$2` the workspace; then a value for each of `columns` (as
+/// [`RunQuery::filters`](execstore::workspace::RunQuery::filters) gives them), and the limit.
+pub(super) fn runs(columns: impl Iterator<Item = &'static str>, limit: bool) -> String {
     let mut sql =
         String::from("SELECT body::text FROM reflexr_runs WHERE tenant_id = $1 AND workspace_id = $2");
     let mut n = 2;
-    for (given, column) in [(rule, "rule"), (status, "status"), (scope_key, "scope_key")] {
-        if given {
-            n += 1;
-            sql.push_str(&format!(" AND {column} = ${n}"));
-        }
+    for column in columns {
+        n += 1;
+        sql.push_str(&format!(" AND {column} = ${n}"));
     }
     sql.push_str(" ORDER BY position DESC");
     if limit {
@@ -264,7 +262,7 @@ mod tests {
         );
         assert!(log_window(false, Types::All, true, false).ends_with("seq > $3 ORDER BY seq LIMIT $4"));
         assert!(log_window(false, Types::One, false, false).ends_with("AND event_type = $4 ORDER BY seq"));
-        assert!(runs(false, true, true, true)
+        assert!(runs(["status", "scope_key"].into_iter(), true)
             .ends_with("status = $3 AND scope_key = $4 ORDER BY position DESC LIMIT $5"));
         assert!(LOCK.contains("to_char(head_ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"));
         assert_eq!(due_runs().matches("EXISTS").count(), 2);

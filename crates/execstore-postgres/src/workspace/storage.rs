@@ -1,12 +1,11 @@
-//! [`WorkspaceStorage`] for [`PgWorkspaceStorage`]: transactions, and the reads and
+//! [`WorkspaceDriver`] for [`PgWorkspaceDriver`]: transactions, and the reads and
 //! single-statement writes outside them.
 
 use std::time::{Duration, Instant};
 
 use execstore::workspace::{
-    check_cursor, check_due_limit, check_key, check_lease, Envelope, EvaluationError, Lease, LogQuery,
-    RuleProgress, Run, RunPolicy, RunQuery, StoredRule, Timestamp, WorkspaceCapabilities, WorkspaceInfo,
-    WorkspaceRef, WorkspaceStorage, WorkspaceTx,
+    Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, StoredRule,
+    Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef,
 };
 use execstore::Result;
 use postgres::types::ToSql;
@@ -14,9 +13,9 @@ use postgres::Row;
 
 use super::rows::{bind_time, col, limit, opt_time, stored_rule, time};
 use super::tx::PgWorkspaceTx;
-use super::{announces, sql, PgWorkspaceStorage};
+use super::{announces, sql, PgWorkspaceDriver, PgWorkspaceStorage};
 
-impl PgWorkspaceStorage {
+impl PgWorkspaceDriver {
     /// Runs a statement of `workspace` (`$1`, `$2`) with `params` after them.
     fn query(&self, ws: &WorkspaceRef, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
         let mut conn = self.conn_for(ws)?;
@@ -58,17 +57,10 @@ struct Window {
 }
 
 impl Window {
-    /// `None` when the answer is empty without asking (no type asked for).
-    fn of(workspace: &WorkspaceRef, query: &LogQuery) -> Result<Option<Self>> {
-        query.check()?;
-        workspace.check()?;
-        let mut types: Option<Vec<String>> = query.types.clone().map(|mut types| {
-            types.sort_unstable();
-            types.dedup();
-            types
-        });
+    /// `query` is [`LogQuery::checked`]'s.
+    fn of(query: &LogQuery) -> Self {
+        let mut types = query.types.clone();
         let one_type = match types.as_deref() {
-            Some([]) => return Ok(None),
             Some([one]) => Some(one.clone()),
             _ => None,
         };
@@ -82,7 +74,7 @@ impl Window {
         } else {
             sql::Types::All
         };
-        Ok(Some(Window {
+        Window {
             sql: sql::log_window(
                 query.before_seq.is_some(),
                 shape,
@@ -94,7 +86,7 @@ impl Window {
             one_type,
             types,
             n: query.last.or(query.limit).map(limit),
-        }))
+        }
     }
 
     fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
@@ -129,9 +121,11 @@ impl PgWorkspaceStorage {
                 "EXPLAIN options are words and commas",
             ));
         }
-        let Some(window) = Window::of(workspace, query)? else {
+        workspace.check()?;
+        let Some(query) = query.checked()? else {
             return Ok(String::new());
         };
+        let window = Window::of(&query);
         let explain = if options.trim().is_empty() {
             format!("EXPLAIN {}", window.sql)
         } else {
@@ -139,25 +133,22 @@ impl PgWorkspaceStorage {
         };
         let mut all: Vec<&(dyn ToSql + Sync)> = vec![&workspace.tenant_id, &workspace.workspace_id];
         all.extend(window.params());
-        let rows = self.conn_for(workspace)?.query(&explain, &all)?;
+        let rows = self.0.driver().conn_for(workspace)?.query(&explain, &all)?;
         let lines: Vec<String> = rows.iter().map(|r| col(r, 0)).collect::<Result<_>>()?;
         Ok(lines.join("\n"))
     }
 }
 
-impl WorkspaceStorage for PgWorkspaceStorage {
+impl WorkspaceDriver for PgWorkspaceDriver {
+    type Tx = PgWorkspaceTx;
+
     fn capabilities(&self) -> WorkspaceCapabilities {
         WorkspaceCapabilities::new(true, true)
     }
 
-    fn begin(&self, workspace: &WorkspaceRef) -> Result<Box<dyn WorkspaceTx>> {
-        workspace.check()?;
+    fn begin(&self, workspace: &WorkspaceRef) -> Result<PgWorkspaceTx> {
         let conn = self.pool.get().map_err(crate::db::pool_err)?;
-        Ok(Box::new(PgWorkspaceTx::begin(
-            conn,
-            self.shared.clone(),
-            workspace,
-        )?))
+        PgWorkspaceTx::begin(conn, self.shared.clone(), workspace)
     }
 
     fn head_seq(&self, workspace: &WorkspaceRef) -> Result<i64> {
@@ -168,9 +159,7 @@ impl WorkspaceStorage for PgWorkspaceStorage {
     }
 
     fn read(&self, workspace: &WorkspaceRef, query: &LogQuery) -> Result<Vec<Envelope>> {
-        let Some(window) = Window::of(workspace, query)? else {
-            return Ok(Vec::new());
-        };
+        let window = Window::of(query);
         let mut found = self.envelopes(workspace, &window.sql, &window.params())?;
         if query.last.is_some() {
             found.reverse();
@@ -179,17 +168,14 @@ impl WorkspaceStorage for PgWorkspaceStorage {
     }
 
     fn rule_history(&self, workspace: &WorkspaceRef, name: &str) -> Result<Vec<Envelope>> {
-        check_key("name", name)?;
         self.envelopes(workspace, sql::RULE_HISTORY, &[&name])
     }
 
     fn envelope(&self, workspace: &WorkspaceRef, event_id: &str) -> Result<Option<Envelope>> {
-        check_key("event_id", event_id)?;
         Ok(self.envelopes(workspace, sql::ENVELOPE, &[&event_id])?.pop())
     }
 
     fn run(&self, workspace: &WorkspaceRef, run_id: &str) -> Result<Option<Run>> {
-        check_key("run_id", run_id)?;
         match self.query(workspace, sql::RUN, &[&run_id])?.first() {
             Some(row) => Ok(Some(Run::from_json(&col::<String>(row, 0)?)?)),
             None => Ok(None),
@@ -197,28 +183,14 @@ impl WorkspaceStorage for PgWorkspaceStorage {
     }
 
     fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>> {
-        query.check()?;
-        let status = query.status.map(|s| s.as_str());
+        let filters = query.filters();
         let n = query.limit.map(limit);
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
-        if let Some(rule) = &query.rule {
-            params.push(rule);
-        }
-        if let Some(status) = &status {
-            params.push(status);
-        }
-        if let Some(scope_key) = &query.scope_key {
-            params.push(scope_key);
-        }
+        params.extend(filters.iter().map(|(_, value)| value as &(dyn ToSql + Sync)));
         if let Some(n) = &n {
             params.push(n);
         }
-        let sql = sql::runs(
-            query.rule.is_some(),
-            status.is_some(),
-            query.scope_key.is_some(),
-            n.is_some(),
-        );
+        let sql = sql::runs(filters.iter().map(|(column, _)| *column), n.is_some());
         self.query(workspace, &sql, &params)?
             .iter()
             .map(|row| Run::from_json(&col::<String>(row, 0)?))
@@ -227,10 +199,7 @@ impl WorkspaceStorage for PgWorkspaceStorage {
 
     fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>> {
         let rows = match rule {
-            Some(rule) => {
-                check_key("rule", rule)?;
-                self.query(workspace, sql::RULE_DEAD_LETTERS, &[&rule])?
-            }
+            Some(rule) => self.query(workspace, sql::RULE_DEAD_LETTERS, &[&rule])?,
             None => self.query(workspace, sql::DEAD_LETTERS, &[])?,
         };
         rows.iter()
@@ -279,10 +248,6 @@ impl WorkspaceStorage for PgWorkspaceStorage {
     }
 
     fn due_runs(&self, now: Timestamp, n: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
-        check_due_limit(n)?;
-        if n == 0 {
-            return Ok(Vec::new());
-        }
         let disabled: Vec<&str> = policy.disabled.iter().map(String::as_str).collect();
         let ordered: Vec<&str> = policy.ordered.iter().map(String::as_str).collect();
         let (blocking, plain): (Vec<&str>, Vec<&str>) = ordered.iter().partition(|r| policy.blocks(r));
@@ -304,20 +269,15 @@ impl WorkspaceStorage for PgWorkspaceStorage {
         workspace: &WorkspaceRef,
         key: &str,
         holder: &str,
-        ttl: Duration,
+        now: Timestamp,
+        expires_at: Timestamp,
     ) -> Result<bool> {
-        workspace.check()?;
-        check_lease(key, holder, Some(ttl))?;
-        let now = self.shared.clock.now();
-        let micros = i64::try_from(ttl.as_micros()).unwrap_or(i64::MAX);
-        let expires_at = bind_time(now.plus_micros(micros)?.to_utc());
+        let expires_at = bind_time(expires_at);
         let now = bind_time(now);
         Ok(self.execute(workspace, sql::ACQUIRE_LEASE, &[&key, &holder, &expires_at, &now])? == 1)
     }
 
     fn release_lease(&self, workspace: &WorkspaceRef, key: &str, holder: &str) -> Result<()> {
-        workspace.check()?;
-        check_lease(key, holder, None)?;
         self.execute(workspace, sql::RELEASE_LEASE, &[&key, &holder])
             .map(|_| ())
     }
@@ -336,7 +296,6 @@ impl WorkspaceStorage for PgWorkspaceStorage {
     }
 
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {
-        check_cursor(name, None)?;
         match self.query(workspace, sql::CURSOR, &[&name])?.first() {
             Some(row) => col(row, 0),
             None => Ok(0),
@@ -344,7 +303,6 @@ impl WorkspaceStorage for PgWorkspaceStorage {
     }
 
     fn save_cursor(&self, workspace: &WorkspaceRef, name: &str, seq: i64) -> Result<()> {
-        check_cursor(name, Some(seq))?;
         self.execute(workspace, sql::SAVE_CURSOR, &[&name, &seq])
             .map(|_| ())
     }
@@ -360,7 +318,6 @@ impl WorkspaceStorage for PgWorkspaceStorage {
     /// head past `after_seq`: a commit after the look is announced to the listener, one
     /// before it was seen by the look.
     fn wait_for_append(&self, workspace: &WorkspaceRef, after_seq: i64, timeout: Duration) -> Result<bool> {
-        workspace.check()?;
         let deadline = Instant::now() + timeout;
         let (_, mark) = self.listener.start()?;
         if self.head_seq(workspace)? > after_seq {

@@ -6,15 +6,14 @@
 //! rolled back to it (and the counters restored), so the transaction stays usable with
 //! nothing of the call in it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use execstore::kit::pyjson;
 use execstore::workspace::{
-    check_batch, check_entries, check_key, envelopes_for, wrong_version, Entry, Envelope, EvaluationError,
-    RuleProgress, Run, ScopeState, StoredRule, Timestamp, WorkspaceRef, WorkspaceTx,
+    DriverTx, Envelope, EvaluationError, RuleProgress, Run, ScopeState, StoredRule, Timestamp, WorkspaceRef,
 };
-use execstore::{Result, StoreError};
+use execstore::Result;
 use postgres::types::ToSql;
 use postgres::Row;
 
@@ -36,8 +35,9 @@ struct Counters {
     last_position: i64,
 }
 
-/// An open transaction: `BEGIN` ran on `conn`, which holds the workspace row's lock.
-pub(super) struct PgWorkspaceTx {
+/// An open transaction: `BEGIN` ran on `conn`, which holds the workspace row's lock. The
+/// PostgreSQL driver's [`DriverTx`].
+pub struct PgWorkspaceTx {
     /// `None` once the transaction ended (committed or failed for good).
     conn: Option<Pooled>,
     shared: Arc<Shared>,
@@ -181,33 +181,25 @@ impl PgWorkspaceTx {
     }
 }
 
-impl WorkspaceTx for PgWorkspaceTx {
-    fn append(&mut self, entries: &[Entry]) -> Result<Vec<Envelope>> {
-        check_entries(entries)?;
+impl DriverTx for PgWorkspaceTx {
+    fn head(&mut self) -> Result<(i64, Option<Timestamp>)> {
         self.conn()?;
-        if entries.is_empty() {
-            return Ok(Vec::new());
+        Ok((self.counters.head_seq, self.counters.head_ts))
+    }
+
+    fn taken_ids(&mut self, ids: &[&str]) -> Result<Vec<String>> {
+        if ids.is_empty() {
+            return self.conn().map(|_| Vec::new());
         }
-        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
-        let taken: HashSet<String> = self
-            .query(sql::EXISTING_IDS, &[&ids])?
+        self.query(sql::EXISTING_IDS, &[&ids])?
             .iter()
             .map(|row| col(row, 0))
-            .collect::<Result<_>>()?;
-        if let Some(id) = ids.iter().find(|id| taken.contains(**id)) {
-            return Err(StoreError::AlreadyExists {
-                what: "event",
-                key: (*id).to_owned(),
-            });
-        }
-        let envelopes = envelopes_for(
-            &self.ws,
-            entries,
-            self.counters.head_seq,
-            self.counters.head_ts,
-            &*self.shared.clock,
-        );
+            .collect()
+    }
+
+    fn insert_envelopes(&mut self, envelopes: &[Envelope]) -> Result<()> {
         let seqs: Vec<i64> = envelopes.iter().map(|e| e.seq).collect();
+        let ids: Vec<&str> = envelopes.iter().map(|e| e.id.as_str()).collect();
         let texts: Vec<String> = envelopes.iter().map(Envelope::to_json).collect();
         let types: Vec<&str> = envelopes.iter().map(Envelope::event_type).collect();
         let rules: Vec<Option<&str>> = envelopes.iter().map(Envelope::stored_rule).collect();
@@ -219,29 +211,16 @@ impl WorkspaceTx for PgWorkspaceTx {
             }
             tx.appended = true;
             Ok(())
-        })?;
-        Ok(envelopes)
+        })
     }
 
     fn envelope(&mut self, event_id: &str) -> Result<Option<Envelope>> {
-        check_key("event_id", event_id)?;
         self.query_opt(sql::ENVELOPE, &[&event_id])?
             .map(|row| Self::envelope_row(&row))
             .transpose()
     }
 
-    fn head_seq(&mut self) -> Result<i64> {
-        self.conn()?;
-        Ok(self.counters.head_seq)
-    }
-
     fn read(&mut self, after_seq: i64, n: usize) -> Result<Vec<Envelope>> {
-        if after_seq < 0 {
-            return Err(StoreError::invalid(
-                "after_seq",
-                format!("{after_seq} is negative"),
-            ));
-        }
         self.query(sql::READ_AFTER, &[&after_seq, &limit(n)])?
             .iter()
             .map(Self::envelope_row)
@@ -249,14 +228,12 @@ impl WorkspaceTx for PgWorkspaceTx {
     }
 
     fn progress(&mut self, rule: &str) -> Result<Option<RuleProgress>> {
-        check_key("rule", rule)?;
         self.query_opt(sql::PROGRESS, &[&rule])?
             .map(|row| RuleProgress::from_json(&col::<String>(&row, 0)?))
             .transpose()
     }
 
     fn save_progress(&mut self, rule: &str, progress: &RuleProgress) -> Result<()> {
-        check_key("rule", rule)?;
         let body = progress.to_json();
         self.write(|tx| {
             if tx.execute(sql::UPDATE_PROGRESS, &[&rule, &body])? == 0 {
@@ -267,44 +244,21 @@ impl WorkspaceTx for PgWorkspaceTx {
         })
     }
 
-    fn states(&mut self, rule: &str, keys: &[String]) -> Result<Vec<(String, ScopeState)>> {
-        check_key("rule", rule)?;
-        check_batch("keys", keys.len())?;
+    fn states(&mut self, rule: &str, keys: &[&str]) -> Result<Vec<(String, ScopeState)>> {
         // A key PostgreSQL's text cannot hold is never stored.
-        let asked: Vec<&str> = keys
+        let asked: Vec<&str> = keys.iter().copied().filter(|k| !k.contains('\0')).collect();
+        self.query(sql::STATES, &[&rule, &asked])?
             .iter()
-            .map(String::as_str)
-            .filter(|k| !k.contains('\0'))
-            .collect();
-        let mut found: HashMap<String, ScopeState> = HashMap::new();
-        for row in self.query(sql::STATES, &[&rule, &asked])? {
-            found.insert(col(&row, 0)?, ScopeState::from_json(&col::<String>(&row, 1)?)?);
-        }
-        let mut out = Vec::new();
-        let mut seen = HashSet::new();
-        for key in keys {
-            if seen.insert(key) {
-                if let Some(state) = found.get(key) {
-                    out.push((key.clone(), state.clone()));
-                }
-            }
-        }
-        Ok(out)
+            .map(|row| Ok((col(row, 0)?, ScopeState::from_json(&col::<String>(row, 1)?)?)))
+            .collect()
     }
 
-    fn save_states(&mut self, rule: &str, states: &[(String, ScopeState)]) -> Result<()> {
-        check_key("rule", rule)?;
-        check_batch("states", states.len())?;
-        for (key, _) in states {
-            check_key("scope_key", key)?;
-        }
-        // A key given twice: the last wins.
-        let latest = last_wins(states.iter().map(|(key, state)| (key.as_str(), state)));
-        if latest.is_empty() {
+    fn save_states(&mut self, rule: &str, states: &[(&str, &ScopeState)]) -> Result<()> {
+        if states.is_empty() {
             return self.conn().map(|_| ());
         }
-        let keys: Vec<&str> = latest.iter().map(|(k, _)| *k).collect();
-        let bodies: Vec<String> = latest.iter().map(|(_, s)| s.to_json()).collect();
+        let keys: Vec<&str> = states.iter().map(|(k, _)| *k).collect();
+        let bodies: Vec<String> = states.iter().map(|(_, s)| s.to_json()).collect();
         self.write(|tx| {
             tx.execute(sql::UPSERT_STATES, &[&rule, &keys, &bodies])
                 .map(|_| ())
@@ -312,24 +266,16 @@ impl WorkspaceTx for PgWorkspaceTx {
     }
 
     fn clear_states(&mut self, rule: &str) -> Result<()> {
-        check_key("rule", rule)?;
         self.write(|tx| tx.execute(sql::CLEAR_STATES, &[&rule]).map(|_| ()))
     }
 
     fn run(&mut self, run_id: &str) -> Result<Option<Run>> {
-        check_key("run_id", run_id)?;
         self.query_opt(sql::RUN, &[&run_id])?
             .map(|row| Run::from_json(&col::<String>(&row, 0)?))
             .transpose()
     }
 
-    fn save_runs(&mut self, runs: &[Run]) -> Result<()> {
-        check_batch("runs", runs.len())?;
-        // The last version of each run wins, placed where it first appears.
-        let latest: Vec<&Run> = last_wins(runs.iter().map(|r| (r.id(), r)))
-            .into_iter()
-            .map(|(_, r)| r)
-            .collect();
+    fn save_runs(&mut self, latest: &[&Run]) -> Result<()> {
         if latest.is_empty() {
             return self.conn().map(|_| ());
         }
@@ -365,8 +311,6 @@ impl WorkspaceTx for PgWorkspaceTx {
     }
 
     fn scope_runs(&mut self, rule: &str, scope_key: &str) -> Result<Vec<Run>> {
-        check_key("rule", rule)?;
-        check_key("scope_key", scope_key)?;
         self.query(sql::SCOPE_RUNS, &[&rule, &scope_key])?
             .iter()
             .map(|row| Run::from_json(&col::<String>(row, 0)?))
@@ -374,7 +318,6 @@ impl WorkspaceTx for PgWorkspaceTx {
     }
 
     fn dead_letter(&mut self, errors: &[EvaluationError]) -> Result<()> {
-        check_batch("errors", errors.len())?;
         if errors.is_empty() {
             return self.conn().map(|_| ());
         }
@@ -388,7 +331,6 @@ impl WorkspaceTx for PgWorkspaceTx {
     }
 
     fn schedule(&mut self, name: &str) -> Result<Option<Timestamp>> {
-        check_key("name", name)?;
         match self.query_opt(sql::SCHEDULE, &[&name])? {
             Some(row) => Ok(Some(time(&col::<String>(&row, 0)?)?)),
             None => Ok(None),
@@ -396,7 +338,6 @@ impl WorkspaceTx for PgWorkspaceTx {
     }
 
     fn save_schedule(&mut self, name: &str, at: Timestamp) -> Result<()> {
-        check_key("name", name)?;
         let at = bind_time(at);
         self.write(|tx| {
             if tx.execute(sql::UPDATE_SCHEDULE, &[&name, &at])? == 0 {
@@ -408,7 +349,6 @@ impl WorkspaceTx for PgWorkspaceTx {
     }
 
     fn stored_rule(&mut self, name: &str) -> Result<Option<StoredRule>> {
-        check_key("name", name)?;
         self.query_opt(sql::STORED_RULE, &[&name])?
             .map(|row| stored_rule(&row))
             .transpose()
@@ -422,18 +362,7 @@ impl WorkspaceTx for PgWorkspaceTx {
     }
 
     fn save_stored_rule(&mut self, stored: &StoredRule) -> Result<()> {
-        stored.check()?;
-        if i32::try_from(stored.version).is_err() {
-            return Err(StoreError::invalid(
-                "version",
-                format!("{} is beyond a stored rule's versions", stored.version),
-            ));
-        }
-        let name = stored.name().to_owned();
-        let following = self.stored_rule(&name)?.map_or(1, |r| r.version + 1);
-        if stored.version != following {
-            return Err(wrong_version(&name, following, stored.version));
-        }
+        let name = stored.name();
         let rule = pyjson::dumps(&stored.rule);
         let provenance = pyjson::dumps(&stored.provenance);
         let status = stored.status.as_str();
@@ -446,7 +375,7 @@ impl WorkspaceTx for PgWorkspaceTx {
         })
     }
 
-    fn commit(mut self: Box<Self>) -> Result<()> {
+    fn commit(mut self) -> Result<()> {
         let counters = self.counters;
         if counters != self.locked {
             let ts = counters.head_ts.map(bind_time);
@@ -485,30 +414,5 @@ impl Drop for PgWorkspaceTx {
                 conn.broken = true;
             }
         }
-    }
-}
-
-/// `items` without repeated keys: each key where it first appears, with its last value.
-fn last_wins<'a, T>(items: impl Iterator<Item = (&'a str, T)>) -> Vec<(&'a str, T)> {
-    let mut out: Vec<(&'a str, T)> = Vec::new();
-    let mut at: HashMap<&'a str, usize> = HashMap::new();
-    for (key, value) in items {
-        match at.get(key) {
-            Some(&i) => out[i].1 = value,
-            None => {
-                at.insert(key, out.len());
-                out.push((key, value));
-            }
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn last_wins_keeps_the_first_place() {
-        let got = super::last_wins([("a", 1), ("b", 2), ("a", 3)].into_iter());
-        assert_eq!(got, [("a", 3), ("b", 2)]);
     }
 }

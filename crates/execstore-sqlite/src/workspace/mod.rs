@@ -21,7 +21,7 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use execstore::workspace::Clock;
+use execstore::workspace::{AsWorkspaceFront, Clock, WorkspaceFront};
 use execstore::{Result, StoreError};
 use rusqlite::Connection;
 
@@ -146,7 +146,6 @@ pub(crate) struct Inner {
     /// Commits through this storage, for [`Inner::wait_for_commit`].
     commits: Mutex<u64>,
     committed: Condvar,
-    pub(crate) clock: Arc<dyn Clock>,
     poll_interval: Duration,
 }
 
@@ -262,18 +261,34 @@ pub(crate) type Reader<'a> = db::Held<'a>;
 /// processes' transactions wait for SQLite's write lock. A transaction must end before the
 /// same thread begins another or writes a lease or cursor, which would wait for it. Reads
 /// outside transactions never wait for one.
+///
+/// The contract's checks, clock reads and envelope numbering are the core's
+/// [`WorkspaceFront`]; this crate's part is the [`SqliteWorkspaceDriver`] behind it.
 #[derive(Clone)]
-pub struct SqliteWorkspaceStorage {
-    inner: Arc<Inner>,
-}
+pub struct SqliteWorkspaceStorage(WorkspaceFront<SqliteWorkspaceDriver>);
 
 impl fmt::Debug for SqliteWorkspaceStorage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = &self.0.driver().inner;
         f.debug_struct("SqliteWorkspaceStorage")
-            .field("db", &self.inner.db)
-            .field("poll_interval", &self.inner.poll_interval)
+            .field("db", &inner.db)
+            .field("poll_interval", &inner.poll_interval)
             .finish_non_exhaustive()
     }
+}
+
+impl AsWorkspaceFront for SqliteWorkspaceStorage {
+    type Driver = SqliteWorkspaceDriver;
+    fn front(&self) -> &WorkspaceFront<SqliteWorkspaceDriver> {
+        &self.0
+    }
+}
+
+/// The SQLite backend's [`WorkspaceDriver`](execstore::workspace::WorkspaceDriver): the
+/// statements on the writer and reader connections, nothing else.
+#[derive(Clone)]
+pub struct SqliteWorkspaceDriver {
+    inner: Arc<Inner>,
 }
 
 impl SqliteWorkspaceStorage {
@@ -322,15 +337,15 @@ impl SqliteWorkspaceStorage {
         } else {
             schema::migrate(&mut *db.shared.held_writer()?)?;
         }
-        Ok(SqliteWorkspaceStorage {
+        let driver = SqliteWorkspaceDriver {
             inner: Arc::new(Inner {
                 db: db.clone(),
                 commits: Mutex::new(0),
                 committed: Condvar::new(),
-                clock,
                 poll_interval: options.poll_interval,
             }),
-        })
+        };
+        Ok(SqliteWorkspaceStorage(WorkspaceFront::new(driver, clock)))
     }
 
     /// wasm32 only: opens (creating if needed) the database `name` kept by the SQLite VFS
@@ -354,13 +369,13 @@ impl SqliteWorkspaceStorage {
 
     /// The database this storage is built on (to build an execution store on it too).
     pub fn db(&self) -> &Db {
-        &self.inner.db
+        &self.0.driver().inner.db
     }
 
     /// The schema version the database records (`"0008"`, or another one when opened with
     /// [`any_version`](SqliteWorkspaceOptions::any_version)).
     pub fn schema_version(&self) -> Result<String> {
-        let conn = self.inner.reader()?;
+        let conn = self.0.driver().inner.reader()?;
         conn.query_row("SELECT version_num FROM reflexr_alembic_version", [], |row| {
             row.get(0)
         })

@@ -1,19 +1,18 @@
-//! [`WorkspaceStorage`] for [`SqliteWorkspaceStorage`]: reads outside transactions on the
+//! [`WorkspaceDriver`] for [`SqliteWorkspaceDriver`]: reads outside transactions on the
 //! `query_only` reader (they never wait for a transaction), and lease and cursor writes, each
 //! its own short transaction on the writer.
 
 use std::time::Duration;
 
 use execstore::workspace::{
-    check_cursor, check_key, check_lease, Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run,
-    RunPolicy, RunQuery, StoredRule, Timestamp, WorkspaceCapabilities, WorkspaceInfo, WorkspaceRef,
-    WorkspaceStorage, WorkspaceTx,
+    Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, StoredRule,
+    Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef,
 };
-use execstore::{Result, StoreError};
+use execstore::Result;
 use rusqlite::{params, OptionalExtension, ToSql};
 
 use super::tx::SqliteTx;
-use super::{due, sql, SqliteWorkspaceStorage};
+use super::{due, sql, SqliteWorkspaceDriver};
 use crate::db::error::Db;
 
 /// The statement of a window of the log: its filters in the query, newest first for `last`
@@ -46,26 +45,25 @@ pub(crate) fn log_query(before: bool, types: usize, last: bool) -> String {
     sql
 }
 
-/// The statement listing runs newest first, with the filters given.
-fn runs_query(rule: bool, status: bool, scope_key: bool) -> String {
+/// The statement listing runs newest first, with the filters on `columns`.
+fn runs_query(columns: impl Iterator<Item = &'static str>) -> String {
     let mut sql = String::from("SELECT body FROM reflexr_runs WHERE tenant_id = ? AND workspace_id = ?");
-    for (on, column) in [(rule, "rule"), (status, "status"), (scope_key, "scope_key")] {
-        if on {
-            sql.push_str(&format!(" AND {column} = ?"));
-        }
+    for column in columns {
+        sql.push_str(&format!(" AND {column} = ?"));
     }
     sql.push_str(" ORDER BY position DESC LIMIT ?");
     sql
 }
 
-impl WorkspaceStorage for SqliteWorkspaceStorage {
+impl WorkspaceDriver for SqliteWorkspaceDriver {
+    type Tx = SqliteTx;
+
     fn capabilities(&self) -> WorkspaceCapabilities {
         WorkspaceCapabilities::new(true, false)
     }
 
-    fn begin(&self, workspace: &WorkspaceRef) -> Result<Box<dyn WorkspaceTx>> {
-        workspace.check()?;
-        Ok(Box::new(SqliteTx::begin(&self.inner, workspace)?))
+    fn begin(&self, workspace: &WorkspaceRef) -> Result<SqliteTx> {
+        SqliteTx::begin(&self.inner, workspace)
     }
 
     fn head_seq(&self, workspace: &WorkspaceRef) -> Result<i64> {
@@ -73,14 +71,7 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn read(&self, workspace: &WorkspaceRef, query: &LogQuery) -> Result<Vec<Envelope>> {
-        workspace.check()?;
-        query.check()?;
-        let mut types: Vec<&str> = query.types.iter().flatten().map(String::as_str).collect();
-        if query.types.is_some() && types.is_empty() {
-            return Ok(Vec::new());
-        }
-        types.sort_unstable();
-        types.dedup();
+        let types: Vec<&str> = query.types.iter().flatten().map(String::as_str).collect();
         let last = query.last.is_some();
         let limit = sql::limit_param(query.last.or(query.limit));
         let mut args: Vec<&dyn ToSql> = vec![&workspace.tenant_id, &workspace.workspace_id, &query.after_seq];
@@ -100,8 +91,6 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn rule_history(&self, workspace: &WorkspaceRef, name: &str) -> Result<Vec<Envelope>> {
-        workspace.check()?;
-        check_key("name", name)?;
         sql::all(
             &*self.inner.reader()?,
             sql::RULE_HISTORY,
@@ -111,50 +100,32 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn envelope(&self, workspace: &WorkspaceRef, event_id: &str) -> Result<Option<Envelope>> {
-        workspace.check()?;
-        check_key("event_id", event_id)?;
         sql::find_envelope(&*self.inner.reader()?, workspace, event_id)
     }
 
     fn run(&self, workspace: &WorkspaceRef, run_id: &str) -> Result<Option<Run>> {
-        workspace.check()?;
-        check_key("run_id", run_id)?;
         sql::find_run(&*self.inner.reader()?, workspace, run_id)
     }
 
     fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>> {
-        workspace.check()?;
-        query.check()?;
-        let status = query.status.map(|s| s.as_str());
+        let filters = query.filters();
         let limit = sql::limit_param(query.limit);
         let mut args: Vec<&dyn ToSql> = vec![&workspace.tenant_id, &workspace.workspace_id];
-        if let Some(rule) = &query.rule {
-            args.push(rule);
-        }
-        if let Some(status) = &status {
-            args.push(status);
-        }
-        if let Some(scope_key) = &query.scope_key {
-            args.push(scope_key);
-        }
+        args.extend(filters.iter().map(|(_, value)| value as &dyn ToSql));
         args.push(&limit);
-        let text = runs_query(query.rule.is_some(), status.is_some(), query.scope_key.is_some());
+        let text = runs_query(filters.iter().map(|(column, _)| *column));
         sql::all(&*self.inner.reader()?, &text, &args, sql::run)
     }
 
     fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>> {
-        workspace.check()?;
         let conn = self.inner.reader()?;
         match rule {
-            Some(rule) => {
-                check_key("rule", rule)?;
-                sql::all(
-                    &conn,
-                    sql::RULE_DEAD_LETTERS,
-                    params![workspace.tenant_id, workspace.workspace_id, rule],
-                    sql::dead_letter,
-                )
-            }
+            Some(rule) => sql::all(
+                &conn,
+                sql::RULE_DEAD_LETTERS,
+                params![workspace.tenant_id, workspace.workspace_id, rule],
+                sql::dead_letter,
+            ),
             None => sql::all(
                 &conn,
                 sql::DEAD_LETTERS,
@@ -165,7 +136,6 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>> {
-        workspace.check()?;
         sql::all(
             &*self.inner.reader()?,
             sql::ALL_PROGRESS,
@@ -179,7 +149,6 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn schedules(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, Timestamp)>> {
-        workspace.check()?;
         sql::all(
             &*self.inner.reader()?,
             sql::SCHEDULES,
@@ -193,7 +162,6 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn stored_rules(&self, workspace: &WorkspaceRef) -> Result<Vec<StoredRule>> {
-        workspace.check()?;
         sql::active_rules(&*self.inner.reader()?, workspace)
     }
 
@@ -207,7 +175,6 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn workspace_info(&self, workspace: &WorkspaceRef) -> Result<Option<WorkspaceInfo>> {
-        workspace.check()?;
         let conn = self.inner.reader()?;
         let row: Option<(i64, Option<String>)> = conn
             .prepare_cached(sql::WORKSPACE)
@@ -230,7 +197,6 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
-        execstore::workspace::check_due_limit(limit)?;
         due::due_runs(&*self.inner.reader()?, now, limit, policy)
     }
 
@@ -239,14 +205,10 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
         workspace: &WorkspaceRef,
         key: &str,
         holder: &str,
-        ttl: Duration,
+        now: Timestamp,
+        expires_at: Timestamp,
     ) -> Result<bool> {
-        workspace.check()?;
-        check_lease(key, holder, Some(ttl))?;
-        let micros =
-            i64::try_from(ttl.as_micros()).map_err(|_| StoreError::invalid("ttl", "out of range"))?;
-        let now = self.inner.clock.now();
-        let expires_at = now.plus_micros(micros)?.to_sqlite_text();
+        let expires_at = expires_at.to_sqlite_text();
         let now = now.to_sqlite_text();
         self.inner.write(|conn| {
             let (t, w) = (&workspace.tenant_id, &workspace.workspace_id);
@@ -269,8 +231,6 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn release_lease(&self, workspace: &WorkspaceRef, key: &str, holder: &str) -> Result<()> {
-        workspace.check()?;
-        check_lease(key, holder, None)?;
         self.inner.write(|conn| {
             conn.prepare_cached(sql::RELEASE_LEASE)
                 .db()?
@@ -281,7 +241,6 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>> {
-        workspace.check()?;
         sql::all(
             &*self.inner.reader()?,
             sql::LEASES,
@@ -291,8 +250,6 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {
-        workspace.check()?;
-        check_cursor(name, None)?;
         let seq: Option<i64> = self
             .inner
             .reader()?
@@ -308,8 +265,6 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn save_cursor(&self, workspace: &WorkspaceRef, name: &str, seq: i64) -> Result<()> {
-        workspace.check()?;
-        check_cursor(name, Some(seq))?;
         self.inner.write(|conn| {
             conn.prepare_cached(sql::SAVE_CURSOR)
                 .db()?
@@ -320,7 +275,6 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn cursors(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, i64)>> {
-        workspace.check()?;
         sql::all(
             &*self.inner.reader()?,
             sql::CURSORS,
@@ -330,7 +284,6 @@ impl WorkspaceStorage for SqliteWorkspaceStorage {
     }
 
     fn wait_for_append(&self, workspace: &WorkspaceRef, after_seq: i64, timeout: Duration) -> Result<bool> {
-        workspace.check()?;
         self.inner
             .wait_for_commit(timeout, || Ok(self.head_seq(workspace)? > after_seq))
     }

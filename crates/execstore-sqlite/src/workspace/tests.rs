@@ -41,7 +41,7 @@ fn fill(s: &SqliteWorkspaceStorage) -> WorkspaceRef {
 }
 
 fn plan(s: &SqliteWorkspaceStorage, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Vec<String> {
-    let conn = s.inner.reader().unwrap();
+    let conn = s.0.driver().inner.reader().unwrap();
     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
     let rows = stmt.query_map(args, |row| row.get::<_, String>(3)).unwrap();
     rows.collect::<rusqlite::Result<_>>().unwrap()
@@ -118,7 +118,7 @@ fn statements_are_prepared_once() {
         tx.commit().unwrap();
         s.read(&w, &LogQuery::new().last(2)).unwrap();
     }
-    let conn = s.inner.writer();
+    let conn = s.0.driver().inner.writer();
     for text in [
         sql::BEGIN_IMMEDIATE,
         sql::INSERT_EVENT,
@@ -130,7 +130,7 @@ fn statements_are_prepared_once() {
         assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0, "{text}");
     }
     drop(conn);
-    let reader = s.inner.reader().unwrap();
+    let reader = s.0.driver().inner.reader().unwrap();
     let stmt = reader.prepare_cached(&log_query(false, 0, true)).unwrap();
     assert!(stmt.get_status(rusqlite::StatementStatus::Run) >= 20);
 }
@@ -151,12 +151,12 @@ fn pragmas_of_the_connections() {
         })
         .unwrap()
     };
-    let writer = s.inner.writer();
+    let writer = s.0.driver().inner.writer();
     assert_eq!(pragma(&writer, "journal_mode"), "wal");
     assert_eq!(pragma(&writer, "synchronous"), "0");
     assert_eq!(pragma(&writer, "busy_timeout"), "5000");
     assert_eq!(pragma(&writer, "query_only"), "0");
     drop(writer);
-    let reader = s.inner.reader().unwrap();
+    let reader = s.0.driver().inner.reader().unwrap();
     assert_eq!(pragma(&reader, "query_only"), "1");
 }

@@ -9,11 +9,10 @@
 use std::sync::Arc;
 
 use execstore::workspace::{
-    check_batch, check_entries, check_key, envelopes_for, wrong_version, Entry, Envelope, EvaluationError,
-    RuleProgress, Run, ScopeState, StoredRule, Timestamp, WorkspaceRef, WorkspaceTx,
+    DriverTx, Envelope, EvaluationError, RuleProgress, Run, ScopeState, StoredRule, Timestamp, WorkspaceRef,
 };
 use execstore::{kit::pyjson, Result, StoreError};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
 use super::sql;
 use super::Inner;
@@ -27,8 +26,8 @@ struct Head {
     last_position: i64,
 }
 
-/// An open transaction on one workspace.
-pub(crate) struct SqliteTx {
+/// An open transaction on one workspace: the SQLite driver's [`DriverTx`].
+pub struct SqliteTx {
     inner: Arc<Inner>,
     ws: WorkspaceRef,
     head: Head,
@@ -204,41 +203,27 @@ impl Drop for SqliteTx {
     }
 }
 
-/// The runs to save: the first place of each id with its last version.
-fn first_seen_last_wins(runs: &[Run]) -> Vec<&Run> {
-    let mut order: Vec<&Run> = Vec::with_capacity(runs.len());
-    let mut at = std::collections::HashMap::with_capacity(runs.len());
-    for run in runs {
-        match at.get(run.id()) {
-            Some(&i) => order[i] = run,
-            None => {
-                at.insert(run.id(), order.len());
-                order.push(run);
-            }
-        }
+impl DriverTx for SqliteTx {
+    fn head(&mut self) -> Result<(i64, Option<Timestamp>)> {
+        Ok((self.head.seq, self.head.ts))
     }
-    order
-}
 
-impl WorkspaceTx for SqliteTx {
-    fn append(&mut self, entries: &[Entry]) -> Result<Vec<Envelope>> {
-        check_entries(entries)?;
-        if entries.is_empty() {
-            return Ok(Vec::new());
-        }
-        let clock = self.inner.clock.clone();
-        self.atomic(|conn, ws, head| {
-            for entry in entries {
-                if sql::find_envelope(conn, ws, &entry.id)?.is_some() {
-                    return Err(StoreError::AlreadyExists {
-                        what: "event",
-                        key: entry.id.clone(),
-                    });
+    fn taken_ids(&mut self, ids: &[&str]) -> Result<Vec<String>> {
+        self.with_conn(|conn, ws| {
+            let mut taken = Vec::new();
+            for id in ids {
+                if sql::find_envelope(conn, ws, id)?.is_some() {
+                    taken.push((*id).to_owned());
                 }
             }
-            let envelopes = envelopes_for(ws, entries, head.seq, head.ts, &*clock);
+            Ok(taken)
+        })
+    }
+
+    fn insert_envelopes(&mut self, envelopes: &[Envelope]) -> Result<()> {
+        self.atomic(|conn, ws, head| {
             let mut insert = conn.prepare_cached(sql::INSERT_EVENT).db()?;
-            for e in &envelopes {
+            for e in envelopes {
                 insert
                     .execute(params![
                         ws.tenant_id,
@@ -255,7 +240,7 @@ impl WorkspaceTx for SqliteTx {
                 head.seq = last.seq;
                 head.ts = Some(last.ts);
             }
-            Ok(envelopes)
+            Ok(())
         })
     }
 
@@ -263,17 +248,7 @@ impl WorkspaceTx for SqliteTx {
         self.with_conn(|conn, ws| sql::find_envelope(conn, ws, event_id))
     }
 
-    fn head_seq(&mut self) -> Result<i64> {
-        Ok(self.head.seq)
-    }
-
     fn read(&mut self, after_seq: i64, limit: usize) -> Result<Vec<Envelope>> {
-        if after_seq < 0 {
-            return Err(StoreError::invalid(
-                "after_seq",
-                format!("{after_seq} is negative"),
-            ));
-        }
         self.with_conn(|conn, ws| {
             sql::all(
                 conn,
@@ -290,12 +265,10 @@ impl WorkspaceTx for SqliteTx {
     }
 
     fn progress(&mut self, rule: &str) -> Result<Option<RuleProgress>> {
-        check_key("rule", rule)?;
         self.with_conn(|conn, ws| sql::find_progress(conn, ws, rule))
     }
 
     fn save_progress(&mut self, rule: &str, progress: &RuleProgress) -> Result<()> {
-        check_key("rule", rule)?;
         self.atomic(|conn, ws, head| {
             let key = params![ws.tenant_id, ws.workspace_id, rule];
             if sql::exists(conn, sql::PROGRESS_EXISTS, key)? {
@@ -320,35 +293,24 @@ impl WorkspaceTx for SqliteTx {
         })
     }
 
-    fn states(&mut self, rule: &str, keys: &[String]) -> Result<Vec<(String, ScopeState)>> {
-        check_key("rule", rule)?;
-        check_batch("keys", keys.len())?;
+    fn states(&mut self, rule: &str, keys: &[&str]) -> Result<Vec<(String, ScopeState)>> {
         self.with_conn(|conn, ws| {
-            let mut seen = std::collections::HashSet::new();
             let mut out = Vec::new();
-            for key in keys {
-                if !seen.insert(key.as_str()) {
-                    continue;
-                }
+            for &key in keys {
                 let body = sql::one_text(
                     conn,
                     sql::STATE,
                     params![ws.tenant_id, ws.workspace_id, rule, key],
                 )?;
                 if let Some(body) = body {
-                    out.push((key.clone(), ScopeState::from_json(&body)?));
+                    out.push((key.to_owned(), ScopeState::from_json(&body)?));
                 }
             }
             Ok(out)
         })
     }
 
-    fn save_states(&mut self, rule: &str, states: &[(String, ScopeState)]) -> Result<()> {
-        check_key("rule", rule)?;
-        check_batch("states", states.len())?;
-        for (key, _) in states {
-            check_key("scope_key", key)?;
-        }
+    fn save_states(&mut self, rule: &str, states: &[(&str, &ScopeState)]) -> Result<()> {
         self.atomic(|conn, ws, _| {
             let mut upsert = conn.prepare_cached(sql::UPSERT_STATE).db()?;
             for (key, state) in states {
@@ -361,7 +323,6 @@ impl WorkspaceTx for SqliteTx {
     }
 
     fn clear_states(&mut self, rule: &str) -> Result<()> {
-        check_key("rule", rule)?;
         self.atomic(|conn, ws, _| {
             conn.prepare_cached(sql::CLEAR_STATES)
                 .db()?
@@ -372,15 +333,12 @@ impl WorkspaceTx for SqliteTx {
     }
 
     fn run(&mut self, run_id: &str) -> Result<Option<Run>> {
-        check_key("run_id", run_id)?;
         self.with_conn(|conn, ws| sql::find_run(conn, ws, run_id))
     }
 
-    fn save_runs(&mut self, runs: &[Run]) -> Result<()> {
-        check_batch("runs", runs.len())?;
-        let latest = first_seen_last_wins(runs);
+    fn save_runs(&mut self, runs: &[&Run]) -> Result<()> {
         self.atomic(|conn, ws, head| {
-            for run in latest {
+            for run in runs {
                 let key = params![ws.tenant_id, ws.workspace_id, run.id()];
                 let status = run.status().as_str();
                 let next = run.next_attempt_at().to_sqlite_text();
@@ -423,8 +381,6 @@ impl WorkspaceTx for SqliteTx {
     }
 
     fn scope_runs(&mut self, rule: &str, scope_key: &str) -> Result<Vec<Run>> {
-        check_key("rule", rule)?;
-        check_key("scope_key", scope_key)?;
         self.with_conn(|conn, ws| {
             sql::all(
                 conn,
@@ -436,7 +392,6 @@ impl WorkspaceTx for SqliteTx {
     }
 
     fn dead_letter(&mut self, errors: &[EvaluationError]) -> Result<()> {
-        check_batch("errors", errors.len())?;
         self.atomic(|conn, ws, head| {
             let mut insert = conn.prepare_cached(sql::INSERT_DEAD_LETTER).db()?;
             for error in errors {
@@ -456,7 +411,6 @@ impl WorkspaceTx for SqliteTx {
     }
 
     fn schedule(&mut self, name: &str) -> Result<Option<Timestamp>> {
-        check_key("name", name)?;
         self.with_conn(|conn, ws| {
             sql::one_text(conn, sql::SCHEDULE, params![ws.tenant_id, ws.workspace_id, name])?
                 .map(|at| sql::timestamp(&at, "schedule at"))
@@ -465,7 +419,6 @@ impl WorkspaceTx for SqliteTx {
     }
 
     fn save_schedule(&mut self, name: &str, at: Timestamp) -> Result<()> {
-        check_key("name", name)?;
         let at = at.to_sqlite_text();
         self.atomic(|conn, ws, head| {
             let updated = conn
@@ -485,7 +438,6 @@ impl WorkspaceTx for SqliteTx {
     }
 
     fn stored_rule(&mut self, name: &str) -> Result<Option<StoredRule>> {
-        check_key("name", name)?;
         self.with_conn(|conn, ws| sql::find_stored_rule(conn, ws, name))
     }
 
@@ -494,21 +446,8 @@ impl WorkspaceTx for SqliteTx {
     }
 
     fn save_stored_rule(&mut self, stored: &StoredRule) -> Result<()> {
-        stored.check()?;
-        let name = stored.name().to_owned();
+        let name = stored.name();
         self.atomic(|conn, ws, _| {
-            let current: Option<i64> = conn
-                .prepare_cached(
-                    "SELECT version FROM reflexr_rules WHERE tenant_id = ?1 AND workspace_id = ?2 AND name = ?3",
-                )
-                .db()?
-                .query_row(params![ws.tenant_id, ws.workspace_id, name], |row| row.get(0))
-                .optional()
-                .db()?;
-            let following = current.map_or(1, |v| v + 1);
-            if stored.version != following {
-                return Err(wrong_version(&name, following, stored.version));
-            }
             conn.prepare_cached(sql::UPSERT_RULE)
                 .db()?
                 .execute(params![
@@ -525,7 +464,7 @@ impl WorkspaceTx for SqliteTx {
         })
     }
 
-    fn commit(mut self: Box<Self>) -> Result<()> {
+    fn commit(mut self) -> Result<()> {
         if !self.open {
             return Err(ended());
         }

@@ -1,17 +1,17 @@
-//! [`MemoryWorkspaceStorage`]: every workspace in process memory.
+//! [`MemoryWorkspaceStorage`]: every workspace in process memory, a [`WorkspaceDriver`]
+//! behind the [`WorkspaceFront`].
 
+use super::driver::{DriverTx, WorkspaceDriver};
+use super::due;
+use super::front::{AsWorkspaceFront, WorkspaceFront};
 use super::model::{
-    Entry, Envelope, EvaluationError, Lease, RuleProgress, Run, ScopeState, StoredRule, StoredRuleStatus,
+    Envelope, EvaluationError, Lease, RuleProgress, Run, ScopeState, StoredRule, StoredRuleStatus,
     WorkspaceInfo, WorkspaceRef,
 };
 use super::policy::RunPolicy;
-use super::storage::{
-    check_cursor, check_entries, check_lease, envelopes_for, LogQuery, RunQuery, WorkspaceCapabilities,
-    WorkspaceStorage, WorkspaceTx,
-};
+use super::storage::{LogQuery, RunQuery, WorkspaceCapabilities};
 use super::time::{Clock, Timestamp};
-use super::{check_batch, check_key, due};
-use crate::error::{Result, StoreError};
+use crate::error::Result;
 use indexmap::IndexMap;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -35,7 +35,6 @@ struct Data {
 }
 
 struct Inner {
-    clock: Arc<dyn Clock>,
     // Every workspace that a transaction began on, by tenant then workspace.
     data: Mutex<BTreeMap<WorkspaceRef, Data>>,
     // The workspaces a transaction holds now; `turn` is signalled when one ends or commits.
@@ -47,16 +46,33 @@ struct Inner {
 /// Workspaces kept in process memory: the whole contract, nothing kept across restarts, not
 /// shared between processes. Clones share the same workspaces.
 #[derive(Clone)]
-pub struct MemoryWorkspaceStorage {
-    inner: Arc<Inner>,
-}
+pub struct MemoryWorkspaceStorage(WorkspaceFront<MemoryWorkspaceDriver>);
 
 impl MemoryWorkspaceStorage {
     /// An empty storage on `clock`.
     pub fn new(clock: Arc<dyn Clock>) -> Self {
-        MemoryWorkspaceStorage {
+        MemoryWorkspaceStorage(WorkspaceFront::new(MemoryWorkspaceDriver::new(), clock))
+    }
+}
+
+impl AsWorkspaceFront for MemoryWorkspaceStorage {
+    type Driver = MemoryWorkspaceDriver;
+    fn front(&self) -> &WorkspaceFront<MemoryWorkspaceDriver> {
+        &self.0
+    }
+}
+
+/// The memory backend's driver: maps under a lock. Clones share the same workspaces.
+#[derive(Clone)]
+pub struct MemoryWorkspaceDriver {
+    inner: Arc<Inner>,
+}
+
+impl MemoryWorkspaceDriver {
+    /// No workspaces yet.
+    pub fn new() -> Self {
+        MemoryWorkspaceDriver {
             inner: Arc::new(Inner {
-                clock,
                 data: Mutex::new(BTreeMap::new()),
                 busy: Mutex::new(Default::default()),
                 turn: Condvar::new(),
@@ -70,12 +86,18 @@ impl MemoryWorkspaceStorage {
     }
 
     fn with<T>(&self, ws: &WorkspaceRef, f: impl FnOnce(Option<&Data>) -> T) -> Result<T> {
-        ws.check()?;
         Ok(f(self.data().get(ws)))
     }
 }
 
-struct MemoryTx {
+impl Default for MemoryWorkspaceDriver {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A transaction of [`MemoryWorkspaceDriver`]: its writes, kept aside until the commit.
+pub struct MemoryTx {
     inner: Arc<Inner>,
     ws: WorkspaceRef,
     log: Vec<Envelope>,
@@ -112,24 +134,27 @@ impl Drop for MemoryTx {
     }
 }
 
-impl WorkspaceTx for MemoryTx {
-    fn append(&mut self, entries: &[Entry]) -> Result<Vec<Envelope>> {
-        check_entries(entries)?;
-        for entry in entries {
-            if self.envelope(&entry.id)?.is_some() {
-                return Err(StoreError::AlreadyExists {
-                    what: "event",
-                    key: entry.id.clone(),
-                });
-            }
-        }
-        let (head_seq, head_ts) = match self.log.last() {
+impl DriverTx for MemoryTx {
+    fn head(&mut self) -> Result<(i64, Option<Timestamp>)> {
+        Ok(match self.log.last() {
             Some(last) => (last.seq, Some(last.ts)),
             None => self.committed(|d| (d.log.len() as i64, d.log.last().map(|e| e.ts))),
-        };
-        let envelopes = envelopes_for(&self.ws, entries, head_seq, head_ts, &*self.inner.clock);
+        })
+    }
+
+    fn taken_ids(&mut self, ids: &[&str]) -> Result<Vec<String>> {
+        let mut taken = Vec::new();
+        for id in ids {
+            if self.envelope(id)?.is_some() {
+                taken.push((*id).to_owned());
+            }
+        }
+        Ok(taken)
+    }
+
+    fn insert_envelopes(&mut self, envelopes: &[Envelope]) -> Result<()> {
         self.log.extend(envelopes.iter().cloned());
-        Ok(envelopes)
+        Ok(())
     }
 
     fn envelope(&mut self, event_id: &str) -> Result<Option<Envelope>> {
@@ -139,17 +164,7 @@ impl WorkspaceTx for MemoryTx {
         Ok(self.committed(|d| d.ids.get(event_id).map(|&i| d.log[i].clone())))
     }
 
-    fn head_seq(&mut self) -> Result<i64> {
-        Ok(self.committed(|d| d.log.len() as i64) + self.log.len() as i64)
-    }
-
     fn read(&mut self, after_seq: i64, limit: usize) -> Result<Vec<Envelope>> {
-        if after_seq < 0 {
-            return Err(StoreError::invalid(
-                "after_seq",
-                format!("{after_seq} is negative"),
-            ));
-        }
         let mut out: Vec<Envelope> = self.committed(|d| {
             d.log
                 .iter()
@@ -164,7 +179,6 @@ impl WorkspaceTx for MemoryTx {
     }
 
     fn progress(&mut self, rule: &str) -> Result<Option<RuleProgress>> {
-        check_key("rule", rule)?;
         if let Some(p) = self.progress.get(rule) {
             return Ok(Some(p.clone()));
         }
@@ -172,22 +186,15 @@ impl WorkspaceTx for MemoryTx {
     }
 
     fn save_progress(&mut self, rule: &str, progress: &RuleProgress) -> Result<()> {
-        check_key("rule", rule)?;
         self.progress.insert(rule.to_owned(), progress.clone());
         Ok(())
     }
 
-    fn states(&mut self, rule: &str, keys: &[String]) -> Result<Vec<(String, ScopeState)>> {
-        check_key("rule", rule)?;
-        check_batch("keys", keys.len())?;
+    fn states(&mut self, rule: &str, keys: &[&str]) -> Result<Vec<(String, ScopeState)>> {
         let cleared = self.cleared.iter().any(|r| r == rule);
         let pending = self.states.get(rule);
         let mut out = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for key in keys {
-            if !seen.insert(key) {
-                continue;
-            }
+        for &key in keys {
             let found = pending.and_then(|p| p.get(key)).cloned().or_else(|| {
                 if cleared {
                     None
@@ -196,27 +203,21 @@ impl WorkspaceTx for MemoryTx {
                 }
             });
             if let Some(state) = found {
-                out.push((key.clone(), state));
+                out.push((key.to_owned(), state));
             }
         }
         Ok(out)
     }
 
-    fn save_states(&mut self, rule: &str, states: &[(String, ScopeState)]) -> Result<()> {
-        check_key("rule", rule)?;
-        check_batch("states", states.len())?;
-        for (key, _) in states {
-            check_key("scope_key", key)?;
-        }
+    fn save_states(&mut self, rule: &str, states: &[(&str, &ScopeState)]) -> Result<()> {
         let pending = self.states.entry(rule.to_owned()).or_default();
-        for (key, state) in states {
-            pending.insert(key.clone(), state.clone());
+        for &(key, state) in states {
+            pending.insert(key.to_owned(), state.clone());
         }
         Ok(())
     }
 
     fn clear_states(&mut self, rule: &str) -> Result<()> {
-        check_key("rule", rule)?;
         if !self.cleared.iter().any(|r| r == rule) {
             self.cleared.push(rule.to_owned());
         }
@@ -225,24 +226,20 @@ impl WorkspaceTx for MemoryTx {
     }
 
     fn run(&mut self, run_id: &str) -> Result<Option<Run>> {
-        check_key("run_id", run_id)?;
         if let Some(r) = self.runs.get(run_id) {
             return Ok(Some(r.clone()));
         }
         Ok(self.committed(|d| d.runs.get(run_id).cloned()))
     }
 
-    fn save_runs(&mut self, runs: &[Run]) -> Result<()> {
-        check_batch("runs", runs.len())?;
-        for run in runs {
+    fn save_runs(&mut self, runs: &[&Run]) -> Result<()> {
+        for &run in runs {
             self.runs.insert(run.id().to_owned(), run.clone());
         }
         Ok(())
     }
 
     fn scope_runs(&mut self, rule: &str, scope_key: &str) -> Result<Vec<Run>> {
-        check_key("rule", rule)?;
-        check_key("scope_key", scope_key)?;
         let mut merged: IndexMap<String, Run> = self.committed(|d| d.runs.clone());
         for (id, run) in &self.runs {
             merged.insert(id.clone(), run.clone());
@@ -261,13 +258,11 @@ impl WorkspaceTx for MemoryTx {
     }
 
     fn dead_letter(&mut self, errors: &[EvaluationError]) -> Result<()> {
-        check_batch("errors", errors.len())?;
         self.dead_letters.extend(errors.iter().cloned());
         Ok(())
     }
 
     fn schedule(&mut self, name: &str) -> Result<Option<Timestamp>> {
-        check_key("name", name)?;
         if let Some(at) = self.schedules.get(name) {
             return Ok(Some(*at));
         }
@@ -275,13 +270,11 @@ impl WorkspaceTx for MemoryTx {
     }
 
     fn save_schedule(&mut self, name: &str, at: Timestamp) -> Result<()> {
-        check_key("name", name)?;
         self.schedules.insert(name.to_owned(), at);
         Ok(())
     }
 
     fn stored_rule(&mut self, name: &str) -> Result<Option<StoredRule>> {
-        check_key("name", name)?;
         if let Some(r) = self.rules.get(name) {
             return Ok(Some(r.clone()));
         }
@@ -297,17 +290,11 @@ impl WorkspaceTx for MemoryTx {
     }
 
     fn save_stored_rule(&mut self, stored: &StoredRule) -> Result<()> {
-        stored.check()?;
-        let name = stored.name().to_owned();
-        let following = self.stored_rule(&name)?.map_or(1, |r| r.version + 1);
-        if stored.version != following {
-            return Err(super::wrong_version(&name, following, stored.version));
-        }
-        self.rules.insert(name, stored.clone());
+        self.rules.insert(stored.name().to_owned(), stored.clone());
         Ok(())
     }
 
-    fn commit(mut self: Box<Self>) -> Result<()> {
+    fn commit(mut self) -> Result<()> {
         {
             let mut all = self.inner.data.lock().unwrap_or_else(|p| p.into_inner());
             let data = all.entry(self.ws.clone()).or_default();
@@ -351,13 +338,14 @@ fn active(rules: impl Iterator<Item = StoredRule>) -> Vec<StoredRule> {
     out
 }
 
-impl WorkspaceStorage for MemoryWorkspaceStorage {
+impl WorkspaceDriver for MemoryWorkspaceDriver {
+    type Tx = MemoryTx;
+
     fn capabilities(&self) -> WorkspaceCapabilities {
         WorkspaceCapabilities::new(false, false)
     }
 
-    fn begin(&self, workspace: &WorkspaceRef) -> Result<Box<dyn WorkspaceTx>> {
-        workspace.check()?;
+    fn begin(&self, workspace: &WorkspaceRef) -> Result<MemoryTx> {
         {
             let mut busy = self.inner.busy.lock().unwrap_or_else(|p| p.into_inner());
             while busy.contains(workspace) {
@@ -365,7 +353,7 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
             }
             busy.insert(workspace.clone());
         }
-        Ok(Box::new(MemoryTx {
+        Ok(MemoryTx {
             inner: self.inner.clone(),
             ws: workspace.clone(),
             log: Vec::new(),
@@ -377,7 +365,7 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
             schedules: IndexMap::new(),
             rules: BTreeMap::new(),
             done: false,
-        }))
+        })
     }
 
     fn head_seq(&self, workspace: &WorkspaceRef) -> Result<i64> {
@@ -385,7 +373,6 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
     }
 
     fn read(&self, workspace: &WorkspaceRef, query: &LogQuery) -> Result<Vec<Envelope>> {
-        query.check()?;
         self.with(workspace, |d| {
             let Some(d) = d else { return Vec::new() };
             let start = (query.after_seq.max(0) as usize).min(d.log.len());
@@ -412,7 +399,6 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
     }
 
     fn rule_history(&self, workspace: &WorkspaceRef, name: &str) -> Result<Vec<Envelope>> {
-        check_key("name", name)?;
         self.with(workspace, |d| {
             d.map(|d| {
                 d.log
@@ -426,19 +412,16 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
     }
 
     fn envelope(&self, workspace: &WorkspaceRef, event_id: &str) -> Result<Option<Envelope>> {
-        check_key("event_id", event_id)?;
         self.with(workspace, |d| {
             d.and_then(|d| d.ids.get(event_id).map(|&i| d.log[i].clone()))
         })
     }
 
     fn run(&self, workspace: &WorkspaceRef, run_id: &str) -> Result<Option<Run>> {
-        check_key("run_id", run_id)?;
         self.with(workspace, |d| d.and_then(|d| d.runs.get(run_id).cloned()))
     }
 
     fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>> {
-        query.check()?;
         self.with(workspace, |d| {
             let Some(d) = d else { return Vec::new() };
             d.runs
@@ -456,9 +439,6 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
     }
 
     fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>> {
-        if let Some(rule) = rule {
-            check_key("rule", rule)?;
-        }
         self.with(workspace, |d| {
             d.map(|d| {
                 d.dead_letters
@@ -511,7 +491,6 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
     }
 
     fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
-        super::check_due_limit(limit)?;
         let all = self.data();
         let candidates = all.iter().flat_map(|(ws, d)| {
             d.runs
@@ -535,12 +514,9 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
         workspace: &WorkspaceRef,
         key: &str,
         holder: &str,
-        ttl: Duration,
+        now: Timestamp,
+        expires_at: Timestamp,
     ) -> Result<bool> {
-        workspace.check()?;
-        check_lease(key, holder, Some(ttl))?;
-        let now = self.inner.clock.now();
-        let expires_at = now.plus_micros(ttl.as_micros() as i64)?.to_utc();
         let mut all = self.data();
         let leases = &mut all.entry(workspace.clone()).or_default().leases;
         if let Some(current) = leases.get(key) {
@@ -560,8 +536,6 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
     }
 
     fn release_lease(&self, workspace: &WorkspaceRef, key: &str, holder: &str) -> Result<()> {
-        workspace.check()?;
-        check_lease(key, holder, None)?;
         let mut all = self.data();
         if let Some(d) = all.get_mut(workspace) {
             if d.leases.get(key).is_some_and(|l| l.holder == holder) {
@@ -579,15 +553,12 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
     }
 
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {
-        check_cursor(name, None)?;
         self.with(workspace, |d| {
             d.and_then(|d| d.cursors.get(name).copied()).unwrap_or(0)
         })
     }
 
     fn save_cursor(&self, workspace: &WorkspaceRef, name: &str, seq: i64) -> Result<()> {
-        workspace.check()?;
-        check_cursor(name, Some(seq))?;
         let mut all = self.data();
         let cursors = &mut all.entry(workspace.clone()).or_default().cursors;
         let saved = cursors.entry(name.to_owned()).or_insert(seq);
@@ -603,7 +574,6 @@ impl WorkspaceStorage for MemoryWorkspaceStorage {
     }
 
     fn wait_for_append(&self, workspace: &WorkspaceRef, after_seq: i64, timeout: Duration) -> Result<bool> {
-        workspace.check()?;
         let grown = |all: &BTreeMap<WorkspaceRef, Data>| {
             all.get(workspace).is_some_and(|d| d.log.len() as i64 > after_seq)
         };

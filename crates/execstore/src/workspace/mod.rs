@@ -7,11 +7,15 @@
 //! The records are reflexr's own JSON, byte for byte, so a reflexr database and an execstore
 //! one are the same thing.
 //!
-//! [`MemoryWorkspaceStorage`] is the in-memory backend; `execstore-sqlite` and
-//! `execstore-postgres` keep reflexr's `reflexr_*` tables. The behaviour suite is
+//! Every backend is a [`WorkspaceDriver`] (storage code only) behind the one
+//! [`WorkspaceFront`], which makes the contract's checks, reads the clock and numbers the
+//! log for all of them. [`MemoryWorkspaceStorage`] is the in-memory backend;
+//! `execstore-sqlite` and `execstore-postgres` keep reflexr's `reflexr_*` tables. The behaviour suite is
 //! `execstore::conformance::workspace` (feature `conformance`).
 
+mod driver;
 mod due;
+mod front;
 mod memory;
 mod model;
 mod policy;
@@ -19,8 +23,10 @@ mod storage;
 mod subscribe;
 mod time;
 
+pub use driver::{DriverTx, WorkspaceDriver};
 pub use due::{due_runs as reference_due_runs, Candidate};
-pub use memory::MemoryWorkspaceStorage;
+pub use front::{AsWorkspaceFront, FrontTx, TimedWorkspace, TimedWorkspaceTx, WorkspaceFront};
+pub use memory::{MemoryWorkspaceDriver, MemoryWorkspaceStorage};
 pub use model::{
     check_event, run_lease, Entry, Envelope, EvaluationError, Lease, NewRun, RuleProgress, Run, RunStatus,
     ScopeState, StoredRule, StoredRuleStatus, WorkspaceInfo, WorkspaceRef, RULE_ARCHIVED, RULE_INSTALLED,

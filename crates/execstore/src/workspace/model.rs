@@ -535,6 +535,13 @@ impl StoredRule {
                 format!("{} is not a version (1 or more)", self.version),
             ));
         }
+        // reflexr's column is an `Integer`: 32 bits in PostgreSQL.
+        if i32::try_from(self.version).is_err() {
+            return Err(StoreError::invalid(
+                "version",
+                format!("{} is beyond a stored rule's versions", self.version),
+            ));
+        }
         Ok(())
     }
 }

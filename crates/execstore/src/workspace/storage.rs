@@ -63,6 +63,21 @@ impl LogQuery {
         self
     }
 
+    /// The query as a driver receives it: checked, its `types` sorted and without repeats;
+    /// `None` when it asks for no type at all (nothing matches).
+    pub fn checked(&self) -> Result<Option<LogQuery>> {
+        self.check()?;
+        let mut query = self.clone();
+        if let Some(types) = &mut query.types {
+            if types.is_empty() {
+                return Ok(None);
+            }
+            types.sort_unstable();
+            types.dedup();
+        }
+        Ok(Some(query))
+    }
+
     /// The checks every backend makes before reading.
     pub fn check(&self) -> Result<()> {
         if self.after_seq < 0 {
@@ -109,6 +124,22 @@ pub struct RunQuery {
 }
 
 impl RunQuery {
+    /// The filters given, as (column of `reflexr_runs`, value) pairs, in the order `rule`,
+    /// `status`, `scope_key`: what a SQL driver binds.
+    pub fn filters(&self) -> Vec<(&'static str, &str)> {
+        let mut out = Vec::new();
+        if let Some(rule) = &self.rule {
+            out.push(("rule", rule.as_str()));
+        }
+        if let Some(status) = self.status {
+            out.push(("status", status.as_str()));
+        }
+        if let Some(scope_key) = &self.scope_key {
+            out.push(("scope_key", scope_key.as_str()));
+        }
+        out
+    }
+
     /// The checks every backend makes before reading.
     pub fn check(&self) -> Result<()> {
         if let Some(n) = self.limit {
@@ -323,30 +354,5 @@ pub fn envelopes_for(
     head_ts: Option<Timestamp>,
     clock: &dyn super::time::Clock,
 ) -> Vec<Envelope> {
-    let mut seq = head_seq;
-    let mut last = head_ts;
-    entries
-        .iter()
-        .map(|entry| {
-            let now = clock.now();
-            // Python's max(now, last) keeps `now` on a tie.
-            let ts = match last {
-                Some(last) if last > now => last,
-                _ => now,
-            };
-            seq += 1;
-            last = Some(ts);
-            Envelope {
-                seq,
-                id: entry.id.clone(),
-                ts,
-                workspace_id: workspace.workspace_id.clone(),
-                actor: entry.actor.clone(),
-                causation: entry.causation.clone(),
-                correlation_id: entry.correlation_id.clone().unwrap_or_else(|| entry.id.clone()),
-                traceparent: entry.traceparent.clone(),
-                event: entry.event.clone(),
-            }
-        })
-        .collect()
+    super::front::number(workspace, entries, head_seq, head_ts, &mut || clock.now())
 }

@@ -33,6 +33,64 @@ pub fn workspaces_lists_those_with_a_log(h: &dyn WorkspaceHarness) {
     assert_eq!((info.head_seq, info.head_ts), (0, None));
 }
 
+/// Every key argument, in a transaction and outside one, is checked alike on every backend:
+/// an empty key, or one with a NUL, is [`StoreError::InvalidInput`] naming the argument, and
+/// the transaction stays usable with nothing of the call in it.
+pub fn malformed_keys_are_refused_alike(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    let w = ws("t-keys", "w");
+    append(s, &w, &["a"]);
+    let field_of = |r: Result<()>, what: &str| match r {
+        Err(StoreError::InvalidInput { field, .. }) => field,
+        other => panic!("{what}: expected InvalidInput, got {other:?}"),
+    };
+    for bad in ["", "bad\0"] {
+        let mut tx = s.begin(&w).unwrap();
+        let head = tx.head_seq().unwrap();
+        let refused: Vec<(&str, String)> = vec![
+            ("event_id", field_of(tx.envelope(bad).map(drop), "tx.envelope")),
+            ("rule", field_of(tx.progress(bad).map(drop), "tx.progress")),
+            (
+                "rule",
+                field_of(tx.states(bad, &["k".into()]).map(drop), "tx.states"),
+            ),
+            ("rule", field_of(tx.clear_states(bad), "tx.clear_states")),
+            ("run_id", field_of(tx.run(bad).map(drop), "tx.run")),
+            (
+                "rule",
+                field_of(tx.scope_runs(bad, "k").map(drop), "tx.scope_runs(rule)"),
+            ),
+            (
+                "scope_key",
+                field_of(tx.scope_runs("r", bad).map(drop), "tx.scope_runs(key)"),
+            ),
+            ("name", field_of(tx.schedule(bad).map(drop), "tx.schedule")),
+            ("name", field_of(tx.save_schedule(bad, t0()), "tx.save_schedule")),
+            ("name", field_of(tx.stored_rule(bad).map(drop), "tx.stored_rule")),
+            ("event_id", field_of(s.envelope(&w, bad).map(drop), "envelope")),
+            ("run_id", field_of(s.run(&w, bad).map(drop), "run")),
+            (
+                "name",
+                field_of(s.rule_history(&w, bad).map(drop), "rule_history"),
+            ),
+            (
+                "rule",
+                field_of(s.dead_letters(&w, Some(bad)).map(drop), "dead_letters"),
+            ),
+            ("name", field_of(s.cursor(&w, bad).map(drop), "cursor")),
+            ("key", field_of(s.release_lease(&w, bad, "h"), "release_lease")),
+        ];
+        for (want, got) in refused {
+            assert_eq!(got, want, "the refused argument, for key {bad:?}");
+        }
+        // Nothing of the refused calls is in the transaction, which goes on.
+        assert_eq!(tx.head_seq().unwrap(), head);
+        tx.append(&[entry(&format!("after{}", bad.len()), "x")]).unwrap();
+        tx.commit().unwrap();
+    }
+    assert_eq!(s.head_seq(&w).unwrap(), 3);
+}
+
 /// Bad input is a typed error and changes nothing.
 pub fn bad_input_changes_nothing(h: &dyn WorkspaceHarness) {
     let s = h.storage();

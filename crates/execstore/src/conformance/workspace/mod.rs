@@ -169,6 +169,7 @@ macro_rules! workspace_conformance_tests {
             due_runs_match_the_reference,
             workspaces_lists_those_with_a_log,
             bad_input_changes_nothing,
+            malformed_keys_are_refused_alike,
         );
     };
     (wasm ephemeral: $harness:expr) => {
