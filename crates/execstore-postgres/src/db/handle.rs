@@ -49,31 +49,45 @@ impl ConnectOptions {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// Sets the pool size (at least 1).
-    pub fn max_connections(mut self, max_connections: u32) -> Self {
-        self.max_connections = max_connections;
-        self
-    }
-
-    /// Sets the connect (and pool wait) timeout.
-    pub fn connect_timeout(mut self, connect_timeout: Duration) -> Self {
-        self.connect_timeout = connect_timeout;
-        self
-    }
-
-    /// Opens for reading only (see [`ConnectOptions::read_only`]).
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
-        self
-    }
-
-    /// Makes `schema` every connection's search path (see [`ConnectOptions::schema`]).
-    pub fn schema(mut self, schema: impl Into<String>) -> Self {
-        self.schema = Some(schema.into());
-        self
-    }
 }
+
+/// The builders of the connection settings, written once for every options type that carries
+/// a [`ConnectOptions`]: the handle's own and each contract's (whose `open` makes a [`Db`]
+/// with them). `connect_builders!(Type)` for [`ConnectOptions`] itself,
+/// `connect_builders!(Type, field)` for a type that keeps them in `field`.
+macro_rules! connect_builders {
+    ($ty:ty $(, $field:ident)?) => {
+        impl $ty {
+            /// Sets the pool size (at least 1; a connection setting: see [`ConnectOptions`]).
+            pub fn max_connections(mut self, max_connections: u32) -> Self {
+                self$(.$field)?.max_connections = max_connections;
+                self
+            }
+
+            /// Sets the connect (and pool wait) timeout (a connection setting).
+            pub fn connect_timeout(mut self, connect_timeout: std::time::Duration) -> Self {
+                self$(.$field)?.connect_timeout = connect_timeout;
+                self
+            }
+
+            /// Opens for reading only (see [`ConnectOptions::read_only`]).
+            pub fn read_only(mut self, read_only: bool) -> Self {
+                self$(.$field)?.read_only = read_only;
+                self
+            }
+
+            /// Makes `schema` every connection's search path, where the tables live (see
+            /// [`ConnectOptions::schema`]).
+            pub fn schema(mut self, schema: impl Into<String>) -> Self {
+                self$(.$field)?.schema = Some(schema.into());
+                self
+            }
+        }
+    };
+}
+pub(crate) use connect_builders;
+
+connect_builders!(ConnectOptions);
 
 /// One PostgreSQL database: the pool of connections (each with its prepared statements) and
 /// the settings they were made with. Cheap to clone (the clones share the pool); build each

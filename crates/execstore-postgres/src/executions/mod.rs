@@ -31,7 +31,6 @@ mod store;
 pub(crate) use schema::SCHEMA_LOCK;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use execstore::kit::validate::{check_limit, check_seq, PreparedCommit, PreparedWrite};
 use execstore::{
@@ -109,24 +108,6 @@ impl PgOptions {
         self
     }
 
-    /// Sets the pool size (at least 1; of [`PgOptions::connect`]).
-    pub fn max_connections(mut self, max_connections: u32) -> Self {
-        self.connect.max_connections = max_connections;
-        self
-    }
-
-    /// Sets the connect (and pool wait) timeout (of [`PgOptions::connect`]).
-    pub fn connect_timeout(mut self, connect_timeout: Duration) -> Self {
-        self.connect.connect_timeout = connect_timeout;
-        self
-    }
-
-    /// Opens for reading only (see [`ConnectOptions::read_only`]).
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.connect.read_only = read_only;
-        self
-    }
-
     /// Sets every connection setting at once (see [`PgOptions::connect`]).
     pub fn connect(mut self, connect: ConnectOptions) -> Self {
         self.connect = connect;
@@ -147,6 +128,8 @@ impl PgOptions {
         self
     }
 }
+
+crate::db::handle::connect_builders!(PgOptions, connect);
 
 /// An open transaction on a pooled connection, and that connection's statements.
 struct Tx<'a> {

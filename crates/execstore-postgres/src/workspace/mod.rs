@@ -15,7 +15,6 @@ mod storage;
 mod tx;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use execstore::workspace::{AsWorkspaceFront, Clock, SystemClock, WorkspaceFront, WorkspaceRef};
 use execstore::{Result, StoreError};
@@ -71,36 +70,14 @@ impl PgWorkspaceOptions {
         self
     }
 
-    /// Sets the pool size (at least 1; of [`PgWorkspaceOptions::connect`]).
-    pub fn max_connections(mut self, max_connections: u32) -> Self {
-        self.connect.max_connections = max_connections;
-        self
-    }
-
-    /// Sets the connect (and pool wait) timeout (of [`PgWorkspaceOptions::connect`]).
-    pub fn connect_timeout(mut self, connect_timeout: Duration) -> Self {
-        self.connect.connect_timeout = connect_timeout;
-        self
-    }
-
-    /// Opens for reading only (see [`ConnectOptions::read_only`]).
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.connect.read_only = read_only;
-        self
-    }
-
-    /// Keeps the tables in this schema (see [`ConnectOptions::schema`]).
-    pub fn schema(mut self, schema: impl Into<String>) -> Self {
-        self.connect.schema = Some(schema.into());
-        self
-    }
-
     /// Sets every connection setting at once (see [`PgWorkspaceOptions::connect`]).
     pub fn connect(mut self, connect: ConnectOptions) -> Self {
         self.connect = connect;
         self
     }
 }
+
+crate::db::handle::connect_builders!(PgWorkspaceOptions, connect);
 
 /// What a transaction shares with its storage (it outlives any borrow of it).
 pub(crate) struct Shared {

@@ -59,25 +59,38 @@ impl ConnectOptions {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// Sets `PRAGMA synchronous`.
-    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
-        self.synchronous = synchronous;
-        self
-    }
-
-    /// Sets how long a write waits for the write lock.
-    pub fn busy_timeout(mut self, busy_timeout: Duration) -> Self {
-        self.busy_timeout = busy_timeout;
-        self
-    }
-
-    /// Opens for reading only (see [`ConnectOptions::read_only`]).
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
-        self
-    }
 }
+
+/// The builders of the connection settings, written once for every options type that carries
+/// a [`ConnectOptions`]: the handle's own and each contract's (whose `open` makes a [`Db`]
+/// with them). `connect_builders!(Type)` for [`ConnectOptions`] itself,
+/// `connect_builders!(Type, field)` for a type that keeps them in `field`.
+macro_rules! connect_builders {
+    ($ty:ty $(, $field:ident)?) => {
+        impl $ty {
+            /// Sets `PRAGMA synchronous` (a connection setting: see [`ConnectOptions`]).
+            pub fn synchronous(mut self, synchronous: $crate::Synchronous) -> Self {
+                self$(.$field)?.synchronous = synchronous;
+                self
+            }
+
+            /// Sets how long a write waits for the write lock (a connection setting).
+            pub fn busy_timeout(mut self, busy_timeout: std::time::Duration) -> Self {
+                self$(.$field)?.busy_timeout = busy_timeout;
+                self
+            }
+
+            /// Opens for reading only (see [`ConnectOptions::read_only`]).
+            pub fn read_only(mut self, read_only: bool) -> Self {
+                self$(.$field)?.read_only = read_only;
+                self
+            }
+        }
+    };
+}
+pub(crate) use connect_builders;
+
+connect_builders!(ConnectOptions);
 
 /// Where a [`Db`]'s database lives.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 
 mod coalesce;
 pub(crate) mod error;
-mod handle;
+pub(crate) mod handle;
 mod read_only;
 
 pub use handle::{ConnectOptions, Db};

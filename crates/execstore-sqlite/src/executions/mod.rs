@@ -12,7 +12,6 @@ mod store;
 mod tests;
 
 use std::path::Path;
-use std::time::Duration;
 
 use execstore::kit::validate::{check_seq, PreparedCommit};
 use execstore::{
@@ -24,7 +23,7 @@ use rusqlite::OpenFlags;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::db::error::Db as _;
-use crate::db::{self, ConnectOptions, Db, Held, Kind, OpenTransaction, Synchronous};
+use crate::db::{self, ConnectOptions, Db, Held, Kind, OpenTransaction};
 use schema::Tables;
 use sql::Stmts;
 
@@ -91,27 +90,9 @@ impl SqliteOptions {
         self
     }
 
-    /// Sets `PRAGMA synchronous` (of [`SqliteOptions::connect`]).
-    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
-        self.connect.synchronous = synchronous;
-        self
-    }
-
     /// Sets how many trace steps are kept per execution (`None`: all).
     pub fn trace_max(mut self, trace_max: Option<u32>) -> Self {
         self.trace_max = trace_max;
-        self
-    }
-
-    /// Sets how long a write waits for the write lock (of [`SqliteOptions::connect`]).
-    pub fn busy_timeout(mut self, busy_timeout: Duration) -> Self {
-        self.connect.busy_timeout = busy_timeout;
-        self
-    }
-
-    /// Opens for reading only (see [`ConnectOptions::read_only`]).
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.connect.read_only = read_only;
         self
     }
 
@@ -135,6 +116,8 @@ impl SqliteOptions {
         self
     }
 }
+
+crate::db::handle::connect_builders!(SqliteOptions, connect);
 
 /// An [`ExecutionStore`](execstore::ExecutionStore) over one SQLite database (a file, or `:memory:`).
 ///

@@ -1,10 +1,12 @@
 //! Unit tests of the execution store's internals: pragmas, query plans, statement reuse.
 
 use super::*;
+use crate::Synchronous;
 use execstore::{
     executions::{Event, JsonObject, Status},
     Effects, ExecutionStore,
 };
+use std::time::Duration;
 
 #[test]
 fn upper_bounds() {

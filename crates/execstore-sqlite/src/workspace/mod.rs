@@ -26,7 +26,7 @@ use execstore::{Result, StoreError};
 use rusqlite::Connection;
 
 use crate::db::error::Db as _;
-use crate::db::{self, ConnectOptions, Db, Synchronous};
+use crate::db::{self, ConnectOptions, Db};
 
 /// The workspace log's options, for [`SqliteWorkspaceStorage::on`] (and the connection
 /// settings [`SqliteWorkspaceStorage::open`] opens its [`Db`] with).
@@ -92,25 +92,6 @@ impl SqliteWorkspaceOptions {
         self
     }
 
-    /// Sets `PRAGMA synchronous` (of [`SqliteWorkspaceOptions::connect`]).
-    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
-        self.connect.synchronous = synchronous;
-        self
-    }
-
-    /// Sets how long a write waits for another process's lock (of
-    /// [`SqliteWorkspaceOptions::connect`]).
-    pub fn busy_timeout(mut self, busy_timeout: Duration) -> Self {
-        self.connect.busy_timeout = busy_timeout;
-        self
-    }
-
-    /// Opens for reading only (see [`ConnectOptions::read_only`]).
-    pub fn read_only(mut self, read_only: bool) -> Self {
-        self.connect.read_only = read_only;
-        self
-    }
-
     /// Sets every connection setting at once (see [`SqliteWorkspaceOptions::connect`]).
     pub fn connect(mut self, connect: ConnectOptions) -> Self {
         self.connect = connect;
@@ -136,6 +117,8 @@ impl SqliteWorkspaceOptions {
         }
     }
 }
+
+crate::db::handle::connect_builders!(SqliteWorkspaceOptions, connect);
 
 /// What the storage and its transactions share.
 pub(crate) struct Inner {

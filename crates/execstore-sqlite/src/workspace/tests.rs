@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::reads::log_query;
 use super::*;
+use crate::Synchronous;
 
 fn storage(dir: &tempfile::TempDir) -> SqliteWorkspaceStorage {
     let clock = ManualClock::new(Timestamp::from_micros(1_767_268_800_000_000).unwrap());
