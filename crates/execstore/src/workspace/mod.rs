@@ -11,6 +11,7 @@
 //! `execstore-postgres` keep reflexr's `reflexr_*` tables. The behaviour suite is
 //! `execstore::workspace_conformance` (feature `conformance`).
 
+mod decode;
 mod due;
 mod memory;
 mod model;
@@ -19,6 +20,7 @@ mod storage;
 mod subscribe;
 mod time;
 
+pub use decode::{decode_list, input_object, input_value};
 pub use due::{due_runs as reference_due_runs, Candidate};
 pub use memory::MemoryWorkspaceStorage;
 pub use model::{
