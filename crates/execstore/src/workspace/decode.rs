@@ -27,6 +27,14 @@ pub fn input_object(field: &str, text: &str) -> Result<JsonObject> {
     }
 }
 
+/// Decodes the JSON text of one record given as input for `field` with the record's decoder
+/// (`Entry::from_value`, ...): text that is not one JSON object is `InvalidInput` naming
+/// `field`, and the record's own errors are named under it (`entries[0].event`).
+pub fn decode_text<T>(field: &str, text: &str, from_value: impl FnOnce(&Value) -> Result<T>) -> Result<T> {
+    let value = Value::Object(input_object(field, text)?);
+    from_value(&value).map_err(|e| e.within(|| field.to_owned()))
+}
+
 /// Decodes `value` (the argument `field`), which must be a JSON array of objects, item by
 /// item with `decode`; an item's error is named under `field[i]`.
 pub fn decode_list<T>(
