@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use execstore::pyjson;
 use execstore::workspace::{
-    decode_text, input_object, input_value, Clock, Entry, Envelope, EvaluationError, LogQuery,
+    decode_text, decode_texts, input_object, input_value, Clock, Entry, Envelope, EvaluationError, LogQuery,
     MemoryWorkspaceStorage, RuleProgress, Run, RunPolicy, RunQuery, RunStatus, ScopeState, StoredRule,
     Timestamp, WorkspaceRef, WorkspaceStorage, WorkspaceTx,
 };
@@ -264,12 +264,7 @@ impl wit::GuestWorkspaceTx for ComponentWorkspaceTx {
     }
 
     fn save_runs(&self, list: Vec<String>) -> Out<()> {
-        let list = list
-            .iter()
-            .enumerate()
-            .map(|(i, r)| decode_text(&format!("runs[{i}]"), r, Run::from_value))
-            .collect::<execstore::Result<Vec<_>>>()
-            .map_err(err)?;
+        let list = decode_texts("runs", &list, Run::from_value).map_err(err)?;
         self.with(|tx| tx.save_runs(&list), |()| ())
     }
 
@@ -278,12 +273,7 @@ impl wit::GuestWorkspaceTx for ComponentWorkspaceTx {
     }
 
     fn dead_letter(&self, errors: Vec<String>) -> Out<()> {
-        let errors = errors
-            .iter()
-            .enumerate()
-            .map(|(i, e)| decode_text(&format!("errors[{i}]"), e, EvaluationError::from_value))
-            .collect::<execstore::Result<Vec<_>>>()
-            .map_err(err)?;
+        let errors = decode_texts("errors", &errors, EvaluationError::from_value).map_err(err)?;
         self.with(|tx| tx.dead_letter(&errors), |()| ())
     }
 

@@ -12,8 +12,8 @@
 
 use crate::errors::IntoPy;
 use execstore::workspace::{
-    decode_text, Clock, Entry, EvaluationError, LogQuery, MemoryWorkspaceStorage, RuleProgress, Run,
-    RunPolicy, RunQuery, RunStatus, ScopeState, StoredRule, SystemClock, Timestamp, WorkspaceRef,
+    decode_text, decode_texts, Clock, Entry, EvaluationError, LogQuery, MemoryWorkspaceStorage, RuleProgress,
+    Run, RunPolicy, RunQuery, RunStatus, ScopeState, StoredRule, SystemClock, Timestamp, WorkspaceRef,
     WorkspaceStorage, WorkspaceTx,
 };
 use execstore::StoreError;
@@ -397,12 +397,7 @@ impl WorkspaceTxn {
         nows: Option<Vec<String>>,
     ) -> PyResult<Vec<String>> {
         let nows = timestamps("now", nows).py_err(py)?;
-        let entries = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| decode_text(&format!("entries[{i}]"), e, Entry::from_value))
-            .collect::<execstore::Result<Vec<_>>>()
-            .py_err(py)?;
+        let entries = decode_texts("entries", &entries, Entry::from_value).py_err(py)?;
         self.call(py, |tx| fed(nows, || tx.append(&entries)))
             .map(|es| es.iter().map(|e| e.to_json()).collect())
     }
@@ -460,12 +455,7 @@ impl WorkspaceTxn {
     }
 
     fn save_runs(&self, py: Python<'_>, runs: Vec<String>) -> PyResult<()> {
-        let runs = runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| decode_text(&format!("runs[{i}]"), r, Run::from_value))
-            .collect::<execstore::Result<Vec<_>>>()
-            .py_err(py)?;
+        let runs = decode_texts("runs", &runs, Run::from_value).py_err(py)?;
         self.call(py, |tx| tx.save_runs(&runs))
     }
 
@@ -475,12 +465,7 @@ impl WorkspaceTxn {
     }
 
     fn dead_letter(&self, py: Python<'_>, errors: Vec<String>) -> PyResult<()> {
-        let errors = errors
-            .iter()
-            .enumerate()
-            .map(|(i, e)| decode_text(&format!("errors[{i}]"), e, EvaluationError::from_value))
-            .collect::<execstore::Result<Vec<_>>>()
-            .py_err(py)?;
+        let errors = decode_texts("errors", &errors, EvaluationError::from_value).py_err(py)?;
         self.call(py, |tx| tx.dead_letter(&errors))
     }
 

@@ -35,6 +35,20 @@ pub fn decode_text<T>(field: &str, text: &str, from_value: impl FnOnce(&Value) -
     from_value(&value).map_err(|e| e.within(|| field.to_owned()))
 }
 
+/// Decodes a list of records' JSON texts (the argument `field`) with [`decode_text`], item
+/// `i` named `field[i]`.
+pub fn decode_texts<T, S: AsRef<str>>(
+    field: &str,
+    texts: &[S],
+    from_value: impl Fn(&Value) -> Result<T>,
+) -> Result<Vec<T>> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| decode_text(&format!("{field}[{i}]"), text.as_ref(), &from_value))
+        .collect()
+}
+
 /// Decodes `value` (the argument `field`), which must be a JSON array of objects, item by
 /// item with `decode`; an item's error is named under `field[i]`.
 pub fn decode_list<T>(
@@ -368,6 +382,41 @@ mod tests {
             input_object("event", r#"{"type": "t"}"#).unwrap()["type"],
             json!("t")
         );
+    }
+
+    #[test]
+    fn json_text_records_are_named_under_their_argument() {
+        let bad = decode_text("entries[2]", r#"{"id": "x", "event": 1}"#, Entry::from_value);
+        assert_eq!(field_of(bad).0, "entries[2].event");
+        let bad = decode_text("entries[2]", "[]", Entry::from_value);
+        assert_eq!(
+            field_of(bad),
+            ("entries[2]".into(), "must be the JSON text of one object".into())
+        );
+        let e = decode_text(
+            "entry",
+            r#"{"id": "x", "event": {"type": "t"}}"#,
+            Entry::from_value,
+        )
+        .unwrap();
+        assert_eq!(e.id, "x");
+        let texts = [
+            r#"{"id": "x", "event": {}}"#,
+            r#"{"id": "y", "event": {}, "actor": 1}"#,
+        ];
+        let got = decode_texts("entries", &texts, Entry::from_value).unwrap();
+        assert_eq!((got[0].id.as_str(), got[1].actor.clone()), ("x", json!(1)));
+        let texts = [r#"{"id": "x", "event": {}}"#, r#"{"event": {}}"#];
+        assert_eq!(
+            field_of(decode_texts("entries", &texts, Entry::from_value)).0,
+            "entries[1].id"
+        );
+        let stored = decode_text(
+            "stored",
+            r#"{"rule": {"name": "r"}, "version": 1, "status": 2}"#,
+            StoredRule::from_value,
+        );
+        assert_eq!(field_of(stored).0, "stored.status");
     }
 
     #[test]

@@ -20,7 +20,7 @@ mod storage;
 mod subscribe;
 mod time;
 
-pub use decode::{decode_list, decode_text, input_object, input_value};
+pub use decode::{decode_list, decode_text, decode_texts, input_object, input_value};
 pub use due::{due_runs as reference_due_runs, Candidate};
 pub use memory::MemoryWorkspaceStorage;
 pub use model::{
