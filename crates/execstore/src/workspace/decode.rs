@@ -7,7 +7,9 @@
 //! surface with one argument under its name ([`StoreError::within`]: `stored.status`). Keys a
 //! record does not know are refused: a misspelt `correlation_id` must not be dropped silently.
 
-use super::model::{Entry, EvaluationError, RuleProgress, Run, ScopeState, StoredRule, StoredRuleStatus};
+use super::model::{
+    opt_str_field, Entry, EvaluationError, RuleProgress, Run, ScopeState, StoredRule, StoredRuleStatus,
+};
 use crate::error::{Result, StoreError};
 use crate::model::JsonObject;
 use crate::pyjson;
@@ -95,14 +97,6 @@ fn required_str(map: &JsonObject, key: &str) -> Result<String> {
     }
 }
 
-fn optional_str(map: &JsonObject, key: &str) -> Result<Option<String>> {
-    match map.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(StoreError::invalid(key, "must be a string or null")),
-    }
-}
-
 fn required_object(map: &JsonObject, key: &str) -> Result<JsonObject> {
     match map.get(key) {
         Some(Value::Object(o)) => Ok(o.clone()),
@@ -131,8 +125,8 @@ impl Entry {
             actor: map.get("actor").cloned().unwrap_or(Value::Null),
             event: required_object(map, "event")?,
             causation: map.get("causation").filter(|v| !v.is_null()).cloned(),
-            correlation_id: optional_str(map, "correlation_id")?,
-            traceparent: optional_str(map, "traceparent")?,
+            correlation_id: opt_str_field(map, "correlation_id")?,
+            traceparent: opt_str_field(map, "traceparent")?,
         })
     }
 
