@@ -266,6 +266,34 @@ describe("WorkspaceStore.memory()", () => {
     assert.equal(snapshot(store), before);
   });
 
+  test("a bad entry or stored rule names its field as every surface does (the core's decoder)", async () => {
+    const store = WorkspaceStore.memory();
+    const before = snapshot(store);
+    const cases = [
+      [(tx) => tx.append([entry("a"), { ...entry("b"), corelation_id: "c" }]), "entries[1].corelation_id", "is not a known field"],
+      [(tx) => tx.append([entry("a"), { event: { type: "t:a" } }]), "entries[1].id", "is required"],
+      [(tx) => tx.append([entry("a"), { ...entry("b"), event: "text" }]), "entries[1].event", "must be a JSON object"],
+      [(tx) => tx.append([entry("a"), { ...entry("b"), traceparent: 7 }]), "entries[1].traceparent", "must be a string or null"],
+      [(tx) => tx.append([entry("a"), 3]), "entries[1]", "must be a JSON object"],
+      [(tx) => tx.saveStoredRule({ rule: { name: "n" }, version: 1, status: "paused" }), "stored.status", null],
+      [(tx) => tx.saveStoredRule({ rule: { when: "x" }, version: 1 }), "stored.rule.name", null],
+      [(tx) => tx.saveStoredRule({ rule: { name: "n" }, version: 1.5 }), "stored.version", "must be an integer"],
+      [(tx) => tx.saveStoredRule({ rule: { name: "n" }, version: 1, note: "x" }), "stored.note", "is not a known field"],
+    ];
+    await store.transaction(WS, (tx) => {
+      for (const [call, field, reason] of cases) {
+        const error = thrown(() => call(tx));
+        assert.equal(error.code, "INVALID_INPUT", `${call}: ${error.message}`);
+        assert.equal(error.field, field, `${call}: ${error.message}`);
+        if (reason !== null) assert.equal(error.reason, reason, `${call}: ${error.message}`);
+      }
+      assert.equal(tx.headSeq(), 0);
+    });
+    assert.equal(snapshot(store), before);
+    await store.transaction(WS, (tx) => tx.saveStoredRule({ rule: { name: "n" }, version: 1 }));
+    assert.deepEqual(store.storedRules(WS), [{ rule: { name: "n" }, version: 1, status: "active", provenance: {} }]);
+  });
+
   test("a closed store throws BACKEND", async () => {
     const store = WorkspaceStore.memory();
     store.close();

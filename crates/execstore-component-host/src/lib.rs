@@ -29,14 +29,15 @@
 //! the WIT operations, so a component store has neither exclusive claims nor wake-ups.
 #![deny(missing_docs)]
 
+/// The WIT records and the core's, both ways: written once for the component and its host.
+#[path = "../../../wit/convert.rs"]
 mod convert;
 mod workspace;
 
 pub use workspace::{ComponentWorkspaceStorage, WorkspaceBackend};
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use execstore::workspace::{Clock, SystemClock, WorkspaceCapabilities};
 use execstore::{
@@ -267,35 +268,6 @@ fn trap(error: wasmtime::Error) -> StoreError {
     }
 }
 
-/// `kind` as the `&'static str` that [`StoreError::NotFound`] and
-/// [`StoreError::AlreadyExists`] hold: the core's own kinds are matched, and any other (from a
-/// newer component) is interned once, so repeated errors do not grow memory.
-fn static_kind(kind: &str) -> &'static str {
-    const KNOWN: [&str; 7] = [
-        "execution",
-        "outbox entry",
-        "spawn entry",
-        "table",
-        "database file",
-        "row",
-        "event",
-    ];
-    if let Some(known) = KNOWN.iter().find(|k| **k == kind) {
-        return known;
-    }
-    static INTERNED: OnceLock<Mutex<BTreeSet<&'static str>>> = OnceLock::new();
-    let mut interned = INTERNED
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(found) = interned.get(kind) {
-        return found;
-    }
-    let leaked: &'static str = Box::leak(kind.to_owned().into_boxed_str());
-    interned.insert(leaked);
-    leaked
-}
-
 impl ComponentStore {
     fn lock(&self) -> MutexGuard<'_, Instance> {
         // A panic on the host side while holding the lock leaves the instance as it was
@@ -326,10 +298,9 @@ impl ComponentStore {
     }
 }
 
-/// A page size across the boundary (`u64` there, so no host size is cut short).
-fn limit(limit: usize) -> u64 {
-    u64::try_from(limit).unwrap_or(u64::MAX)
-}
+/// JSON text arriving here is the component's output: text that is not one object is
+/// `Corrupt`.
+const RECEIVED: convert::Received = convert::Received::Output;
 
 impl ExecutionStore for ComponentStore {
     fn capabilities(&self) -> Capabilities {
@@ -408,7 +379,7 @@ impl ExecutionStore for ComponentStore {
     }
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> execstore::Result<Vec<OutboxEntry>> {
-        self.call(|api, store, h| api.call_pending_outbox(store, h, after, self::limit(limit)))?
+        self.call(|api, store, h| api.call_pending_outbox(store, h, after, convert::limit_out(limit)))?
             .into_iter()
             .map(from_wit::outbox_entry)
             .collect()
@@ -428,7 +399,7 @@ impl ExecutionStore for ComponentStore {
     }
 
     fn pending_spawns(&self, after: Option<i64>, limit: usize) -> execstore::Result<Vec<SpawnEntry>> {
-        self.call(|api, store, h| api.call_pending_spawns(store, h, after, self::limit(limit)))?
+        self.call(|api, store, h| api.call_pending_spawns(store, h, after, convert::limit_out(limit)))?
             .into_iter()
             .map(from_wit::spawn_entry)
             .collect()
@@ -445,8 +416,9 @@ impl ExecutionStore for ComponentStore {
         limit: usize,
     ) -> execstore::Result<Vec<DueTimer>> {
         let after = after.map(to_wit::due_timer);
-        let timers = self
-            .call(|api, store, h| api.call_due_timers(store, h, now, after.as_ref(), self::limit(limit)))?;
+        let timers = self.call(|api, store, h| {
+            api.call_due_timers(store, h, now, after.as_ref(), convert::limit_out(limit))
+        })?;
         Ok(timers.into_iter().map(from_wit::due_timer).collect())
     }
 

@@ -16,6 +16,8 @@
 //! input is the core's own, so a bad call fails here exactly as it fails natively.
 #![deny(missing_docs)]
 
+/// The WIT records and the core's, both ways: written once for the component and its host.
+#[path = "../../../wit/convert.rs"]
 mod convert;
 mod workspace;
 
@@ -82,11 +84,9 @@ fn open_sqlite_memory(_trace_max: Option<u32>) -> Result<Box<dyn ExecutionStore>
     })
 }
 
-/// Converts a limit from the boundary; one beyond `usize` saturates, and the core's own
-/// check refuses it as `invalid-input` like any other limit above the page maximum.
-fn limit(value: u64) -> usize {
-    usize::try_from(value).unwrap_or(usize::MAX)
-}
+/// JSON text arriving here is the caller's input: text that is not one object is
+/// `invalid-input`.
+const RECEIVED: convert::Received = convert::Received::Input;
 
 /// The core's result as the boundary's.
 fn out<T, U>(result: execstore::Result<T>, convert: impl FnOnce(T) -> U) -> Result<U, wit::StoreError> {
@@ -172,7 +172,7 @@ impl wit::GuestStore for ComponentStore {
     }
 
     fn load(&self, id: String) -> Result<Option<wit::Execution>, wit::StoreError> {
-        out(self.inner.load(&id), |exe| exe.map(to_wit::execution))
+        out(self.inner.load(&id), |exe| exe.as_ref().map(to_wit::execution))
     }
 
     fn load_for_event(
@@ -181,7 +181,7 @@ impl wit::GuestStore for ComponentStore {
         event_id: String,
     ) -> Result<(Option<wit::Execution>, bool), wit::StoreError> {
         out(self.inner.load_for_event(&id, &event_id), |(exe, seen)| {
-            (exe.map(to_wit::execution), seen)
+            (exe.as_ref().map(to_wit::execution), seen)
         })
     }
 
@@ -190,10 +190,9 @@ impl wit::GuestStore for ComponentStore {
     }
 
     fn list_executions(&self, query: wit::ListQuery) -> Result<wit::Page, wit::StoreError> {
-        out(
-            self.inner.list_executions(&from_wit::list_query(query)),
-            to_wit::page,
-        )
+        out(self.inner.list_executions(&from_wit::list_query(query)), |page| {
+            to_wit::page(&page)
+        })
     }
 
     fn pending_outbox(
@@ -201,9 +200,10 @@ impl wit::GuestStore for ComponentStore {
         after: Option<i64>,
         limit: u64,
     ) -> Result<Vec<wit::OutboxEntry>, wit::StoreError> {
-        out(self.inner.pending_outbox(after, self::limit(limit)), |entries| {
-            entries.into_iter().map(to_wit::outbox_entry).collect()
-        })
+        out(
+            self.inner.pending_outbox(after, convert::limit_in(limit)),
+            |entries| entries.iter().map(to_wit::outbox_entry).collect(),
+        )
     }
 
     fn ack_outbox(&self, seq: i64) -> Result<(), wit::StoreError> {
@@ -219,9 +219,10 @@ impl wit::GuestStore for ComponentStore {
         after: Option<i64>,
         limit: u64,
     ) -> Result<Vec<wit::SpawnEntry>, wit::StoreError> {
-        out(self.inner.pending_spawns(after, self::limit(limit)), |entries| {
-            entries.into_iter().map(to_wit::spawn_entry).collect()
-        })
+        out(
+            self.inner.pending_spawns(after, convert::limit_in(limit)),
+            |entries| entries.iter().map(to_wit::spawn_entry).collect(),
+        )
     }
 
     fn ack_spawn(&self, seq: i64) -> Result<(), wit::StoreError> {
@@ -236,8 +237,9 @@ impl wit::GuestStore for ComponentStore {
     ) -> Result<Vec<wit::DueTimer>, wit::StoreError> {
         let after = after.map(from_wit::due_timer);
         out(
-            self.inner.due_timers(now, after.as_ref(), self::limit(limit)),
-            |timers| timers.into_iter().map(to_wit::due_timer).collect(),
+            self.inner
+                .due_timers(now, after.as_ref(), convert::limit_in(limit)),
+            |timers| timers.iter().map(to_wit::due_timer).collect(),
         )
     }
 

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use execstore::kit::pyjson;
 use execstore::workspace::{
-    Clock, Entry, Envelope, EvaluationError, LogQuery, MemoryWorkspaceStorage, RuleProgress, Run, RunPolicy,
-    RunQuery, RunStatus, ScopeState, StoredRule, StoredRuleStatus, Timestamp, WorkspaceRef, WorkspaceStorage,
-    WorkspaceTx,
+    decode_text, decode_texts, input_object, input_value, Clock, Entry, Envelope, EvaluationError, LogQuery,
+    MemoryWorkspaceStorage, RuleProgress, Run, RunPolicy, RunQuery, RunStatus, ScopeState, StoredRule,
+    Timestamp, WorkspaceRef, WorkspaceStorage, WorkspaceTx,
 };
 use execstore::{executions::JsonObject, StoreError};
 use serde_json::Value;
@@ -50,17 +50,6 @@ fn err(e: StoreError) -> wit::StoreError {
 // ---------------------------------------------------------------------------------------
 // In: the host's records as the core's.
 
-fn value(field: &str, text: &str) -> execstore::Result<Value> {
-    pyjson::loads(text).map_err(|e| StoreError::invalid(field, format!("not JSON text: {e}")))
-}
-
-fn object(field: &str, text: &str) -> execstore::Result<JsonObject> {
-    match value(field, text)? {
-        Value::Object(map) => Ok(map),
-        _ => Err(StoreError::invalid(field, "must be the JSON text of one object")),
-    }
-}
-
 fn workspace(w: wit::WorkspaceRef) -> WorkspaceRef {
     WorkspaceRef::new(w.tenant_id, w.workspace_id)
 }
@@ -76,31 +65,33 @@ fn count(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
 
+/// An entry through the core's decoder (the same checks and field names as every surface):
+/// its JSON text fields parsed, then read as reflexr's `Entry` object.
 fn entry(i: usize, e: wit::Entry) -> execstore::Result<Entry> {
-    Ok(Entry {
-        actor: value(&format!("entries[{i}].actor"), &e.actor)?,
-        event: object(&format!("entries[{i}].event"), &e.event)?,
-        causation: e
-            .causation
-            .map(|c| value(&format!("entries[{i}].causation"), &c))
-            .transpose()?,
-        id: e.id,
-        correlation_id: e.correlation_id,
-        traceparent: e.traceparent,
-    })
+    let at = |name: &str| format!("entries[{i}].{name}");
+    let mut map = JsonObject::new();
+    map.insert("id".into(), e.id.into());
+    map.insert("actor".into(), input_value(&at("actor"), &e.actor)?);
+    map.insert("event".into(), input_value(&at("event"), &e.event)?);
+    if let Some(c) = e.causation {
+        map.insert("causation".into(), input_value(&at("causation"), &c)?);
+    }
+    map.insert("correlation_id".into(), e.correlation_id.into());
+    map.insert("traceparent".into(), e.traceparent.into());
+    Entry::from_object(&map).map_err(|e| e.within(|| format!("entries[{i}]")))
 }
 
-fn run(i: usize, text: &str) -> execstore::Result<Run> {
-    Run::from_doc(object(&format!("runs[{i}]"), text)?)
-}
-
+/// A stored rule through the core's decoder, its JSON text fields parsed.
 fn stored_rule(s: wit::StoredRule) -> execstore::Result<StoredRule> {
-    Ok(StoredRule {
-        rule: object("rule", &s.rule)?,
-        version: s.version,
-        status: StoredRuleStatus::parse(&s.status)?,
-        provenance: object("provenance", &s.provenance)?,
-    })
+    let mut map = JsonObject::new();
+    map.insert("rule".into(), Value::Object(input_object("rule", &s.rule)?));
+    map.insert("version".into(), s.version.into());
+    map.insert("status".into(), s.status.into());
+    map.insert(
+        "provenance".into(),
+        Value::Object(input_object("provenance", &s.provenance)?),
+    );
+    StoredRule::from_object(&map)
 }
 
 fn log_query(q: wit::LogQuery) -> LogQuery {
@@ -232,7 +223,7 @@ impl wit::GuestWorkspaceTx for ComponentWorkspaceTx {
     }
 
     fn save_progress(&self, rule: String, progress: String) -> Out<()> {
-        let progress = RuleProgress::from_doc(object("progress", &progress).map_err(err)?);
+        let progress = decode_text("progress", &progress, RuleProgress::from_value).map_err(err)?;
         self.with(|tx| tx.save_progress(&rule, &progress), |()| ())
     }
 
@@ -256,10 +247,8 @@ impl wit::GuestWorkspaceTx for ComponentWorkspaceTx {
             .into_iter()
             .enumerate()
             .map(|(i, s)| {
-                Ok((
-                    s.name,
-                    ScopeState::from_doc(object(&format!("states[{i}]"), &s.doc)?),
-                ))
+                let state = decode_text(&format!("states[{i}]"), &s.doc, ScopeState::from_value)?;
+                Ok((s.name, state))
             })
             .collect::<execstore::Result<Vec<_>>>()
             .map_err(err)?;
@@ -275,12 +264,7 @@ impl wit::GuestWorkspaceTx for ComponentWorkspaceTx {
     }
 
     fn save_runs(&self, list: Vec<String>) -> Out<()> {
-        let list = list
-            .iter()
-            .enumerate()
-            .map(|(i, r)| run(i, r))
-            .collect::<execstore::Result<Vec<_>>>()
-            .map_err(err)?;
+        let list = decode_texts("runs", &list, Run::from_value).map_err(err)?;
         self.with(|tx| tx.save_runs(&list), |()| ())
     }
 
@@ -289,12 +273,7 @@ impl wit::GuestWorkspaceTx for ComponentWorkspaceTx {
     }
 
     fn dead_letter(&self, errors: Vec<String>) -> Out<()> {
-        let errors = errors
-            .iter()
-            .enumerate()
-            .map(|(i, e)| EvaluationError::from_doc(object(&format!("errors[{i}]"), e)?))
-            .collect::<execstore::Result<Vec<_>>>()
-            .map_err(err)?;
+        let errors = decode_texts("errors", &errors, EvaluationError::from_value).map_err(err)?;
         self.with(|tx| tx.dead_letter(&errors), |()| ())
     }
 
@@ -319,7 +298,7 @@ impl wit::GuestWorkspaceTx for ComponentWorkspaceTx {
     }
 
     fn save_stored_rule(&self, stored: wit::StoredRule) -> Out<()> {
-        let stored = stored_rule(stored).map_err(err)?;
+        let stored = stored_rule(stored).map_err(|e| err(e.within(|| "stored".into())))?;
         self.with(|tx| tx.save_stored_rule(&stored), |()| ())
     }
 

@@ -1,12 +1,19 @@
-//! One Python exception per `StoreError` kind, under `execstore.StoreError`.
+//! One Python exception per `StoreError` kind, under `execstore.StoreError`, made from the
+//! core's one list of kinds, [`execstore::StoreError::CODES`]: the class of code `NOT_FOUND`
+//! is `execstore.NotFoundError`. A kind the core adds gets its class with nothing written here
+//! (its docstring is a generic one until [`doc`] names it), never another kind's.
 //!
 //! The harel and reflexr layers map them to the engines' own exceptions where the engines name
 //! one (harel's `StoreConflict`, reflexr's `ValueError` messages).
+
+use std::ffi::CString;
 
 use execstore::StoreError as Error;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyTuple, PyType};
 
 create_exception!(
     execstore,
@@ -14,54 +21,60 @@ create_exception!(
     PyException,
     "A store operation failed; `code` says how."
 );
-create_exception!(
-    execstore,
-    ConflictError,
-    StoreError,
-    "A compare-and-swap write lost, or a stored rule's version is not the next one."
-);
-create_exception!(
-    execstore,
-    InvalidInputError,
-    StoreError,
-    "The store refused the input; nothing was changed."
-);
-create_exception!(
-    execstore,
-    NotFoundError,
-    StoreError,
-    "The operation names something that is not stored."
-);
-create_exception!(
-    execstore,
-    AlreadyExistsError,
-    StoreError,
-    "An event id already in the workspace's log."
-);
-create_exception!(
-    execstore,
-    CorruptError,
-    StoreError,
-    "Stored data could not be read back."
-);
-create_exception!(
-    execstore,
-    BackendError,
-    StoreError,
-    "The database failed; `retryable` says whether a retry may help."
-);
 
-/// Registers the exception classes.
+/// The class name of a code: `ALREADY_EXISTS` -> `AlreadyExistsError`.
+pub(crate) fn class_name(code: &str) -> String {
+    let mut name: String = code
+        .split('_')
+        .filter(|word| !word.is_empty())
+        .map(|word| word[..1].to_ascii_uppercase() + &word[1..].to_ascii_lowercase())
+        .collect();
+    name.push_str("Error");
+    name
+}
+
+/// The docstring of a code's class.
+fn doc(code: &str) -> &'static str {
+    match code {
+        "CONFLICT" => "A compare-and-swap write lost, or a stored rule's version is not the next one.",
+        "INVALID_INPUT" => "The store refused the input; nothing was changed.",
+        "NOT_FOUND" => "The operation names something that is not stored.",
+        "ALREADY_EXISTS" => "An event id already in the workspace's log.",
+        "CORRUPT" => "Stored data could not be read back.",
+        "BACKEND" => "The database failed; `retryable` says whether a retry may help.",
+        _ => "A store operation failed; `code` says how.",
+    }
+}
+
+/// Each code's class, in [`execstore::StoreError::CODES`] order.
+static CLASSES: PyOnceLock<Vec<(&'static str, Py<PyType>)>> = PyOnceLock::new();
+
+fn classes(py: Python<'_>) -> PyResult<&Vec<(&'static str, Py<PyType>)>> {
+    CLASSES.get_or_try_init(py, || {
+        let base = py.get_type::<StoreError>();
+        Error::CODES
+            .iter()
+            .map(|&code| {
+                let name = CString::new(format!("execstore.{}", class_name(code)))?;
+                let doc = CString::new(doc(code))?;
+                let class = PyErr::new_type(py, &name, Some(&doc), Some(&base), None)?;
+                Ok((code, class))
+            })
+            .collect()
+    })
+}
+
+/// Registers the exception classes: `StoreError` and one class per code, and `ERROR_CODES`
+/// (the core's list, for the package's tests).
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("StoreError", py.get_type::<StoreError>())?;
-    m.add("ConflictError", py.get_type::<ConflictError>())?;
-    m.add("InvalidInputError", py.get_type::<InvalidInputError>())?;
-    m.add("NotFoundError", py.get_type::<NotFoundError>())?;
-    m.add("AlreadyExistsError", py.get_type::<AlreadyExistsError>())?;
-    m.add("CorruptError", py.get_type::<CorruptError>())?;
-    m.add("BackendError", py.get_type::<BackendError>())?;
+    for (code, class) in classes(py)? {
+        m.add(class_name(code).as_str(), class.bind(py))?;
+    }
+    m.add("ERROR_CODES", PyTuple::new(py, Error::CODES)?)?;
     m.add_function(wrap_pyfunction!(invalid_input, m)?)?;
+    m.add_function(wrap_pyfunction!(error_examples, m)?)?;
     Ok(())
 }
 
@@ -74,20 +87,33 @@ fn invalid_input(py: Python<'_>, field: String, reason: String) -> Py<PyAny> {
     to_py(py, Error::invalid(field, reason)).into_value(py).into_any()
 }
 
-/// An [`execstore::StoreError`] as its Python exception, with its fields as attributes (`code`, and
-/// `id`/`expected`/`found`, `field`/`reason`, `what`/`key`, `retryable` as the kind has them).
+/// `execstore._core.error_examples()`: one exception of each kind, as the store raises them
+/// ([`execstore::StoreError::examples`], in `ERROR_CODES` order), for the package's tests.
+#[pyfunction]
+fn error_examples(py: Python<'_>) -> Vec<Py<PyAny>> {
+    Error::examples()
+        .into_iter()
+        .map(|e| to_py(py, e).into_value(py).into_any())
+        .collect()
+}
+
+/// An [`execstore::StoreError`] as its Python exception, the class of its code, with its
+/// fields as attributes (`code`, and `id`/`expected`/`found`, `field`/`reason`, `what`/`key`,
+/// `retryable` as the kind has them).
 pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let message = e.to_string();
-    let err = match &e {
-        Error::Conflict { .. } => ConflictError::new_err(message),
-        Error::InvalidInput { .. } => InvalidInputError::new_err(message),
-        Error::NotFound { .. } => NotFoundError::new_err(message),
-        Error::AlreadyExists { .. } => AlreadyExistsError::new_err(message),
-        Error::Corrupt { .. } => CorruptError::new_err(message),
-        _ => BackendError::new_err(message),
+    let code = e.code();
+    let class = classes(py)
+        .ok()
+        .and_then(|all| all.iter().find(|(c, _)| *c == code))
+        .map(|(_, class)| class.bind(py).clone());
+    let err = match class {
+        Some(class) => PyErr::from_type(class, message),
+        // Unreachable (every code has its class); the base class, never another kind's.
+        None => StoreError::new_err(message),
     };
     let value = err.value(py);
-    let _ = value.setattr("code", e.code());
+    let _ = value.setattr("code", code);
     let _ = match &e {
         Error::Conflict { id, expected, found } => value
             .setattr("id", id)

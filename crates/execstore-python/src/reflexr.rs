@@ -12,20 +12,16 @@
 //! the system's.
 
 use crate::errors::IntoPy;
-use execstore::kit::pyjson;
 use execstore::workspace::{
-    Entry, EvaluationError, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, RunStatus, ScopeState,
-    StoredRule, StoredRuleStatus, TimedWorkspace, TimedWorkspaceTx, Timestamp, WorkspaceRef,
+    decode_text, decode_texts, Entry, EvaluationError, LogQuery, RuleProgress, Run, RunPolicy, RunQuery,
+    RunStatus, ScopeState, StoredRule, TimedWorkspace, TimedWorkspaceTx, Timestamp, WorkspaceRef,
 };
 use execstore::StoreError;
 use execstore_any::{Backend, Options, Target, MEMORY, POSTGRES, SQLITE};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-
-type JsonObject = Map<String, Value>;
 
 fn ts(field: &str, text: &str) -> execstore::Result<Timestamp> {
     Timestamp::parse_json_text(text).map_err(|e| match e {
@@ -36,82 +32,6 @@ fn ts(field: &str, text: &str) -> execstore::Result<Timestamp> {
 
 fn timestamps(field: &str, texts: Option<Vec<String>>) -> execstore::Result<Vec<Timestamp>> {
     texts.unwrap_or_default().iter().map(|t| ts(field, t)).collect()
-}
-
-fn object(field: &str, text: &str) -> execstore::Result<JsonObject> {
-    match pyjson::loads(text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(StoreError::invalid(field, "must be a JSON object")),
-        Err(e) => Err(StoreError::invalid(field, e.to_string())),
-    }
-}
-
-fn opt_string(map: &JsonObject, key: &str) -> execstore::Result<Option<String>> {
-    match map.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(StoreError::invalid(key, "must be a string or null")),
-    }
-}
-
-fn entry(text: &str) -> execstore::Result<Entry> {
-    let map = object("entry", text)?;
-    let id = opt_string(&map, "id")?.ok_or_else(|| StoreError::invalid("id", "is required"))?;
-    let event = match map.get("event") {
-        Some(Value::Object(event)) => event.clone(),
-        _ => return Err(StoreError::invalid("event", "must be a JSON object")),
-    };
-    Ok(Entry {
-        id,
-        actor: map.get("actor").cloned().unwrap_or(Value::Null),
-        event,
-        causation: map.get("causation").filter(|v| !v.is_null()).cloned(),
-        correlation_id: opt_string(&map, "correlation_id")?,
-        traceparent: opt_string(&map, "traceparent")?,
-    })
-}
-
-fn stored_rule(text: &str) -> execstore::Result<StoredRule> {
-    let map = object("stored rule", text)?;
-    let rule = match map.get("rule") {
-        Some(Value::Object(rule)) => rule.clone(),
-        _ => return Err(StoreError::invalid("rule", "must be a JSON object")),
-    };
-    let version = map
-        .get("version")
-        .and_then(Value::as_i64)
-        .ok_or_else(|| StoreError::invalid("version", "must be an integer"))?;
-    let status = match map.get("status") {
-        None => StoredRuleStatus::Active,
-        Some(Value::String(s)) => StoredRuleStatus::parse(s)?,
-        Some(_) => return Err(StoreError::invalid("status", "must be a string")),
-    };
-    let provenance = match map.get("provenance") {
-        None | Some(Value::Null) => JsonObject::new(),
-        Some(Value::Object(p)) => p.clone(),
-        Some(_) => return Err(StoreError::invalid("provenance", "must be a JSON object")),
-    };
-    let stored = StoredRule {
-        rule,
-        version,
-        status,
-        provenance,
-    };
-    stored.check()?;
-    Ok(stored)
-}
-
-fn stored_rule_json(stored: &StoredRule) -> String {
-    let mut map = JsonObject::new();
-    map.insert("rule".into(), Value::Object(stored.rule.clone()));
-    map.insert("version".into(), Value::from(stored.version));
-    map.insert("status".into(), Value::from(stored.status.as_str()));
-    map.insert("provenance".into(), Value::Object(stored.provenance.clone()));
-    pyjson::dumps(&Value::Object(map))
-}
-
-fn run(text: &str) -> execstore::Result<Run> {
-    Run::from_doc(object("run", text)?)
 }
 
 fn closed() -> PyErr {
@@ -325,7 +245,7 @@ impl WorkspaceStore {
     fn stored_rules(&self, py: Python<'_>, tenant: &str, workspace: &str) -> PyResult<Vec<String>> {
         let ws = wref(tenant, workspace);
         self.call(py, |s| s.stored_rules(&ws))
-            .map(|rs| rs.iter().map(stored_rule_json).collect())
+            .map(|rs| rs.iter().map(StoredRule::to_json).collect())
     }
 
     fn workspaces(&self, py: Python<'_>) -> PyResult<Vec<(String, String)>> {
@@ -461,11 +381,7 @@ impl WorkspaceTxn {
         nows: Option<Vec<String>>,
     ) -> PyResult<Vec<String>> {
         let nows = timestamps("now", nows).py_err(py)?;
-        let entries = entries
-            .iter()
-            .map(|e| entry(e))
-            .collect::<execstore::Result<Vec<_>>>()
-            .py_err(py)?;
+        let entries = decode_texts("entries", &entries, Entry::from_value).py_err(py)?;
         self.call(py, |tx| tx.append_timed(&entries, nows))
             .map(|es| es.iter().map(|e| e.to_json()).collect())
     }
@@ -490,7 +406,7 @@ impl WorkspaceTxn {
     }
 
     fn save_progress(&self, py: Python<'_>, rule: &str, progress: &str) -> PyResult<()> {
-        let progress = RuleProgress::from_doc(object("progress", progress).py_err(py)?);
+        let progress = decode_text("progress", progress, RuleProgress::from_value).py_err(py)?;
         self.call(py, |tx| tx.save_progress(rule, &progress))
     }
 
@@ -502,7 +418,13 @@ impl WorkspaceTxn {
     fn save_states(&self, py: Python<'_>, rule: &str, states: Vec<(String, String)>) -> PyResult<()> {
         let states = states
             .into_iter()
-            .map(|(k, s)| Ok((k, ScopeState::from_doc(object("state", &s)?))))
+            .enumerate()
+            .map(|(i, (k, s))| {
+                Ok((
+                    k,
+                    decode_text(&format!("states[{i}]"), &s, ScopeState::from_value)?,
+                ))
+            })
             .collect::<execstore::Result<Vec<_>>>()
             .py_err(py)?;
         self.call(py, |tx| tx.save_states(rule, &states))
@@ -517,11 +439,7 @@ impl WorkspaceTxn {
     }
 
     fn save_runs(&self, py: Python<'_>, runs: Vec<String>) -> PyResult<()> {
-        let runs = runs
-            .iter()
-            .map(|r| run(r))
-            .collect::<execstore::Result<Vec<_>>>()
-            .py_err(py)?;
+        let runs = decode_texts("runs", &runs, Run::from_value).py_err(py)?;
         self.call(py, |tx| tx.save_runs(&runs))
     }
 
@@ -531,11 +449,7 @@ impl WorkspaceTxn {
     }
 
     fn dead_letter(&self, py: Python<'_>, errors: Vec<String>) -> PyResult<()> {
-        let errors = errors
-            .iter()
-            .map(|e| EvaluationError::from_doc(object("error", e)?))
-            .collect::<execstore::Result<Vec<_>>>()
-            .py_err(py)?;
+        let errors = decode_texts("errors", &errors, EvaluationError::from_value).py_err(py)?;
         self.call(py, |tx| tx.dead_letter(&errors))
     }
 
@@ -551,16 +465,16 @@ impl WorkspaceTxn {
 
     fn stored_rule(&self, py: Python<'_>, name: &str) -> PyResult<Option<String>> {
         self.call(py, |tx| tx.stored_rule(name))
-            .map(|r| r.as_ref().map(stored_rule_json))
+            .map(|r| r.as_ref().map(StoredRule::to_json))
     }
 
     fn stored_rules(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         self.call(py, |tx| tx.stored_rules())
-            .map(|rs| rs.iter().map(stored_rule_json).collect())
+            .map(|rs| rs.iter().map(StoredRule::to_json).collect())
     }
 
     fn save_stored_rule(&self, py: Python<'_>, stored: &str) -> PyResult<()> {
-        let stored = stored_rule(stored).py_err(py)?;
+        let stored = decode_text("stored", stored, StoredRule::from_value).py_err(py)?;
         self.call(py, |tx| tx.save_stored_rule(&stored))
     }
 

@@ -93,7 +93,7 @@ impl StoreError {
     /// (`"id"` under `"emits[0].event"`: `"emits[0].event.id"`); any other error unchanged.
     /// Checks name a field relative to what they check, and the path is built only when one
     /// fails.
-    pub(crate) fn within(self, prefix: impl FnOnce() -> String) -> Self {
+    pub fn within(self, prefix: impl FnOnce() -> String) -> Self {
         match self {
             StoreError::InvalidInput { field, reason } => StoreError::InvalidInput {
                 field: format!("{}.{field}", prefix()),

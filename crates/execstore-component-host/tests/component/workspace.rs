@@ -75,3 +75,35 @@ fn event_text_that_does_not_parse_is_invalid_input_and_changes_nothing() {
     let envelope = storage.envelope(&ws, "e1").expect("read").expect("found");
     assert_eq!(envelope.event["n"], serde_json::json!(1.5));
 }
+
+/// A bad stored rule fails in the component's decoder, the core's one for every surface: the
+/// error names the field under the argument (`stored.rule.name`, as the npm package and
+/// Python name it), and nothing is saved.
+#[test]
+fn a_bad_stored_rule_names_its_field_as_every_surface_does() {
+    use execstore::workspace::{StoredRule, StoredRuleStatus};
+    let storage = open(ManualClock::new(execstore::conformance::workspace::t0()));
+    let ws = execstore::workspace::WorkspaceRef::new("t", "w");
+    let mut tx = storage.begin(&ws).expect("begin");
+    let rule = |v: serde_json::Value| v.as_object().cloned().expect("an object");
+    let nameless = StoredRule {
+        rule: rule(serde_json::json!({"when": "x"})),
+        version: 1,
+        status: StoredRuleStatus::Active,
+        provenance: Default::default(),
+    };
+    match tx.save_stored_rule(&nameless) {
+        Err(execstore::StoreError::InvalidInput { field, .. }) => assert_eq!(field, "stored.rule.name"),
+        other => panic!("expected invalid-input, got {other:?}"),
+    }
+    let zero = StoredRule {
+        rule: rule(serde_json::json!({"name": "r"})),
+        version: 0,
+        ..nameless
+    };
+    match tx.save_stored_rule(&zero) {
+        Err(execstore::StoreError::InvalidInput { field, .. }) => assert_eq!(field, "stored.version"),
+        other => panic!("expected invalid-input, got {other:?}"),
+    }
+    assert_eq!(tx.stored_rules().expect("stored rules"), vec![]);
+}

@@ -31,6 +31,13 @@ class BackendError(StoreError):
 
 def invalid_input(field: str, reason: str) -> InvalidInputError: ...
 
+ERROR_CODES: tuple[str, ...]
+"""The core's error codes (``StoreError::CODES``), in order: each has its class, ``NOT_FOUND``'s is
+``NotFoundError``."""
+
+def error_examples() -> list[StoreError]:
+    """One exception of each kind, in ``ERROR_CODES`` order, as the store raises them."""
+
 # --- harel (execution store) handles: written with src/harel.rs ------------------------------
 
 class HarelStore:

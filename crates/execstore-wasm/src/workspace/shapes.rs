@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use execstore::workspace::{Run, StoredRule, Timestamp, WorkspaceRef};
-use execstore::{executions::JsonObject, StoreError};
+use execstore::workspace::{Run, Timestamp, WorkspaceRef};
+use execstore::StoreError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wasm_bindgen::JsValue;
@@ -27,20 +27,6 @@ pub(super) fn wref(value: &JsValue) -> Result<WorkspaceRef, WasmError> {
     let w = WorkspaceRef::new(r.tenant_id, r.workspace_id);
     w.check()?;
     Ok(w)
-}
-
-#[derive(Deserialize)]
-pub(super) struct JsEntry {
-    pub(super) id: String,
-    #[serde(default)]
-    pub(super) actor: Value,
-    pub(super) event: JsonObject,
-    #[serde(default)]
-    pub(super) causation: Option<Value>,
-    #[serde(default)]
-    pub(super) correlation_id: Option<String>,
-    #[serde(default)]
-    pub(super) traceparent: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -68,20 +54,6 @@ pub(super) struct JsPolicy {
     pub(super) disabled: BTreeSet<String>,
     pub(super) ordered: BTreeSet<String>,
     pub(super) blocking: BTreeSet<String>,
-}
-
-#[derive(Deserialize)]
-pub(super) struct JsStoredRule {
-    pub(super) rule: JsonObject,
-    pub(super) version: i64,
-    #[serde(default = "active")]
-    pub(super) status: String,
-    #[serde(default)]
-    pub(super) provenance: JsonObject,
-}
-
-pub(super) fn active() -> String {
-    "active".into()
 }
 
 /// An optional argument: `undefined` or `null` gives the default.
@@ -131,15 +103,6 @@ pub(super) fn ref_out(w: &WorkspaceRef) -> JsRefOut<'_> {
         tenant_id: &w.tenant_id,
         workspace_id: &w.workspace_id,
     }
-}
-
-pub(super) fn stored_rule_value(s: &StoredRule) -> Value {
-    let mut map = JsonObject::new();
-    map.insert("rule".into(), Value::Object(s.rule.clone()));
-    map.insert("version".into(), s.version.into());
-    map.insert("status".into(), s.status.as_str().into());
-    map.insert("provenance".into(), Value::Object(s.provenance.clone()));
-    Value::Object(map)
 }
 
 pub(super) fn out<T: Serialize + ?Sized>(value: &T) -> JsResult<JsValue> {

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use execstore::workspace::{
-    EvaluationError, LogQuery, MemoryWorkspaceStorage, Run, RunPolicy, RunQuery, RunStatus, WorkspaceStorage,
+    EvaluationError, LogQuery, MemoryWorkspaceStorage, Run, RunPolicy, RunQuery, RunStatus, StoredRule,
+    WorkspaceStorage,
 };
 use execstore::StoreError;
 use serde_json::Value;
@@ -14,8 +15,8 @@ use wasm_bindgen::JsValue;
 
 use super::opfs::OpfsWorkspace;
 use super::shapes::{
-    envelopes, non_negative, optional, out, pairs, ref_out, retag, runs, stored_rule_value, time, wref,
-    JsLogQuery, JsPolicy, JsRunQuery,
+    envelopes, non_negative, optional, out, pairs, ref_out, retag, runs, time, wref, JsLogQuery, JsPolicy,
+    JsRunQuery,
 };
 use super::{Busy, DateClock, JsResult, RawWorkspaceTx};
 use crate::convert;
@@ -253,7 +254,7 @@ impl RawWorkspaceStore {
     ) -> JsResult<JsValue> {
         let w = wref(&workspace)?;
         let got = self.inner()?.stored_rules(&w).map_err(WasmError::from)?;
-        out(&got.iter().map(stored_rule_value).collect::<Vec<_>>())
+        out(&got.iter().map(StoredRule::to_value).collect::<Vec<_>>())
     }
 
     /// Every workspace with a log.

@@ -1,17 +1,14 @@
 //! `RawWorkspaceTx`: one transaction on one workspace, under the package's `WorkspaceTx`.
 
 use execstore::workspace::{
-    Entry, EvaluationError, RuleProgress, Run, ScopeState, StoredRule, StoredRuleStatus, WorkspaceRef,
-    WorkspaceTx,
+    decode_list, Entry, EvaluationError, RuleProgress, Run, ScopeState, StoredRule, WorkspaceRef, WorkspaceTx,
 };
 use execstore::{executions::JsonObject, StoreError};
 use serde_json::Value;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
 
-use super::shapes::{
-    envelopes, non_negative, out, pairs, ref_out, retag, runs, stored_rule_value, time, JsEntry, JsStoredRule,
-};
+use super::shapes::{envelopes, non_negative, out, pairs, ref_out, runs, time};
 use super::{Busy, JsResult};
 use crate::convert::{self, object, Unknown};
 use crate::errors::{backend, invalid, WasmError};
@@ -58,18 +55,8 @@ impl RawWorkspaceTx {
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "unknown")] entries: JsValue,
     ) -> JsResult<JsValue> {
-        let list: Vec<JsEntry> = object(&entries, "entries", Unknown::Refuse)?;
-        let list: Vec<Entry> = list
-            .into_iter()
-            .map(|e| Entry {
-                id: e.id,
-                actor: e.actor,
-                event: e.event,
-                causation: e.causation.filter(|c| !c.is_null()),
-                correlation_id: e.correlation_id,
-                traceparent: e.traceparent,
-            })
-            .collect();
+        let list: Value = object(&entries, "entries", Unknown::Keep)?;
+        let list = decode_list("entries", &list, Entry::from_object).map_err(WasmError::from)?;
         let got = self.tx()?.append(&list).map_err(WasmError::from)?;
         envelopes(&got)
     }
@@ -258,14 +245,14 @@ impl RawWorkspaceTx {
     ) -> JsResult<JsValue> {
         let name = convert::string(&name, "name")?;
         let got = self.tx()?.stored_rule(&name).map_err(WasmError::from)?;
-        out(&got.as_ref().map(stored_rule_value))
+        out(&got.as_ref().map(StoredRule::to_value))
     }
 
     /// The active stored rules, by name.
     #[wasm_bindgen(js_name = storedRules, unchecked_return_type = "unknown")]
     pub fn stored_rules(&mut self) -> JsResult<JsValue> {
         let got = self.tx()?.stored_rules().map_err(WasmError::from)?;
-        out(&got.iter().map(stored_rule_value).collect::<Vec<_>>())
+        out(&got.iter().map(StoredRule::to_value).collect::<Vec<_>>())
     }
 
     /// Saves a stored rule's next version.
@@ -274,13 +261,9 @@ impl RawWorkspaceTx {
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "unknown")] stored: JsValue,
     ) -> JsResult<()> {
-        let s: JsStoredRule = object(&stored, "stored", Unknown::Refuse)?;
-        let stored = StoredRule {
-            rule: s.rule,
-            version: s.version,
-            status: StoredRuleStatus::parse(&s.status).map_err(|e| retag(e, "stored.status"))?,
-            provenance: s.provenance,
-        };
+        let value: Value = object(&stored, "stored", Unknown::Keep)?;
+        let stored =
+            StoredRule::from_value(&value).map_err(|e| WasmError::from(e.within(|| "stored".into())))?;
         self.tx()?.save_stored_rule(&stored).map_err(WasmError::from)?;
         Ok(())
     }

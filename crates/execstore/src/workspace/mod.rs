@@ -13,6 +13,7 @@
 //! `execstore-sqlite` and `execstore-postgres` keep reflexr's `reflexr_*` tables. The behaviour suite is
 //! `execstore::conformance::workspace` (feature `conformance`).
 
+mod decode;
 mod driver;
 mod due;
 mod front;
@@ -23,6 +24,7 @@ mod storage;
 mod subscribe;
 mod time;
 
+pub use decode::{decode_list, decode_text, decode_texts, input_object, input_value};
 pub use driver::{DriverTx, WorkspaceDriver};
 pub use due::{due_runs as reference_due_runs, Candidate};
 pub use front::{AsWorkspaceFront, FrontTx, TimedWorkspace, TimedWorkspaceTx, WorkspaceFront};

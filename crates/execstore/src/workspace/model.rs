@@ -609,7 +609,7 @@ fn str_field<'a>(map: &'a JsonObject, key: &str) -> Result<&'a str> {
         .ok_or_else(|| StoreError::invalid(key, "must be a string"))
 }
 
-fn opt_str_field(map: &JsonObject, key: &str) -> Result<Option<String>> {
+pub(super) fn opt_str_field(map: &JsonObject, key: &str) -> Result<Option<String>> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
