@@ -176,8 +176,6 @@ fn user_docs() -> String {
 }
 
 #[test]
-#[ignore = "the errors table (code, Rust, npm, Python, WIT) is in the h-decode branch's docs text for \
-            the integrator to put into README.md/docs (this branch may not edit them); un-ignore then"]
 fn the_docs_name_every_code_and_its_python_class() {
     let docs = user_docs();
     for code in StoreError::CODES {

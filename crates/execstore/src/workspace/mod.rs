@@ -35,8 +35,8 @@ pub use model::{
 };
 pub use policy::RunPolicy;
 pub use storage::{
-    check_cursor, check_entries, check_lease, envelopes_for, LogQuery, RunQuery, WorkspaceCapabilities,
-    WorkspaceStorage, WorkspaceTx, MAX_BATCH, MAX_READ,
+    check_cursor, check_entries, check_lease, LogQuery, RunQuery, WorkspaceCapabilities, WorkspaceStorage,
+    WorkspaceTx, MAX_BATCH, MAX_READ,
 };
 pub use subscribe::{Subscription, SUBSCRIBE_PAGE};
 #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]

@@ -344,15 +344,3 @@ pub fn check_entries(entries: &[Entry]) -> Result<()> {
     }
     Ok(())
 }
-
-/// Builds the envelopes of `entries` after a log whose head is `head_seq` at `head_ts`, with
-/// `now` from the clock: seq and ts as reflexr assigns them.
-pub fn envelopes_for(
-    workspace: &WorkspaceRef,
-    entries: &[Entry],
-    head_seq: i64,
-    head_ts: Option<Timestamp>,
-    clock: &dyn super::time::Clock,
-) -> Vec<Envelope> {
-    super::front::number(workspace, entries, head_seq, head_ts, &mut || clock.now())
-}
