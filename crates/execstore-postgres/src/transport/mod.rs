@@ -81,6 +81,7 @@ struct Stmts {
     schema: String,
     publish: String,
     claim: String,
+    head: String,
     ack: String,
     park: String,
     unlock: String,
@@ -115,6 +116,12 @@ impl Stmts {
                          ON CONFLICT (group_id) DO UPDATE SET priority = {g}.priority) \
                  SELECT seq FROM message",
             ),
+            // A claim is two statements in one transaction. The first leases the group; the
+            // second reads its head in a snapshot taken after the lease, so it sees every ack
+            // that committed before the group could be leased. (As one statement, the head was
+            // read in the snapshot the statement began with: a group claimed, acked and freed by
+            // another worker between that snapshot and the row lock was leased again with the
+            // message just acked still at its head, and handed out twice.)
             claim: fill(
                 "WITH picked AS ( \
                    SELECT s.group_id FROM {g} AS s \
@@ -122,14 +129,11 @@ impl Stmts {
                      AND EXISTS (SELECT 1 FROM {m} AS q WHERE q.group_id = s.group_id) \
                    ORDER BY COALESCE(s.lock_expiry, 0), s.group_id \
                    LIMIT 1 FOR UPDATE SKIP LOCKED \
-                 ), leased AS ( \
-                   UPDATE {g} AS t SET locked_by = $3, lock_expiry = $2 \
-                   FROM picked WHERE t.group_id = picked.group_id RETURNING t.group_id \
                  ) \
-                 SELECT head.group_id, head.seq, head.event FROM {m} AS head \
-                 WHERE head.group_id = (SELECT group_id FROM leased) \
-                 ORDER BY head.seq LIMIT 1",
+                 UPDATE {g} AS t SET locked_by = $3, lock_expiry = $2 \
+                 FROM picked WHERE t.group_id = picked.group_id RETURNING t.group_id",
             ),
+            head: fill("SELECT seq, event FROM {m} WHERE group_id = $1 ORDER BY seq LIMIT 1"),
             // One statement, fenced by the token: lock the group's row (as a publish locks
             // it), delete the message, then free the group, served now, if it has more
             // messages, or drop it. Every part reads the statement's snapshot, so "more" looks
@@ -284,11 +288,35 @@ impl Transport for PgTransport {
         let until = now + visibility;
         let min_priority = priority_i32(min_priority);
         let mut conn = self.pool.get().map_err(pool_err)?;
-        let rows = conn.query(&self.sql.claim, &[&now, &until, &token, &min_priority])?;
-        let Some(row) = rows.first() else {
+        conn.batch("BEGIN")?;
+        let claimed = (|| {
+            let rows = conn.query(&self.sql.claim, &[&now, &until, &token, &min_priority])?;
+            let Some(row) = rows.first() else {
+                return Ok(None);
+            };
+            let group_id: String = row.get(0);
+            let head = conn.query(&self.sql.head, &[&group_id])?;
+            // The group is ours: nobody else can take its head, so an empty one (impossible
+            // while an ack drops a group it empties) is only freed again.
+            let Some(head) = head.first() else {
+                conn.execute(&self.sql.unlock, &[&group_id, &token])?;
+                return Ok(None);
+            };
+            Ok(Some((group_id, head.get::<_, i64>(0), head.get::<_, String>(1))))
+        })();
+        let claimed = match claimed {
+            Ok(claimed) => {
+                conn.batch("COMMIT")?;
+                claimed
+            }
+            Err(e) => {
+                let _ = conn.batch("ROLLBACK");
+                return Err(e);
+            }
+        };
+        let Some((group_id, seq, event)) = claimed else {
             return Ok(None);
         };
-        let (group_id, seq, event): (String, i64, String) = (row.get(0), row.get(1), row.get(2));
         let event = serde_json::from_str(&event).map_err(|e| StoreError::Corrupt {
             what: "transport message".into(),
             reason: format!("message {seq}: {e}"),
