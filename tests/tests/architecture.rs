@@ -416,7 +416,7 @@ const MAX_LINES: usize = 800;
 fn no_source_file_passes_the_split_size() {
     let root = repo();
     let mut files = Vec::new();
-    for dir in ["crates", "web", "python", "bench", "tests"] {
+    for dir in ["crates", "web", "bench", "tests"] {
         collect_sources(&root.join(dir), &mut files);
     }
     assert!(

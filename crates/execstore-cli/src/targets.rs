@@ -31,7 +31,7 @@ fn shown(db: &Path, target: &Target) -> String {
     if target.is_file() {
         db.display().to_string()
     } else {
-        crate::monitor::redact_url(&target.location)
+        crate::monitor::redact_url(&db.to_string_lossy())
     }
 }
 

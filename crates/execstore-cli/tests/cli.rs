@@ -478,6 +478,28 @@ fn an_unknown_url_scheme_is_refused_naming_the_known_ones() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
+/// A URL the registry takes but that cannot name a store is refused at once, naming what was
+/// given: `memory:` for a read (nothing to read), `postgres://` without a host (bad input,
+/// not a retryable failure after the connect timeout).
+#[test]
+fn a_url_that_names_no_store_is_refused_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, says) in [("memory:", "in-memory"), ("postgres://", "names no host")] {
+        let started = std::time::Instant::now();
+        let out = execstore(dir.path(), &["--db", url, "list"]);
+        assert_eq!(out.status.code(), Some(1), "{url}");
+        let err = stderr(&out);
+        assert!(err.contains(&format!("store {url}:")), "{url}: {err}");
+        assert!(err.contains(says), "{url}: {err}");
+        assert!(!err.contains("retryable"), "{url}: {err}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(4),
+            "{url}: waited"
+        );
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
 #[test]
 fn a_missing_store_file_is_an_error_and_is_not_created() {
     let dir = tempfile::tempdir().unwrap();

@@ -37,6 +37,14 @@ pub(crate) fn config(url: &str, how: &Connect<'_>) -> Result<postgres::Config> {
     let mut config: postgres::Config = url
         .parse()
         .map_err(|e: postgres::Error| StoreError::invalid("url", e.to_string()))?;
+    // Without a host the driver has nowhere to connect: every open would wait out the pool's
+    // timeout and answer a retryable "invalid configuration" for what is bad input.
+    if config.get_hosts().is_empty() {
+        return Err(StoreError::invalid(
+            "url",
+            "names no host (postgres://USER@HOST/DATABASE, or host=... as key=value)",
+        ));
+    }
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(how.timeout);
     }
@@ -248,5 +256,12 @@ mod tests {
             Some("-c statement_timeout=5000 -c default_transaction_read_only=on -c search_path=s1")
         );
         assert!(config("not a url ===", &how).is_err());
+        for no_host in ["postgres://", "postgresql:///db", "user=u dbname=d"] {
+            match config(no_host, &how) {
+                Err(StoreError::InvalidInput { field, .. }) => assert_eq!(field, "url", "{no_host}"),
+                other => panic!("{no_host}: {other:?}"),
+            }
+        }
+        assert!(config("host=/var/run/postgresql dbname=d", &how).is_ok());
     }
 }
