@@ -4,9 +4,10 @@
 #
 #   wasm_install   what the wasm build and tests need, each skipped when present: what
 #                  wasm_install_build installs; Debian's chromium and chromium-driver.
-#   wasm_test      the core's behaviour suite compiled to wasm under `wasm-pack test --node`
-#                  (memory, SQLite in wasm) and `--headless --chrome` (OPFS in a dedicated
-#                  worker); then builds the package (`npm run build:wasm`) and the native
+#   wasm_test      the core's behaviour suite compiled to wasm32 and run by `cargo test
+#                  --target wasm32-unknown-unknown` with wasm-bindgen's test runner as the
+#                  target's runner: under Node (memory, SQLite in wasm) and in headless
+#                  Chromium through chromedriver (OPFS in a dedicated worker); then builds the package (`npm run build:wasm`) and the native
 #                  `execstore` (cargo build -p execstore-cli: demo files, and the native
 #                  monitor the edge handler's answers are compared with), and runs
 #                  `node --test tests/js/` (the package in Node, its TypeScript declarations,
@@ -21,16 +22,16 @@
 #   wasm_install_build  what building the package needs, each skipped when present: the rust
 #                  target wasm32-unknown-unknown; Debian's clang (sqlite-wasm-rs compiles
 #                  SQLite's C with it); wasm-bindgen-cli at the version of `wasm-bindgen` in
-#                  Cargo.lock and wasm-pack $WASM_PACK_VERSION (cargo install: wasm-pack then
-#                  uses that wasm-bindgen and downloads nothing); Node >= 20 and `npm ci` at
+#                  Cargo.lock (cargo install: the bindgen and the test runner; no wasm-pack,
+#                  whose install took 2m23s of a fresh run and which only drives these two);
+#                  Node >= 20 and `npm ci` at
 #                  the root (binaryen, playwright-core, typescript; node_modules/execstore
 #                  links to crates/execstore-wasm/npm).
-#   wasm_build     the package's wasm (wasm-pack build --release --target web, small code) into
-#                  crates/execstore-wasm/npm/wasm, in CARGO_TARGET_DIR as the caller set it,
-#                  then optimized by binaryen's wasm-opt -O3 from npm (package.json pins it).
-#                  Not wasm-pack's own wasm-opt step: it downloads binaryen from GitHub, and
-#                  Debian's binaryen (108) makes wasm that does not load (wasm-opt = false in
-#                  the crate's metadata). Measured on W1 in Node: 3-5% less time per event,
+#   wasm_build     the package's wasm (cargo build --release for wasm32, small code, then
+#                  `wasm-bindgen --target web`) into crates/execstore-wasm/npm/wasm, in
+#                  CARGO_TARGET_DIR as the caller set it, then optimized by binaryen's
+#                  wasm-opt -O3 from npm (package.json pins it). Not Debian's binaryen (108):
+#                  it makes wasm that does not load. Measured on W1 in Node: 3-5% less time per event,
 #                  and a quarter smaller (3.8 -> 2.8 MB).
 #
 #   wasm_bench     (not part of the test command) the wasm file sizes and W1 commits/s in Node
@@ -50,7 +51,6 @@
 # shellcheck source=node.sh
 . "$(dirname "${BASH_SOURCE[0]}")/node.sh"
 
-WASM_PACK_VERSION=0.15.1
 WASM_RUST_TARGET=wasm32-unknown-unknown
 WASM_NODE_MAJOR_MIN=20
 
@@ -123,14 +123,6 @@ wasm_install_build() {
 		_wasm_say "cargo install --debug wasm-bindgen-cli $want (Cargo.lock's wasm-bindgen)"
 		cargo install --debug wasm-bindgen-cli --version "=$want" || return 1
 	fi
-	have=$(wasm-pack --version 2>/dev/null | awk '{ print $2 }')
-	if [ "$have" = "$WASM_PACK_VERSION" ]; then
-		_wasm_say "wasm-pack $WASM_PACK_VERSION present"
-	else
-		# --debug as above: 2m23s instead of 5m39s.
-		_wasm_say "cargo install --debug wasm-pack $WASM_PACK_VERSION"
-		cargo install --debug wasm-pack --version "=$WASM_PACK_VERSION" || return 1
-	fi
 	_wasm_node_modules
 }
 
@@ -138,10 +130,15 @@ wasm_install_build() {
 # touching the workspace's release profile.
 wasm_build() {
 	_wasm_skipped && return 0
+	local out=crates/execstore-wasm/npm/wasm
 	CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_LTO=true \
 		CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
-		wasm-pack build crates/execstore-wasm --release --target web --out-dir npm/wasm \
-		--out-name execstore --no-pack || return 1
+		cargo build --release --target "$WASM_RUST_TARGET" -p execstore-wasm --lib || return 1
+	mkdir -p "$out" || return 1
+	wasm-bindgen --target web --out-dir "$out" --out-name execstore \
+		"$(cargo_target_dir)/$WASM_RUST_TARGET/release/execstore_wasm.wasm" || return 1
+	# generated, never committed (the folder's own .gitignore, as wasm-pack wrote it)
+	printf '*\n' >"$out/.gitignore"
 	local wasm=crates/execstore-wasm/npm/wasm/execstore_bg.wasm
 	# The features rustc's wasm32-unknown-unknown target enables by default; one the module
 	# uses and this list lacks fails validation here, not in a browser.
@@ -180,15 +177,15 @@ wasm_test() {
 	# machine the OPFS suites take longer than that (the runner then kills Chromium, and the
 	# tests it never reached are a failure, not a pass).
 	export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-300}
-	_wasm_say "behaviour suite in wasm32 under Node: memory, SQLite in wasm"
-	CARGO_TARGET_DIR="$target_dir" wasm-pack test --node crates/execstore-wasm --test conformance_node || rc=1
-	_wasm_say "behaviour suite in wasm32 in headless Chromium: OPFS in a dedicated worker"
+	# wasm-bindgen's runner runs each test binary where the binary asks to be run
+	# (`wasm_bindgen_test_configure!`): Node, or a dedicated worker in headless Chromium
+	# (through chromedriver, with --no-sandbox among its default arguments).
+	_wasm_say "behaviour suites in wasm32: under Node (memory, SQLite in wasm); in headless Chromium (OPFS in a dedicated worker; the workspace log on SQLite in OPFS, sahpool)"
 	CARGO_TARGET_DIR="$target_dir" CHROMEDRIVER=/usr/bin/chromedriver \
-		wasm-pack test --headless --chrome crates/execstore-wasm --test conformance_opfs || rc=1
-	_wasm_say "workspace suite in wasm32 in headless Chromium: SQLite in OPFS (sahpool)"
-	CARGO_TARGET_DIR="$target_dir" CHROMEDRIVER=/usr/bin/chromedriver \
-		wasm-pack test --headless --chrome crates/execstore-wasm --test workspace_opfs || rc=1
-	_wasm_say "npm package: build (wasm-pack, --target web)"
+		CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+		cargo test --target "$WASM_RUST_TARGET" -p execstore-wasm \
+		--test conformance_node --test conformance_opfs --test workspace_opfs || rc=1
+	_wasm_say "npm package: build (cargo build --release, wasm-bindgen --target web)"
 	CARGO_TARGET_DIR="$target_dir" npm run --silent build:wasm || return 1
 	_wasm_say "native execstore for the JS tests (cargo build -p execstore-cli)"
 	cargo build -p execstore-cli || return 1

@@ -1,5 +1,5 @@
-//! The core's behaviour suite in wasm32, under Node (`wasm-pack test --node -- --test
-//! conformance_node`): the memory store and the SQLite adapter with SQLite compiled to wasm;
+//! The core's behaviour suite in wasm32, under Node (`cargo test --target
+//! wasm32-unknown-unknown --test conformance_node`, wasm-bindgen's runner): the memory store and the SQLite adapter with SQLite compiled to wasm;
 //! and the workspace log's suite (`workspace_conformance`) on the core's in-memory workspace
 //! storage, on the suite's `ManualClock` (what `WorkspaceStore.memory()` runs on).
 //! (The checks that need threads or a clock do not run in wasm32; see `conformance_tests!`.)

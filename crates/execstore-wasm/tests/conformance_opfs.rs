@@ -1,6 +1,6 @@
 //! The core's behaviour suite over a SQLite database in the browser's OPFS, in a dedicated
-//! worker (`wasm-pack test --headless --chrome -- --test conformance_opfs`), and the OPFS
-//! store's ownership rules: a second opener gets `LOCKED`, a closed store can be opened again
+//! worker (`cargo test --target wasm32-unknown-unknown --test conformance_opfs`, wasm-bindgen's
+//! runner driving Chromium through chromedriver), and the OPFS store's ownership rules: a second opener gets `LOCKED`, a closed store can be opened again
 //! and holds what was committed. And the workspace log's portable checks in the same worker,
 //! on the core's in-memory workspace storage (Chromium's wasm engine rather than Node's).
 #![cfg(all(target_family = "wasm", target_os = "unknown"))]

@@ -1,8 +1,8 @@
 //! The workspace log's behaviour suite (its portable checks, and a reopen) on
 //! `SqliteWorkspaceStorage` over sqlite-wasm-vfs's `sahpool` in the browser's OPFS, in a
 //! dedicated worker: what `WorkspaceStore.openOpfs` runs on
-//! (`wasm-pack test --headless --chrome -- --test workspace_opfs`). Each check gets a fresh
-//! database file in one pool, removed when the check ends.
+//! (`cargo test --target wasm32-unknown-unknown --test workspace_opfs`, chromedriver). Each
+//! check gets a fresh database file in one pool, removed when the check ends.
 #![cfg(all(target_family = "wasm", target_os = "unknown"))]
 
 use std::cell::Cell;
