@@ -72,5 +72,52 @@ export function jsonTree(value, { key, depth = 0, open = 1 } = {}) {
     return details;
   }
   const type = value === null ? "null" : typeof value;
-  return h("div", { class: "jl" }, label, h("span", { class: `v ${type}` }, compact(value)));
+  return h("div", { class: "jl" }, label, h("span", { class: `v ${type}` }, compact(value)),
+    copyButton(typeof value === "string" ? value : compact(value), key === undefined ? "value" : `${key}`));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copy buttons: an id or a value to the clipboard, as text.
+
+/** Puts `text` on the clipboard (the async API, else a hidden text area's copy). */
+export async function copyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // Refused (no permission): the older way below.
+  }
+  const area = h("textarea", { readonly: true, class: "sr-only", "aria-hidden": "true" });
+  area.value = text;
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand("copy");
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
+}
+
+/** A small button copying `text`; `what` names it for screen readers ("Copy <what>"). */
+export function copyButton(text, what = "value") {
+  const button = h("button", {
+    type: "button",
+    class: "copy ghost",
+    title: `Copy ${what}`,
+    "aria-label": `Copy ${what}`,
+    dataset: { copy: text },
+    onclick: async (e) => {
+      e.stopPropagation();
+      const ok = await copyText(text);
+      button.textContent = ok ? "✓" : "✗";
+      button.classList.toggle("copied", ok);
+      setTimeout(() => { button.textContent = "⧉"; button.classList.remove("copied"); }, 1500);
+    },
+  }, "⧉");
+  return button;
 }
