@@ -169,6 +169,8 @@ function onKey(e) {
     return;
   }
   if (typing || e.metaKey || e.ctrlKey || e.altKey) return;
+  // Enter on a focused link or button is its own (a list row's link opens it).
+  if (e.key === "Enter" && (tag === "A" || tag === "BUTTON")) return;
   if (e.key === "l" || e.key === "L") $("#live").click();
   else if (e.key === "r") refresh();
   else if (!(view.onKey && view.onKey(e))) return;

@@ -114,10 +114,23 @@ export function copyButton(text, what = "value") {
     onclick: async (e) => {
       e.stopPropagation();
       const ok = await copyText(text);
-      button.textContent = ok ? "✓" : "✗";
+      button.replaceChildren(ok ? "✓" : "✗");
       button.classList.toggle("copied", ok);
-      setTimeout(() => { button.textContent = "⧉"; button.classList.remove("copied"); }, 1500);
+      setTimeout(() => { button.replaceChildren(copyIcon()); button.classList.remove("copied"); }, 1500);
     },
-  }, "⧉");
+  }, copyIcon());
   return button;
+}
+
+/** Two overlapping sheets, drawn (a glyph for it is missing from many fonts). */
+function copyIcon() {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  for (const [k, v] of Object.entries({ viewBox: "0 0 16 16", width: "11", height: "11", "aria-hidden": "true", class: "copy-icon" })) svg.setAttribute(k, v);
+  for (const [x, y] of [[1.5, 4.5], [5, 1]]) {
+    const r = document.createElementNS(ns, "rect");
+    for (const [k, v] of Object.entries({ x, y, width: "9.5", height: "10.5", rx: "1.5" })) r.setAttribute(k, String(v));
+    svg.append(r);
+  }
+  return svg;
 }

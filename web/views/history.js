@@ -149,7 +149,7 @@ function waterfall(exe, steps, pending, keep) {
     mark.style.left = pct(t.at);
     const overdue = t.at < now();
     rows.push(h("div", { class: `wf-row timer${overdue ? " overdue" : ""}`, dataset: { start: t.at } },
-      h("span", { class: "wf-label", title: `timer of ${t.path}` }, h("span", { class: "idx" }, "⏲"), "timer ", h("span", { class: "mono" }, t.path),
+      h("span", { class: "wf-label", title: `timer of ${t.path}` }, "timer ", h("span", { class: "mono" }, t.path),
         h("span", { class: "muted" }, overdue ? " (overdue)" : "")),
       h("span", { class: "wf-track" }, mark)));
   }
