@@ -130,7 +130,7 @@ function lowContrast(p, selector, min = 4.5) {
 const TEXT = [
   ".pill", ".chart .label", ".chart .n", ".grid th", ".grid td", ".muted", ".views a", ".badge", ".fresh",
   ".theme-toggle", ".kind-chip", ".seg button", ".chip-label", ".step-head time", ".step-head .kind",
-  ".summary dt", ".summary dd", ".view-head p", ".tabs .tab", ".graph-legend", "button",
+  ".summary dt", ".summary dd", ".view-head p", ".tabs .tab", ".graph-legend", "button", "label", ".field > span",
   "svg.statechart text",
 ].join(", ");
 
@@ -247,15 +247,17 @@ test("the monitor for everyone", async (t) => {
     }
   }
 
-  for (const size of Object.keys(SIZES)) {
-    await t.test(`${size}: the history as timeline, waterfall and JSON; filtered by kind; downloaded; copied`, async () => {
-      const p = await page(b, { size, permissions: ["clipboard-read", "clipboard-write"] });
+  for (const [size, theme] of Object.keys(SIZES).flatMap((z) => THEMES.map((th) => [z, th]))) {
+    await t.test(`${size}, ${theme}: the history as timeline, waterfall and JSON; filtered by kind; downloaded; copied`, async () => {
+      const p = await page(b, { size, theme, permissions: ["clipboard-read", "clipboard-write"] });
       const id = ids.running;
       const path = `api/executions/${encodeURIComponent(id)}`;
       const trace = (await apiGet(url, `${path}/trace`)).body.items;
       const bundle = (await apiGet(url, `${path}/bundle`)).body;
       await p.goto(`${url}?id=${encodeURIComponent(id)}`);
       await p.waitForSelector("#history #timeline li");
+      const { bad } = await lowContrast(p, ".seg button, .kind-chip, #history .step-head *, #history .chip-label");
+      assert.deepEqual(bad, [], "the history's controls and steps are readable");
       // On a phone the detail is the page: the list is not shown beside it.
       if (size === "phone") assert.equal(await p.isVisible(".list-pane"), false, "the detail pane is a page of its own");
       assert.equal(await p.$$eval("#timeline > li:not([hidden])", (l) => l.length), trace.length);
@@ -266,7 +268,7 @@ test("the monitor for everyone", async (t) => {
       assert.deepEqual(await p.$$eval("#timeline > li:not([hidden])", (l) => l.map((x) => x.dataset.index)), want, "only that kind");
       assert.match(await p.textContent('details[data-key="timeline"] > summary .count'), new RegExp(`^${want.length} of ${trace.length} steps`));
       assert.ok((await p.evaluate(() => location.search)).includes(`kind=${encodeURIComponent(kind)}`), "the filter is in the URL");
-      await p.screenshot({ path: join(artifacts, `ui-history-timeline-${size}.png`) });
+      await p.screenshot({ path: join(artifacts, `ui-history-timeline-${size}-${theme}.png`) });
 
       await p.click('#history .seg button[data-mode="waterfall"]');
       await p.waitForSelector("#waterfall");
@@ -284,7 +286,7 @@ test("the monitor for everyone", async (t) => {
       assert.equal(await p.$$eval("#waterfall .wf-row.timer", (l) => l.length), ids.timers, "each armed timer on the axis");
       await p.click('.kind-chip[data-kind=""]');
       assert.equal(await p.$$eval("#waterfall .wf-row.step", (l) => l.length), trace.filter((s) => s.timestamp).length, "all kinds again");
-      await p.screenshot({ path: join(artifacts, `ui-history-waterfall-${size}.png`) });
+      await p.screenshot({ path: join(artifacts, `ui-history-waterfall-${size}-${theme}.png`) });
 
       await p.click('#history .seg button[data-mode="json"]');
       await p.waitForSelector("#bundle-json");
@@ -295,7 +297,7 @@ test("the monitor for everyone", async (t) => {
       await download.saveAs(saved);
       assert.match(download.suggestedFilename(), /^execstore-.*\.json$/);
       assert.deepEqual(JSON.parse(readFileSync(saved, "utf8")), bundle, "the download is the bundle");
-      await p.screenshot({ path: join(artifacts, `ui-history-json-${size}.png`) });
+      await p.screenshot({ path: join(artifacts, `ui-history-json-${size}-${theme}.png`) });
       // The mode is in the URL: a reload shows the same.
       assert.ok((await p.evaluate(() => location.search)).includes("history=json"));
       await p.reload();
@@ -458,11 +460,13 @@ test("a purged execution's open pane says so, purged here or by another process,
       await confirm.click();
     }
     await p.waitForSelector("#gone", { timeout: 10_000 });
-    assert.match(await p.textContent("#gone"), /purged/);
+    assert.match(await p.textContent("#gone"), /This execution was purged/);
     assert.equal(await p.$("#detail-actions"), null, "no Purge button on what is gone");
     assert.equal(await p.$(".detail .pill"), null, "no status of what is gone");
-    await p.waitForTimeout(4500); // two live refreshes: still said, still no 404
-    assert.match(await p.textContent("#gone"), /purged/);
+    await p.evaluate(() => document.activeElement && document.activeElement.blur());
+    await p.keyboard.press("r"); // a refresh reads it again: still said, still no 404
+    await p.waitForTimeout(2500);
+    assert.match(await p.textContent("#gone"), /This execution was purged/);
     await p.screenshot({ path: join(artifacts, `ui-purged-${size}.png`) });
     assertCalm(p);
     // A link to it later: "no such execution", still no 404.

@@ -51,7 +51,7 @@ export async function load(detail, { quiet = false } = {}) {
     done();
     const open = records.rememberOpen(detail);
     detail.dataset.id = id;
-    delete detail.dataset.gone;
+    delete detail.dataset.purged;
     clear(detail, renderDetail(one, trace, pending));
     records.restoreOpen(detail, open);
   } catch (e) {
@@ -69,9 +69,11 @@ export async function load(detail, { quiet = false } = {}) {
 
 /** The pane of an execution the store no longer holds: no status, no actions, no stale data. */
 function showGone(detail, id) {
-  const was = detail.dataset.id === id;
+  // Shown until now (or already said purged): it was purged while open.
+  const was = detail.dataset.id === id || detail.dataset.purged === id;
   delete detail.dataset.id;
-  detail.dataset.gone = id;
+  if (was) detail.dataset.purged = id;
+  else delete detail.dataset.purged;
   clear(
     detail,
     detailHeader(id, null),
