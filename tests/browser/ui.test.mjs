@@ -175,6 +175,13 @@ test("the monitor for everyone", async (t) => {
           // (and shows it zoomed out): the page must fit the device's own width.
           const width = SIZES[size].viewport.width;
           assert.ok(wide.page <= width && wide.body <= width && wide.view <= width, `${name} at ${size}: no horizontal scroll (${JSON.stringify(wide)})`);
+          // Every header control is on the screen (none pushed off its right edge).
+          const off = await p.$$eval(".top a, .top button, .top input, .top select", (els, w) => els
+            .filter((el) => el.getClientRects().length && getComputedStyle(el).visibility !== "hidden")
+            .map((el) => ({ what: el.id || el.textContent.trim() || el.className, r: el.getBoundingClientRect() }))
+            .filter(({ r }) => r.left < 0 || r.right > w + 0.5)
+            .map(({ what }) => what), width);
+          assert.deepEqual(off, [], `${name} at ${size}: header controls within reach`);
           const { bad, checked } = await lowContrast(p, TEXT);
           assert.ok(checked > 5, `${name}: text was checked (${checked})`);
           assert.deepEqual(bad, [], `${name} at ${size} in ${theme}: text below 4.5:1`);
