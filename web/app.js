@@ -17,6 +17,56 @@ import { VIEWS } from "./views/index.js";
 import { api, describe, errorBox, execLink, navigate, refresh, setApi, setHooks, showBanner, state, writeButton } from "./shell.js";
 
 const POLL_MS = 2000;
+const THEME_KEY = "execstore.monitor.theme";
+
+// ---------------------------------------------------------------------------------------------
+// Theme: the OS setting until the header's toggle picks one, kept for the next visit.
+
+function storedTheme() {
+  try {
+    const t = localStorage.getItem(THEME_KEY);
+    return t === "light" || t === "dark" ? t : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The theme in effect: the one picked, else the OS's. */
+function currentTheme() {
+  return storedTheme() || (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");
+}
+
+function applyTheme() {
+  const picked = storedTheme();
+  if (picked) document.documentElement.dataset.theme = picked;
+  else delete document.documentElement.dataset.theme;
+  const button = $("#theme");
+  if (button) {
+    const dark = currentTheme() === "dark";
+    button.textContent = dark ? "☾ Dark" : "☀ Light";
+    button.setAttribute("aria-pressed", dark ? "true" : "false");
+  }
+}
+
+function themeToggle() {
+  const button = h("button", {
+    type: "button", id: "theme", class: "ghost theme-toggle", "aria-label": "Dark mode",
+    title: "Switch between light and dark (kept for this browser)",
+    onclick: () => {
+      try {
+        localStorage.setItem(THEME_KEY, currentTheme() === "dark" ? "light" : "dark");
+      } catch {
+        // Storage refused: this page only.
+        document.documentElement.dataset.theme = currentTheme() === "dark" ? "light" : "dark";
+        return;
+      }
+      applyTheme();
+    },
+  });
+  return button;
+}
+
+applyTheme();
 
 setViewIds(VIEWS.map((v) => v.id));
 const byId = new Map(VIEWS.map((v) => [v.id, v]));
@@ -74,8 +124,10 @@ async function poll() {
       if (state.changeToken !== null && changeToken !== state.changeToken) refresh();
       state.changeToken = changeToken;
       state.lastCheck = Date.now();
+      setOnline(true);
       $("#banner").dataset.kind === "poll" && ($("#banner").hidden = true);
     } catch (e) {
+      setOnline(false);
       showBanner(`Live refresh failed: ${describe(e)}`);
       $("#banner").dataset.kind = "poll";
     }
@@ -84,7 +136,16 @@ async function poll() {
   setTimeout(poll, POLL_MS);
 }
 
+/** The Live dot: red, and said in words, while the server does not answer. */
+function setOnline(online) {
+  document.body.classList.toggle("offline", !online);
+  const live = $("label.live");
+  if (live) live.title = online ? "Refresh when the store changes (key: L)" : "The monitor's server does not answer";
+  if (!online) $("#fresh").textContent = "server gone";
+}
+
 function updateFresh() {
+  if (document.body.classList.contains("offline")) return;
   const fresh = $("#fresh");
   if (!state.live) fresh.textContent = "paused";
   else if (state.lastCheck) {
@@ -108,6 +169,8 @@ function onKey(e) {
     return;
   }
   if (typing || e.metaKey || e.ctrlKey || e.altKey) return;
+  // Enter on a focused link or button is its own (a list row's link opens it).
+  if (e.key === "Enter" && (tag === "A" || tag === "BUTTON")) return;
   if (e.key === "l" || e.key === "L") $("#live").click();
   else if (e.key === "r") refresh();
   else if (!(view.onKey && view.onKey(e))) return;
@@ -156,6 +219,9 @@ export async function start({ transport } = {}) {
   setApi(createClient(transport ? { transport } : {}));
   state.route = parseRoute(location.search);
   buildNav();
+  $("#mode").before(themeToggle());
+  applyTheme();
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", applyTheme);
   // A token handed over in the fragment (#token=...) is kept for the tab, then dropped from
   // the address bar so it is not bookmarked or shared.
   const fragment = new URLSearchParams(location.hash.slice(1));

@@ -72,5 +72,65 @@ export function jsonTree(value, { key, depth = 0, open = 1 } = {}) {
     return details;
   }
   const type = value === null ? "null" : typeof value;
-  return h("div", { class: "jl" }, label, h("span", { class: `v ${type}` }, compact(value)));
+  return h("div", { class: "jl" }, label, h("span", { class: `v ${type}` }, compact(value)),
+    copyButton(typeof value === "string" ? value : compact(value), key === undefined ? "value" : `${key}`));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copy buttons: an id or a value to the clipboard, as text.
+
+/** Puts `text` on the clipboard (the async API, else a hidden text area's copy). */
+export async function copyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // Refused (no permission): the older way below.
+  }
+  const area = h("textarea", { readonly: true, class: "sr-only", "aria-hidden": "true" });
+  area.value = text;
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand("copy");
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
+}
+
+/** A small button copying `text`; `what` names it for screen readers ("Copy <what>"). */
+export function copyButton(text, what = "value") {
+  const button = h("button", {
+    type: "button",
+    class: "copy ghost",
+    title: `Copy ${what}`,
+    "aria-label": `Copy ${what}`,
+    dataset: { copy: text },
+    onclick: async (e) => {
+      e.stopPropagation();
+      const ok = await copyText(text);
+      button.replaceChildren(ok ? "✓" : "✗");
+      button.classList.toggle("copied", ok);
+      setTimeout(() => { button.replaceChildren(copyIcon()); button.classList.remove("copied"); }, 1500);
+    },
+  }, copyIcon());
+  return button;
+}
+
+/** Two overlapping sheets, drawn (a glyph for it is missing from many fonts). */
+function copyIcon() {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  for (const [k, v] of Object.entries({ viewBox: "0 0 16 16", width: "11", height: "11", "aria-hidden": "true", class: "copy-icon" })) svg.setAttribute(k, v);
+  for (const [x, y] of [[1.5, 4.5], [5, 1]]) {
+    const r = document.createElementNS(ns, "rect");
+    for (const [k, v] of Object.entries({ x, y, width: "9.5", height: "10.5", rx: "1.5" })) r.setAttribute(k, String(v));
+    svg.append(r);
+  }
+  return svg;
 }

@@ -83,6 +83,25 @@ function edgeLines(t) {
 }
 
 /**
+ * Where the line from `node`'s centre towards `toward` leaves the box drawn for it, when it is
+ * drawn narrower than laid out (else `at`, dagre's end point).
+ */
+function clipTo(node, toward, at) {
+  if (!node || node.drawWidth === undefined || node.drawWidth >= node.width) return at;
+  const dx = toward.x - node.x;
+  const dy = toward.y - node.y;
+  const w = node.drawWidth / 2;
+  const hh = node.height / 2;
+  if (!dx && !dy) return at;
+  if (Math.abs(dy) * w > Math.abs(dx) * hh) {
+    const sy = dy < 0 ? -hh : hh;
+    return { x: node.x + (sy * dx) / dy, y: node.y + sy };
+  }
+  const sx = dx < 0 ? -w : w;
+  return { x: node.x + sx, y: node.y + (sx * dy) / dx };
+}
+
+/**
  * Lays out and draws `graph` (the API's `{states, transitions}`). `mode` is "execution"
  * (the active state highlighted) or "definition" (states coloured by how many executions are
  * in them now, each a link made by `hrefOf(path)`).
@@ -96,13 +115,24 @@ export function drawGraph(graph, { mode, active = null, hrefOf = null } = {}) {
   const activeWithin = new Set();
   for (let p = active; p; p = p.includes(".") ? p.slice(0, p.lastIndexOf(".")) : null) activeWithin.add(p);
 
+  // A self-transition is drawn as a loop on its node's right with its label beside it: the
+  // node is laid out that much wider on both sides (drawn at its own width, centred), so no
+  // other node or label is placed where the loop and its label go.
+  const loopRoom = new Map();
+  for (const t of graph.transitions) {
+    if (t.from === null || t.from !== t.to) continue;
+    const lines = [`×${t.count}`, ...edgeLines(t)];
+    const room = 40 + Math.ceil(Math.max(...lines.map((l) => l.length)) * LABEL_CHAR_W) + 8;
+    loopRoom.set(`s:${t.from}`, Math.max(loopRoom.get(`s:${t.from}`) || 0, room));
+  }
   for (const st of graph.states) {
     if (st.composite) g.setNode(`c:${st.path}`, { cluster: true, st });
     if (!st.composite || st.visited) {
       const name = cut(st.name, MAX_NAME);
       const sub = mode === "definition" ? (st.now ? `${st.now.toLocaleString()} now` : "") : (st.entered ? `entered ×${st.entered}` : "");
       const width = Math.max(64, Math.ceil(Math.max(name.length * CHAR_W, sub.length * LABEL_CHAR_W)) + 22);
-      g.setNode(`s:${st.path}`, { st, name, sub, width, height: sub ? 42 : 30 });
+      const room = loopRoom.get(`s:${st.path}`) || 0;
+      g.setNode(`s:${st.path}`, { st, name, sub, width: width + 2 * room, drawWidth: width, height: sub ? 42 : 30 });
     }
   }
   for (const st of graph.states) {
@@ -170,7 +200,12 @@ export function drawGraph(graph, { mode, active = null, hrefOf = null } = {}) {
   );
   for (const e of g.edges()) {
     const edge = g.edge(e);
-    const pts = edge.points;
+    const pts = edge.points.map((p) => ({ ...p }));
+    // A node laid out wider than drawn (room for its loop): the edge ends at the drawn box.
+    if (pts.length > 1) {
+      pts[0] = clipTo(g.node(e.v), pts[1], pts[0]);
+      pts[pts.length - 1] = clipTo(g.node(e.w), pts[pts.length - 2], pts[pts.length - 1]);
+    }
     const d = pts.map((p, i) => `${i ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
     edges.append(s("path", { d, class: "edge", "stroke-width": strokeOf(edge.t.count), "marker-end": `url(#${marker})`, "data-from": edge.t.from ?? "", "data-to": edge.t.to ?? "" }));
     labels.append(labelBox(edge.x - edge.width / 2 + 5, edge.y - edge.height / 2 + 3, edge.lines, edge.t));
@@ -178,7 +213,7 @@ export function drawGraph(graph, { mode, active = null, hrefOf = null } = {}) {
   // Self-transitions (an event handled in place): a loop on the node's right side.
   for (const { v, t, lines } of loops) {
     const n = g.node(v);
-    const x = n.x + n.width / 2;
+    const x = n.x + (n.drawWidth ?? n.width) / 2;
     const d = `M${x},${n.y - 7} C${x + 34},${n.y - 26} ${x + 34},${n.y + 26} ${x},${n.y + 7}`;
     edges.append(s("path", { d, class: "edge loop", "stroke-width": strokeOf(t.count), "marker-end": `url(#${marker})`, "data-from": t.from ?? "", "data-to": t.to ?? "" }));
     labels.append(labelBox(x + 32, n.y - 8, lines, t));
@@ -195,7 +230,8 @@ export function drawGraph(graph, { mode, active = null, hrefOf = null } = {}) {
       continue;
     }
     const st = node.st;
-    const x = node.x - node.width / 2;
+    const drawWidth = node.drawWidth ?? node.width;
+    const x = node.x - drawWidth / 2;
     const y = node.y - node.height / 2;
     let cls = "state";
     if (mode === "execution" && st.path === active) cls += " active";
@@ -204,7 +240,7 @@ export function drawGraph(graph, { mode, active = null, hrefOf = null } = {}) {
     const tip = [st.path, st.entered ? `entered ${plural(st.entered, "time")}` : null, st.now ? `now: ${statuses}` : null].filter(Boolean).join("\n");
     const body = [
       s("title", null, tip),
-      s("rect", { x, y, width: node.width, height: node.height, rx: 8 }),
+      s("rect", { x, y, width: drawWidth, height: node.height, rx: 8 }),
       s("text", { x: node.x, y: y + 19, class: "state-name", "text-anchor": "middle" }, node.name),
       node.sub ? s("text", { x: node.x, y: y + 34, class: "state-sub", "text-anchor": "middle" }, node.sub) : null,
     ];
@@ -229,6 +265,115 @@ export function drawGraph(graph, { mode, active = null, hrefOf = null } = {}) {
     { xmlns: SVG_NS, class: `statechart ${mode}`, viewBox: `0 -14 ${width} ${height + 14}`, width, height: height + 14, role: "img", "aria-label": `statechart: ${plural(graph.states.length, "state")}, ${plural(graph.transitions.length, "transition")}` },
     defs, clusters, edges, nodes, labels,
   );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The viewer: every picture fits its frame's width, and zooms and pans (buttons, Ctrl+wheel or
+// a trackpad's pinch, drag; two fingers pinch on a touch screen). It only moves the SVG's
+// viewBox, so the drawing (and its links) stays as drawn.
+
+const MAX_ZOOM = 8;
+
+/** `svg` (from `drawGraph`) in a frame with −, + and Fit. */
+export function viewer(svg) {
+  const [x0, y0, w0, h0] = svg.getAttribute("viewBox").split(" ").map(Number);
+  svg.style.setProperty("--natural-width", `${w0}px`);
+  const view = { x: x0, y: y0, w: w0, h: h0 };
+  const level = h("span", { class: "zoom-level", "aria-live": "polite" });
+  const wrap = h("div", { class: "graph-wrap zoomable" }, svg);
+  const set = () => {
+    view.w = Math.min(w0, Math.max(w0 / MAX_ZOOM, view.w));
+    view.h = (view.w / w0) * h0;
+    view.x = Math.min(x0 + w0 - view.w, Math.max(x0, view.x));
+    view.y = Math.min(y0 + h0 - view.h, Math.max(y0, view.y));
+    svg.setAttribute("viewBox", `${view.x.toFixed(1)} ${view.y.toFixed(1)} ${view.w.toFixed(1)} ${view.h.toFixed(1)}`);
+    const zoom = w0 / view.w;
+    svg.dataset.zoom = zoom.toFixed(3);
+    level.textContent = `${Math.round(zoom * 100)}%`;
+  };
+  /** Zooms by `factor` keeping the point at (`fx`, `fy`) (fractions of the frame) in place. */
+  const zoomBy = (factor, fx = 0.5, fy = 0.5) => {
+    const w = Math.min(w0, Math.max(w0 / MAX_ZOOM, view.w / factor));
+    const hh = (w / w0) * h0;
+    view.x += (view.w - w) * fx;
+    view.y += (view.h - hh) * fy;
+    view.w = w;
+    set();
+  };
+  const fit = () => {
+    Object.assign(view, { x: x0, y: y0, w: w0, h: h0 });
+    set();
+  };
+  const unitsPerPx = () => view.w / Math.max(1, svg.getBoundingClientRect().width);
+  wrap.addEventListener("wheel", (e) => {
+    if (!e.ctrlKey && !e.metaKey) return; // plain wheel scrolls the page
+    e.preventDefault();
+    const r = svg.getBoundingClientRect();
+    zoomBy(Math.exp(-e.deltaY / 300), (e.clientX - r.left) / r.width, (e.clientY - r.top) / r.height);
+  }, { passive: false });
+  // Drag pans (after a few pixels, so a click on a state still follows its link); two
+  // pointers pinch.
+  const pointers = new Map();
+  let drag = null;
+  let pinch = null;
+  wrap.addEventListener("pointerdown", (e) => {
+    pointers.set(e.pointerId, { x: e.clientX, y: e.clientY });
+    if (pointers.size === 2) {
+      const [a, b] = [...pointers.values()];
+      pinch = { d: Math.hypot(a.x - b.x, a.y - b.y), w: view.w };
+      drag = null;
+    } else if (pointers.size === 1) {
+      drag = { x: e.clientX, y: e.clientY, vx: view.x, vy: view.y, moved: false, id: e.pointerId };
+    }
+  });
+  wrap.addEventListener("pointermove", (e) => {
+    if (!pointers.has(e.pointerId)) return;
+    pointers.set(e.pointerId, { x: e.clientX, y: e.clientY });
+    if (pinch && pointers.size === 2) {
+      const [a, b] = [...pointers.values()];
+      const d = Math.hypot(a.x - b.x, a.y - b.y);
+      if (pinch.d > 0) zoomBy(view.w / (pinch.w * pinch.d / d));
+      return;
+    }
+    if (!drag) return;
+    const dx = e.clientX - drag.x;
+    const dy = e.clientY - drag.y;
+    if (!drag.moved && Math.hypot(dx, dy) < 4) return;
+    if (!drag.moved) {
+      drag.moved = true;
+      wrap.classList.add("panning");
+      wrap.setPointerCapture(e.pointerId);
+    }
+    const k = unitsPerPx();
+    view.x = drag.vx - dx * k;
+    view.y = drag.vy - dy * k;
+    set();
+  });
+  const end = (e) => {
+    pointers.delete(e.pointerId);
+    if (pointers.size < 2) pinch = null;
+    if (drag && drag.id === e.pointerId) {
+      if (drag.moved) {
+        // The click that ends a drag does not follow a link.
+        wrap.addEventListener("click", (c) => { c.preventDefault(); c.stopPropagation(); }, { capture: true, once: true });
+      }
+      drag = null;
+      wrap.classList.remove("panning");
+    }
+  };
+  wrap.addEventListener("pointerup", end);
+  wrap.addEventListener("pointercancel", end);
+  const tools = h(
+    "div",
+    { class: "graph-tools", role: "group", "aria-label": "Zoom" },
+    h("button", { type: "button", class: "small zoom-out", "aria-label": "Zoom out", title: "Zoom out (Ctrl+wheel)", onclick: () => zoomBy(1 / 1.4) }, "−"),
+    h("button", { type: "button", class: "small zoom-in", "aria-label": "Zoom in", title: "Zoom in (Ctrl+wheel)", onclick: () => zoomBy(1.4) }, "+"),
+    h("button", { type: "button", class: "small zoom-fit", title: "The whole picture in the frame's width", onclick: fit }, "Fit"),
+    level,
+    h("span", { class: "muted small" }, "drag to pan"),
+  );
+  set();
+  return h("div", { class: "graph-viewer" }, tools, wrap);
 }
 
 /** The transitions as a table (the same data as text, for reading and for searching). */
@@ -291,7 +436,7 @@ export function executionSection(api, exe) {
       g.graph.steps ? null : note("No trace steps: only the current state is known."),
       g.first_index ? note(`Steps before #${g.first_index} were evicted from the trace: their transitions are not counted.`) : null,
       g.graph.truncated ? note("The trace names too many states: some are left out.") : null,
-      h("div", { class: "graph-wrap" }, drawGraph(g.graph, { mode: "execution", active: g.active_path })),
+      viewer(drawGraph(g.graph, { mode: "execution", active: g.active_path })),
       h("div", { class: "graph-legend" },
         h("span", { class: "key active" }, "active state"),
         h("span", { class: "key visited" }, "visited"),
@@ -324,12 +469,12 @@ export function showDefinition(api, main, definition, { quiet = false } = {}) {
   const page = definitionPage(main);
   if (!definition) {
     defState = { definition: null, json: null, seq: defState.seq + 1 };
-    clear(page, h("h2", null, "Statechart"), note("Pick a definition: open an execution and follow \"Every execution of …\", or add ?definition=NAME to this address."));
+    clear(page, h("h1", { class: "view-title" }, "Statechart"), note("Pick a definition: open an execution and follow \"Every execution of …\", or add ?definition=NAME to this address."));
     return;
   }
   if (defState.definition !== definition) {
     defState = { definition, json: null, seq: defState.seq };
-    clear(page, h("h2", null, "Statechart of ", h("span", { class: "mono" }, definition)), note("Reading every execution of it…"));
+    clear(page, h("h1", { class: "view-title" }, "Statechart of ", h("span", { class: "mono" }, definition)), note("Reading every execution of it…"));
   }
   const seq = ++defState.seq;
   const started = performance.now();
@@ -344,7 +489,7 @@ export function showDefinition(api, main, definition, { quiet = false } = {}) {
     const occupied = g.graph.states.filter((st) => st.now).sort((a, b) => b.now - a.now);
     clear(
       page,
-      h("h2", null, "Statechart of ", h("span", { class: "mono", id: "def-name" }, definition)),
+      h("h1", { class: "view-title" }, "Statechart of ", h("span", { class: "mono", id: "def-name" }, definition)),
       h("div", { class: "def-summary" },
         h("strong", { id: "def-total" }, plural(g.executions, "execution")), " ", statuses, " ",
         appLink(`?${new URLSearchParams({ definition })}`, { class: "def-list" }, "list them →")),
@@ -354,7 +499,7 @@ export function showDefinition(api, main, definition, { quiet = false } = {}) {
         h("span", null, "executions in the state now:"),
         Array.from({ length: HEAT_STEPS }, (_, i) => h("span", { class: `key heat-${i + 1}` }, i === HEAT_STEPS - 1 ? "most" : "")),
         h("span", { class: "muted" }, "· click a state for its executions")),
-      h("div", { class: "graph-wrap" }, svg),
+      viewer(svg),
       occupied.length ? h(
         "details",
         { class: "graph-occupancy", open: true },
@@ -374,7 +519,7 @@ export function showDefinition(api, main, definition, { quiet = false } = {}) {
     page.dataset.ready = "1";
   }).catch((e) => {
     if (seq !== defState.seq || quiet) return;
-    clear(page, h("h2", null, "Statechart of ", h("span", { class: "mono" }, definition)), h("div", { class: "error-box" }, `Cannot draw it: ${e.message || e}`));
+    clear(page, h("h1", { class: "view-title" }, "Statechart of ", h("span", { class: "mono" }, definition)), h("div", { class: "error-box" }, `Cannot draw it: ${e.message || e}`));
   });
 }
 

@@ -3,7 +3,7 @@
 // execution's own), with their write buttons behind the token.
 
 import { absTime, h, span, toSeconds } from "./dom.js";
-import { compact, emptyBox, now, shortJson, statusPill, table, timeEl, until } from "./format.js";
+import { compact, copyButton, emptyBox, now, shortJson, statusPill, table, timeEl, until } from "./format.js";
 
 /** An outbox entry or a spawn intent older than this is highlighted: the relay is late. */
 const OVERDUE_S = 300;
@@ -55,7 +55,7 @@ export function renderTimeline(trace) {
     list.append(
       h(
         "li",
-        { class: `step${failed ? " failed" : ""}`, dataset: { index: step.index } },
+        { class: `step${failed ? " failed" : ""}`, dataset: { index: step.index, kind: step.event_kind ?? "(no event)" } },
         h("span", { class: "dot", "aria-hidden": "true" }),
         h(
           "div",
@@ -74,7 +74,7 @@ export function renderTimeline(trace) {
         ),
         chips("guards", step.guards, "guard"),
         chips("actions", step.actions, "action"),
-        step.event_data && Object.keys(step.event_data).length ? h("div", { class: "kv" }, h("span", { class: "chip-label" }, "event data"), h("code", { class: "mono", title: compact(step.event_data) }, shortJson(step.event_data, 200))) : null,
+        step.event_data && Object.keys(step.event_data).length ? h("div", { class: "kv" }, h("span", { class: "chip-label" }, "event data"), h("code", { class: "mono", title: compact(step.event_data) }, shortJson(step.event_data, 200)), copyButton(compact(step.event_data), "event data")) : null,
         diff === null
           ? h("div", { class: "diff muted" }, "context before this step is not kept (earlier steps were evicted)")
           : diff.length

@@ -43,6 +43,7 @@ export const state = {
   lastCheck: 0,
   live: true,
   firstListRender: false,
+  firstCountsRender: false,
 };
 
 export function navigate(changes, { replace = false } = {}) {
@@ -113,12 +114,12 @@ export function loadingLater(el, text = "Loading…") {
 // ---------------------------------------------------------------------------------------------
 // Shared pieces
 
-export function execLink(id, text = id, extra = {}) {
+export function execLink(id, text = id, extra = {}, cls = "") {
   return h(
     "a",
     {
       href: linkTo({ ...keepListFilters(), id }),
-      class: "exec-link",
+      class: cls ? `exec-link ${cls}` : "exec-link",
       title: id,
       onclick: (e) => {
         if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;

@@ -83,7 +83,7 @@ browser_test() {
 	local first_render
 	first_render=$(grep -m1 -o 'list first render at 100,000 executions: .*' "$log" || true)
 	[ -n "$first_render" ] && _browser_say "$first_render"
-	_browser_say "screenshots: ${EXECSTORE_ARTIFACTS:-test-artifacts}/monitor-*.png"
+	_browser_say "screenshots: ${EXECSTORE_ARTIFACTS:-test-artifacts}/monitor-*.png, ui-*.png"
 	rm -f "$log"
 	return "$rc"
 }

@@ -48,6 +48,19 @@ export function demo(dir, { executions = 300, seed = 1, name = "demo.db" } = {})
   return db;
 }
 
+/** The servers `serve` started, by URL. */
+const servers = new Map();
+
+/** Stops the server `serve` started at `url` and waits until it exited. */
+export function stopServer(url) {
+  const child = servers.get(url);
+  if (!child || child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill("SIGINT");
+  });
+}
+
 /**
  * Starts `execstore <args> --port 0` and resolves with its URL (read from the line it
  * prints) once it listens; the process is stopped when the test ends.
@@ -64,7 +77,10 @@ export function serve(t, args, env = {}) {
     child.stdout.on("data", (d) => {
       out += d;
       const m = out.match(/monitor: (http:\/\/\S+)/);
-      if (m) resolveUrl(m[1]);
+      if (m) {
+        servers.set(m[1], child);
+        resolveUrl(m[1]);
+      }
     });
     child.stderr.on("data", (d) => { err += d; });
     child.on("exit", (code) => reject(new Error(`execstore ${args.join(" ")} exited (${code}) before serving: ${err}`)));
@@ -78,12 +94,22 @@ export async function browser(t) {
   return b;
 }
 
+/** The screen sizes every UI test runs at: a desktop window and a phone (390 px wide). */
+export const SIZES = {
+  desktop: { viewport: { width: 1440, height: 900 } },
+  phone: { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 },
+};
+/** The OS colour schemes (the monitor follows it until its toggle picks one). */
+export const THEMES = ["light", "dark"];
+
 /**
  * A page that records every dialog (and dismisses it), page error and console error, so a
- * test can assert that nothing of the sort happened.
+ * test can assert that nothing of the sort happened. `size` (a SIZES key) and `theme` (the
+ * OS colour scheme) parametrise it; `width` and `height` set a desktop window's size.
  */
-export async function page(b, { width = 1440, height = 900 } = {}) {
-  const context = await b.newContext({ viewport: { width, height }, colorScheme: "light" });
+export async function page(b, { width = 1440, height = 900, size = null, theme = "light", permissions = [] } = {}) {
+  const screen = size ? SIZES[size] : { viewport: { width, height } };
+  const context = await b.newContext({ ...screen, colorScheme: theme, permissions });
   const p = await context.newPage();
   p.problems = { dialogs: [], errors: [] };
   p.on("dialog", (d) => { p.problems.dialogs.push(`${d.type()}: ${d.message()}`); d.dismiss().catch(() => {}); });

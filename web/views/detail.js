@@ -3,13 +3,26 @@
 // stored JSON.
 
 import { absTime, clear, h } from "../dom.js";
-import { ago, jsonTree, setServerNow, statusPill, until } from "../format.js";
+import { ago, copyButton, jsonTree, setServerNow, statusPill, until } from "../format.js";
 import * as records from "../records.js";
 import * as graph from "../graph.js";
 import * as actions from "../actions.js";
+import { ApiError } from "../api.js";
 import { actionCtx, api, errorBox, loadingLater, navigate, state } from "../shell.js";
+import { historyBody, historyCount } from "./history.js";
 
 let detailSeq = 0;
+
+/**
+ * Whether `id` is still stored, asked of the listing (a 200 either way, so a purged execution
+ * costs no 404): the ids starting with it, looked through for it. Unknown when the listing
+ * has more such ids than one page holds (null: ask the execution itself).
+ */
+async function stillStored(id) {
+  const page = await api.get("api/executions", { q: id, limit: 200 });
+  if (page.items.some((e) => e.id === id) || (page.errors || []).some((e) => e.id === id)) return true;
+  return page.next_cursor ? null : false;
+}
 
 /** Loads the route's execution (`id`) into `detail` (emptied when there is none). */
 export async function load(detail, { quiet = false } = {}) {
@@ -25,20 +38,52 @@ export async function load(detail, { quiet = false } = {}) {
   }
   const done = quiet ? () => {} : loadingLater(detail, "Loading the execution…");
   try {
+    // Shown before and now gone (purged here or by another process), or never there: said
+    // so, without asking for it (and logging a 404) on every refresh.
+    if ((await stillStored(id)) === false) {
+      if (seq !== detailSeq) return;
+      done();
+      showGone(detail, id);
+      return;
+    }
     const [one, trace, pending] = await Promise.all([api.get(path), api.get(`${path}/trace`), api.get(`${path}/pending`)]);
     if (seq !== detailSeq) return;
     done();
     const open = records.rememberOpen(detail);
     detail.dataset.id = id;
+    delete detail.dataset.purged;
     clear(detail, renderDetail(one, trace, pending));
     records.restoreOpen(detail, open);
   } catch (e) {
     if (seq !== detailSeq) return;
     done();
+    if (e instanceof ApiError && e.status === 404 && e.code === "NOT_FOUND") {
+      showGone(detail, id);
+      return;
+    }
     if (quiet) return;
     delete detail.dataset.id;
     clear(detail, detailHeader(id, null), errorBox(e, () => load(detail)));
   }
+}
+
+/** The pane of an execution the store no longer holds: no status, no actions, no stale data. */
+function showGone(detail, id) {
+  // Shown until now (or already said purged): it was purged while open.
+  const was = detail.dataset.id === id || detail.dataset.purged === id;
+  delete detail.dataset.id;
+  if (was) detail.dataset.purged = id;
+  else delete detail.dataset.purged;
+  clear(
+    detail,
+    detailHeader(id, null),
+    h("div", { class: "gone", id: "gone", role: "status" },
+      h("strong", null, was ? "This execution was purged" : "No such execution"),
+      h("p", null, was
+        ? "It is no longer in the store: it was purged (here or by another process) while it was open. Its archive, if one was written, is wherever the purge put it."
+        : "The store holds no execution with this id: it was purged, or never existed."),
+      h("button", { type: "button", onclick: () => navigate({ id: "" }) }, "Back to the list")),
+  );
 }
 
 /** Which collapsible sections the user opened or closed, kept across a live refresh. */
@@ -47,7 +92,7 @@ function detailHeader(id, exe) {
     "div",
     { class: "detail-head" },
     h("button", { type: "button", class: "ghost close", title: "Close (Esc)", "aria-label": "Close", onclick: () => navigate({ id: "" }) }, "×"),
-    h("div", { class: "title" }, h("span", { class: "mono id", id: "detail-id" }, id), exe ? statusPill(exe.status) : null),
+    h("div", { class: "title" }, h("h2", { class: "mono id", id: "detail-id" }, id), copyButton(id, "id"), exe ? statusPill(exe.status) : null),
     exe ? h("div", { class: "sub" }, exe.definition_id, exe.active_path ? h("span", { class: "mono" }, ` · ${exe.active_path}`) : null) : null,
   );
 }
@@ -59,11 +104,11 @@ function renderDetail(one, trace, pending) {
   const summary = h(
     "dl",
     { class: "summary" },
-    field("Definition", [exe.definition_id, " ", h("a", { href: graph.definitionHref(exe.definition_id), class: "def-graph-link" }, "statechart")]),
+    field("Definition", [exe.definition_id, copyButton(exe.definition_id, "definition"), " ", h("a", { href: graph.definitionHref(exe.definition_id), class: "def-graph-link" }, "statechart")]),
     field("Definition FQN", exe.definition_fqn),
     field("Status", statusPill(exe.status)),
     field("Outcome", exe.outcome),
-    field("Active state", exe.active_path && h("span", { class: "mono" }, exe.active_path)),
+    field("Active state", exe.active_path && [h("span", { class: "mono" }, exe.active_path), copyButton(exe.active_path, "active state")]),
     field("Root path", exe.root_path && h("span", { class: "mono" }, exe.root_path)),
     field("Version", String(exe.version)),
     field("Events", String(exe.processed_events)),
@@ -83,7 +128,7 @@ function renderDetail(one, trace, pending) {
     actions.detailSection(actionCtx(), exe),
     records.renderFamily(one),
     graph.executionSection(api, exe),
-    records.section("timeline", "Timeline", `${trace.items.length} steps`, records.renderTimeline(trace)),
+    records.section("timeline", "History", historyCount(trace), historyBody(api, exe, trace, pending)),
     records.section("context", "Context", `${Object.keys(exe.context || {}).length} keys`, h("div", { class: "json", id: "context" }, jsonTree(exe.context, { open: 2 }))),
     records.section("timers", "Timers", timersOverdue ? `${pending.timers.length} (${timersOverdue} overdue)` : pending.timers.length, records.renderTimers(pending.timers, { withExecution: false })),
     records.section("outbox", "Outbox (addressed to it)", pending.outbox.length, records.renderOutbox(pending.outbox, { withTarget: false })),

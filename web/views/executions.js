@@ -7,7 +7,7 @@ import { emptyBox, statusPill, table, timeEl } from "../format.js";
 import { PAGE_SIZES, STATUS_SHORT, STATUSES } from "../route.js";
 import * as filters from "../filters.js";
 import * as actions from "../actions.js";
-import { actionCtx, api, describe, errorBox, loadingLater, navigate, state } from "../shell.js";
+import { actionCtx, api, describe, errorBox, execLink, loadingLater, navigate, state } from "../shell.js";
 import * as detail from "./detail.js";
 
 let listSeq = 0;
@@ -39,6 +39,7 @@ function executionsShell() {
   const listPane = h(
     "section",
     { class: "list-pane" },
+    h("h1", { class: "view-title sr-only", id: "executions-title" }, "Executions"),
     h(
       "div",
       { class: "filters" },
@@ -174,7 +175,8 @@ function renderTable(previousVersions) {
   if (selectedIndex >= 0) state.selected = selectedIndex;
   else if (state.selected >= page.items.length) state.selected = page.items.length - 1;
   const columns = [
-    { label: "Id", class: "id mono", cell: (e) => h("span", { title: e.id }, e.parent_id ? h("span", { class: "child-mark", title: `child of ${e.parent_id}` }, "↳ ") : null, e.id) },
+    // A real link (Tab reaches it, open in a new tab works); a plain click opens the detail.
+    { label: "Id", class: "id mono", cell: (e) => [e.parent_id ? h("span", { class: "child-mark", title: `child of ${e.parent_id}` }, "↳ ") : null, execLink(e.id, e.id, {}, "row-link")] },
     { label: "Definition", class: "def", cell: (e) => e.definition_id },
     { label: "Status", class: "status", cell: (e) => statusPill(e.status) },
     { label: "Outcome", class: "outcome", cell: (e) => e.outcome || h("span", { class: "muted" }, "–") },

@@ -11,7 +11,7 @@
 // `wait_for_append`), and polled elsewhere (a server without the stream endpoint answers 404):
 // `log?after=<last seq>` every couple of seconds.
 
-import { $, absTime, add, clear, h, pad, span, toSeconds } from "../dom.js";
+import { $, absTime, add, clear, h, span, toSeconds } from "../dom.js";
 
 const TABS = ["log", "runs", "dead-letters", "leases", "cursors", "rules"];
 const TAB_TITLES = {
@@ -82,7 +82,7 @@ function search(r) {
   if (r.ws) p.set("ws", r.ws);
   if (r.tenant && r.ws && r.tab !== "log") p.set("tab", r.tab);
   for (const k of ["env", "type", "seq", "status", "rule", "scope", "cursor", "history"]) if (r[k]) p.set(k, r[k]);
-  if (r.last !== 100) p.set("last", String(r.last));
+  if ([50, 200, 500].includes(r.last)) p.set("last", String(r.last));
   return `?${p}`;
 }
 
@@ -106,7 +106,10 @@ function here(changes) {
 }
 
 function go(next, { replace = false } = {}) {
-  history[replace ? "replaceState" : "pushState"](null, "", search(next));
+  // What `next` leaves out (or names as undefined) takes its default: never `last=undefined`.
+  const full = { ...parse("") };
+  for (const [k, v] of Object.entries(next)) if (v !== undefined) full[k] = v;
+  history[replace ? "replaceState" : "pushState"](null, "", search(full));
   show();
 }
 

@@ -4,9 +4,9 @@ use std::collections::{HashMap, HashSet};
 
 use execstore::kit::validate::MAX_PAGE;
 use execstore::{
-    executions::{encode_cursor, paging, ExecutionPage, ExecutionSummary, ListQuery},
+    executions::{control, encode_cursor, paging, ExecutionPage, ExecutionSummary, ListQuery},
     kit::pyjson,
-    ExecutionStore,
+    ExecutionStore, StoreError,
 };
 use serde_json::{json, Value};
 
@@ -214,6 +214,17 @@ impl Call<'_> {
             .map(pyjson::shown_object)
             .collect();
         Ok(json!({ "items": steps, "trace_max": self.exec()?.trace_max() }))
+    }
+
+    /// The archive bundle of the tree rooted at `id` (`control::bundle`): the same JSON
+    /// `purge --archive` writes, read from a live execution too, so a download is a backup.
+    pub(crate) fn bundle(&self, id: String) -> ApiResult {
+        check_id(&id)?;
+        self.params(&[])?;
+        match control::bundle(self.exec()?, &id) {
+            Err(StoreError::NotFound { .. }) => Err(ApiError::not_found(format!("no execution {id}"))),
+            other => Ok(other?),
+        }
     }
 
     /// An execution's armed timers, the outbox entries addressed to it and the spawn

@@ -42,6 +42,7 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("GET", "/api/executions/{id}", |c, a| c.execution(decode(a[0])?)),
     row("GET", "/api/executions/{id}/trace", |c, a| c.trace(decode(a[0])?)),
     row("GET", "/api/executions/{id}/pending", |c, a| c.pending(decode(a[0])?)),
+    row("GET", "/api/executions/{id}/bundle", |c, a| c.bundle(decode(a[0])?)),
     row("GET", "/api/executions/{id}/graph", |c, a| c.execution_graph(decode(a[0])?)),
     row("GET", "/api/definitions/{id}/graph", |c, a| c.definition_graph(decode(a[0])?)),
     // Control (control.rs): one action on one execution, or on many.

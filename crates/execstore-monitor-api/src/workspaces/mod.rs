@@ -63,15 +63,18 @@ fn time_param(params: &Params, name: &str, now: f64) -> Result<Option<Timestamp>
     Timestamp::parse_json_text(v).map(Some).map_err(|_| bad())
 }
 
-/// The workspace-wide change token part: every workspace's head.
+/// The workspace-wide change token part: every workspace's head, leases, cursors and dead
+/// letters.
 pub(crate) fn token(storage: &dyn WorkspaceStorage) -> Result<String, ApiError> {
     let mut hash = Sha256::new();
     for ws in storage.workspaces()? {
         let head = storage.head_seq(&ws)?;
         let leases = storage.leases(&ws)?.len();
         let cursors: i64 = storage.cursors(&ws)?.iter().map(|(_, s)| s).sum();
+        // A dead letter is recorded beside the log, not in it: counted on its own.
+        let dead = storage.dead_letters(&ws, None)?.len();
         hash.update(
-            json!([ws.tenant_id, ws.workspace_id, head, leases, cursors])
+            json!([ws.tenant_id, ws.workspace_id, head, leases, cursors, dead])
                 .to_string()
                 .as_bytes(),
         );

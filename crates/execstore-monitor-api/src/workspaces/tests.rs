@@ -185,6 +185,19 @@ fn the_change_token_moves_with_an_append() {
 }
 
 #[test]
+fn the_change_token_moves_with_a_dead_letter_alone() {
+    let (s, _) = storage();
+    let before = get(&s, "/api/changes").body["token"].clone();
+    let ws = WorkspaceRef::new("acme", "prod");
+    let mut tx = s.begin(&ws).unwrap();
+    tx.dead_letter(&[EvaluationError::new("page", 3, "ValueError")])
+        .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(s.head_seq(&ws).unwrap(), 6, "the log did not move");
+    assert_ne!(get(&s, "/api/changes").body["token"], before);
+}
+
+#[test]
 fn workspaces_list_heads_and_cursor_lag() {
     let (s, _) = storage();
     let a = get(&s, "/api/workspaces");

@@ -32,7 +32,7 @@
 mod purge;
 
 pub use self::purge::{
-    purge, purge_finished, ArchiveFn, PurgeFinished, PurgeOutcome, PurgeReport, PURGEABLE,
+    bundle, purge, purge_finished, ArchiveFn, PurgeFinished, PurgeOutcome, PurgeReport, PURGEABLE,
 };
 
 use std::collections::HashSet;

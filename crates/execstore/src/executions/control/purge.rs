@@ -136,6 +136,17 @@ fn archive_bundle<S: ExecutionStore + ?Sized>(store: &S, tree: &[Execution]) -> 
     Ok(json!({"root_id": tree[0].id, "executions": executions, "traces": traces}))
 }
 
+/// The archive bundle `purge` would hand its archiver, for the tree rooted at `id` (the
+/// execution and its stored descendants), read without deleting anything and without the
+/// purge's check that the tree finished: a live execution's backup in the same shape as an
+/// archive written by `purge --archive`. An unknown id is [`StoreError::NotFound`].
+pub fn bundle<S: ExecutionStore + ?Sized>(store: &S, id: &str) -> Result<Value> {
+    check_id("execution_id", id)?;
+    let root = load_expected(store, id, None)?;
+    let (tree, _) = collect_tree(store, &root)?;
+    archive_bundle(store, &tree)
+}
+
 /// Deletes `exe` if it is still at the version it was checked at, else a `Conflict`.
 fn purge_one<S: ExecutionStore + ?Sized>(store: &S, exe: &Execution) -> Result<()> {
     if store.purge(&exe.id, exe.version)? {
