@@ -141,8 +141,18 @@ async function loadInfo() {
     const mode = $("#mode");
     if (state.info.writable) {
       const input = h("input", { type: "password", id: "token-input", placeholder: "write token", autocomplete: "off", "aria-label": "Write token", value: token.get() || null });
-      input.addEventListener("change", () => token.set(input.value.trim()));
-      clear(mode, h("span", { class: "badge write" }, "writes on"), input);
+      // A new token: ask again who it is (api/info names the token and its role).
+      input.addEventListener("change", () => {
+        token.set(input.value.trim());
+        loadInfo().then(() => refresh());
+      });
+      const caller = state.info.caller;
+      const who = caller
+        ? h("span", { class: "badge caller", id: "caller", title: `Writes are recorded in the audit log as ${caller.name}` }, `${caller.name} · ${caller.role}`)
+        : state.info.caller_error
+          ? h("span", { class: "badge bad", id: "caller", title: state.info.caller_error }, "unknown token")
+          : null;
+      clear(mode, h("span", { class: "badge write" }, "writes on"), who, input);
     } else {
       clear(mode, h("span", { class: "badge", title: "Started without --token: nothing can be changed from here" }, "read-only"));
     }
