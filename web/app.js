@@ -28,8 +28,8 @@ const viewOf = (route) => byId.get(route.view) || VIEWS[0];
 function home(id) {
   const holds = state.info && state.info.holds;
   const wanted = byId.get(id) || VIEWS[0];
-  if (!holds || holds[wanted.holds]) return wanted;
-  return VIEWS.find((v) => v.nav && holds[v.holds]) || wanted;
+  if (!holds || !wanted.holds || holds[wanted.holds]) return wanted;
+  return VIEWS.find((v) => v.nav && v.holds && holds[v.holds]) || wanted;
 }
 
 /** The header's links, one per listed view. */
@@ -128,9 +128,10 @@ async function loadInfo() {
     // workspace log; the views of what is not there are hidden.
     const holds = state.info.holds || { executions: true, workspaces: false };
     for (const a of document.querySelectorAll(".views a[data-view]")) {
-      a.hidden = !holds[viewOf({ view: a.dataset.view }).holds];
+      const shows = viewOf({ view: a.dataset.view }).holds;
+      a.hidden = Boolean(shows) && !holds[shows];
     }
-    if (!holds[viewOf(state.route).holds]) {
+    if (viewOf(state.route).holds && !holds[viewOf(state.route).holds]) {
       history.replaceState(null, "", `?view=${home(state.route.view).id}`);
       state.route = parseRoute(location.search);
     }

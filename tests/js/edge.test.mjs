@@ -178,7 +178,7 @@ describe("the edge handler", { skip: binMissing() }, () => {
     const anonymous = await call(writable, `/api/outbox/${seq}/ack`, { method: "POST" });
     assert.equal(anonymous.status, 401);
     assert.equal(anonymous.body.error.code, "UNAUTHORIZED");
-    const acked = await call(writable, `/api/outbox/${seq}/ack`, { method: "POST", headers: { authorization: "Bearer s3cret" } });
+    const acked = await call(writable, `/api/outbox/${seq}/ack`, { method: "POST", headers: { authorization: "Bearer s3cret" }, body: JSON.stringify({ reason: "relay down" }) });
     assert.equal(acked.status, 200);
     assert.deepEqual(acked.body, { acked: seq });
     assert.equal((await call(writable, "/api/outbox?limit=10000")).body.items.length, outbox - 1);
@@ -191,8 +191,10 @@ describe("the edge handler", { skip: binMissing() }, () => {
     const running = (await call(writable, "/api/executions?status=RUNNING&roots_only=true&limit=2")).body.items;
     assert.equal(running.length, 2);
     const targets = [...running.map((e) => ({ id: e.id, expected_version: e.version })), { id: "no-such-execution" }];
+    // Every write's body carries its reason.
+    const withReason = (body) => body.replace(/^\{/, "{\"reason\": \"edge test\", ");
     const post = (body, authorization = "Bearer s3cret") =>
-      call(writable, "/api/control/suspend", { method: "POST", headers: { authorization, "content-type": "application/json" }, body });
+      call(writable, "/api/control/suspend", { method: "POST", headers: { authorization, "content-type": "application/json" }, body: withReason(body) });
     const anonymous = await post(JSON.stringify({ targets }), "Bearer guess");
     assert.equal(anonymous.status, 401);
     const bad = await post("{\"targets\": 7}");
@@ -219,7 +221,7 @@ describe("the edge handler", { skip: binMissing() }, () => {
     let copied;
     try {
       const before = (await (await fetch(`${writer.url}api/outbox?limit=10000`)).json()).items;
-      const ack = await fetch(`${writer.url}api/outbox/${before[0].seq}/ack`, { method: "POST", headers: { authorization: "Bearer t0k" } });
+      const ack = await fetch(`${writer.url}api/outbox/${before[0].seq}/ack`, { method: "POST", headers: { authorization: "Bearer t0k" }, body: JSON.stringify({ reason: "test" }) });
       assert.equal(ack.status, 200);
       assert.ok(existsSync(`${live}-wal`) && statSync(`${live}-wal`).size > 0, "the ack is in the -wal file");
       copied = { db: readFileSync(live), wal: readFileSync(`${live}-wal`), outbox: before.length };

@@ -17,7 +17,7 @@ import * as audit from "./audit.js";
 
 /**
  * `id`: the URL's `view`; `title`: the nav's and the page's; `holds`: the contract it shows
- * (`executions`, `workspaces` or `audit`: hidden where the store holds none); `nav`: listed in the
+ * (`executions` or `workspaces`: hidden where the store holds none; null: every store); `nav`: listed in the
  * header. The first row is the default view.
  */
 export const VIEWS = [
@@ -28,5 +28,5 @@ export const VIEWS = [
   { id: "workspaces", title: "Workspaces", holds: "workspaces", nav: true, module: workspaces },
   { id: "dead-letters", title: "Dead letters", holds: "workspaces", nav: true, module: deadLetters },
   { id: "definition", title: "Definition", holds: "executions", nav: false, module: definition },
-  { id: "audit", title: "Audit", holds: "audit", nav: true, module: audit },
+  { id: "audit", title: "Audit", holds: null, nav: true, module: audit },
 ];

@@ -232,7 +232,7 @@ fn a_reflexr_only_file_is_served_with_every_workspace_endpoint() {
     write_workspaces(&db);
     let m = start(&db);
     let info = m.ok("api/info");
-    assert_eq!(info["holds"], json!({"executions": false, "workspaces": true, "audit": true}));
+    assert_eq!(info["holds"], json!({"executions": false, "workspaces": true}));
     assert_error(&m.get("api/executions"), 404, "executions of a reflexr-only file");
     assert_eq!(m.get("api/changes").status, 200);
 

@@ -104,7 +104,6 @@ impl Call<'_> {
             json!({
                 "executions": self.stores.executions.is_some(),
                 "workspaces": self.stores.workspaces.is_some(),
-                "audit": true,
             }),
         );
         Value::Object(info)

@@ -116,12 +116,12 @@ mod tests {
             ("[[token]]\nname = \"a\"\nrole = \"act\"\ntoken = \"tok-1\"\n[[token]]\nname = \"a\"\nrole = \"act\"\ntoken = \"tok-2\"\n", "line 5: the name \"a\" is given twice"),
             ("[[token]]\nname = \"a\"\nrole = \"act\"\n", "line 1: no sha256"),
             ("[[token]]\nname = \"a\"\nrole = \"act\"\nsha256 = \"abc\"\n", "line 1: sha256 must be 64"),
-            ("\n\n[[token]]\nname = \"a\"\nrole = \"act\"\ntoken = \"tok-1\nx", "line 6"),
+            ("\n\n[[token]]\nname = \"a\"\nrole = \"act\"\ntoken = \"tok-1\"\nbroken\n", "line 7: "),
             ("[[token]]\nname = \"a\"\nrole = \"act\"\ntoken = \"tok-1\"\ncolour = \"red\"\n", "unknown field `colour`"),
             ("", "no [[token]]"),
         ];
         for (text, want) in cases {
-            let e = parse(text, "t.toml").err().expect(want).to_string();
+            let e = parse(text, "t.toml").expect_err(want).to_string();
             assert!(e.starts_with("t.toml: "), "{e}");
             assert!(e.contains(want), "{want}: {e}");
             assert!(!e.contains("tok-1") && !e.contains("tok-2"), "a token in {e}");
