@@ -434,7 +434,7 @@ describe("lone surrogates through MonitorApi", () => {
         // The real U+FFFD is an id like any other: found, and written with the token.
         const id = encodeURIComponent(LOSSY[1]);
         assert.equal(api.handle(store, "GET", `/api/executions/${id}`).status, 200);
-        assert.equal(api.handle(store, "POST", `/api/executions/${id}/terminate`, `Bearer ${TOKEN}`).status, 200);
+        assert.equal(api.handle(store, "POST", `/api/executions/${id}/terminate`, `Bearer ${TOKEN}`, '{"reason":"r"}').status, 200);
         assert.notEqual(snapshot(store), before);
       });
     });
