@@ -178,7 +178,7 @@ impl MonitorApi {
                 let mut entries = Vec::with_capacity(named.len());
                 for (i, t) in named.into_iter().enumerate() {
                     let role: Role = t.role.parse().map_err(|e: execstore_monitor_api::UnknownRole| {
-                        crate::errors::invalid(&format!("options.tokens[{i}].role"), &e.to_string())
+                        crate::errors::invalid(format!("options.tokens[{i}].role"), e.to_string())
                     })?;
                     entries.push(TokenEntry {
                         name: t.name,
@@ -186,9 +186,8 @@ impl MonitorApi {
                         secret: Secret::Plain(t.token),
                     });
                 }
-                Tokens::new(entries).map_err(|e| {
-                    crate::errors::invalid(&format!("options.tokens[{}]", e.index), &e.message)
-                })?
+                Tokens::new(entries)
+                    .map_err(|e| crate::errors::invalid(format!("options.tokens[{}]", e.index), e.message))?
             }
             (None, None) => Tokens::none(),
         };
