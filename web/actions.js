@@ -8,6 +8,7 @@
 
 import { ApiError } from "./api.js";
 import { clear, h } from "./dom.js";
+import { reasonConfirm } from "./reason.js";
 
 const FINISHED = ["DONE", "CANCELLED"];
 
@@ -21,6 +22,19 @@ export const ACTIONS = [
 
 const byName = (name) => ACTIONS.find((a) => a.name === name);
 
+const RANK = { read: 0, act: 1, admin: 2 };
+
+/**
+ * Whether the caller may make the write `action` (`api/info`'s `actions` names the role
+ * each needs, its `caller` the token's role). Unknown caller (no token yet): offered, and
+ * the server decides.
+ */
+function allowed(ctx, action) {
+  const needed = ctx.roles && ctx.roles[action];
+  if (!ctx.caller || !needed) return true;
+  return RANK[ctx.caller.role] >= RANK[needed];
+}
+
 /** The ids picked in the list, with the version each showed. Kept across pages. */
 const picked = new Map();
 
@@ -28,9 +42,9 @@ const picked = new Map();
  * One action on one execution: `{ok, body}` or `{ok: false, conflict, error}`. `ctx.api` is
  * the client; `version` is the version the page showed.
  */
-async function act(ctx, name, id, version) {
+async function act(ctx, name, id, version, reason) {
   try {
-    const body = await ctx.api.post(`api/executions/${encodeURIComponent(id)}/${name}`, { expected_version: version });
+    const body = await ctx.api.post(`api/executions/${encodeURIComponent(id)}/${name}`, { expected_version: version }, { reason });
     return { ok: true, body };
   } catch (e) {
     return { ok: false, conflict: e instanceof ApiError && e.status === 409, error: e };
@@ -52,11 +66,31 @@ function resultText(name, id, r) {
   return `${byName(name).label}: ${r.body.changed.map((c) => `${c.id} ${c.from} → ${c.to}`).join(", ")}.`;
 }
 
-/** A button that asks for confirmation in place before it runs. */
-function confirmButton(label, title, question, run, { cls = "danger small", id } = {}) {
+/**
+ * A button that asks for confirmation in place before it runs; a write (`reason`, the
+ * default) asks for its reason too and hands it to `run(reason)`.
+ */
+function confirmButton(label, title, question, run, { cls = "danger small", id, reason = true } = {}) {
   const wrap = h("span", { class: "confirm-wrap" });
   const button = h("button", { type: "button", class: cls, title, id, dataset: { action: label.toLowerCase() } }, label);
   const ask = () => {
+    if (reason) {
+      const box = reasonConfirm({
+        label,
+        question,
+        onNo: () => clear(wrap, button),
+        onYes: async (why) => {
+          try {
+            await run(why);
+          } finally {
+            clear(wrap, button);
+          }
+        },
+      });
+      clear(wrap, box);
+      box.focusReason();
+      return;
+    }
     const yes = h("button", { type: "button", class: "danger small", dataset: { confirm: "yes" } }, `Yes, ${label.toLowerCase()}`);
     const no = h("button", { type: "button", class: "ghost small", dataset: { confirm: "no" } }, "Cancel");
     const box = h("span", { class: "confirm", role: "alertdialog", "aria-label": question }, h("span", { class: "question" }, question), " ", yes, " ", no);
@@ -107,9 +141,9 @@ function resultBox(id) {
 export function detailSection(ctx, exe) {
   ctx0 = ctx;
   if (!ctx.writable) return null;
-  const buttons = ACTIONS.filter((a) => a.applies(exe)).map((a) =>
-    confirmButton(a.label, a.what, `${a.label} ${exe.id}${a.name === "purge" ? " and its whole tree, for good" : ""}?`, async () => {
-      const r = await act(ctx, a.name, exe.id, exe.version);
+  const buttons = ACTIONS.filter((a) => a.applies(exe) && allowed(ctx, `executions.${a.name}`)).map((a) =>
+    confirmButton(a.label, a.what, `${a.label} ${exe.id}${a.name === "purge" ? " and its whole tree, for good" : ""}?`, async (reason) => {
+      const r = await act(ctx, a.name, exe.id, exe.version, reason);
       lastResult = { key: exe.id, bad: !r.ok, title: r.ok ? "Done" : r.conflict ? "Conflict" : "Refused", lines: [resultText(a.name, exe.id, r)] };
       ctx.refresh();
     }));
@@ -170,13 +204,14 @@ async function everythingMatching(ctx) {
  * targets, as `api/info` says), each target its own commit on the server; one result per
  * target, as `act` gives.
  */
-async function actAll(ctx, name, targets) {
+async function actAll(ctx, name, targets, reason) {
   const results = [];
   const limit = Math.max(1, ctx.bulkLimit || targets.length); // api/info is loaded when writable
   for (let i = 0; i < targets.length; i += limit) {
     const chunk = targets.slice(i, i + limit);
     try {
       const body = await ctx.api.postJson(`api/control/${name}`, {
+        reason,
         targets: chunk.map(([id, version]) => ({ id, expected_version: version ?? null })),
       });
       for (const r of body.results) {
@@ -193,10 +228,10 @@ async function actAll(ctx, name, targets) {
 }
 
 /** Runs `name` on every target in one request and shows the tally and every miss. */
-async function runBulk(ctx, name, targets) {
+async function runBulk(ctx, name, targets, reason) {
   const tally = { changed: 0, noop: 0, conflict: 0, refused: 0 };
   const lines = [];
-  const results = await actAll(ctx, name, targets);
+  const results = await actAll(ctx, name, targets, reason);
   for (const [i, [id]] of targets.entries()) {
     const r = results[i];
     if (r.ok && (name === "purge" || r.body.changed.length)) tally.changed += 1;
@@ -225,8 +260,8 @@ export function bulkBar(ctx) {
   if (!ctx.writable) return null;
   const targets = () => [...picked.entries()];
   const n = picked.size;
-  const buttons = ACTIONS.map((a) =>
-    confirmButton(a.label, `${a.what}: on every picked execution`, `${a.label} ${n} picked execution(s)?`, () => runBulk(ctx, a.name, targets()), { cls: "small", id: `bulk-${a.name}` }));
+  const buttons = ACTIONS.filter((a) => allowed(ctx, `control.${a.name}`)).map((a) =>
+    confirmButton(a.label, `${a.what}: on every picked execution`, `${a.label} ${n} picked execution(s)?`, (reason) => runBulk(ctx, a.name, targets(), reason), { cls: "small", id: `bulk-${a.name}` }));
   const matching = confirmButton("Everything matching", "Act on every execution the filters match, on all pages", "Pick every execution the filters match (all pages)?", async () => {
     try {
       for (const e of await everythingMatching(ctx)) picked.set(e.id, e.version);
@@ -234,7 +269,7 @@ export function bulkBar(ctx) {
       lastResult = { key: "*bulk", bad: true, title: "Could not list them", lines: [message(e)] };
     }
     ctx.refresh();
-  }, { cls: "ghost small", id: "pick-matching" });
+  }, { cls: "ghost small", id: "pick-matching", reason: false });
   return h(
     "div",
     { class: "bulk", id: "bulk" },

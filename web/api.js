@@ -47,7 +47,8 @@ export function createClient({ transport = (req) => fetch(req), base = location.
       }
     }
     const headers = { Accept: "application/json" };
-    if (method !== "GET" && token.get()) headers.Authorization = `Bearer ${token.get()}`;
+    // Sent on reads too: `api/info` then says who the token is (its name and role).
+    if (token.get()) headers.Authorization = `Bearer ${token.get()}`;
     const init = { method, headers };
     if (json !== undefined) {
       headers["Content-Type"] = "application/json";
@@ -78,9 +79,11 @@ export function createClient({ transport = (req) => fetch(req), base = location.
   }
   return {
     get: (path, params) => call("GET", path, params),
-    post: (path, params) => call("POST", path, params),
+    /** A write: `body` is its JSON body, with the `reason` every write needs. */
+    post: (path, params, body) => call("POST", path, params, body),
     /** POST with `json` as the body (JSON). */
     postJson: (path, json) => call("POST", path, undefined, json),
-    del: (path, params) => call("DELETE", path, params),
+    put: (path, json) => call("PUT", path, undefined, json),
+    del: (path, params, body) => call("DELETE", path, params, body),
   };
 }

@@ -78,8 +78,8 @@ const viewOf = (route) => byId.get(route.view) || VIEWS[0];
 function home(id) {
   const holds = state.info && state.info.holds;
   const wanted = byId.get(id) || VIEWS[0];
-  if (!holds || holds[wanted.holds]) return wanted;
-  return VIEWS.find((v) => v.nav && holds[v.holds]) || wanted;
+  if (!holds || !wanted.holds || holds[wanted.holds]) return wanted;
+  return VIEWS.find((v) => v.nav && v.holds && holds[v.holds]) || wanted;
 }
 
 /** The header's links, one per listed view. */
@@ -191,9 +191,10 @@ async function loadInfo() {
     // workspace log; the views of what is not there are hidden.
     const holds = state.info.holds || { executions: true, workspaces: false };
     for (const a of document.querySelectorAll(".views a[data-view]")) {
-      a.hidden = !holds[viewOf({ view: a.dataset.view }).holds];
+      const shows = viewOf({ view: a.dataset.view }).holds;
+      a.hidden = Boolean(shows) && !holds[shows];
     }
-    if (!holds[viewOf(state.route).holds]) {
+    if (viewOf(state.route).holds && !holds[viewOf(state.route).holds]) {
       history.replaceState(null, "", `?view=${home(state.route.view).id}`);
       state.route = parseRoute(location.search);
     }
@@ -204,8 +205,18 @@ async function loadInfo() {
     const mode = $("#mode");
     if (state.info.writable) {
       const input = h("input", { type: "password", id: "token-input", placeholder: "write token", autocomplete: "off", "aria-label": "Write token", value: token.get() || null });
-      input.addEventListener("change", () => token.set(input.value.trim()));
-      clear(mode, h("span", { class: "badge write" }, "writes on"), input);
+      // A new token: ask again who it is (api/info names the token and its role).
+      input.addEventListener("change", () => {
+        token.set(input.value.trim());
+        loadInfo().then(() => refresh());
+      });
+      const caller = state.info.caller;
+      const who = caller
+        ? h("span", { class: "badge caller", id: "caller", title: `Writes are recorded in the audit log as ${caller.name}` }, `${caller.name} · ${caller.role}`)
+        : state.info.caller_error
+          ? h("span", { class: "badge bad", id: "caller", title: state.info.caller_error }, "unknown token")
+          : null;
+      clear(mode, h("span", { class: "badge write" }, "writes on"), who, input);
     } else {
       clear(mode, h("span", { class: "badge", title: "Started without --token: nothing can be changed from here" }, "read-only"));
     }

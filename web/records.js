@@ -112,7 +112,7 @@ export function renderTimers(items, { withExecution = true } = {}) {
       { label: "Fires at", class: "when", cell: (t) => absTime(t.fire_at) },
       { label: "", class: "due", cell: (t) => h("span", { class: t.fire_at < now() ? "overdue-text" : "muted" }, until(t.fire_at)) },
       ctx.writable()
-        ? { label: "", class: "act", cell: (t) => ctx.writeButton("Delete", () => ctx.api().del("api/timers", { execution_id: t.execution_id, path: t.path, fire_at: t.fire_at }), "Remove this timer (only if it still fires at this time)") }
+        ? { label: "", class: "act", cell: (t) => ctx.writeButton("Delete", (reason) => ctx.api().del("api/timers", { execution_id: t.execution_id, path: t.path, fire_at: t.fire_at }, { reason }), "Remove this timer (only if it still fires at this time)") }
         : null,
     ].filter(Boolean),
     items,
@@ -135,7 +135,7 @@ export function renderOutbox(items, { withTarget = true } = {}) {
       { label: "Created", class: "when", cell: (e) => (outboxAge(e) !== null ? timeEl(outboxAge(e)) : h("span", { class: "muted" }, "–")) },
       { label: "Data", class: "data mono", cell: (e) => h("code", { title: compact(e.event.data) }, shortJson(e.event.data, 90)) },
       ctx.writable()
-        ? { label: "", class: "act", cell: (e) => ctx.writeButton("Ack", () => ctx.api().post(`api/outbox/${e.seq}/ack`), "Mark delivered: removes it from the outbox") }
+        ? { label: "", class: "act", cell: (e) => ctx.writeButton("Ack", (reason) => ctx.api().post(`api/outbox/${e.seq}/ack`, undefined, { reason }), "Mark delivered: removes it from the outbox") }
         : null,
     ].filter(Boolean),
     items,
@@ -155,7 +155,7 @@ export function renderSpawns(items, { withParent = true } = {}) {
       withParent ? { label: "Waiting", class: "when", cell: (s) => (since(s) !== null ? h("span", { title: "at least since the parent's last commit" }, `≥ ${span(now() - since(s))}`) : "–") } : null,
       { label: "Seed context", class: "data mono", cell: (s) => h("code", { title: compact(s.context) }, shortJson(s.context, 90)) },
       ctx.writable()
-        ? { label: "", class: "act", cell: (s) => ctx.writeButton("Ack", () => ctx.api().post(`api/spawns/${s.seq}/ack`), "Mark created: removes the intent") }
+        ? { label: "", class: "act", cell: (s) => ctx.writeButton("Ack", (reason) => ctx.api().post(`api/spawns/${s.seq}/ack`, undefined, { reason }), "Mark created: removes the intent") }
         : null,
     ].filter(Boolean),
     items,

@@ -30,6 +30,8 @@ export function parseRoute(search) {
     limit: PAGE_SIZES.includes(limit) ? limit : 50,
     after: p.get("after") || "",
     due: p.get("due") === "1",
+    actor: p.get("actor") || "",
+    target: p.get("target") || "",
     ...filters.parseFilters(p),
   };
 }
@@ -46,6 +48,8 @@ export function routeSearch(r) {
   if (r.cursor) p.set("cursor", r.cursor);
   if (r.after) p.set("after", r.after);
   if (r.due) p.set("due", "1");
+  if (r.actor) p.set("actor", r.actor);
+  if (r.target) p.set("target", r.target);
   if (r.id) p.set("id", r.id);
   const s = p.toString();
   return s ? `?${s}` : location.pathname;

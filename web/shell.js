@@ -11,6 +11,7 @@ import { $, clear, h } from "./dom.js";
 import { linkTo, parseRoute, routeSearch } from "./route.js";
 import * as filters from "./filters.js";
 import * as actions from "./actions.js";
+import { reasonConfirm } from "./reason.js";
 
 // ---------------------------------------------------------------------------------------------
 // State
@@ -136,38 +137,42 @@ export function keepListFilters() {
   return { status: r.status, definition: r.definition, roots: r.roots, q: r.q, ...filters.pickFilters(r), limit: r.limit, cursor: r.view === "executions" ? r.cursor : "" };
 }
 
+/**
+ * A write's button: confirmed in place with its reason (reason.js), then `run(reason)`.
+ */
 export function writeButton(label, run, what) {
   if (!state.info || !state.info.writable) return null;
-  let armed = null;
+  const wrap = h("span", { class: "confirm-wrap" });
   const button = h("button", {
     type: "button",
     class: "danger small",
     title: what,
-    onclick: async () => {
+    dataset: { write: label.toLowerCase() },
+    onclick: () => {
       if (!token.get()) {
         $("#token-input") && $("#token-input").focus();
         showBanner("Enter the monitor's write token (top right) to do this.");
         return;
       }
-      if (!armed) {
-        button.textContent = "Confirm?";
-        armed = setTimeout(() => { armed = null; button.textContent = label; }, 3000);
-        return;
-      }
-      clearTimeout(armed);
-      armed = null;
-      button.disabled = true;
-      try {
-        await run();
-        refresh();
-      } catch (e) {
-        button.disabled = false;
-        button.textContent = label;
-        showBanner(describe(e));
-      }
+      const box = reasonConfirm({
+        label,
+        question: `${label}?`,
+        onNo: () => clear(wrap, button),
+        onYes: async (reason) => {
+          try {
+            await run(reason);
+            refresh();
+          } catch (e) {
+            clear(wrap, button);
+            showBanner(describe(e));
+          }
+        },
+      });
+      clear(wrap, box);
+      box.focusReason();
     },
   }, label);
-  return button;
+  return clear(wrap, button);
 }
 
 /** What the control actions (actions.js) need from the page. */
@@ -177,6 +182,8 @@ export function actionCtx() {
     api,
     writable: Boolean(state.info && state.info.writable),
     bulkLimit: state.info && state.info.bulk_limit,
+    caller: state.info && state.info.caller,
+    roles: state.info && state.info.actions,
     hasToken: () => Boolean(token.get()),
     needToken: () => {
       $("#token-input") && $("#token-input").focus();

@@ -29,9 +29,13 @@ async function one(url, id) {
   return (await apiGet(url, `api/executions/${encodeURIComponent(id)}`)).body.execution;
 }
 
-/** Clicks an action, then its confirmation. */
-async function actAndConfirm(p, selector) {
+/** Clicks an action, then its confirmation (a write's after its reason is written). */
+async function actAndConfirm(p, selector, reason = "browser test") {
   await p.click(selector);
+  if (await p.$(".confirm .reason-input")) {
+    assert.equal(await p.isDisabled('[data-confirm="yes"]'), true, "no confirming without a reason");
+    await p.fill(".confirm .reason-input", reason);
+  }
   await p.click('[data-confirm="yes"]');
 }
 
@@ -86,7 +90,7 @@ test("control actions", async (t) => {
     const shown = (await one(url, id)).version;
     // another operator suspends it meanwhile
     const r = await fetch(new URL(`api/executions/${encodeURIComponent(id)}/suspend`, url), {
-      method: "POST", headers: { Authorization: `Bearer ${TOKEN}` },
+      method: "POST", headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" }, body: JSON.stringify({ reason: "another operator" }),
     });
     assert.equal(r.status, 200);
     await actAndConfirm(p, '#detail-actions [data-action="terminate"]');

@@ -248,14 +248,15 @@ test("live refresh and stored HTML shown as text", async (t) => {
     assert.doesNotMatch(p.url(), /token/, "the token leaves the address bar");
     const before = await p.$$eval("#store-list tbody tr", (xs) => xs.map((x) => Number(x.dataset.seq)));
     const seq = before[0];
-    const r = await fetch(new URL(`api/outbox/${seq}/ack`, url), { method: "POST", headers: { Authorization: `Bearer ${token}` } });
+    const r = await fetch(new URL(`api/outbox/${seq}/ack`, url), { method: "POST", headers: { Authorization: `Bearer ${token}` }, body: JSON.stringify({ reason: "relay down" }) });
     assert.equal(r.status, 200);
     await p.waitForFunction((s) => !document.querySelector(`#store-list tr[data-seq="${s}"]`), seq, { timeout: 10000 });
 
-    // Acking from the page itself (two clicks: arm, confirm) with the token from the link.
+    // Acking from the page itself (the button, its reason, confirm) with the token from the link.
     const next = before[1];
-    await p.click(`#store-list tr[data-seq="${next}"] button`);
-    await p.click(`#store-list tr[data-seq="${next}"] button`);
+    await p.click(`#store-list tr[data-seq="${next}"] button[data-write="ack"]`);
+    await p.fill(`#store-list tr[data-seq="${next}"] .reason-input`, "delivered by hand");
+    await p.click(`#store-list tr[data-seq="${next}"] [data-confirm="yes"]`);
     await p.waitForFunction((s) => !document.querySelector(`#store-list tr[data-seq="${s}"]`), next, { timeout: 10000 });
 
     // Another process changes an execution: the open list and detail follow.

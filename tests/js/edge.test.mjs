@@ -178,7 +178,7 @@ describe("the edge handler", { skip: binMissing() }, () => {
     const anonymous = await call(writable, `/api/outbox/${seq}/ack`, { method: "POST" });
     assert.equal(anonymous.status, 401);
     assert.equal(anonymous.body.error.code, "UNAUTHORIZED");
-    const acked = await call(writable, `/api/outbox/${seq}/ack`, { method: "POST", headers: { authorization: "Bearer s3cret" } });
+    const acked = await call(writable, `/api/outbox/${seq}/ack`, { method: "POST", headers: { authorization: "Bearer s3cret" }, body: JSON.stringify({ reason: "relay down" }) });
     assert.equal(acked.status, 200);
     assert.deepEqual(acked.body, { acked: seq });
     assert.equal((await call(writable, "/api/outbox?limit=10000")).body.items.length, outbox - 1);
@@ -191,8 +191,10 @@ describe("the edge handler", { skip: binMissing() }, () => {
     const running = (await call(writable, "/api/executions?status=RUNNING&roots_only=true&limit=2")).body.items;
     assert.equal(running.length, 2);
     const targets = [...running.map((e) => ({ id: e.id, expected_version: e.version })), { id: "no-such-execution" }];
+    // Every write's body carries its reason.
+    const withReason = (body) => body.replace(/^\{/, "{\"reason\": \"edge test\", ");
     const post = (body, authorization = "Bearer s3cret") =>
-      call(writable, "/api/control/suspend", { method: "POST", headers: { authorization, "content-type": "application/json" }, body });
+      call(writable, "/api/control/suspend", { method: "POST", headers: { authorization, "content-type": "application/json" }, body: withReason(body) });
     const anonymous = await post(JSON.stringify({ targets }), "Bearer guess");
     assert.equal(anonymous.status, 401);
     const bad = await post("{\"targets\": 7}");
@@ -210,6 +212,33 @@ describe("the edge handler", { skip: binMissing() }, () => {
     }
   });
 
+  test("named tokens: roles decide, every write needs its reason, the audit log names the token", async () => {
+    const writable = createHandler({
+      execstore,
+      bytes: readFileSync(db),
+      files,
+      tokens: [{ name: "ada", role: "admin", token: "adm1n" }, { name: "otto", role: "act", token: "act0r" }],
+    });
+    const info = (await call(writable, "/api/info", { headers: { authorization: "Bearer act0r" } })).body;
+    assert.deepEqual(info.caller, { name: "otto", role: "act" });
+    assert.equal(info.actions["executions.purge"], "admin");
+    const running = (await call(writable, "/api/executions?status=RUNNING&roots_only=true&limit=1")).body.items[0];
+    const post = (path, token, body) =>
+      call(writable, path, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+    const at = `/api/executions/${encodeURIComponent(running.id)}`;
+    assert.equal((await post(`${at}/suspend`, "act0r", {})).status, 400, "no reason");
+    assert.equal((await post(`${at}/purge`, "act0r", { reason: "tidy" })).status, 403, "purge is admin's");
+    const done = await post(`${at}/suspend`, "act0r", { reason: "edge hold" });
+    assert.equal(done.status, 200, done.text);
+    const audit = (await call(writable, `${at}/audit`)).body.items;
+    assert.deepEqual(audit.map((e) => [e.actor, e.action, e.outcome, e.reason]), [
+      ["otto", "executions.suspend", "ok", "edge hold"],
+      ["otto", "executions.purge", "FORBIDDEN", "tidy"],
+    ]);
+    assert.ok(!JSON.stringify(audit).includes("act0r"), "no token in the audit log");
+    assert.throws(() => createHandler({ execstore, bytes: readFileSync(db), files, tokens: [{ name: "x", role: "boss", token: "t" }] }), /role/);
+  });
+
   test("Store.sqliteFromBytes: a -wal sidecar's commits are recovered; a harel file needs its prefix; garbage is refused", async () => {
     // A monitor with a token keeps the file open read-write: an ack lands in the -wal file
     // and stays there until it exits. Copy both while it runs.
@@ -219,7 +248,7 @@ describe("the edge handler", { skip: binMissing() }, () => {
     let copied;
     try {
       const before = (await (await fetch(`${writer.url}api/outbox?limit=10000`)).json()).items;
-      const ack = await fetch(`${writer.url}api/outbox/${before[0].seq}/ack`, { method: "POST", headers: { authorization: "Bearer t0k" } });
+      const ack = await fetch(`${writer.url}api/outbox/${before[0].seq}/ack`, { method: "POST", headers: { authorization: "Bearer t0k" }, body: JSON.stringify({ reason: "test" }) });
       assert.equal(ack.status, 200);
       assert.ok(existsSync(`${live}-wal`) && statSync(`${live}-wal`).size > 0, "the ack is in the -wal file");
       copied = { db: readFileSync(live), wal: readFileSync(`${live}-wal`), outbox: before.length };

@@ -36,7 +36,7 @@ describe("Store.importOpfs in Chromium", { skip }, () => {
     const writer = await nativeMonitor(live, ["--token", "t0k"]);
     try {
       const outbox = (await (await fetch(`${writer.url}api/outbox?limit=1`)).json()).items;
-      const ack = await fetch(`${writer.url}api/outbox/${outbox[0].seq}/ack`, { method: "POST", headers: { authorization: "Bearer t0k" } });
+      const ack = await fetch(`${writer.url}api/outbox/${outbox[0].seq}/ack`, { method: "POST", headers: { authorization: "Bearer t0k" }, body: JSON.stringify({ reason: "test" }) });
       assert.equal(ack.status, 200);
       files = {
         demo: readFileSync(db).toString("base64"),

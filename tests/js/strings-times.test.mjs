@@ -368,13 +368,13 @@ const MONITOR = {
     (s, c) => [c.store, `GET${s}`, "/api/executions"],
     (s, c) => [c.store, "GET", `/api/executions/${s}`],
     (s, c) => [c.store, "GET", `/api/executions?q=${s}`],
-    (s, c) => [c.store, "POST", `/api/executions/${s}/terminate`, `Bearer ${TOKEN}`],
+    (s, c) => [c.store, "POST", `/api/executions/${s}/terminate`, `Bearer ${TOKEN}`, `{"reason":"r${s}"}`],
     (s, c) => [c.store, "GET", "/api/executions", `Bearer ${s}`],
-    (s, c) => [c.store, "POST", "/api/control/terminate", `Bearer ${TOKEN}`, `{"targets":[{"id":"${s}"}]}`],
+    (s, c) => [c.store, "POST", "/api/control/terminate", `Bearer ${TOKEN}`, `{"reason":"r","targets":[{"id":"${s}"}]}`],
   ],
   handleBoth: [
     (s, c) => [c.store, c.image, "GET", `/api/executions/${s}`],
-    (s, c) => [c.store, c.image, "POST", "/api/control/terminate", `Bearer ${TOKEN}`, `{"targets":[{"id":"${s}"}]}`],
+    (s, c) => [c.store, c.image, "POST", "/api/control/terminate", `Bearer ${TOKEN}`, `{"reason":"r","targets":[{"id":"${s}"}]}`],
   ],
   handleWorkspaces: [
     (s, c) => [c.image, "GET", `/api/workspaces/${s}/x/log`],
@@ -434,7 +434,7 @@ describe("lone surrogates through MonitorApi", () => {
         // The real U+FFFD is an id like any other: found, and written with the token.
         const id = encodeURIComponent(LOSSY[1]);
         assert.equal(api.handle(store, "GET", `/api/executions/${id}`).status, 200);
-        assert.equal(api.handle(store, "POST", `/api/executions/${id}/terminate`, `Bearer ${TOKEN}`).status, 200);
+        assert.equal(api.handle(store, "POST", `/api/executions/${id}/terminate`, `Bearer ${TOKEN}`, '{"reason":"r"}').status, 200);
         assert.notEqual(snapshot(store), before);
       });
     });

@@ -32,6 +32,9 @@ const FILES = {
   "/graph.js": ["graph.js", "text/javascript; charset=utf-8"],
   "/filters.js": ["filters.js", "text/javascript; charset=utf-8"],
   "/actions.js": ["actions.js", "text/javascript; charset=utf-8"],
+  "/reason.js": ["reason.js", "text/javascript; charset=utf-8"],
+  "/audit.js": ["audit.js", "text/javascript; charset=utf-8"],
+  "/saved-views.js": ["saved-views.js", "text/javascript; charset=utf-8"],
   "/vendor/dagre.esm.js": ["vendor/dagre.esm.js", "text/javascript; charset=utf-8"],
   "/style.css": ["style.css", "text/css; charset=utf-8"],
   "/favicon.svg": ["favicon.svg", "image/svg+xml"],
@@ -107,12 +110,14 @@ function openBytes(execstore, bytes, { wal, prefix, writable }) {
  * @param {object} [options.store]  a `Store` to serve instead of `bytes` (default: an empty `Store.memory()`)
  * @param {object} [options.workspaces]  a `WorkspaceImage` to serve beside `options.store`
  * @param {string} [options.token]  allows writes to requests with `Authorization: Bearer <token>`
+ * @param {{name: string, role: string, token: string}[]} [options.tokens]  named tokens with roles
+ *   instead of `token` (docs/operators.md); the audit log is kept in memory
  * @param {string} [options.label]  what the UI shows as the store
  * @param {(name: string) => Promise<string|Uint8Array|ArrayBuffer|null>} [options.files]  loads a UI file by name
  * @returns {(request: Request) => Promise<Response>}
  */
 export function createHandler(options) {
-  const { execstore, bytes, wal, prefix, token, files = fetchBeside } = options;
+  const { execstore, bytes, wal, prefix, token, tokens, files = fetchBeside } = options;
   if (!execstore || !execstore.Store || !execstore.MonitorApi) {
     throw new TypeError("createHandler needs options.execstore, the loaded `execstore` package");
   }
@@ -120,7 +125,7 @@ export function createHandler(options) {
   let workspaces = options.workspaces ?? null;
   let backend = "memory";
   if (!store && bytes) {
-    ({ store, workspaces } = openBytes(execstore, bytes, { wal, prefix, writable: Boolean(token) }));
+    ({ store, workspaces } = openBytes(execstore, bytes, { wal, prefix, writable: Boolean(token || (tokens && tokens.length)) }));
     backend = "sqlite";
   } else if (store) {
     backend = store.kind === "memory" ? "memory" : "sqlite";
@@ -133,7 +138,8 @@ export function createHandler(options) {
     store: options.label ?? (bytes ? "store file (in memory)" : store?.kind ?? "workspace image"),
     backend,
     prefix: prefix ?? null,
-    token,
+    ...(token !== undefined ? { token } : {}),
+    ...(tokens !== undefined ? { tokens } : {}),
   });
   const cache = new Map();
 

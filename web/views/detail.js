@@ -10,6 +10,7 @@ import * as actions from "../actions.js";
 import { ApiError } from "../api.js";
 import { actionCtx, api, errorBox, loadingLater, navigate, state } from "../shell.js";
 import { historyBody, historyCount } from "./history.js";
+import { renderAudit } from "../audit.js";
 
 let detailSeq = 0;
 
@@ -126,6 +127,7 @@ function renderDetail(one, trace, pending) {
     error,
     summary,
     actions.detailSection(actionCtx(), exe),
+    auditSection(exe.id),
     records.renderFamily(one),
     graph.executionSection(api, exe),
     records.section("timeline", "History", historyCount(trace), historyBody(api, exe, trace, pending)),
@@ -136,4 +138,26 @@ function renderDetail(one, trace, pending) {
     pending.truncated ? h("p", { class: "muted" }, "Only the first 200,000 timers, outbox entries and spawns of the store were looked through.") : null,
     records.section("raw", "Stored JSON", null, h("div", { class: "json" }, jsonTree(exe, { open: 1 })), { open: false }),
   ];
+}
+
+/**
+ * The "Audit" section: the writes made on this execution through the monitor (newest first,
+ * the last 20), loaded after the rest; a link to the Audit page for all of them.
+ */
+function auditSection(id) {
+  const body = h("div", { id: "detail-audit" }, h("span", { class: "muted" }, "Loading…"));
+  const section = records.section("audit", "Audit", null, body);
+  api
+    .get(`api/executions/${encodeURIComponent(id)}/audit`, { limit: 20 })
+    .then((page) => {
+      const count = section.querySelector("summary");
+      if (count) count.append(h("span", { class: "count" }, page.next ? "20+" : String(page.items.length)));
+      clear(
+        body,
+        renderAudit(page.items, { target: false }),
+        page.items.length ? h("a", { href: `?view=audit&target=${encodeURIComponent(id)}`, class: "audit-all" }, "All of its audit entries") : null,
+      );
+    })
+    .catch((e) => clear(body, errorBox(e)));
+  return section;
 }

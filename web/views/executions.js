@@ -9,6 +9,24 @@ import * as filters from "../filters.js";
 import * as actions from "../actions.js";
 import { actionCtx, api, describe, errorBox, execLink, loadingLater, navigate, state } from "../shell.js";
 import * as detail from "./detail.js";
+import * as savedViews from "../saved-views.js";
+
+/** What the saved views' menu needs: the API, whether writes are on, and how to open one. */
+function savedViewsCtx() {
+  const ctx = actionCtx();
+  return {
+    api,
+    get writable() {
+      return actionCtx().writable;
+    },
+    hasToken: ctx.hasToken,
+    needToken: ctx.needToken,
+    open: (query) => {
+      history.pushState(null, "", query ? `?${query}` : location.pathname);
+      dispatchEvent(new PopStateEvent("popstate"));
+    },
+  };
+}
 
 let listSeq = 0;
 
@@ -48,6 +66,7 @@ function executionsShell() {
       h("label", { class: "check" }, roots, " roots only"),
       limit,
       h("button", { type: "button", class: "ghost", id: "clear", onclick: () => navigate({ status: [], definition: "", roots: false, q: "", ...filters.CLEARED }) }, "Clear filters"),
+      savedViews.menu(savedViewsCtx()),
     ),
     filters.filterControls(navigate),
     chart,

@@ -13,10 +13,11 @@ import * as queue from "./queue.js";
 import * as workspaces from "./workspaces.js";
 import * as deadLetters from "./dead-letters.js";
 import * as definition from "./definition.js";
+import * as audit from "./audit.js";
 
 /**
  * `id`: the URL's `view`; `title`: the nav's and the page's; `holds`: the contract it shows
- * (`executions` or `workspaces`: hidden where the store holds none); `nav`: listed in the
+ * (`executions` or `workspaces`: hidden where the store holds none; null: every store); `nav`: listed in the
  * header. The first row is the default view.
  */
 export const VIEWS = [
@@ -27,4 +28,5 @@ export const VIEWS = [
   { id: "workspaces", title: "Workspaces", holds: "workspaces", nav: true, module: workspaces },
   { id: "dead-letters", title: "Dead letters", holds: "workspaces", nav: true, module: deadLetters },
   { id: "definition", title: "Definition", holds: "executions", nav: false, module: definition },
+  { id: "audit", title: "Audit", holds: null, nav: true, module: audit },
 ];

@@ -31,6 +31,7 @@ mod rows;
 use std::fmt;
 use std::sync::Arc;
 
+use execstore::operator::OperatorStore;
 use execstore::workspace::{Clock, TimedWorkspace};
 use execstore::{executions::DEFAULT_TRACE_MAX, ExecutionStore, Result, StoreError};
 
@@ -190,6 +191,8 @@ pub struct Options {
     pub executions: bool,
     /// Opens the workspace log.
     pub workspaces: bool,
+    /// Opens the operator's records (the audit log and saved views, `execstore::operator`).
+    pub operator: bool,
     /// Reads only: nothing is created, migrated or written (see each backend's `read_only`).
     /// The memory backend refuses it (it starts empty).
     pub read_only: bool,
@@ -241,6 +244,7 @@ impl Default for Options {
         Options {
             executions: false,
             workspaces: false,
+            operator: false,
             read_only: false,
             prefix: None,
             trace_max: Some(DEFAULT_TRACE_MAX),
@@ -258,6 +262,7 @@ impl fmt::Debug for Options {
         f.debug_struct("Options")
             .field("executions", &self.executions)
             .field("workspaces", &self.workspaces)
+            .field("operator", &self.operator)
             .field("read_only", &self.read_only)
             .field("prefix", &self.prefix)
             .field("trace_max", &self.trace_max)
@@ -284,6 +289,12 @@ impl Options {
     /// Opens the workspace log (or not).
     pub fn workspaces(mut self, yes: bool) -> Self {
         self.workspaces = yes;
+        self
+    }
+
+    /// Opens the operator's records (or not).
+    pub fn operator(mut self, yes: bool) -> Self {
+        self.operator = yes;
         self
     }
 
@@ -345,6 +356,8 @@ pub struct Stores {
     pub executions: Option<Arc<dyn ExecutionStore>>,
     /// The workspace log, if asked for.
     pub workspaces: Option<Arc<dyn TimedWorkspace>>,
+    /// The operator's records (audit log, saved views), if asked for.
+    pub operator: Option<Arc<dyn OperatorStore>>,
     /// The reflexr schema version the workspace tables record, where the backend knows it
     /// and it differs from the one this build reads (only with [`Options::any_version`]).
     pub workspace_version: Option<String>,
@@ -356,6 +369,7 @@ impl fmt::Debug for Stores {
             .field("backend", &self.backend.name)
             .field("executions", &self.executions.is_some())
             .field("workspaces", &self.workspaces.is_some())
+            .field("operator", &self.operator.is_some())
             .field("workspace_version", &self.workspace_version)
             .finish()
     }

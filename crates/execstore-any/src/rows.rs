@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
+use execstore::operator::{MemoryOperatorStore, OperatorStore};
 use execstore::workspace::{Clock, MemoryWorkspaceStorage, SystemClock, TimedWorkspace};
 use execstore::{ExecutionStore, MemoryStore, Result, StoreError};
-use execstore_postgres::{PgStore, PgWorkspaceStorage};
-use execstore_sqlite::{SqliteStore, SqliteWorkspaceStorage};
+use execstore_postgres::{PgOperatorStore, PgStore, PgWorkspaceStorage};
+use execstore_sqlite::{SqliteOperatorStore, SqliteStore, SqliteWorkspaceStorage};
 
 use crate::{Backend, Holds, Location, Options, Stores};
 
@@ -85,10 +86,14 @@ fn open_memory(_: &str, options: &Options) -> Result<Stores> {
     let workspaces = options
         .workspaces
         .then(|| Arc::new(MemoryWorkspaceStorage::new(clock(options))) as Arc<dyn TimedWorkspace>);
+    let operator = options
+        .operator
+        .then(|| Arc::new(MemoryOperatorStore::new()) as Arc<dyn OperatorStore>);
     Ok(Stores {
         backend: &MEMORY,
         executions,
         workspaces,
+        operator,
         workspace_version: None,
     })
 }
@@ -124,10 +129,16 @@ fn open_sqlite(path: &str, options: &Options) -> Result<Stores> {
     } else {
         (None, None)
     };
+    let operator = if options.operator {
+        Some(Arc::new(SqliteOperatorStore::on(&db)?) as Arc<dyn OperatorStore>)
+    } else {
+        None
+    };
     Ok(Stores {
         backend: &SQLITE,
         executions,
         workspaces,
+        operator,
         workspace_version,
     })
 }
@@ -153,10 +164,16 @@ fn open_postgres(url: &str, options: &Options) -> Result<Stores> {
     } else {
         None
     };
+    let operator = if options.operator {
+        Some(Arc::new(PgOperatorStore::on(&db)?) as Arc<dyn OperatorStore>)
+    } else {
+        None
+    };
     Ok(Stores {
         backend: &POSTGRES,
         executions,
         workspaces,
+        operator,
         workspace_version: None,
     })
 }

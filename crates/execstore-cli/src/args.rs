@@ -88,6 +88,9 @@ pub enum Command {
     /// Serve the monitor, a web dashboard of the store (`--db FILE` or `--db
     /// postgres://...`), and print its URL. Read-only unless given a token.
     Monitor(ServeArgs),
+    /// List the monitor's audit log, newest first: who made which write, on what, why, and
+    /// how it ended.
+    Audit(AuditArgs),
     /// Run benchmark workload W1 (shared/bench/WORKLOAD.md) and print one JSON line: the same
     /// deterministic rows, phases and keys as the Python reference peer's bench.py.
     Bench(BenchArgs),
@@ -227,6 +230,17 @@ pub struct ServeArgs {
     )]
     pub token: Option<String>,
 
+    /// A TOML file of tokens, each with a name and a role (`read`, `act`, `admin`; see
+    /// docs/operators.md): writes are allowed to what each token's role allows, and the audit
+    /// log records the token's name. Keep each token as its SHA-256 (`sha256 = "..."`).
+    #[arg(
+        long,
+        env = "EXECSTORE_MONITOR_TOKENS",
+        value_name = "FILE",
+        conflicts_with = "token"
+    )]
+    pub tokens: Option<PathBuf>,
+
     /// Seconds a client may take to send a request's line and headers (counted from its
     /// first byte), and a kept-alive connection may stay idle before its next request; a
     /// client that stalls is disconnected.
@@ -243,6 +257,25 @@ pub struct ServeArgs {
     /// head, so a flood of silent connections drains fast.
     #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Only the entries on this target (an execution id, a workspace path, a view's name).
+    #[arg(long, value_name = "ID")]
+    pub target: Option<String>,
+
+    /// Only the entries of this actor (a token's name, or `anonymous`).
+    #[arg(long, value_name = "NAME")]
+    pub actor: Option<String>,
+
+    /// Page size.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub limit: usize,
+
+    /// Resume after the page that printed this cursor.
+    #[arg(long, value_name = "CURSOR")]
+    pub cursor: Option<i64>,
 }
 
 /// A timeout in seconds: positive and at most a day.

@@ -8,6 +8,7 @@ mod control_commands;
 mod demo;
 mod error;
 mod monitor;
+mod operator_commands;
 mod table;
 mod targets;
 mod time;
@@ -76,6 +77,11 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
             run_demo(&db, prefix, args, json, &mut out)?;
         }
         Command::Bench(args) => run_bench(db, prefix, args, &mut out)?,
+        Command::Audit(args) => {
+            let db = db.context("no store given")?;
+            let store = targets::open_operator(&db, true)?;
+            operator_commands::audit(&*store, args, json, &mut out)?;
+        }
         Command::Monitor(args) => {
             let db = db.context("no store given")?;
             run_monitor(&db, prefix, args, &mut out)?;
@@ -407,7 +413,8 @@ fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn 
         monitor::redact_url(&target.location)
     };
     let config = monitor_config(args, shown, target.backend.name, prefix)?;
-    if config.token.is_some() {
+    let writable = !config.tokens.is_empty();
+    if writable {
         // It may write: recover what a crashed writer left first, as any writer would.
         targets::recover_for_writing(db)?;
     }
@@ -417,8 +424,11 @@ fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn 
     // the tables, as before).
     if found.executions || !found.workspaces {
         // Without a token nothing is written: nothing created or migrated, read-only sessions.
-        served.executions = Some(targets::open_executions(db, prefix, config.token.is_none())?);
+        served.executions = Some(targets::open_executions(db, prefix, !writable)?);
     }
+    // The audit log and saved views, beside the data (read-only without tokens: no write
+    // is made, so none is recorded).
+    served.operator = Some(targets::open_operator(db, !writable)?);
     let mut config = config;
     if found.workspaces {
         let (storage, warning) =
@@ -441,10 +451,15 @@ fn monitor_config(
     if args.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
         return Err(CliError::Input("the monitor's --token must not be empty".into()).into());
     }
+    let tokens = match (&args.token, &args.tokens) {
+        (Some(token), _) => execstore_monitor_api::Tokens::single(token.trim()),
+        (None, Some(file)) => monitor::tokens::load(file)?,
+        (None, None) => execstore_monitor_api::Tokens::none(),
+    };
     Ok(monitor::Config {
         bind: args.bind,
         port: args.port,
-        token: args.token.clone(),
+        tokens,
         store_label,
         backend,
         prefix: prefix.map(str::to_owned),
@@ -463,10 +478,10 @@ fn serve_monitor(
     config: &monitor::Config,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let mode = if config.token.is_some() {
-        "writes allowed with the token"
-    } else {
-        "read-only"
+    let mode = match config.tokens.len() {
+        0 => "read-only".to_owned(),
+        1 => "writes allowed with the token".to_owned(),
+        n => format!("writes allowed with {n} named tokens"),
     };
     let mut printed = Ok(());
     monitor::serve(store, config, &mut |url| {
@@ -495,8 +510,10 @@ fn write_demo_workspaces(db: &Path, seed: u64, now: f64) -> execstore::Result<de
 /// system clock).
 fn demo_served(store: SqliteStore, db: &Path) -> anyhow::Result<monitor::Served> {
     let workspaces = targets::open_workspaces(db, true, Arc::new(execstore::workspace::SystemClock))?;
+    let operator = targets::open_operator(db, false)?;
     Ok(monitor::Served {
         executions: Some(Arc::new(store)),
         workspaces: Some(workspaces),
+        operator: Some(operator),
     })
 }

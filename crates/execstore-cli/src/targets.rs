@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use execstore::operator::OperatorStore;
 use execstore::workspace::{Clock, SystemClock, WorkspaceStorage};
 use execstore::ExecutionStore;
 use execstore_any::{Holds, Options, Target};
@@ -187,6 +188,19 @@ pub fn open_executions(
         .map_err(CliError::Store)
         .with_context(|| format!("cannot open the store {}", shown(db, &target)))?;
     stores.executions.context("the backend opened no execution store")
+}
+
+/// Opens the audit log and saved views of a target (`execstore_audit`, `execstore_views`):
+/// read-only creates and changes nothing (a store without them lists nothing).
+pub fn open_operator(db: &Path, read_only: bool) -> anyhow::Result<Arc<dyn OperatorStore>> {
+    existing_file(db)?;
+    let target = target(db)?;
+    let options = Options::new().operator(true).read_only(read_only);
+    let stores = target
+        .open(&options)
+        .map_err(CliError::Store)
+        .with_context(|| format!("cannot open the audit log of {}", shown(db, &target)))?;
+    stores.operator.context("the backend opened no audit log")
 }
 
 #[cfg(test)]

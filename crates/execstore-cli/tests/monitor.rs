@@ -27,6 +27,9 @@ fn start(args: &[&str], env: &[(&str, &str)]) -> Monitor {
 }
 
 /// An answer: status and JSON body.
+/// Every write's body: a JSON object with its reason.
+const REASON: &str = r#"{"reason": "a test"}"#;
+
 struct Answer {
     status: u16,
     body: Value,
@@ -61,15 +64,15 @@ impl Monitor {
         if let Some(token) = token {
             req = req.header("Authorization", format!("Bearer {token}"));
         }
-        self.answer(req.send_empty())
+        self.answer(req.header("Content-Type", "application/json").send(REASON))
     }
 
     fn delete(&self, path: &str, token: Option<&str>) -> Answer {
-        let mut req = self.agent.delete(self.url(path));
+        let mut req = self.agent.delete(self.url(path)).force_send_body();
         if let Some(token) = token {
             req = req.header("Authorization", format!("Bearer {token}"));
         }
-        self.answer(req.call())
+        self.answer(req.header("Content-Type", "application/json").send(REASON))
     }
 }
 

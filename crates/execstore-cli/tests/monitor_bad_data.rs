@@ -226,7 +226,7 @@ fn a_file_with_a_garbage_document_opens_with_a_token() {
         .agent
         .post(format!("{}api/outbox/{seq}/ack", monitor.url))
         .header("Authorization", "Bearer t0k")
-        .send_empty()
+        .send(r#"{"reason": "a test"}"#)
         .unwrap();
     let text = response.body_mut().read_to_string().unwrap();
     assert_eq!(response.status().as_u16(), 200, "{text}");

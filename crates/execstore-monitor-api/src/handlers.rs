@@ -32,21 +32,18 @@ impl Call<'_> {
     // Writes
 
     pub(crate) fn ack_outbox(&self, raw_seq: &str) -> ApiResult {
-        self.api.authorize(self.request.authorization)?;
         let seq = seq_in_path(&decode(raw_seq)?)?;
         self.exec()?.ack_outbox(seq)?;
         Ok(json!({ "acked": seq }))
     }
 
     pub(crate) fn ack_spawn(&self, raw_seq: &str) -> ApiResult {
-        self.api.authorize(self.request.authorization)?;
         let seq = seq_in_path(&decode(raw_seq)?)?;
         self.exec()?.ack_spawn(seq)?;
         Ok(json!({ "acked": seq }))
     }
 
     pub(crate) fn delete_timer(&self) -> ApiResult {
-        self.api.authorize(self.request.authorization)?;
         let params = self.params(&["execution_id", "path", "fire_at"])?;
         let required = |name: &str| {
             params
@@ -86,6 +83,22 @@ impl Call<'_> {
         info.insert("writable".into(), json!(self.api.writable()));
         info.insert("bulk_limit".into(), json!(crate::control::BULK_LIMIT));
         info.insert("now".into(), json!(self.now));
+        // Who is asking (when a known token is sent), and the role each write needs, so the
+        // UI can show the name and hide what the role cannot do.
+        info.insert(
+            "caller".into(),
+            match &self.caller {
+                crate::Caller::Known { name, role } => json!({ "name": name, "role": role.as_str() }),
+                _ => Value::Null,
+            },
+        );
+        if self.request.authorization.is_some() && self.caller == crate::Caller::Unknown {
+            info.insert(
+                "caller_error".into(),
+                json!("the Authorization header names none of the monitor's tokens"),
+            );
+        }
+        info.insert("actions".into(), crate::routes::write_roles());
         info.insert(
             "holds".into(),
             json!({

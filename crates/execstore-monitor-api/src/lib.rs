@@ -7,8 +7,12 @@
 //! errors and JSON shapes are documented in README.md, under "Monitor".
 //!
 //! Nothing here serves HTTP, spawns a thread or reads a clock: the caller hands over the
-//! request's method, path, query, `Authorization` header and body (read by `POST
-//! /api/control/{action}` only), and the time (epoch seconds).
+//! request's method, path, query, `Authorization` header and body (every write's is a JSON
+//! object with a `reason`), and the time (epoch seconds).
+//!
+//! Every write (a route whose method is not `GET`) goes through one path (`writes.rs`):
+//! the caller's token and role ([`Tokens`], [`Role`]), the required `reason`, the handler,
+//! then an audit entry with the outcome (`execstore::operator`).
 //! Store calls are blocking; a server runs [`MonitorApi::handle`] where blocking is fine.
 //! Every failure is `{"error": {"code": ..., "message": ...}}` with a 4xx or 5xx status.
 #![deny(missing_docs)]
@@ -17,18 +21,26 @@ mod control;
 mod error;
 mod graph;
 mod handlers;
+mod operator;
 mod params;
 mod routes;
+mod tokens;
 mod workspaces;
+mod writes;
+
+pub use tokens::{
+    check_token_name, digest, Caller, Role, Secret, TokenEntry, Tokens, TokensError, UnknownRole,
+};
 
 pub(crate) use error::{ApiError, ApiResult};
 
+use std::sync::Arc;
+
+use execstore::operator::{MemoryOperatorStore, OperatorStore};
 use execstore::workspace::WorkspaceStorage;
 use execstore::ExecutionStore;
 use percent_encoding::percent_decode_str;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 /// Page size when a request does not say.
 pub const DEFAULT_LIMIT: usize = 50;
@@ -47,7 +59,8 @@ pub struct ApiRequest<'a> {
     pub query: &'a str,
     /// The `Authorization` header's value, if any (writes need `Bearer <token>`).
     pub authorization: Option<&'a str>,
-    /// The request's body as sent (empty: none). Only `POST /api/control/{action}` reads it.
+    /// The request's body as sent (empty: none). Every write's is a JSON object with a
+    /// `reason`.
     pub body: &'a [u8],
 }
 
@@ -90,28 +103,58 @@ pub struct Stores<'a> {
     pub workspaces: Option<&'a dyn WorkspaceStorage>,
 }
 
-/// The monitor's API over any store: what `/api/info` says about it, and the write token.
-#[derive(Clone, Debug)]
+/// The monitor's API over any store: what `/api/info` says about it, and the tokens.
+#[derive(Clone)]
 pub struct MonitorApi {
     info: Map<String, Value>,
-    /// SHA-256 of the write token: compared in constant time, whatever its length.
-    token_digest: Option<[u8; 32]>,
+    /// The tokens writes need (none: read-only).
+    tokens: Tokens,
+    /// Where the audit log and saved views are kept (in memory unless
+    /// [`MonitorApi::with_operator`] names the store's own tables).
+    operator: Arc<dyn OperatorStore>,
+}
+
+impl std::fmt::Debug for MonitorApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MonitorApi")
+            .field("info", &self.info)
+            .field("tokens", &self.tokens)
+            .finish_non_exhaustive()
+    }
 }
 
 impl MonitorApi {
     /// An API whose `/api/info` answers `info` (the UI shows `store`, `backend`, `prefix`,
-    /// `version`), plus `writable` and `now`. Writes need `token`; `None`: read-only, every
-    /// write answers 403.
+    /// `version`), plus `writable` and `now`. Writes need `token` (one `admin` token named
+    /// `token`); `None`: read-only, every write answers 403.
     pub fn new(info: Map<String, Value>, token: Option<&str>) -> Self {
+        Self::with_tokens(info, token.map_or_else(Tokens::none, Tokens::single))
+    }
+
+    /// An API whose writes need one of `tokens`, each allowed what its role allows.
+    pub fn with_tokens(info: Map<String, Value>, tokens: Tokens) -> Self {
         MonitorApi {
             info,
-            token_digest: token.map(digest),
+            tokens,
+            operator: Arc::new(MemoryOperatorStore::new()),
         }
     }
 
-    /// Whether writes are allowed (a token was given).
+    /// This API keeping its audit log and saved views in `store` (the served store's own
+    /// tables: `execstore_audit`, `execstore_views`).
+    pub fn with_operator(mut self, store: Arc<dyn OperatorStore>) -> Self {
+        self.operator = store;
+        self
+    }
+
+    /// Whether writes are allowed (some token was given).
     pub fn writable(&self) -> bool {
-        self.token_digest.is_some()
+        !self.tokens.is_empty()
+    }
+
+    /// The tokens.
+    pub fn tokens(&self) -> &Tokens {
+        &self.tokens
     }
 
     /// Answers `request` from `store`. `now` is the wall clock in epoch seconds (answers
@@ -131,6 +174,7 @@ impl MonitorApi {
             stores,
             request,
             now,
+            caller: self.tokens.identify(request.authorization),
         };
         match call.route() {
             Ok(body) => ApiResponse { status: 200, body },
@@ -138,26 +182,17 @@ impl MonitorApi {
         }
     }
 
-    /// Writes need `Authorization: Bearer <token>` with the token given at start; without
-    /// one the monitor is read-only.
+    /// Writes need `Authorization: Bearer <token>` with one of the monitor's tokens; without
+    /// any the monitor is read-only. The write path (`writes.rs`) checks this and the role
+    /// for every write; a handler need not call it.
+    #[allow(dead_code)]
     fn authorize(&self, authorization: Option<&str>) -> Result<(), ApiError> {
-        let Some(expected) = &self.token_digest else {
-            return Err(ApiError::new(
-                403,
-                "READ_ONLY",
-                "this monitor is read-only: start it with --token (or EXECSTORE_MONITOR_TOKEN) to allow writes",
-            ));
-        };
-        let given = authorization
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        match given {
-            Some(token) if bool::from(digest(token).ct_eq(expected)) => Ok(()),
-            _ => Err(ApiError::new(
-                401,
-                "UNAUTHORIZED",
-                "writes need the header `Authorization: Bearer <token>` with the monitor's token",
-            )),
+        if self.tokens.is_empty() {
+            return Err(writes::read_only());
+        }
+        match self.tokens.identify(authorization) {
+            Caller::Known { .. } => Ok(()),
+            _ => Err(writes::unauthorized()),
         }
     }
 }
@@ -190,10 +225,6 @@ pub mod cursors {
     }
 }
 
-fn digest(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Answering a request (the route table is in routes.rs)
 
@@ -203,6 +234,8 @@ pub(crate) struct Call<'a> {
     pub(crate) stores: Stores<'a>,
     pub(crate) request: &'a ApiRequest<'a>,
     pub(crate) now: f64,
+    /// Who sent the request.
+    pub(crate) caller: Caller,
 }
 
 impl<'a> Call<'a> {
@@ -213,6 +246,11 @@ impl<'a> Call<'a> {
                 "this store holds no executions (harel's tables), only a workspace log: see /api/workspaces",
             )
         })
+    }
+
+    /// Where the audit log and saved views are kept.
+    pub(crate) fn operator(&self) -> &'a dyn OperatorStore {
+        self.api.operator.as_ref()
     }
 
     /// The workspace log, or a 404 saying the target holds none.
@@ -330,7 +368,8 @@ mod tests {
         let store = store_with(&["x"]);
         let read_only = api(None);
         let post = |api: &MonitorApi, target: &str, auth: Option<&str>| {
-            api.handle(&store, &ApiRequest::from_target("POST", target, auth), 0.0)
+            let request = ApiRequest::from_target("POST", target, auth).with_body(br#"{"reason": "test"}"#);
+            api.handle(&store, &request, 0.0)
         };
         assert_eq!(post(&read_only, "/api/info", None).status, 405);
         assert_eq!(

@@ -6,6 +6,9 @@
 //! what they use, so a bad encoding is a 400 after the method was checked). A path that no
 //! row's pattern matches is a 404; one that some rows match, none with the request's method,
 //! is a 405 naming the methods those rows answer (`HEAD` is answered as `GET`).
+//!
+//! Every row whose method is not `GET` is a write: it is answered through the one write path
+//! (`writes.rs`: token, role, `reason`, audit), never by its handler alone.
 
 use crate::{decode, decode_lossy, ApiError, ApiResult, Call};
 
@@ -45,6 +48,7 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("GET", "/api/executions/{id}/bundle", |c, a| c.bundle(decode(a[0])?)),
     row("GET", "/api/executions/{id}/graph", |c, a| c.execution_graph(decode(a[0])?)),
     row("GET", "/api/definitions/{id}/graph", |c, a| c.definition_graph(decode(a[0])?)),
+    row("GET", "/api/executions/{id}/audit", |c, a| c.execution_audit(decode(a[0])?)),
     // Control (control.rs): one action on one execution, or on many.
     row("POST", "/api/executions/{id}/suspend", |c, a| c.control(decode(a[0])?, "suspend")),
     row("POST", "/api/executions/{id}/resume", |c, a| c.control(decode(a[0])?, "resume")),
@@ -61,6 +65,11 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("POST", "/api/spawns/{seq}/ack", |c, a| c.ack_spawn(a[0])),
     row("GET", "/api/timers", |c, _| c.timers()),
     row("DELETE", "/api/timers", |c, _| c.delete_timer()),
+    // The operator's records (operator.rs): the audit log, the team's saved views
+    row("GET", "/api/audit", |c, _| c.audit()),
+    row("GET", "/api/views", |c, _| c.views()),
+    row("PUT", "/api/views/{name}", |c, a| c.put_view(a[0])),
+    row("DELETE", "/api/views/{name}", |c, a| c.delete_view(a[0])),
     // The workspace log (workspaces/): {t} a tenant, {w} one of its workspaces
     row("GET", "/api/due-runs", |c, _| c.due_runs()),
     row("GET", "/api/workspaces", |c, _| c.workspaces()),
@@ -74,6 +83,21 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("GET", "/api/workspaces/{t}/{w}/rules", |c, a| c.rules(a[0], a[1])),
     row("GET", "/api/workspaces/{t}/{w}/rules/{name}/history", |c, a| c.rule_history(a[0], a[1], a[2])),
 ];
+
+/// `{action: role}` for every write of the table (`/api/info`'s `actions`).
+pub(crate) fn write_roles() -> serde_json::Value {
+    let map: serde_json::Map<String, serde_json::Value> = ROUTES
+        .iter()
+        .filter(|e| e.method != "GET")
+        .map(|e| {
+            (
+                crate::writes::action_name(e),
+                crate::writes::required_role(e).as_str().into(),
+            )
+        })
+        .collect();
+    serde_json::Value::Object(map)
+}
 
 /// The path parameters of `path` if `pattern` matches it (both split on `/`).
 fn matches<'p>(pattern: &str, path: &'p str) -> Option<Vec<&'p str>> {
@@ -109,7 +133,10 @@ impl Call<'_> {
                 continue;
             };
             if endpoint.method == method {
-                return (endpoint.handler)(self, &args);
+                if method == "GET" {
+                    return (endpoint.handler)(self, &args);
+                }
+                return self.write(endpoint, &args);
             }
             allowed.push(endpoint.method);
         }
@@ -168,8 +195,8 @@ mod tests {
             executions: Some(&store),
             workspaces: Some(&log),
         };
-        let request =
-            ApiRequest::from_target(method, path, Some("Bearer s3cret")).with_body(b"{\"targets\": []}");
+        let request = ApiRequest::from_target(method, path, Some("Bearer s3cret"))
+            .with_body(b"{\"targets\": [], \"query\": \"a=1\", \"reason\": \"test\"}");
         api.handle_stores(stores, &request, 1_767_268_800.0)
     }
 
@@ -186,7 +213,7 @@ mod tests {
         for e in ROUTES {
             assert!(e.pattern.starts_with("/api/"), "{}", e.pattern);
             assert!(
-                ["GET", "POST", "DELETE"].contains(&e.method),
+                ["GET", "POST", "PUT", "DELETE"].contains(&e.method),
                 "{} {}",
                 e.method,
                 e.pattern

@@ -45,11 +45,13 @@
 
 mod db;
 mod executions;
+mod operator;
 mod transport;
 mod workspace;
 
 pub use db::handle::{ConnectOptions, Db};
 pub use executions::{drop_store, harel_schema, store_bytes, store_exists, table_names, PgOptions, PgStore};
+pub use operator::PgOperatorStore;
 pub use transport::{drop_transport, PgTransport, PgTransportOptions};
 pub use workspace::{
     drop_workspace_schema, has_workspace_tables, PgWorkspaceDriver, PgWorkspaceOptions, PgWorkspaceStorage,

@@ -30,6 +30,7 @@
 
 mod db;
 mod executions;
+mod operator;
 mod transport;
 mod workspace;
 
@@ -37,6 +38,7 @@ pub use db::{other_sqlite_safe, recover, ConnectOptions, Db, ReadOnlyRefusal, Sy
 pub use executions::{
     harel_schema, has_execution_tables, SqliteOptions, SqliteStore, DEFAULT_CHECKPOINT_PAGES,
 };
+pub use operator::SqliteOperatorStore;
 pub use transport::{SqliteTransport, SqliteTransportOptions};
 pub use workspace::{
     has_workspace_tables, SqliteWorkspaceDriver, SqliteWorkspaceOptions, SqliteWorkspaceStorage,

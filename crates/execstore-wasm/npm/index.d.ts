@@ -4,7 +4,7 @@ export { MonitorApi, Store, WorkspaceImage } from "./wasm/execstore.js";
 export type {
   AlreadyExistsError, ApiAnswer, BackendError, BatchItem, BytesOptions, BatchOutcome, Capabilities, ChildState, ConflictError, CorruptError, DueTimer,
   Effects, Emit, Event, Execution, ExecutionInput, ExecutionPage, ExecutionSummary, InvalidInputError,
-  ImportOptions, JsonObject, JsonValue, ListQuery, LoadedForEvent, LockedError, MemoryOptions, MonitorApiOptions, NotFoundError, OpfsOptions,
+  ImportOptions, JsonObject, JsonValue, ListQuery, LoadedForEvent, LockedError, MemoryOptions, MonitorApiOptions, MonitorApiToken, NotFoundError, OpfsOptions,
   OutboxEntry, Spawn, SpawnEntry, SqliteMemoryOptions, Status, StatusCounts, StoreError, StoreErrorCode,
   StoreKind, TimerOp, TraceStep,
 } from "./wasm/execstore.js";

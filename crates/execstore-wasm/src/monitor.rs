@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use execstore::workspace::{Clock, Timestamp, WorkspaceStorage};
 use execstore::ExecutionStore;
-use execstore_monitor_api::{ApiRequest, MonitorApi as Api, Stores};
+use execstore_monitor_api::{ApiRequest, MonitorApi as Api, Role, Secret, Stores, TokenEntry, Tokens};
 use js_sys::{ArrayBuffer, Reflect, Uint8Array};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -118,6 +118,17 @@ struct MonitorOptions {
     prefix: Option<String>,
     /// The token writes need; none: read-only.
     token: Option<String>,
+    /// Named tokens with roles (instead of `token`).
+    tokens: Option<Vec<NamedToken>>,
+}
+
+/// One of `MonitorApiOptions.tokens`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NamedToken {
+    name: String,
+    role: String,
+    token: String,
 }
 
 /// The monitor's JSON API (routes, parameters, errors and shapes as the native `execstore
@@ -158,8 +169,30 @@ impl MonitorApi {
             options.backend.unwrap_or_else(|| "sqlite".into()).into(),
         );
         info.insert("prefix".into(), options.prefix.map_or(Value::Null, Value::from));
+        let tokens = match (options.token, options.tokens) {
+            (Some(_), Some(_)) => {
+                return Err(crate::errors::invalid("options.tokens", "give token or tokens, not both").into())
+            }
+            (Some(token), None) => Tokens::single(&token),
+            (None, Some(named)) => {
+                let mut entries = Vec::with_capacity(named.len());
+                for (i, t) in named.into_iter().enumerate() {
+                    let role: Role = t.role.parse().map_err(|e: execstore_monitor_api::UnknownRole| {
+                        crate::errors::invalid(format!("options.tokens[{i}].role"), e.to_string())
+                    })?;
+                    entries.push(TokenEntry {
+                        name: t.name,
+                        role,
+                        secret: Secret::Plain(t.token),
+                    });
+                }
+                Tokens::new(entries)
+                    .map_err(|e| crate::errors::invalid(format!("options.tokens[{}]", e.index), e.message))?
+            }
+            (None, None) => Tokens::none(),
+        };
         Ok(MonitorApi {
-            api: Api::new(info, options.token.as_deref()),
+            api: Api::with_tokens(info, tokens),
         })
     }
 

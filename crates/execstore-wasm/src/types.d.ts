@@ -261,8 +261,20 @@ export interface MonitorApiOptions {
   backend?: string;
   /** The table prefix the store was opened with. */
   prefix?: string | null;
-  /** The token writes need (`Authorization: Bearer <token>`); none: read-only, writes answer 403. */
+  /** The token writes need (`Authorization: Bearer <token>`), one admin named "token"; none: read-only, writes answer 403. */
   token?: string;
+  /** Named tokens with roles instead of `token` (docs/operators.md): writes are allowed to what each role allows, and the audit log (kept in this API's memory) records the name. */
+  tokens?: MonitorApiToken[];
+}
+
+/** One of `MonitorApiOptions.tokens`. */
+export interface MonitorApiToken {
+  /** What the audit log records: letters, digits, '-', '_', '.', '@'. */
+  name: string;
+  /** "read", "act" or "admin". */
+  role: "read" | "act" | "admin";
+  /** The token as sent in `Authorization: Bearer <token>`. */
+  token: string;
 }
 
 /** One answer of `MonitorApi.handle()`: the HTTP status and the JSON text of the body. */

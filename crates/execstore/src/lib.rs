@@ -40,6 +40,8 @@
 //! - [`workspace`]: the workspace log (its contract, records, [`workspace::Timestamp`] and
 //!   [`workspace::Clock`], [`workspace::RunPolicy`] and the reference `due_runs`, the memory
 //!   backend, subscriptions).
+//! - [`operator`]: the operator's records beside the data: the audit log and saved views
+//!   ([`operator::OperatorStore`], [`operator::MemoryOperatorStore`]).
 //! - [`transport`]: harel's transport (a queue per group, one message of a group in flight).
 //! - What backends share: `error.rs` ([`StoreError`], one enum for every contract) and
 //!   [`kit`], the backend author's kit: [`kit::validate`] (input checks and the exact
@@ -60,6 +62,7 @@
 mod error;
 pub mod executions;
 pub mod kit;
+pub mod operator;
 pub mod transport;
 #[cfg(feature = "w1")]
 pub mod w1;

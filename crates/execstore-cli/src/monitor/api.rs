@@ -38,6 +38,9 @@ const BODY_LIMIT: usize = 2 * 1024 * 1024;
 fn shareable(method: &Method, path: &str) -> bool {
     (method == Method::GET || method == Method::HEAD)
         && (path.starts_with("/api/executions") || path.starts_with("/api/definitions/"))
+        // An execution's audit entries are not executions: the change token does not cover
+        // them (an entry is recorded after its action's commit).
+        && !path.ends_with("/audit")
 }
 
 async fn answer(

@@ -66,6 +66,21 @@ const FILES: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
         include_str!("../../../../web/graph.js"),
     ),
+    (
+        "/reason.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/reason.js"),
+    ),
+    (
+        "/audit.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/audit.js"),
+    ),
+    (
+        "/saved-views.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/saved-views.js"),
+    ),
     // @dagrejs/dagre 3.1.3 from the npm registry (MIT): see web/vendor/README.md.
     (
         "/vendor/dagre.esm.js",

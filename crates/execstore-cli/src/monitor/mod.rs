@@ -18,6 +18,7 @@ mod assets;
 mod server;
 mod shared;
 mod stream;
+pub mod tokens;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -45,8 +46,8 @@ pub struct Config {
     /// The port; `None`: [`DEFAULT_PORT`], or any free port if that one is taken; `Some(0)`:
     /// any free port.
     pub port: Option<u16>,
-    /// The token writes need; `None`: read-only.
-    pub token: Option<String>,
+    /// The tokens writes need (none: read-only): `--token`'s one admin, or `--tokens`'s.
+    pub tokens: execstore_monitor_api::Tokens,
     /// What the store is, for the UI's header (a path, or a server without its password).
     pub store_label: String,
     /// `sqlite` or `postgres`.
@@ -68,6 +69,9 @@ pub struct Served {
     pub executions: Option<Arc<dyn ExecutionStore>>,
     /// The workspace log (reflexr's tables), if the target holds one.
     pub workspaces: Option<Arc<dyn WorkspaceStorage>>,
+    /// Where the audit log and saved views are kept (the store's `execstore_audit` and
+    /// `execstore_views`); `None`: in the server's memory.
+    pub operator: Option<Arc<dyn execstore::operator::OperatorStore>>,
 }
 
 impl Served {
@@ -154,9 +158,13 @@ fn router(served: Served, config: &Config, addr: SocketAddr) -> Router {
     info.insert("backend".into(), config.backend.into());
     info.insert("prefix".into(), config.prefix.clone().into());
     info.insert("warnings".into(), config.warnings.clone().into());
+    let mut api = MonitorApi::with_tokens(info, config.tokens.clone());
+    if let Some(store) = served.operator.clone() {
+        api = api.with_operator(store);
+    }
     let state = AppState {
         served,
-        api: Arc::new(MonitorApi::new(info, config.token.as_deref())),
+        api: Arc::new(api),
         answers: Arc::default(),
         body_timeout: config.limits.idle_timeout,
     };

@@ -10,5 +10,6 @@
 //! parameters: a check that needs durability is generated only for a durable backend.
 
 pub mod executions;
+pub mod operator;
 pub mod transport;
 pub mod workspace;

@@ -1,0 +1,291 @@
+//! The one write path: every row of `ROUTES` whose method is not `GET` is answered here
+//! ([`Call::write`]), so a handler does nothing about tokens, roles, reasons or the audit.
+//!
+//! 1. Who: without tokens the monitor is read-only (403 `READ_ONLY`, nothing recorded: the
+//!    store was opened read-only); a request without a known token is 401 `UNAUTHORIZED`, one
+//!    whose role is too weak 403 `FORBIDDEN` ([`required_role`]); both are recorded.
+//! 2. Why: the body is a JSON object whose `reason` is a string of 1..=500 characters (not
+//!    only white space); otherwise 400 `REASON_REQUIRED` and nothing changes (not recorded:
+//!    a request that cannot say why is no action).
+//! 3. The handler runs on the body without `reason`.
+//! 4. An audit entry records who, what, on what, why, the request's parameters and the
+//!    outcome (`ok`, or the error's code and message). A bulk answer (`results`, one per
+//!    `id`) is recorded as one entry per target, each with its own outcome. The entry
+//!    follows the action in a transaction of its own (docs/operators.md says what a crash
+//!    between them leaves).
+
+use execstore::operator::{AuditEntry, MAX_PARAMS_BYTES, MAX_REASON_CHARS, OK};
+use serde_json::{Map, Value};
+
+use crate::routes::Endpoint;
+use crate::{decode_lossy, ApiError, ApiRequest, ApiResult, Call, Caller, Role};
+
+/// The segments of a write's pattern that make it an `admin` write (purges; declaring search
+/// attributes). Every other write is `act`.
+const ADMIN_SEGMENTS: &[&str] = &["purge", "attributes"];
+
+/// The role a write needs.
+pub(crate) fn required_role(endpoint: &Endpoint) -> Role {
+    if endpoint.pattern.split('/').any(|s| ADMIN_SEGMENTS.contains(&s)) {
+        Role::Admin
+    } else {
+        Role::Act
+    }
+}
+
+/// A write's name in the audit log: the pattern's fixed segments after `/api/`, joined by
+/// `.`, and `.put` or `.delete` for those methods (`executions.suspend`, `control.purge`,
+/// `outbox.ack`, `timers.delete`, `views.put`).
+pub(crate) fn action_name(endpoint: &Endpoint) -> String {
+    let mut parts: Vec<&str> = endpoint
+        .pattern
+        .trim_start_matches("/api/")
+        .split('/')
+        .filter(|s| !s.starts_with('{') && !s.is_empty())
+        .collect();
+    match endpoint.method {
+        "PUT" => parts.push("put"),
+        "DELETE" => parts.push("delete"),
+        _ => {}
+    }
+    parts.join(".")
+}
+
+pub(crate) fn read_only() -> ApiError {
+    ApiError::new(
+        403,
+        "READ_ONLY",
+        "this monitor is read-only: start it with --token or --tokens (or EXECSTORE_MONITOR_TOKEN, \
+         EXECSTORE_MONITOR_TOKENS) to allow writes",
+    )
+}
+
+pub(crate) fn unauthorized() -> ApiError {
+    ApiError::new(
+        401,
+        "UNAUTHORIZED",
+        "writes need the header `Authorization: Bearer <token>` with one of the monitor's tokens",
+    )
+}
+
+fn reason_required(message: impl Into<String>) -> ApiError {
+    ApiError::new(400, "REASON_REQUIRED", message)
+}
+
+/// The body's `reason` and its other fields; the error is the 400.
+fn split_reason(body: &[u8]) -> Result<(String, Map<String, Value>), ApiError> {
+    let shape = "every write's body is a JSON object with a \"reason\" (a string of 1 to 500 characters)";
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(reason_required(format!("no body: {shape}")));
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|e| reason_required(format!("{shape}: {e}")))?;
+    let Value::Object(mut fields) = value else {
+        return Err(reason_required(format!("not an object: {shape}")));
+    };
+    let reason = match fields.remove("reason") {
+        Some(Value::String(r)) => r,
+        Some(_) => return Err(reason_required(format!("\"reason\" is not a string: {shape}"))),
+        None => return Err(reason_required(format!("no \"reason\": {shape}"))),
+    };
+    let n = reason.chars().count();
+    if reason.trim().is_empty() || n > MAX_REASON_CHARS || reason.contains('\0') {
+        return Err(reason_required(format!(
+            "\"reason\" has {n} characters{}: {shape}",
+            if reason.trim().is_empty() {
+                " and nothing but white space"
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok((reason, fields))
+}
+
+/// A write's target: its path parameters, decoded and joined by `/` (an execution id, an
+/// outbox seq, `tenant/workspace/...`), or else its `execution_id` query parameter.
+fn target_of(args: &[&str], query: &Map<String, Value>) -> String {
+    if args.is_empty() {
+        return query
+            .get("execution_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+    }
+    args.iter().map(|a| decode_lossy(a)).collect::<Vec<_>>().join("/")
+}
+
+/// The query's pairs (numbers as numbers), as recorded; a malformed query records nothing
+/// (the handler refuses it).
+fn query_params(query: &str) -> Map<String, Value> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
+    pairs
+        .into_iter()
+        .map(|(k, v)| {
+            let value = match v.parse::<i64>() {
+                Ok(n) => Value::from(n),
+                Err(_) => Value::from(v),
+            };
+            (k, value)
+        })
+        .collect()
+}
+
+/// The parameters recorded: the query's, then the body's fields (those too long for the
+/// log are recorded by size).
+fn params_of(query: &Map<String, Value>, body: &Map<String, Value>) -> Map<String, Value> {
+    let mut params = query.clone();
+    for (k, v) in body {
+        params.insert(k.clone(), v.clone());
+    }
+    if serde_json::to_string(&params).map_or(0, |s| s.len()) > MAX_PARAMS_BYTES {
+        for v in params.values_mut() {
+            if let Value::Array(items) = v {
+                *v = serde_json::json!({ "count": items.len(), "omitted": true });
+            }
+        }
+    }
+    params
+}
+
+impl Call<'_> {
+    /// Answers a write by `endpoint` (module docs).
+    pub(crate) fn write(&self, endpoint: &Endpoint, args: &[&str]) -> ApiResult {
+        if !self.api.writable() {
+            return Err(read_only());
+        }
+        let query = query_params(self.request.query);
+        let mut entry = AuditEntry {
+            id: 0,
+            at: self.now,
+            actor: self.caller.name().to_owned(),
+            role: self.caller.role_name().to_owned(),
+            action: action_name(endpoint),
+            target: target_of(args, &query),
+            reason: String::new(),
+            outcome: OK.into(),
+            message: None,
+            params: query.clone(),
+        };
+        let needed = required_role(endpoint);
+        let refused = match &self.caller {
+            Caller::Known { role, .. } if role.allows(needed) => None,
+            Caller::Known { name, role } => Some(ApiError::new(
+                403,
+                "FORBIDDEN",
+                format!("{name} has the role {role}: {} needs {needed}", entry.action),
+            )),
+            _ => Some(unauthorized()),
+        };
+        if let Some(e) = refused {
+            // The reason, if the body gives one, says what was attempted.
+            if let Ok((reason, body)) = split_reason(self.request.body) {
+                entry.reason = reason;
+                entry.params = params_of(&query, &body);
+            }
+            self.record(&mut entry, Err(&e));
+            return Err(e);
+        }
+        let (reason, body) = split_reason(self.request.body)?;
+        entry.reason = reason;
+        entry.params = params_of(&query, &body);
+        let stripped = serde_json::to_vec(&Value::Object(body.clone()))
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        let request = ApiRequest {
+            body: &stripped,
+            ..*self.request
+        };
+        let call = Call {
+            api: self.api,
+            stores: self.stores,
+            request: &request,
+            now: self.now,
+            caller: self.caller.clone(),
+        };
+        let mut result = (endpoint.handler)(&call, args);
+        let audited = match &result {
+            Ok(answer) => match per_target(answer, &body) {
+                Some(entries) => entries
+                    .into_iter()
+                    .map(|(target, outcome, message, extra)| {
+                        let mut one = AuditEntry {
+                            target,
+                            outcome,
+                            message,
+                            ..entry.clone()
+                        };
+                        one.params.remove("targets");
+                        one.params.insert("bulk".into(), Value::Bool(true));
+                        one.params.extend(extra);
+                        self.operator().record_audit(&one).map(|_| ())
+                    })
+                    .find_map(Result::err)
+                    .map_or(Ok(()), Err),
+                None => {
+                    entry.outcome = OK.into();
+                    self.operator().record_audit(&entry).map(|_| ())
+                }
+            },
+            Err(e) => {
+                self.record(&mut entry, Err(e));
+                Ok(())
+            }
+        };
+        if let (Err(e), Ok(Value::Object(answer))) = (audited, &mut result) {
+            // The action is done: its answer stands, saying the record failed.
+            answer.insert("audit_error".into(), Value::from(e.to_string()));
+        }
+        result
+    }
+
+    /// Records `entry` with the outcome `result`; a failure to record a refusal is not the
+    /// caller's concern (the refusal is answered all the same).
+    fn record(&self, entry: &mut AuditEntry, result: Result<(), &ApiError>) {
+        match result {
+            Ok(()) => entry.outcome = OK.into(),
+            Err(e) => {
+                entry.outcome = e.code.into();
+                entry.message = Some(e.message.clone());
+            }
+        }
+        let _ = self.operator().record_audit(entry);
+    }
+}
+
+/// One entry per target of a bulk answer (`{"results": [{"id", "ok", "error"?}, ...]}`):
+/// `(target, outcome, message, the target's own parameters)`.
+type TargetOutcome = (String, String, Option<String>, Map<String, Value>);
+
+fn per_target(answer: &Value, body: &Map<String, Value>) -> Option<Vec<TargetOutcome>> {
+    let results = answer.get("results")?.as_array()?;
+    let asked = body.get("targets").and_then(Value::as_array);
+    results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let id = r.get("id")?.as_str()?.to_owned();
+            let (outcome, message) = if r.get("ok") == Some(&Value::Bool(true)) {
+                (OK.to_owned(), None)
+            } else {
+                let code = r
+                    .pointer("/error/code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("ERROR")
+                    .to_owned();
+                let message = r
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                (code, message)
+            };
+            let mut extra = Map::new();
+            if let Some(Value::Object(t)) = asked.and_then(|a| a.get(i)) {
+                for (k, v) in t {
+                    if k != "id" {
+                        extra.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            Some((id, outcome, message, extra))
+        })
+        .collect()
+}
