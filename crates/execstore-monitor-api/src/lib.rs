@@ -17,6 +17,7 @@ mod control;
 mod error;
 mod graph;
 mod handlers;
+pub mod metrics;
 mod params;
 mod routes;
 mod workspaces;
@@ -96,6 +97,8 @@ pub struct MonitorApi {
     info: Map<String, Value>,
     /// SHA-256 of the write token: compared in constant time, whatever its length.
     token_digest: Option<[u8; 32]>,
+    /// The metrics samples, when the host keeps them ([`MonitorApi::with_metrics`]).
+    metrics: Option<metrics::SharedRing>,
 }
 
 impl MonitorApi {
@@ -106,6 +109,7 @@ impl MonitorApi {
         MonitorApi {
             info,
             token_digest: token.map(digest),
+            metrics: None,
         }
     }
 
