@@ -33,6 +33,8 @@ const FILES = {
   "/filters.js": ["filters.js", "text/javascript; charset=utf-8"],
   "/actions.js": ["actions.js", "text/javascript; charset=utf-8"],
   "/vendor/dagre.esm.js": ["vendor/dagre.esm.js", "text/javascript; charset=utf-8"],
+  "/vendor/uPlot.esm.js": ["vendor/uPlot.esm.js", "text/javascript; charset=utf-8"],
+  "/vendor/uPlot.min.css": ["vendor/uPlot.min.css", "text/css; charset=utf-8"],
   "/style.css": ["style.css", "text/css; charset=utf-8"],
   "/favicon.svg": ["favicon.svg", "image/svg+xml"],
 };

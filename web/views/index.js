@@ -13,10 +13,11 @@ import * as queue from "./queue.js";
 import * as workspaces from "./workspaces.js";
 import * as deadLetters from "./dead-letters.js";
 import * as definition from "./definition.js";
+import * as metrics from "./metrics.js";
 
 /**
  * `id`: the URL's `view`; `title`: the nav's and the page's; `holds`: the contract it shows
- * (`executions` or `workspaces`: hidden where the store holds none); `nav`: listed in the
+ * (`executions` or `workspaces`: hidden where the store holds none; `any`: always shown); `nav`: listed in the
  * header. The first row is the default view.
  */
 export const VIEWS = [
@@ -26,5 +27,6 @@ export const VIEWS = [
   { id: "spawns", title: "Spawns", holds: "executions", nav: true, module: queue },
   { id: "workspaces", title: "Workspaces", holds: "workspaces", nav: true, module: workspaces },
   { id: "dead-letters", title: "Dead letters", holds: "workspaces", nav: true, module: deadLetters },
+  { id: "metrics", title: "Metrics", holds: "any", nav: true, module: metrics },
   { id: "definition", title: "Definition", holds: "executions", nav: false, module: definition },
 ];
