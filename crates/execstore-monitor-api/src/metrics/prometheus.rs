@@ -65,6 +65,9 @@ fn family<'a>(out: &'a mut String, name: &'static str, kind: &str, help: &str) -
     Family { out, name }
 }
 
+/// One figure of a workspace.
+type PerWorkspace = fn(&WorkspaceFigures) -> u64;
+
 /// A workspace's labels, and one more.
 fn labels<'w>(
     w: &'w WorkspaceFigures,
@@ -191,7 +194,7 @@ pub fn render(s: &Snapshot) -> String {
                 f.sample(&labels(w, Some(("status", status))), *n as f64);
             }
         }
-        let per_workspace: [(&'static str, &str, fn(&WorkspaceFigures) -> u64); 4] = [
+        let per_workspace: [(&'static str, &str, PerWorkspace); 4] = [
             (
                 "execstore_workspace_due_runs",
                 "Runs due now under the stored rules' policy.",
