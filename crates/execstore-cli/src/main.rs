@@ -452,6 +452,7 @@ fn monitor_config(
         metrics: execstore_monitor_api::metrics::MetricsConfig {
             period_seconds: args.metrics_period,
             keep: args.metrics_keep as usize,
+            ..Default::default()
         },
         limits: monitor::Limits {
             header_timeout: std::time::Duration::from_secs_f64(args.header_timeout),

@@ -21,8 +21,8 @@ use serde_json::{json, Value};
 pub use prometheus::CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE;
 pub use ring::{MetricsConfig, MetricsRing};
 pub use snapshot::{
-    ExecutionFigures, Snapshot, WorkspaceFigures, MAX_DEFINITIONS, QUEUE_CAP, RATE_WINDOW, RUNS_CAP,
-    WINDOW_CAP,
+    ExecutionFigures, Snapshot, WorkspaceFigures, DEFINITION_COUNTS_EVERY, DEFINITION_COUNTS_MAX,
+    MAX_DEFINITIONS, QUEUE_CAP, RATE_WINDOW, RUNS_CAP, WINDOW_CAP,
 };
 
 use crate::params::Params;
@@ -53,38 +53,70 @@ impl MonitorApi {
 
     /// Takes a sample at `now` and adds it to the ring (nothing without a ring). A sample
     /// less than half a period after the newest one is not added (two samplers, or a late
-    /// timer, would make rates of noise). The error is the answer a request would get.
+    /// timer, would make rates of noise). The ring is not locked while the stores are read.
+    /// The error is the answer a request would get.
     pub fn sample_metrics(&self, stores: Stores<'_>, now: f64) -> Result<bool, ApiResponse> {
         let Some(ring) = &self.metrics else {
             return Ok(false);
         };
-        let mut ring = lock(ring);
-        sample_into(&mut ring, stores, now, 0.5).map_err(ApiError::into_response)
+        sample_into(ring, stores, now, 0.5).map_err(ApiError::into_response)
     }
 
     /// The current figures in Prometheus' text format (content type
-    /// [`PROMETHEUS_CONTENT_TYPE`]), read now (the definitions the ring knows are counted too).
+    /// [`PROMETHEUS_CONTENT_TYPE`]): the ring's newest sample when it is at most a period
+    /// old (the figures a scrape reads cost nothing then), else read now.
     pub fn prometheus(&self, stores: Stores<'_>, now: f64) -> Result<String, ApiResponse> {
+        if let Some(ring) = &self.metrics {
+            let ring = lock(ring);
+            let period = ring.config().period_seconds;
+            if let Some(last) = ring.samples().last() {
+                if now >= last.at && now - last.at <= period {
+                    return Ok(prometheus::render(last));
+                }
+            }
+        }
         let known = self
             .metrics
             .as_ref()
             .map(|ring| lock(ring).known().clone())
             .unwrap_or_default();
-        let snapshot = snapshot::take(stores, now, &known).map_err(ApiError::into_response)?;
+        let snapshot =
+            snapshot::take(stores, now, &known, DEFINITION_COUNTS_MAX).map_err(ApiError::into_response)?;
         Ok(prometheus::render(&snapshot))
     }
 }
 
-/// Samples into `ring` unless its newest sample is less than `spacing` periods old.
-fn sample_into(ring: &mut MetricsRing, stores: Stores<'_>, now: f64, spacing: f64) -> Result<bool, ApiError> {
-    let period = ring.config().period_seconds;
-    if let Some(last) = ring.samples().last() {
-        if now >= last.at && now - last.at < period * spacing {
+/// Samples into `ring` unless its newest sample is less than `spacing` periods old, or
+/// another sample is being taken. The stores are read with the ring unlocked (a slow read
+/// never holds up an answer).
+fn sample_into(ring: &SharedRing, stores: Stores<'_>, now: f64, spacing: f64) -> Result<bool, ApiError> {
+    let (known, up_to) = {
+        let mut ring = lock(ring);
+        let spaced = match ring.samples().last() {
+            Some(last) => now < last.at || now - last.at >= ring.config().period_seconds * spacing,
+            None => true,
+        };
+        if ring.busy || !spaced {
             return Ok(false);
         }
+        ring.busy = true;
+        let up_to = if ring.definitions_due(now) {
+            u64::MAX
+        } else {
+            ring.config().definition_counts_max
+        };
+        (ring.known().clone(), up_to)
+    };
+    // Cleared however the read ends (an error, or a panic in a store).
+    struct Busy<'r>(&'r SharedRing);
+    impl Drop for Busy<'_> {
+        fn drop(&mut self) {
+            lock(self.0).busy = false;
+        }
     }
-    let sample = snapshot::take(stores, now, ring.known())?;
-    ring.push(sample);
+    let _busy = Busy(ring);
+    let sample = snapshot::take(stores, now, &known, up_to)?;
+    lock(ring).push(sample);
     Ok(true)
 }
 
@@ -95,7 +127,7 @@ impl Call<'_> {
         let params = Params::new(self.request.query, &["since"], self.now)?;
         let since = params.time("since")?;
         let Some(ring) = &self.api.metrics else {
-            let sample = snapshot::take(self.stores, self.now, &Default::default())?;
+            let sample = snapshot::take(self.stores, self.now, &Default::default(), DEFINITION_COUNTS_MAX)?;
             return Ok(json!({
                 "live": false,
                 "period": Value::Null,
@@ -104,9 +136,9 @@ impl Call<'_> {
                 "now": self.now,
             }));
         };
-        let mut ring = lock(ring);
         // No sampler ran for two periods (or none yet): this request samples.
-        sample_into(&mut ring, self.stores, self.now, 2.0)?;
+        sample_into(ring, self.stores, self.now, 2.0)?;
+        let ring = lock(ring);
         let config = ring.config();
         let samples: Vec<&Snapshot> = ring
             .samples()

@@ -104,6 +104,15 @@ pub fn render(s: &Snapshot) -> String {
         }
         let mut f = family(
             &mut out,
+            "execstore_definition_executions_age_seconds",
+            "gauge",
+            "How long ago execstore_definition_executions was counted (past 100,000 executions, every 10 minutes); absent when not counted.",
+        );
+        if let Some(counted) = e.by_definition_at {
+            f.sample(&[], (s.at - counted).max(0.0));
+        }
+        let mut f = family(
+            &mut out,
             "execstore_executions_started_last_minute",
             "gauge",
             "Executions whose created_at is in the last 60 seconds, by definition.",

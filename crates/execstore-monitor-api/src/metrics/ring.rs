@@ -12,6 +12,10 @@ pub struct MetricsConfig {
     pub period_seconds: f64,
     /// How many samples are kept (at least 2); the oldest goes when one more comes.
     pub keep: usize,
+    /// Up to this many executions in the store every sample counts by definition; past it,
+    /// every [`super::DEFINITION_COUNTS_EVERY`] seconds (default
+    /// [`super::DEFINITION_COUNTS_MAX`]).
+    pub definition_counts_max: u64,
 }
 
 impl Default for MetricsConfig {
@@ -20,6 +24,7 @@ impl Default for MetricsConfig {
         MetricsConfig {
             period_seconds: 10.0,
             keep: 360,
+            definition_counts_max: super::DEFINITION_COUNTS_MAX,
         }
     }
 }
@@ -50,6 +55,8 @@ pub struct MetricsRing {
     samples: VecDeque<Snapshot>,
     /// Every definition a sample saw, counted by status in the next ones.
     known: BTreeSet<String>,
+    /// A sample is being taken (the stores are being read, the ring unlocked).
+    pub(crate) busy: bool,
 }
 
 impl MetricsRing {
@@ -59,6 +66,7 @@ impl MetricsRing {
             config,
             samples: VecDeque::with_capacity(config.keep.min(4096)),
             known: BTreeSet::new(),
+            busy: false,
         }
     }
 
@@ -77,6 +85,17 @@ impl MetricsRing {
         &self.known
     }
 
+    /// Whether the next sample must count by definition: none counted yet, or the last count
+    /// is [`super::DEFINITION_COUNTS_EVERY`] old.
+    pub(crate) fn definitions_due(&self, now: f64) -> bool {
+        let last = self
+            .samples
+            .iter()
+            .rev()
+            .find_map(|s| s.executions.as_ref().and_then(|e| e.by_definition_at));
+        last.is_none_or(|at| now - at >= super::DEFINITION_COUNTS_EVERY || now < at)
+    }
+
     /// Whether a sample is due at `now`: none yet, or the last is a period old (a clock that
     /// went back counts as due too, so a ring never stalls).
     pub fn due(&self, now: f64) -> bool {
@@ -91,14 +110,27 @@ impl MetricsRing {
     pub fn push(&mut self, mut sample: Snapshot) {
         if let Some(previous) = self.samples.back() {
             rates(previous, &mut sample);
+            carry_definitions(previous, &mut sample);
         }
         if let Some(executions) = &sample.executions {
-            self.known.extend(executions.by_definition.keys().cloned());
+            self.known.extend(executions.seen.iter().cloned());
         }
         if self.samples.len() >= self.config.keep {
             self.samples.pop_front();
         }
         self.samples.push_back(sample);
+    }
+}
+
+/// A sample that did not count by definition carries the previous sample's counts (with
+/// the time they were counted).
+fn carry_definitions(previous: &Snapshot, sample: &mut Snapshot) {
+    let (Some(before), Some(now)) = (&previous.executions, &mut sample.executions) else {
+        return;
+    };
+    if now.by_definition_at.is_none() {
+        now.by_definition.clone_from(&before.by_definition);
+        now.by_definition_at = before.by_definition_at;
     }
 }
 

@@ -25,6 +25,14 @@ pub const QUEUE_CAP: usize = 100_000;
 pub const RUNS_CAP: usize = 10_000;
 /// The most definitions whose executions are counted by status one by one.
 pub const MAX_DEFINITIONS: usize = 100;
+/// Up to this many executions in the store, every sample counts each definition's executions
+/// by status; past it, a ring counts them at most every [`DEFINITION_COUNTS_EVERY`] seconds
+/// (each count reads every document of its definition: about 2 s per 200,000 executions on
+/// SQLite) and carries the last counts in between, and a snapshot on its own leaves them out.
+pub const DEFINITION_COUNTS_MAX: u64 = 100_000;
+/// How often a ring counts by definition when the store holds more than
+/// [`DEFINITION_COUNTS_MAX`] executions, in seconds.
+pub const DEFINITION_COUNTS_EVERY: f64 = 600.0;
 
 /// Everything one sample holds. Maps are keyed by name, so the JSON is in a stable order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -46,6 +54,9 @@ pub struct ExecutionFigures {
     pub by_status: BTreeMap<String, u64>,
     /// By definition, then status: the definitions the sampler knows of (see docs/metrics.md).
     pub by_definition: BTreeMap<String, BTreeMap<String, u64>>,
+    /// When `by_definition` was counted (this sample, or an earlier one of the ring whose
+    /// counts it carries); `None`: not counted (see [`DEFINITION_COUNTS_MAX`]).
+    pub by_definition_at: Option<f64>,
     /// Executions created in the last [`RATE_WINDOW`] seconds, by definition.
     pub started_last_minute: BTreeMap<String, u64>,
     /// Executions finished in the last [`RATE_WINDOW`] seconds, by definition, then status.
@@ -63,6 +74,9 @@ pub struct ExecutionFigures {
     pub timers_due: u64,
     /// How late the oldest due timer is (now minus its `fire_at`); 0 when none is due.
     pub timer_lag_seconds: f64,
+    /// The definitions this sample saw (the ring counts them in later samples).
+    #[serde(skip)]
+    pub(crate) seen: BTreeSet<String>,
 }
 
 /// One workspace's figures.
@@ -93,11 +107,17 @@ pub struct WorkspaceFigures {
 
 /// Takes a snapshot at `now`. `known` are the definitions counted by status one by one
 /// (beside those seen changing in the last minute); an empty set first reads one page of
-/// the listing to learn some.
-pub(crate) fn take(stores: Stores<'_>, now: f64, known: &BTreeSet<String>) -> Result<Snapshot, ApiError> {
+/// the listing to learn some. Executions are counted by definition when the store holds at
+/// most `definitions_up_to` of them (`u64::MAX`: always).
+pub(crate) fn take(
+    stores: Stores<'_>,
+    now: f64,
+    known: &BTreeSet<String>,
+    definitions_up_to: u64,
+) -> Result<Snapshot, ApiError> {
     let mut truncated = Vec::new();
     let executions = match stores.executions {
-        Some(store) => Some(executions(store, now, known, &mut truncated)?),
+        Some(store) => Some(executions(store, now, known, definitions_up_to, &mut truncated)?),
         None => None,
     };
     let workspaces = match stores.workspaces {
@@ -179,6 +199,7 @@ fn executions(
     store: &dyn ExecutionStore,
     now: f64,
     known: &BTreeSet<String>,
+    definitions_up_to: u64,
     truncated: &mut Vec<String>,
 ) -> Result<ExecutionFigures, ApiError> {
     let mut figures = ExecutionFigures {
@@ -227,13 +248,19 @@ fn executions(
     if definitions.len() > MAX_DEFINITIONS {
         truncated.push("definitions".to_owned());
     }
-    for definition in definitions.into_iter().take(MAX_DEFINITIONS) {
-        // One aggregate query each (the definition index).
-        let counts = status_map(store.status_counts(Some(&definition), false)?);
-        if counts.values().any(|n| *n > 0) {
-            figures.by_definition.insert(definition, counts);
+    let total: u64 = figures.by_status.values().sum();
+    if total <= definitions_up_to {
+        for definition in definitions.iter().take(MAX_DEFINITIONS) {
+            // One aggregate each over the definition index; it reads each execution's
+            // document for its status.
+            let counts = status_map(store.status_counts(Some(definition), false)?);
+            if counts.values().any(|n| *n > 0) {
+                figures.by_definition.insert(definition.clone(), counts);
+            }
         }
+        figures.by_definition_at = Some(now);
     }
+    figures.seen = definitions;
     // Queues: keyset pages by seq (the primary key), counted up to QUEUE_CAP.
     let mut oldest = None;
     figures.outbox_depth = count(

@@ -124,7 +124,7 @@ fn a_snapshot_counts_what_the_stores_hold() {
         executions: Some(&store),
         workspaces: Some(&log),
     };
-    let s = snapshot::take(stores, NOW, &Default::default()).unwrap();
+    let s = snapshot::take(stores, NOW, &Default::default(), DEFINITION_COUNTS_MAX).unwrap();
     assert_eq!(s.at, NOW);
     assert!(s.truncated.is_empty(), "{:?}", s.truncated);
     let e = s.executions.unwrap();
@@ -171,7 +171,7 @@ fn an_empty_store_is_all_zeros_and_no_oldest_entry() {
         executions: Some(&store),
         workspaces: None,
     };
-    let s = snapshot::take(stores, NOW, &Default::default()).unwrap();
+    let s = snapshot::take(stores, NOW, &Default::default(), DEFINITION_COUNTS_MAX).unwrap();
     assert_eq!(s.workspaces, None);
     let e = s.executions.unwrap();
     assert_eq!(e.by_status, counts(&[]));
@@ -195,6 +195,7 @@ fn the_ring_keeps_its_size_and_rates_follow_the_log() {
     let api = MonitorApi::new(Map::new(), None).with_metrics(MetricsConfig {
         period_seconds: 10.0,
         keep: 3,
+        ..MetricsConfig::default()
     });
     assert!(api.sample_metrics(stores, NOW).unwrap());
     // Half a period later: not a sample (two samplers would make rates of noise).
@@ -306,6 +307,75 @@ fn label_values_are_escaped() {
 fn config_bounds_are_checked() {
     assert!(MetricsConfig::default().check().is_ok());
     for (period_seconds, keep) in [(0.5, 10), (f64::NAN, 10), (10.0, 1), (10.0, 1_000_000)] {
-        assert!(MetricsConfig { period_seconds, keep }.check().is_err());
+        let config = MetricsConfig {
+            period_seconds,
+            keep,
+            ..MetricsConfig::default()
+        };
+        assert!(config.check().is_err());
     }
+}
+
+#[test]
+fn past_the_limit_definitions_are_counted_every_ten_minutes_and_carried_between() {
+    let store = store();
+    let stores = Stores {
+        executions: Some(&store),
+        workspaces: None,
+    };
+    // The store's 3 executions are "many" for this ring.
+    let api = MonitorApi::new(Map::new(), None).with_metrics(MetricsConfig {
+        definition_counts_max: 2,
+        ..MetricsConfig::default()
+    });
+    let by_definition = |at: f64| {
+        let answer = get(&api, stores, "/api/metrics", at + 1.0);
+        let last = answer.body["samples"].as_array().unwrap().last().unwrap().clone();
+        (
+            last["executions"]["by_definition"]["orders"]["RUNNING"].clone(),
+            last["executions"]["by_definition_at"].clone(),
+        )
+    };
+    // The first sample counts them.
+    assert!(api.sample_metrics(stores, NOW).unwrap());
+    assert_eq!(by_definition(NOW), (json!(1), json!(NOW)));
+    // Then the store changes; the next samples carry the first counts, saying when they
+    // were counted.
+    let mut a1 = store.load("a1").unwrap().unwrap();
+    a1.status = execstore::executions::Status::Done;
+    store.save(&mut a1).unwrap();
+    assert!(api.sample_metrics(stores, NOW + 10.0).unwrap());
+    assert_eq!(by_definition(NOW + 10.0), (json!(1), json!(NOW)));
+    assert!(api.sample_metrics(stores, NOW + 590.0).unwrap());
+    assert_eq!(by_definition(NOW + 590.0), (json!(1), json!(NOW)));
+    // Ten minutes after the last count: counted again.
+    assert!(api.sample_metrics(stores, NOW + 600.0).unwrap());
+    assert_eq!(by_definition(NOW + 600.0), (json!(0), json!(NOW + 600.0)));
+    // A snapshot on its own over a store past the limit leaves them out.
+    let none = snapshot::take(stores, NOW, &Default::default(), 2).unwrap();
+    let e = none.executions.unwrap();
+    assert!(e.by_definition.is_empty());
+    assert_eq!(e.by_definition_at, None);
+    assert_eq!(e.by_status.values().sum::<u64>(), 3);
+}
+
+#[test]
+fn a_sample_under_way_is_not_taken_twice() {
+    let store = store();
+    let stores = Stores {
+        executions: Some(&store),
+        workspaces: None,
+    };
+    let api = MonitorApi::new(Map::new(), None).with_metrics(MetricsConfig::default());
+    let ring = api.metrics.clone().unwrap();
+    // The sampler is reading the stores: a request neither waits for it nor reads them too.
+    lock(&ring).busy = true;
+    assert!(!api.sample_metrics(stores, NOW).unwrap());
+    let answer = get(&api, stores, "/api/metrics", NOW);
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.body["samples"], json!([]));
+    lock(&ring).busy = false;
+    assert!(api.sample_metrics(stores, NOW).unwrap());
+    // Done: the ring is free for the next one.
+    assert!(!lock(&ring).busy);
 }
