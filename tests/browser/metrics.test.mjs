@@ -71,13 +71,17 @@ test("the Metrics view charts the sampled figures and follows the store", async 
     assert.match(first.text, new RegExp(`^outbox: ${outbox.length} · spawns: \\d+$`));
     // Every chart of the executions and of each of the demo's workspaces is there.
     const ids = await p.$$eval("[data-chart]", (cs) => cs.map((c) => c.dataset.chart));
-    for (const id of ["exec-status", "started", "finished", "queues", "outbox-age", "timers", "timer-lag"]) {
+    for (const id of ["exec-status", "exec-definition", "started", "finished", "queues", "outbox-age", "timers", "timer-lag"]) {
       assert.ok(ids.includes(id), `${id} in ${ids}`);
     }
     assert.ok(ids.some((id) => /^ws-\d+-lag$/.test(id)), `a workspace's cursor lag in ${ids}`);
     const status = await card(p, "exec-status");
     const counts = (await apiGet(url, "api/counts")).body;
     assert.equal(status.latest.reduce((a, n) => a + n, 0), counts.total);
+    // By definition: the demo's three, adding up to the same total.
+    const byDefinition = await card(p, "exec-definition");
+    assert.equal(byDefinition.latest.length, 3);
+    assert.equal(byDefinition.latest.reduce((a, n) => a + n, 0), counts.total);
 
     // The store changes: three entries acknowledged. The next samples draw the new depth.
     for (const e of outbox.slice(0, 3)) await ack(url, e.seq);

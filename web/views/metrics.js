@@ -71,6 +71,12 @@ function executionCharts(list) {
       series: statuses.map((st, i) => ({ label: st, colour: statusColour(st, i), get: (s) => s.executions ? ex(s).by_status[st] ?? 0 : null })),
     },
     {
+      id: "exec-definition", group: "Executions", title: "Executions by definition", unit: "",
+      series: keysOf(withExec, (s) => ex(s).by_definition).map((d, i) => ({
+        label: d, colour: colourOf(i), get: (s) => s.executions && ex(s).by_definition[d] ? sum(ex(s).by_definition[d]) : null,
+      })),
+    },
+    {
       id: "started", group: "Executions", title: "Started per minute, by definition", unit: "/min",
       series: started.length
         ? started.map((d, i) => ({ label: d, colour: colourOf(i), get: (s) => s.executions ? ex(s).started_last_minute[d] ?? 0 : null }))
@@ -241,7 +247,7 @@ function ensureStyles() {
 
 function render(root) {
   const grid = $("#metrics-grid", root);
-  const specs = [...executionCharts(samples), ...workspaceCharts(samples)];
+  const specs = [...executionCharts(samples), ...workspaceCharts(samples)].filter((spec) => spec.series.length);
   const wanted = new Set(specs.map((s) => s.id));
   for (const [id, c] of charts) {
     if (!wanted.has(id)) {
