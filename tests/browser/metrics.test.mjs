@@ -91,6 +91,9 @@ test("the Metrics view charts the sampled figures and follows the store", async 
     }, "the outbox series to drop by 3");
     assert.ok(after.points > first.points, `more samples drawn (${first.points} -> ${after.points})`);
     await p.screenshot({ path: join(artifacts, "metrics-desktop.png"), fullPage: true });
+    // The workspaces' charts, below the executions' (the view scrolls inside the page).
+    await p.$eval(".metric-group[data-group^='Workspace']", (g) => g.scrollIntoView());
+    await p.screenshot({ path: join(artifacts, "metrics-workspaces.png") });
     calm(p);
     await p.context().close();
   });
