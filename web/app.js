@@ -74,12 +74,15 @@ const byId = new Map(VIEWS.map((v) => [v.id, v]));
 /** The VIEWS row of a route (an unknown view: the first row). */
 const viewOf = (route) => byId.get(route.view) || VIEWS[0];
 
+/** Whether a store that holds `holds` shows view `v` (a view of `any` store always). */
+const shows = (holds, v) => v.holds === "any" || Boolean(holds[v.holds]);
+
 /** Where a link to `id` goes: that view, or the first listed one whose data the store holds. */
 function home(id) {
   const holds = state.info && state.info.holds;
   const wanted = byId.get(id) || VIEWS[0];
-  if (!holds || !wanted.holds || holds[wanted.holds]) return wanted;
-  return VIEWS.find((v) => v.nav && v.holds && holds[v.holds]) || wanted;
+  if (!holds || shows(holds, wanted)) return wanted;
+  return VIEWS.find((v) => v.nav && shows(holds, v)) || wanted;
 }
 
 /** The header's links, one per listed view. */
@@ -191,10 +194,9 @@ async function loadInfo() {
     // workspace log; the views of what is not there are hidden.
     const holds = state.info.holds || { executions: true, workspaces: false };
     for (const a of document.querySelectorAll(".views a[data-view]")) {
-      const shows = viewOf({ view: a.dataset.view }).holds;
-      a.hidden = Boolean(shows) && !holds[shows];
+      a.hidden = !shows(holds, viewOf({ view: a.dataset.view }));
     }
-    if (viewOf(state.route).holds && !holds[viewOf(state.route).holds]) {
+    if (!shows(holds, viewOf(state.route))) {
       history.replaceState(null, "", `?view=${home(state.route.view).id}`);
       state.route = parseRoute(location.search);
     }

@@ -64,6 +64,7 @@ test("the views from one table, and dead letters across workspaces", async (t) =
       ["spawns", "Spawns", "?view=spawns"],
       ["workspaces", "Workspaces", "?view=workspaces"],
       ["dead-letters", "Dead letters", "?view=dead-letters"],
+      ["metrics", "Metrics", "?view=metrics"],
       ["audit", "Audit", "?view=audit"],
     ]);
     await p.click('a[data-view="dead-letters"]');

@@ -36,6 +36,8 @@ const FILES = {
   "/audit.js": ["audit.js", "text/javascript; charset=utf-8"],
   "/saved-views.js": ["saved-views.js", "text/javascript; charset=utf-8"],
   "/vendor/dagre.esm.js": ["vendor/dagre.esm.js", "text/javascript; charset=utf-8"],
+  "/vendor/uPlot.esm.js": ["vendor/uPlot.esm.js", "text/javascript; charset=utf-8"],
+  "/vendor/uPlot.min.css": ["vendor/uPlot.min.css", "text/css; charset=utf-8"],
   "/style.css": ["style.css", "text/css; charset=utf-8"],
   "/favicon.svg": ["favicon.svg", "image/svg+xml"],
 };

@@ -13,11 +13,12 @@ import * as queue from "./queue.js";
 import * as workspaces from "./workspaces.js";
 import * as deadLetters from "./dead-letters.js";
 import * as definition from "./definition.js";
+import * as metrics from "./metrics.js";
 import * as audit from "./audit.js";
 
 /**
  * `id`: the URL's `view`; `title`: the nav's and the page's; `holds`: the contract it shows
- * (`executions` or `workspaces`: hidden where the store holds none; null: every store); `nav`: listed in the
+ * (`executions` or `workspaces`: hidden where the store holds none; `any`: always shown); `nav`: listed in the
  * header. The first row is the default view.
  */
 export const VIEWS = [
@@ -27,6 +28,7 @@ export const VIEWS = [
   { id: "spawns", title: "Spawns", holds: "executions", nav: true, module: queue },
   { id: "workspaces", title: "Workspaces", holds: "workspaces", nav: true, module: workspaces },
   { id: "dead-letters", title: "Dead letters", holds: "workspaces", nav: true, module: deadLetters },
+  { id: "metrics", title: "Metrics", holds: "any", nav: true, module: metrics },
   { id: "definition", title: "Definition", holds: "executions", nav: false, module: definition },
-  { id: "audit", title: "Audit", holds: null, nav: true, module: audit },
+  { id: "audit", title: "Audit", holds: "any", nav: true, module: audit },
 ];

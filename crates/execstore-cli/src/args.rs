@@ -257,6 +257,24 @@ pub struct ServeArgs {
     /// head, so a flood of silent connections drains fast.
     #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
+
+    /// Seconds between two samples of the metrics (the Metrics view's charts, `/api/metrics`),
+    /// taken while the monitor runs and kept in memory only.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_metrics_period)]
+    pub metrics_period: f64,
+
+    /// How many metrics samples are kept, the oldest dropped first (360 every 10 s: the last
+    /// hour).
+    #[arg(long, value_name = "N", default_value_t = 360, value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    pub metrics_keep: u32,
+}
+
+/// A metrics period in seconds: 1 to a day.
+fn parse_metrics_period(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (1.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds in [1, 86400]")),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -464,6 +464,11 @@ fn monitor_config(
         backend,
         prefix: prefix.map(str::to_owned),
         warnings: Vec::new(),
+        metrics: execstore_monitor_api::metrics::MetricsConfig {
+            period_seconds: args.metrics_period,
+            keep: args.metrics_keep as usize,
+            ..Default::default()
+        },
         limits: monitor::Limits {
             header_timeout: std::time::Duration::from_secs_f64(args.header_timeout),
             idle_timeout: std::time::Duration::from_secs_f64(args.idle_timeout),

@@ -22,6 +22,7 @@ mod error;
 mod graph;
 mod handlers;
 mod operator;
+pub mod metrics;
 mod params;
 mod routes;
 mod tokens;
@@ -112,6 +113,8 @@ pub struct MonitorApi {
     /// Where the audit log and saved views are kept (in memory unless
     /// [`MonitorApi::with_operator`] names the store's own tables).
     operator: Arc<dyn OperatorStore>,
+    /// The metrics samples, when the host keeps them ([`MonitorApi::with_metrics`]).
+    metrics: Option<metrics::SharedRing>,
 }
 
 impl std::fmt::Debug for MonitorApi {
@@ -137,6 +140,7 @@ impl MonitorApi {
             info,
             tokens,
             operator: Arc::new(MemoryOperatorStore::new()),
+            metrics: None,
         }
     }
 

@@ -40,6 +40,7 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("GET", "/api/info", |c, _| Ok(c.info())),
     row("GET", "/api/changes", |c, _| c.changes()),
     row("GET", "/api/counts", |c, _| c.counts()),
+    row("GET", "/api/metrics", |c, _| c.metrics()),
     // Executions
     row("GET", "/api/executions", |c, _| c.executions()),
     row("GET", "/api/executions/{id}", |c, a| c.execution(decode(a[0])?)),

@@ -87,6 +87,17 @@ const FILES: &[(&str, &str, &str)] = &[
         "text/javascript; charset=utf-8",
         include_str!("../../../../web/vendor/dagre.esm.js"),
     ),
+    // uplot 1.6.32 from the npm registry (MIT): the Metrics view's charts.
+    (
+        "/vendor/uPlot.esm.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/vendor/uPlot.esm.js"),
+    ),
+    (
+        "/vendor/uPlot.min.css",
+        "text/css; charset=utf-8",
+        include_str!("../../../../web/vendor/uPlot.min.css"),
+    ),
     (
         "/style.css",
         "text/css; charset=utf-8",

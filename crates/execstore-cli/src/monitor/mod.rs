@@ -15,6 +15,7 @@
 
 mod api;
 mod assets;
+mod metrics;
 mod server;
 mod shared;
 mod stream;
@@ -31,6 +32,7 @@ use axum::response::Response;
 use axum::Router;
 use execstore::workspace::WorkspaceStorage;
 use execstore::ExecutionStore;
+use execstore_monitor_api::metrics::MetricsConfig;
 use execstore_monitor_api::{MonitorApi, Stores};
 
 pub use server::Limits;
@@ -59,6 +61,8 @@ pub struct Config {
     /// What the operator should know about the store (`/api/info`'s `warnings`, shown by the
     /// UI), e.g. a workspace log at a schema version this build does not know.
     pub warnings: Vec<String>,
+    /// How often the metrics are sampled and how many samples are kept (in memory).
+    pub metrics: MetricsConfig,
 }
 
 /// What a monitor serves: the execution store, the workspace log, or both (whatever the
@@ -110,7 +114,10 @@ pub fn serve(store: Served, config: &Config, announce: &mut dyn FnMut(&str)) -> 
     let served = runtime.block_on(async {
         let listener = bind(config).await?;
         let addr = listener.local_addr().context("cannot read the bound address")?;
-        let app = router(store, config, addr);
+        let state = app_state(store, config);
+        // Sampled while the server runs; the task ends with the runtime.
+        tokio::spawn(metrics::sample(state.clone()));
+        let app = router(state, addr);
         announce(&url_of(addr));
         server::serve(listener, app, config.limits, async {
             // No signal handler (rare): serve until killed.
@@ -151,26 +158,30 @@ fn url_of(addr: SocketAddr) -> String {
     format!("http://{host}:{}/", addr.port())
 }
 
-fn router(served: Served, config: &Config, addr: SocketAddr) -> Router {
+fn app_state(served: Served, config: &Config) -> AppState {
     let mut info = serde_json::Map::new();
     info.insert("version".into(), env!("CARGO_PKG_VERSION").into());
     info.insert("store".into(), config.store_label.clone().into());
     info.insert("backend".into(), config.backend.into());
     info.insert("prefix".into(), config.prefix.clone().into());
     info.insert("warnings".into(), config.warnings.clone().into());
-    let mut api = MonitorApi::with_tokens(info, config.tokens.clone());
+    let mut api = MonitorApi::with_tokens(info, config.tokens.clone()).with_metrics(config.metrics);
     if let Some(store) = served.operator.clone() {
         api = api.with_operator(store);
     }
-    let state = AppState {
+    AppState {
         served,
         api: Arc::new(api),
         answers: Arc::default(),
         body_timeout: config.limits.idle_timeout,
-    };
+    }
+}
+
+fn router(state: AppState, addr: SocketAddr) -> Router {
     let hosts = Arc::new(allowed_hosts(addr));
     stream::routes()
         .merge(api::routes())
+        .merge(metrics::routes())
         .merge(assets::routes())
         .with_state(state)
         .layer(middleware::from_fn(security_headers))
@@ -222,7 +233,7 @@ async fn check_host(State(hosts): State<Arc<Option<Vec<String>>>>, request: Requ
 /// code (so even a rendering bug could not run a stored `onerror=`), nothing is framed,
 /// and API answers are never cached.
 async fn security_headers(request: Request, next: Next) -> Response {
-    let is_api = request.uri().path().starts_with("/api/");
+    let is_api = request.uri().path().starts_with("/api/") || request.uri().path() == "/metrics";
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
     headers.insert(

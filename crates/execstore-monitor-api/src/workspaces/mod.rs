@@ -10,6 +10,7 @@ mod chain;
 mod records;
 mod runs;
 
+pub(crate) use runs::policy as stored_policy;
 pub(crate) use runs::{decode_offset as decode_runs_cursor, encode_offset as encode_runs_cursor};
 #[cfg(test)]
 mod tests;

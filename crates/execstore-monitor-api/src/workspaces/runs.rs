@@ -21,7 +21,7 @@ const RUNS_SCAN_CAP: usize = 100_000;
 /// The run policy a listing judges runs by: what the stored rules say (`ordering: "scope"`,
 /// `on_dead_letter: "block"`, `enabled: false`), plus the rules the request names (rules
 /// defined in code are not in the store).
-fn policy(
+pub(crate) fn policy(
     storage: &dyn WorkspaceStorage,
     workspaces: &[WorkspaceRef],
     params: &Params,
