@@ -18,6 +18,7 @@ mod error;
 mod graph;
 mod handlers;
 mod params;
+mod recover;
 mod routes;
 mod workspaces;
 

@@ -53,6 +53,14 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("POST", "/api/control/resume", |c, _| c.bulk_control("resume")),
     row("POST", "/api/control/terminate", |c, _| c.bulk_control("terminate")),
     row("POST", "/api/control/purge", |c, _| c.bulk_control("purge")),
+    row("POST", "/api/control/suspend/matching", |c, _| c.bulk_matching("suspend")),
+    row("POST", "/api/control/resume/matching", |c, _| c.bulk_matching("resume")),
+    row("POST", "/api/control/terminate/matching", |c, _| c.bulk_matching("terminate")),
+    row("POST", "/api/control/purge/matching", |c, _| c.bulk_matching("purge")),
+    // Recover (recover.rs): an event through the outbox, harel's retry of a FAILED one.
+    row("POST", "/api/executions/{id}/send", |c, a| c.send(decode(a[0])?)),
+    row("POST", "/api/executions/{id}/retry", |c, a| c.retry(decode(a[0])?)),
+    row("GET", "/api/executions/{id}/retry-targets", |c, a| c.retry_targets(decode(a[0])?)),
     // The store's queues
     row("GET", "/api/outbox", |c, _| c.outbox()),
     row("POST", "/api/outbox/{seq}/ack", |c, a| c.ack_outbox(a[0])),
