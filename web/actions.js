@@ -8,6 +8,7 @@
 
 import { ApiError } from "./api.js";
 import { clear, h } from "./dom.js";
+import { matchingBar } from "./recover.js";
 
 const FINISHED = ["DONE", "CANCELLED"];
 
@@ -242,6 +243,7 @@ export function bulkBar(ctx) {
     n ? h("button", { type: "button", class: "ghost small", id: "unpick", onclick: () => { picked.clear(); ctx.refresh(); } }, "Unpick all") : null,
     matching,
     n ? buttons : null,
+    matchingBar(ctx),
     resultBox("*bulk"),
   );
 }

@@ -81,6 +81,8 @@ export function createClient({ transport = (req) => fetch(req), base = location.
     post: (path, params) => call("POST", path, params),
     /** POST with `json` as the body (JSON). */
     postJson: (path, json) => call("POST", path, undefined, json),
+    /** POST with query `params` and `json` as the body. */
+    postQueryJson: (path, params, json) => call("POST", path, params, json),
     del: (path, params) => call("DELETE", path, params),
   };
 }

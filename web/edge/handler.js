@@ -32,6 +32,7 @@ const FILES = {
   "/graph.js": ["graph.js", "text/javascript; charset=utf-8"],
   "/filters.js": ["filters.js", "text/javascript; charset=utf-8"],
   "/actions.js": ["actions.js", "text/javascript; charset=utf-8"],
+  "/recover.js": ["recover.js", "text/javascript; charset=utf-8"],
   "/vendor/dagre.esm.js": ["vendor/dagre.esm.js", "text/javascript; charset=utf-8"],
   "/style.css": ["style.css", "text/css; charset=utf-8"],
   "/favicon.svg": ["favicon.svg", "image/svg+xml"],

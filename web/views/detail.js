@@ -7,6 +7,7 @@ import { ago, jsonTree, setServerNow, statusPill, until } from "../format.js";
 import * as records from "../records.js";
 import * as graph from "../graph.js";
 import * as actions from "../actions.js";
+import * as recover from "../recover.js";
 import { actionCtx, api, errorBox, loadingLater, navigate, state } from "../shell.js";
 
 let detailSeq = 0;
@@ -81,6 +82,7 @@ function renderDetail(one, trace, pending) {
     error,
     summary,
     actions.detailSection(actionCtx(), exe),
+    recover.detailSection(actionCtx(), exe),
     records.renderFamily(one),
     graph.executionSection(api, exe),
     records.section("timeline", "Timeline", `${trace.items.length} steps`, records.renderTimeline(trace)),

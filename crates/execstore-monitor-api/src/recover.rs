@@ -34,13 +34,13 @@ pub(crate) const MATCH_LIMIT: usize = 10_000;
 /// The most data a sent event may carry (bytes of JSON).
 pub(crate) const MAX_EVENT_DATA: usize = 256 * 1024;
 
-fn invalid(message: impl Into<String>) -> ApiError {
+pub(crate) fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(400, "INVALID_INPUT", message)
 }
 
 /// The body as a JSON object, with `allowed` keys only (`reason`, the write path's, is let
 /// through unread).
-fn body_object(body: &[u8], allowed: &[&str]) -> Result<Map<String, Value>, ApiError> {
+pub(crate) fn body_object(body: &[u8], allowed: &[&str]) -> Result<Map<String, Value>, ApiError> {
     let shape = || {
         let keys: Vec<String> = allowed.iter().map(|k| format!("{k:?}")).collect();
         format!(

@@ -80,6 +80,14 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("GET", "/api/workspaces/{t}/{w}/cursors", |c, a| c.cursors(a[0], a[1])),
     row("GET", "/api/workspaces/{t}/{w}/rules", |c, a| c.rules(a[0], a[1])),
     row("GET", "/api/workspaces/{t}/{w}/rules/{name}/history", |c, a| c.rule_history(a[0], a[1], a[2])),
+    // Workspace recovery (workspaces/recover.rs)
+    row("POST", "/api/workspaces/{t}/{w}/runs/retry-dead", |c, a| c.retry_dead_runs(a[0], a[1])),
+    row("POST", "/api/workspaces/{t}/{w}/runs/{id}/retry", |c, a| c.retry_run(a[0], a[1], a[2])),
+    row("POST", "/api/workspaces/{t}/{w}/dead-letters/replay", |c, a| c.replay_dead_letter(a[0], a[1])),
+    row("POST", "/api/workspaces/{t}/{w}/dead-letters/replay-all", |c, a| c.replay_dead_letters(a[0], a[1])),
+    row("POST", "/api/workspaces/{t}/{w}/leases/{key}/release", |c, a| c.release_lease(a[0], a[1], a[2])),
+    row("POST", "/api/workspaces/{t}/{w}/rules/{name}/pause", |c, a| c.set_rule_enabled(a[0], a[1], a[2], false)),
+    row("POST", "/api/workspaces/{t}/{w}/rules/{name}/resume", |c, a| c.set_rule_enabled(a[0], a[1], a[2], true)),
 ];
 
 /// The path parameters of `path` if `pattern` matches it (both split on `/`).

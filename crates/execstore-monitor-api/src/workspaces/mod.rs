@@ -8,6 +8,7 @@
 
 mod chain;
 mod records;
+mod recover;
 mod runs;
 
 pub(crate) use runs::{decode_offset as decode_runs_cursor, encode_offset as encode_runs_cursor};
