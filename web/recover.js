@@ -188,3 +188,53 @@ export function matchingBar(ctx) {
   idle();
   return wrap;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Workspaces (views/workspaces.js, views/dead-letters.js): each action confirmed in place, then
+// one POST; the result is shown above the tab (`#ws-action-result`) and the view refreshed.
+
+/** The result of the last workspace action, as a status line (hidden when there is none). */
+export function wsResult() {
+  return resultLine("*ws", "ws-action-result");
+}
+
+/**
+ * A button that asks `question` in place, then POSTs `opts.json` (read at the click, so it may
+ * be a getter) to `path` with query `params`, and shows `done(body)` as the result. Null when
+ * the monitor is read-only.
+ */
+export function wsAction(ctx, opts) {
+  const { label, title, question, path, params = {}, done, id, cls = "small" } = opts;
+  if (!ctx.writable) return null;
+  const wrap = h("span", { class: "confirm-wrap" });
+  const button = h("button", { type: "button", class: cls, title, id, dataset: { wsAction: label.toLowerCase() } }, label);
+  const idle = () => clear(wrap, button);
+  button.addEventListener("click", () => {
+    if (needsToken(ctx)) return;
+    const yes = h("button", { type: "button", class: "danger small", dataset: { confirm: "yes" } }, `Yes, ${label.toLowerCase()}`);
+    const no = h("button", { type: "button", class: "ghost small", dataset: { confirm: "no" } }, "Cancel");
+    no.addEventListener("click", idle);
+    yes.addEventListener("click", async () => {
+      yes.disabled = true;
+      no.disabled = true;
+      try {
+        const body = await ctx.api.postQueryJson(path, params, opts.json || {}); // read now: it may be a getter
+        last = { key: "*ws", bad: false, title: "Done", lines: [done(body)] };
+      } catch (e) {
+        const conflict = e instanceof ApiError && e.status === 409;
+        last = { key: "*ws", bad: true, title: conflict ? "Conflict" : "Refused", lines: [conflict ? `It changed since this page showed it; nothing was done. (${e.message})` : message(e)] };
+      }
+      idle();
+      ctx.refresh();
+    });
+    clear(wrap, h("span", { class: "confirm", role: "alertdialog", "aria-label": question }, h("span", { class: "question" }, question), " ", yes, " ", no));
+    yes.focus();
+  });
+  return idle();
+}
+
+/** What a replay answer says. */
+export function replayedText(body) {
+  if (!body.replayed.length) return "No dead-lettered rule to replay.";
+  return body.replayed.map((r) => `${r.rule} replayed from after seq ${r.from_seq} (generation ${r.generation}, fact at seq ${r.seq}); reflexr's reactor evaluates it again.`).join(" ");
+}
