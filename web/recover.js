@@ -51,11 +51,24 @@ export function checkEvent(name, dataText, id) {
   return { event };
 }
 
+/** What was typed in an execution's send form, kept across the live refresh that rebuilds it. */
+const drafts = new Map();
+
 /** The "Send an event" form of a RUNNING execution's detail. */
 function sendForm(ctx, exe) {
   const name = h("input", { type: "text", id: "send-name", placeholder: "Approve", autocomplete: "off", "aria-label": "Event name" });
   const data = h("textarea", { id: "send-data", rows: 3, placeholder: "{\"amount\": 5}", spellcheck: "false", "aria-label": "Event data (JSON object)" });
   const id = h("input", { type: "text", id: "send-id", placeholder: "made for you", autocomplete: "off", "aria-label": "Event id (optional)" });
+  const draft = drafts.get(exe.id) || { name: "", data: "", id: "", focus: null };
+  drafts.clear();
+  drafts.set(exe.id, draft);
+  for (const [field, el] of [["name", name], ["data", data], ["id", id]]) {
+    el.value = draft[field];
+    el.addEventListener("input", () => { draft[field] = el.value; });
+    el.addEventListener("focus", () => { draft.focus = field; });
+    el.addEventListener("blur", () => { if (draft.focus === field) draft.focus = null; });
+    if (draft.focus === field) queueMicrotask(() => { if (el.isConnected) el.focus(); });
+  }
   const problem = h("p", { class: "form-error", id: "send-error", role: "alert", hidden: true });
   const button = h("button", { type: "submit", class: "small", id: "send-submit" }, "Send");
   const form = h(
@@ -80,6 +93,7 @@ function sendForm(ctx, exe) {
     button.disabled = true;
     try {
       const body = await ctx.api.postQueryJson(`api/executions/${encodeURIComponent(exe.id)}/send`, { expected_version: exe.version }, { event: checked.event });
+      Object.assign(draft, { name: "", data: "", id: "", focus: null });
       last = { key: exe.id, bad: false, title: "Sent", lines: [`${body.event.name} (id ${body.event.id}) is in the outbox as entry ${body.seq}; the engine's relay delivers it.`] };
     } catch (e) {
       const conflict = e instanceof ApiError && e.status === 409;

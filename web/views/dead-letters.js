@@ -59,12 +59,12 @@ async function load({ quiet = false } = {}) {
       { label: "Rule", class: "id", cell: (d) => String(d.rule) },
       { label: "Seq", class: "num", cell: (d) => wsLink({ tenant: d.tenant, ws: d.ws, seq: String(d.seq) }, String(d.seq), { class: "seq-link" }) },
       { label: "Error", class: "data", cell: (d) => h("span", { title: String(d.error) }, String(d.error)) },
-      { label: "", cell: (d) => wsAction(actionCtx(), {
+      ...(!actionCtx().writable ? [] : [{ label: "", cell: (d) => wsAction(actionCtx(), {
         label: "Replay", title: "Evaluate the rule again from just before this envelope, rebuilding its state (reflexr's replay_rule)",
         question: `Replay ${d.rule} of ${d.tenant} / ${d.ws} from seq ${d.seq}?`,
         path: `api/workspaces/${encodeURIComponent(d.tenant)}/${encodeURIComponent(d.ws)}/dead-letters/replay`,
         json: { rule: d.rule, seq: d.seq }, done: replayedText,
-      }) },
+      }) }]),
     ], rows));
   } catch (e) {
     if (mine !== seq) return;

@@ -540,11 +540,11 @@ async function showRuns(body) {
     { label: "Due / held", cell: dueCell },
     { label: "Lease", cell: (i) => (i.lease ? h("span", { class: i.lease.lapsed ? "lapsed" : "held-lease" }, `${i.lease.holder} · ${i.lease.lapsed ? "lapsed" : "expires"} ${relative(i.lease.expires_at)}`) : "–") },
     { label: "Error", class: "data", cell: (i) => (i.run.error ? h("span", { title: i.run.error }, i.run.error) : "") },
-    { label: "", cell: (i) => (RETRYABLE.includes(i.run.status) ? wsAction(a, {
+    ...(!a.writable ? [] : [{ label: "", cell: (i) => (RETRYABLE.includes(i.run.status) ? wsAction(a, {
       label: "Retry", title: "Make it runnable now (a finished run gets a fresh retry budget), as reflexr's retry_run",
       question: `Retry run ${i.run.id}?`, path: `${wsPath()}/runs/${encodeURIComponent(i.run.id)}/retry`,
       done: (b) => `Run ${b.run.id} is pending, due now (fact ${b.fact}).`,
-    }) : null) },
+    }) : null) }]),
   ], page.items, { rowProps: (i) => ({ class: i.due ? "due-row" : i.held_by ? "held-row" : null }) }));
   clear(pager,
     h("button", { type: "button", disabled: !r.cursor, onclick: () => go(here({ status: r.status, rule: r.rule, scope: r.scope })) }, "« First"),
@@ -574,11 +574,11 @@ async function showDeadLetters(body) {
     { label: "Rule", class: "id", cell: (d) => d.rule },
     { label: "Seq", class: "num", cell: (d) => link(here({ tab: "log", seq: String(d.seq) }), String(d.seq)) },
     { label: "Error", class: "data", cell: (d) => h("span", { title: String(d.error) }, String(d.error)) },
-    { label: "", cell: (d) => wsAction(a, {
+    ...(!a.writable ? [] : [{ label: "", cell: (d) => wsAction(a, {
       label: "Replay", title: "Evaluate the rule again from just before this envelope (reflexr's replay_rule)",
       question: `Replay ${d.rule} from seq ${d.seq}?`, path: `${wsPath()}/dead-letters/replay`,
       get json() { return { rule: d.rule, seq: d.seq, mode: mode.value }; }, done: replayedText,
-    }) },
+    }) }]),
   ], page.items));
 }
 
@@ -594,10 +594,10 @@ async function showLeases(body) {
     { label: "Holder", class: "id", cell: (l) => l.holder },
     { label: "Expires", class: "when", cell: (l) => timeEl(l.expires_at, relative(l.expires_at)) },
     { label: "", cell: (l) => h("span", { class: l.lapsed ? "chip lapsed" : "chip held-lease" }, l.lapsed ? "lapsed" : "held") },
-    { label: "", cell: (l) => (l.lapsed ? wsAction(a, {
+    ...(!a.writable ? [] : [{ label: "", cell: (l) => (l.lapsed ? wsAction(a, {
       label: "Release", title: "Remove this lapsed lease row", question: `Release ${l.key} (lapsed, held by ${l.holder})?`,
       path: `${wsPath()}/leases/${encodeURIComponent(l.key)}/release`, done: (b) => `Released ${b.key} (was ${b.holder}'s).`,
-    }) : null) },
+    }) : null) }]),
   ], page.items, { rowProps: (l) => ({ class: l.lapsed ? "overdue" : null }) }));
 }
 
@@ -637,7 +637,7 @@ async function showRules(body) {
       { label: "Policy", cell: (x) => `${x.rule.ordering || "none"} / ${x.rule.on_dead_letter || "continue"}` },
       { label: "Description", class: "data", cell: (x) => String(x.rule.description ?? "") },
       { label: "Provenance", class: "data", cell: (x) => h("span", { class: "mono provenance" }, short(x.provenance)) },
-      { label: "", cell: (x) => {
+      ...(!a.writable ? [] : [{ label: "", cell: (x) => {
         const paused = x.rule.enabled === false;
         return [paused ? h("span", { class: "chip lapsed" }, "paused") : null, " ", wsAction(a, {
           label: paused ? "Resume" : "Pause",
@@ -646,7 +646,7 @@ async function showRules(body) {
           path: `${wsPath()}/rules/${encodeURIComponent(x.name)}/${paused ? "resume" : "pause"}`, params: { expected_version: x.version },
           done: (b) => (b.changed ? `${b.name} is ${b.enabled ? "resumed" : "paused"} (version ${b.version}).` : `${b.name} was already ${b.enabled ? "running" : "paused"}.`),
         })];
-      } },
+      } }]),
     ], page.items));
   }
   const archived = h("input", { type: "search", id: "ws-history-name", placeholder: "any rule's name (archived too)", value: r.history || null, "aria-label": "Rule history by name" });
