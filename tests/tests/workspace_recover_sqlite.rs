@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use execstore::workspace::recover::{self, Operator, ReplayMode};
-use execstore::workspace::{EvaluationError, ManualClock, StoredRule, StoredRuleStatus, WorkspaceRef, WorkspaceStorage};
+use execstore::workspace::{
+    EvaluationError, ManualClock, StoredRule, StoredRuleStatus, WorkspaceRef, WorkspaceStorage,
+};
 use execstore_sqlite::{SqliteWorkspaceOptions, SqliteWorkspaceStorage};
 use serde_json::{json, Value};
 use workspace_common::variety::{at, entry, pending, progress, rule_json, source, with};
@@ -51,7 +53,8 @@ fn reflexr_reads_what_recovery_wrote() {
     ])
     .unwrap();
     tx.save_runs(std::slice::from_ref(&dead)).unwrap();
-    tx.dead_letter(&[EvaluationError::new(rule, 2, "KeyError: 'n'")]).unwrap();
+    tx.dead_letter(&[EvaluationError::new(rule, 2, "KeyError: 'n'")])
+        .unwrap();
     tx.save_progress(rule, &progress(3, json!({}))).unwrap();
     tx.save_stored_rule(&StoredRule {
         rule: obj(rule_json(rule, "greets", json!({"text": "hi"}))),
@@ -61,7 +64,9 @@ fn reflexr_reads_what_recovery_wrote() {
     })
     .unwrap();
     tx.commit().unwrap();
-    assert!(s.acquire_lease(&w, "run:run-1", "dead-worker", Duration::from_secs(10)).unwrap());
+    assert!(s
+        .acquire_lease(&w, "run:run-1", "dead-worker", Duration::from_secs(10))
+        .unwrap());
 
     let retried = recover::retry_run(&s, &w, "run-1", &op("fact-retry", 20.0)).unwrap();
     recover::replay_dead_letter(&s, &w, rule, 2, ReplayMode::Rebuild, &op("fact-replay", 21.0)).unwrap();
@@ -76,21 +81,48 @@ fn reflexr_reads_what_recovery_wrote() {
     });
     let spec_path = dir.path().join("spec.json");
     write_json(&spec_path, &spec);
-    let out = rx.run("recover_with_reflexr.py", path.as_os_str(), dir.path(), &[spec_path.as_os_str()]);
+    let out = rx.run(
+        "recover_with_reflexr.py",
+        path.as_os_str(),
+        dir.path(),
+        &[spec_path.as_os_str()],
+    );
 
-    assert_eq!(out["run"], out["reflexr_retry"], "the run reflexr's own retry makes");
+    assert_eq!(
+        out["run"], out["reflexr_retry"],
+        "the run reflexr's own retry makes"
+    );
     let ours: Value = serde_json::from_str(&retried.to_json()).unwrap();
     let theirs: Value = serde_json::from_str(out["run"].as_str().unwrap()).unwrap();
     assert_eq!(ours, theirs);
-    let kinds: Vec<&str> = out["facts"].as_array().unwrap().iter().map(|f| f[0].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = out["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f[0].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, ["RunRequeued", "RuleReset", "RuleInstalled"]);
     let reset: Value = serde_json::from_str(out["facts"][1][1].as_str().unwrap()).unwrap();
-    assert_eq!((reset["reason"].clone(), reset["from_seq"].clone(), reset["generation"].clone()), (json!("replayed"), json!(1), json!(2)));
+    assert_eq!(
+        (
+            reset["reason"].clone(),
+            reset["from_seq"].clone(),
+            reset["generation"].clone()
+        ),
+        (json!("replayed"), json!(1), json!(2))
+    );
     let progress: Value = serde_json::from_str(out["progress"].as_str().unwrap()).unwrap();
-    assert_eq!((progress["cursor"].clone(), progress["generation"].clone()), (json!(1), json!(2)));
+    assert_eq!(
+        (progress["cursor"].clone(), progress["generation"].clone()),
+        (json!(1), json!(2))
+    );
     assert_eq!(out["enabled"], json!(false), "reflexr reads the rule as paused");
     let stored: Value = serde_json::from_str(out["stored_rule"].as_str().unwrap()).unwrap();
     assert_eq!(stored["version"], json!(paused.version));
     assert_eq!(out["due"], json!(["run-1"]), "the retried run is due");
-    assert_eq!(out["lease_taken"], json!(true), "the released lease goes to a new holder");
+    assert_eq!(
+        out["lease_taken"],
+        json!(true),
+        "the released lease goes to a new holder"
+    );
 }

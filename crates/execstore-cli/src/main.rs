@@ -421,8 +421,11 @@ fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn 
     }
     let mut config = config;
     if found.workspaces {
-        let (storage, warning) =
-            targets::open_workspaces_for_monitor(db, Arc::new(execstore::workspace::SystemClock), config.token.is_some())?;
+        let (storage, warning) = targets::open_workspaces_for_monitor(
+            db,
+            Arc::new(execstore::workspace::SystemClock),
+            config.token.is_some(),
+        )?;
         if let Some(warning) = warning {
             eprintln!("warning: {warning}");
             config.warnings.push(warning);

@@ -169,7 +169,7 @@ pub trait ExecutionStore: Send + Sync {
     /// PostgreSQL implement it.
     fn enqueue_outbox(&self, target_id: &str, event: &Event) -> Result<i64> {
         crate::kit::validate::check_id("target_id", target_id)?;
-        crate::kit::validate::prepare_event(event)?;
+        crate::kit::validate::check_event("event", event)?;
         Err(StoreError::Backend {
             message: "this backend cannot enqueue an outbox entry on its own".into(),
             retryable: false,

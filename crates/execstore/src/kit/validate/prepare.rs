@@ -176,7 +176,7 @@ pub fn prepare_commit(exe: &mut Execution, effects: &Effects) -> Result<Prepared
 
 /// Checks an outbox event and serializes it as harel stores it (pydantic's
 /// `model_dump_json`): a step's emit, or an entry enqueued alone
-/// ([`crate::ExecutionStore::enqueue_outbox`]). A bad field is `InvalidInput` on
+/// (`ExecutionStore::enqueue_outbox`). A bad field is `InvalidInput` on
 /// `event.<field>`; past [`MAX_DOCUMENT_BYTES`], on `event`.
 pub fn prepare_event(event: &crate::executions::Event) -> Result<String> {
     check_event_fields(event).map_err(|e| e.within(|| "event".to_owned()))?;
