@@ -47,7 +47,11 @@ pub fn send_through_the_outbox(store: &dyn ExecutionStore) {
 
     let token = store.change_token().expect("change_token");
     let sent = control::send(store, &id, &event, Some(before.version)).expect("send");
-    assert_ne!(store.change_token().unwrap(), token, "a monitor polling the token sees it");
+    assert_ne!(
+        store.change_token().unwrap(),
+        token,
+        "a monitor polling the token sees it"
+    );
     assert_eq!(
         (sent.target_id.as_str(), sent.event_id.as_str()),
         (id.as_str(), event.id.as_str())
