@@ -188,7 +188,7 @@ export function matchingBar(ctx) {
         last = {
           key: "*matching",
           bad: failed.length > 0,
-          title: `${name}: ${r.summary.changed} done, ${r.summary.unchanged} unchanged, ${failed.reduce((s, [, c]) => s + c, 0)} failed (of ${r.matching})`,
+          title: `${name}: ${r.summary.changed} done, ${r.summary.unchanged} unchanged, ${r.summary.covered} done with an earlier one (its regions or tree), ${failed.reduce((s, [, c]) => s + c, 0)} failed (of ${r.matching})`,
           lines: [...failed.map(([code, c]) => `${c} × ${code}`), ...misses],
         };
       } catch (e) {

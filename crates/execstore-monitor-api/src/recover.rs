@@ -13,11 +13,13 @@
 //!   `{}`: the filter is parsed by the list's own function ([`crate::handlers::list_filter`]);
 //!   a dry run counts the matches; a run lists them all first (at most `max`, else 400 and
 //!   nothing changes), then applies the action to each at the version it was listed at, each
-//!   its own commit, and answers a summary and each target's result.
+//!   its own commit, and answers a summary and each target's result. A match an earlier
+//!   target's action already wrote (a parent's regions) or removed (a purged tree) is not
+//!   acted on again: its result says `covered`.
 //!
 //! A body's `reason` belongs to the write path (recorded by the audit), never read here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use execstore::executions::control;
 use execstore::executions::{Event, Status};
@@ -270,30 +272,42 @@ impl Call<'_> {
             )));
         }
         let mut failed: BTreeMap<String, usize> = BTreeMap::new();
-        let (mut changed, mut unchanged) = (0usize, 0usize);
-        let results: Vec<Value> = targets
-            .into_iter()
-            .map(|(id, version)| {
-                crate::control::result_entry(
-                    crate::control::apply(store, action, &id, Some(version), self.now),
-                    id,
-                )
-            })
-            .inspect(|r| {
-                if r["ok"] == json!(false) {
-                    let code = r["error"]["code"].as_str().unwrap_or("ERROR").to_owned();
-                    *failed.entry(code).or_default() += 1;
-                } else if r["changed"].as_array().is_some_and(Vec::is_empty) {
-                    unchanged += 1;
-                } else {
-                    changed += 1;
+        let (mut changed, mut unchanged, mut covered) = (0usize, 0usize, 0usize);
+        // The executions an earlier target's action already wrote or removed (a parent's
+        // regions, a purged tree): not acted on again, so not a conflict of their own.
+        let mut touched: HashSet<String> = HashSet::new();
+        let mut results: Vec<Value> = Vec::with_capacity(targets.len());
+        for (id, version) in targets {
+            if touched.contains(&id) {
+                covered += 1;
+                results.push(json!({"id": id, "ok": true, "changed": [], "covered": true}));
+                continue;
+            }
+            let r = crate::control::result_entry(
+                crate::control::apply(store, action, &id, Some(version), self.now),
+                id,
+            );
+            for key in ["changed", "removed"] {
+                for one in r[key].as_array().into_iter().flatten() {
+                    if let Some(other) = one.get("id").and_then(Value::as_str).or_else(|| one.as_str()) {
+                        touched.insert(other.to_owned());
+                    }
                 }
-            })
-            .collect();
+            }
+            if r["ok"] == json!(false) {
+                let code = r["error"]["code"].as_str().unwrap_or("ERROR").to_owned();
+                *failed.entry(code).or_default() += 1;
+            } else if r["changed"].as_array().is_some_and(Vec::is_empty) {
+                unchanged += 1;
+            } else {
+                changed += 1;
+            }
+            results.push(r);
+        }
         Ok(json!({
             "action": action,
             "matching": matching,
-            "summary": {"changed": changed, "unchanged": unchanged, "failed": failed},
+            "summary": {"changed": changed, "unchanged": unchanged, "covered": covered, "failed": failed},
             "results": results,
         }))
     }

@@ -343,7 +343,7 @@ fn bulk_matching_counts_then_acts_on_every_match() {
     assert_eq!(r.body["matching"], json!(10));
     assert_eq!(
         r.body["summary"],
-        json!({"changed": 10, "unchanged": 0, "failed": {}})
+        json!({"changed": 10, "unchanged": 0, "covered": 0, "failed": {}})
     );
     assert_eq!(r.body["results"].as_array().unwrap().len(), 10);
     for (i, s) in statuses(&store).into_iter().enumerate() {
@@ -356,6 +356,37 @@ fn bulk_matching_counts_then_acts_on_every_match() {
         };
         assert_eq!(s, want, "m{i:02}");
     }
+    // A region its parent's action already moved is covered, not a conflict of its own.
+    let tree = MemoryStore::new();
+    for (id, parent) in [("p", None), ("p:r1", Some("p")), ("p:r2", Some("p"))] {
+        let mut exe = Execution::new(id, "tree");
+        exe.status = Status::Running;
+        exe.parent_id = parent.map(str::to_owned);
+        if parent.is_none() {
+            for kid in ["p:r1", "p:r2"] {
+                exe.children.insert(
+                    kid.into(),
+                    execstore::executions::ChildState::region("tree.r", kid),
+                );
+            }
+        }
+        tree.save(&mut exe).unwrap();
+    }
+    let r = post(&tree, "/api/control/suspend/matching?status=RUNNING", "{}");
+    assert_eq!(
+        r.body["summary"],
+        json!({"changed": 1, "unchanged": 0, "covered": 2, "failed": {}}),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        r.body["results"][1],
+        json!({"id": "p:r1", "ok": true, "changed": [], "covered": true})
+    );
+    for id in ["p", "p:r1", "p:r2"] {
+        assert_eq!(tree.load(id).unwrap().unwrap().status, Status::Suspended, "{id}");
+    }
+
     // The id prefix filter (`q`) comes along too.
     let r = post(
         &store,
