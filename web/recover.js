@@ -153,12 +153,13 @@ const VERBS = { suspend: "suspend", resume: "resume", terminate: "terminate", pu
 export function matchingBar(ctx) {
   if (!ctx.writable) return null;
   const wrap = h("span", { class: "matching", id: "matching" });
-  const idle = () => clear(wrap, h("span", { class: "muted" }, "All matching: "), Object.keys(VERBS).map((name) => {
+  const idle = () => (counted = null, clear(wrap, h("span", { class: "muted" }, "All matching: "), Object.keys(VERBS).map((name) => {
     const b = h("button", { type: "button", class: "ghost small", id: `matching-${name}`, dataset: { action: name } }, name[0].toUpperCase() + name.slice(1));
     b.addEventListener("click", () => count(name));
     return [b, " "];
-  }), resultLine("*matching", "matching-result"));
+  }), resultLine("*matching", "matching-result")));
   const path = (name) => `api/control/${name}/matching`;
+  const filters = JSON.stringify(ctx.listParams());
   async function count(name) {
     if (needsToken(ctx)) return;
     let dry;
@@ -169,6 +170,10 @@ export function matchingBar(ctx) {
       idle();
       return;
     }
+    confirm(name, dry);
+  }
+  function confirm(name, dry, focus = true) {
+    counted = { name, dry, filters };
     const n = dry.matching.toLocaleString("en-US");
     if (dry.over_limit) {
       last = { key: "*matching", bad: true, title: `More than ${dry.max.toLocaleString("en-US")} executions match`, lines: ["Narrow the filters: an action over everything matching acts on at most that many."] };
@@ -179,6 +184,7 @@ export function matchingBar(ctx) {
     const no = h("button", { type: "button", class: "ghost small", id: "matching-no" }, "Cancel");
     no.addEventListener("click", idle);
     yes.addEventListener("click", async () => {
+      counted = null;
       yes.disabled = true;
       no.disabled = true;
       try {
@@ -197,11 +203,17 @@ export function matchingBar(ctx) {
       ctx.refresh();
     });
     clear(wrap, h("span", { class: "confirm", role: "alertdialog", id: "matching-confirm" }, h("span", { class: "question" }, `This will ${name} ${n} execution${dry.matching === 1 ? "" : "s"}.`), " ", yes, " ", no));
-    (dry.matching ? yes : no).focus();
+    if (focus) (dry.matching ? yes : no).focus();
   }
-  idle();
+  // A live refresh rebuilt the list while the count was shown: show it again, for the same
+  // filters only (other filters count other executions).
+  if (counted && counted.filters === filters) confirm(counted.name, counted.dry, false);
+  else idle();
   return wrap;
 }
+
+/** The count "all matching" showed last and is waiting on: {name, dry, filters}. */
+let counted = null;
 
 // ---------------------------------------------------------------------------------------------
 // Workspaces (views/workspaces.js, views/dead-letters.js): each action confirmed in place, then
@@ -209,7 +221,9 @@ export function matchingBar(ctx) {
 
 /** The result of the last workspace action, as a status line (hidden when there is none). */
 export function wsResult() {
-  return resultLine("*ws", "ws-action-result");
+  // In a block of its own: the tab's body may be a column flexbox, where the result's
+  // `flex-basis: 100%` (meant for a row of buttons) would make it as tall as the view.
+  return h("div", { class: "ws-result" }, resultLine("*ws", "ws-action-result"));
 }
 
 /**
@@ -222,13 +236,18 @@ export function wsAction(ctx, opts) {
   if (!ctx.writable) return null;
   const wrap = h("span", { class: "confirm-wrap" });
   const button = h("button", { type: "button", class: cls, title, id, dataset: { wsAction: label.toLowerCase() } }, label);
-  const idle = () => clear(wrap, button);
-  button.addEventListener("click", () => {
-    if (needsToken(ctx)) return;
+  const key = `${path}?${new URLSearchParams(params)}`;
+  const idle = () => {
+    if (openQuestion === key) openQuestion = null;
+    return clear(wrap, button);
+  };
+  const ask = (focus = true) => {
+    openQuestion = key;
     const yes = h("button", { type: "button", class: "danger small", dataset: { confirm: "yes" } }, `Yes, ${label.toLowerCase()}`);
     const no = h("button", { type: "button", class: "ghost small", dataset: { confirm: "no" } }, "Cancel");
     no.addEventListener("click", idle);
     yes.addEventListener("click", async () => {
+      openQuestion = null;
       yes.disabled = true;
       no.disabled = true;
       try {
@@ -242,10 +261,21 @@ export function wsAction(ctx, opts) {
       ctx.refresh();
     });
     clear(wrap, h("span", { class: "confirm", role: "alertdialog", "aria-label": question }, h("span", { class: "question" }, question), " ", yes, " ", no));
-    yes.focus();
+    if (focus) yes.focus();
+  };
+  button.addEventListener("click", () => {
+    if (!needsToken(ctx)) ask();
   });
+  // A live refresh rebuilt the view while this question was open: ask it again.
+  if (openQuestion === key) {
+    ask(false);
+    return wrap;
+  }
   return idle();
 }
+
+/** The workspace question open when the view was last built (its path and query). */
+let openQuestion = null;
 
 /** What a replay answer says. */
 export function replayedText(body) {

@@ -121,6 +121,10 @@ test("recovery actions on executions", async (t) => {
     assert.equal(question, `This will suspend ${expected.toLocaleString("en-US")} execution${expected === 1 ? "" : "s"}.`);
     assert.equal(await countOf(url, "&status=RUNNING&definition=orders"), expected, "a count changes nothing");
     await p.screenshot({ path: join(artifacts, "recover-matching-confirm.png") });
+    // The question survives a refresh that rebuilds the list (live refresh, or `r`).
+    await p.evaluate(() => { document.querySelector("#matching-confirm").dataset.old = "1"; document.activeElement.blur(); });
+    await p.keyboard.press("r");
+    await p.waitForSelector("#matching-confirm:not([data-old])", { timeout: 10000 });
     await p.click("#matching-yes");
     await p.waitForSelector("#matching-result:not([hidden])", { timeout: 30000 });
     const text = await p.textContent("#matching-result");
@@ -174,6 +178,8 @@ test("recovery actions on workspaces", async (t) => {
     await p.click('[data-confirm="yes"]');
     await p.waitForSelector("#ws-action-result:not([hidden])");
     assert.match(await p.textContent("#ws-action-result"), new RegExp(`${letter.rule} replayed from after seq ${letter.seq - 1} \\(generation \\d+`));
+    const height = await p.$eval("#ws-action-result", (e) => e.getBoundingClientRect().height);
+    assert.ok(height < 150, `the result is a line or two, not ${height}px tall`);
     const log = (await apiGet(url, `${W}/log?last=1`)).body.items;
     assert.equal(log[log.length - 1].event.type, "reflexr:rule_reset");
     assert.equal(log[log.length - 1].event.reason, "replayed");

@@ -19,6 +19,11 @@ export async function load(detail, { quiet = false } = {}) {
     detail.replaceChildren();
     return;
   }
+  // A live refresh waits while the operator answers a confirmation or types in a recovery
+  // form here: rebuilding the detail would take the question (or the cursor) away.
+  // (A question already answered has its buttons disabled: the refresh its answer asks for
+  // goes ahead.)
+  if (quiet && detail.dataset.id === id && detail.querySelector('.confirm button:not([disabled]), .recover-form :focus')) return;
   const seq = ++detailSeq;
   const path = `api/executions/${encodeURIComponent(id)}`;
   if (!quiet && detail.dataset.id !== id) {
