@@ -9,6 +9,7 @@
 import { ApiError } from "./api.js";
 import { clear, h } from "./dom.js";
 import { reasonConfirm } from "./reason.js";
+import { matchingBar } from "./recover.js";
 
 const FINISHED = ["DONE", "CANCELLED"];
 
@@ -277,6 +278,7 @@ export function bulkBar(ctx) {
     n ? h("button", { type: "button", class: "ghost small", id: "unpick", onclick: () => { picked.clear(); ctx.refresh(); } }, "Unpick all") : null,
     matching,
     n ? buttons : null,
+    matchingBar(ctx),
     resultBox("*bulk"),
   );
 }

@@ -83,6 +83,8 @@ export function createClient({ transport = (req) => fetch(req), base = location.
     post: (path, params, body) => call("POST", path, params, body),
     /** POST with `json` as the body (JSON). */
     postJson: (path, json) => call("POST", path, undefined, json),
+    /** POST with query `params` and `json` as the body. */
+    postQueryJson: (path, params, json) => call("POST", path, params, json),
     put: (path, json) => call("PUT", path, undefined, json),
     del: (path, params, body) => call("DELETE", path, params, body),
   };

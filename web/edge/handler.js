@@ -35,6 +35,7 @@ const FILES = {
   "/reason.js": ["reason.js", "text/javascript; charset=utf-8"],
   "/audit.js": ["audit.js", "text/javascript; charset=utf-8"],
   "/saved-views.js": ["saved-views.js", "text/javascript; charset=utf-8"],
+  "/recover.js": ["recover.js", "text/javascript; charset=utf-8"],
   "/vendor/dagre.esm.js": ["vendor/dagre.esm.js", "text/javascript; charset=utf-8"],
   "/vendor/uPlot.esm.js": ["vendor/uPlot.esm.js", "text/javascript; charset=utf-8"],
   "/vendor/uPlot.min.css": ["vendor/uPlot.min.css", "text/css; charset=utf-8"],

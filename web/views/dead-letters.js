@@ -5,7 +5,8 @@
 
 import { $, clear, h } from "../dom.js";
 import { emptyBox, table } from "../format.js";
-import { api, errorBox, loadingLater, loadedView } from "../shell.js";
+import { replayedText, wsAction, wsResult } from "../recover.js";
+import { actionCtx, api, errorBox, loadingLater, loadedView } from "../shell.js";
 
 let seq = 0;
 
@@ -33,6 +34,7 @@ async function load({ quiet = false } = {}) {
       h("div", { class: "view-head" }, h("h1", null, "Dead letters"),
         h("p", { class: "muted" }, "Envelopes a rule could not evaluate, in every workspace, by workspace and seq."),
         h("span", { class: "muted", id: "dl-summary", "aria-live": "polite" })),
+      h("div", { id: "dl-result" }),
       h("div", { class: "table-wrap", id: "dl-list" }));
     clear(main, root);
   }
@@ -44,6 +46,7 @@ async function load({ quiet = false } = {}) {
       api.get(`api/workspaces/${encodeURIComponent(w.tenant_id)}/${encodeURIComponent(w.workspace_id)}/dead-letters`)));
     if (mine !== seq || !root.isConnected) return;
     done();
+    clear($("#dl-result", root), wsResult());
     const rows = workspaces.flatMap((w, i) => pages[i].items.map((d) => ({ ...d, tenant: w.tenant_id, ws: w.workspace_id })));
     const where = new Set(rows.map((d) => `${d.tenant}\u0000${d.ws}`)).size;
     $("#dl-summary", root).textContent = `${rows.length} in ${where} of ${workspaces.length} workspace${workspaces.length === 1 ? "" : "s"}`;
@@ -56,6 +59,12 @@ async function load({ quiet = false } = {}) {
       { label: "Rule", class: "id", cell: (d) => String(d.rule) },
       { label: "Seq", class: "num", cell: (d) => wsLink({ tenant: d.tenant, ws: d.ws, seq: String(d.seq) }, String(d.seq), { class: "seq-link" }) },
       { label: "Error", class: "data", cell: (d) => h("span", { title: String(d.error) }, String(d.error)) },
+      ...(!actionCtx().writable ? [] : [{ label: "", cell: (d) => wsAction(actionCtx(), {
+        label: "Replay", title: "Evaluate the rule again from just before this envelope, rebuilding its state (reflexr's replay_rule)",
+        question: `Replay ${d.rule} of ${d.tenant} / ${d.ws} from seq ${d.seq}?`,
+        path: `api/workspaces/${encodeURIComponent(d.tenant)}/${encodeURIComponent(d.ws)}/dead-letters/replay`,
+        json: { rule: d.rule, seq: d.seq }, done: replayedText,
+      }) }]),
     ], rows));
   } catch (e) {
     if (mine !== seq) return;

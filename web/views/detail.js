@@ -8,6 +8,7 @@ import * as records from "../records.js";
 import * as graph from "../graph.js";
 import * as actions from "../actions.js";
 import { ApiError } from "../api.js";
+import * as recover from "../recover.js";
 import { actionCtx, api, errorBox, loadingLater, navigate, state } from "../shell.js";
 import { historyBody, historyCount } from "./history.js";
 import { renderAudit } from "../audit.js";
@@ -32,6 +33,11 @@ export async function load(detail, { quiet = false } = {}) {
     detail.replaceChildren();
     return;
   }
+  // A live refresh waits while the operator answers a confirmation or types in a recovery
+  // form here: rebuilding the detail would take the question (or the cursor) away.
+  // (A question already answered has its buttons disabled: the refresh its answer asks for
+  // goes ahead.)
+  if (quiet && detail.dataset.id === id && detail.querySelector('.confirm button:not([disabled]), .recover-form :focus')) return;
   const seq = ++detailSeq;
   const path = `api/executions/${encodeURIComponent(id)}`;
   if (!quiet && detail.dataset.id !== id) {
@@ -127,6 +133,7 @@ function renderDetail(one, trace, pending) {
     error,
     summary,
     actions.detailSection(actionCtx(), exe),
+    recover.detailSection(actionCtx(), exe),
     auditSection(exe.id),
     records.renderFamily(one),
     graph.executionSection(api, exe),

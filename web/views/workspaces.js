@@ -12,6 +12,8 @@
 // `log?after=<last seq>` every couple of seconds.
 
 import { $, absTime, add, clear, h, span, toSeconds } from "../dom.js";
+import { replayedText, wsAction, wsResult } from "../recover.js";
+import { actionCtx } from "../shell.js";
 
 const TABS = ["log", "runs", "dead-letters", "leases", "cursors", "rules"];
 const TAB_TITLES = {
@@ -19,6 +21,8 @@ const TAB_TITLES = {
 };
 const RUN_STATUSES = ["pending", "running", "retrying", "succeeded", "dead", "cancelled", "skipped"];
 const TAIL_MAX = 500;
+/** The run statuses reflexr's retry_run takes that are worth a button (not pending). */
+const RETRYABLE = ["dead", "cancelled", "skipped", "retrying"];
 const POLL_MS = 2000;
 
 // ---------------------------------------------------------------------------------------------
@@ -515,7 +519,15 @@ async function showRuns(body) {
   scope.addEventListener("change", apply);
   const list = h("div", { class: "table-wrap", id: "ws-runs" });
   const pager = h("div", { class: "pager", id: "ws-pager" });
-  clear(body, h("div", { class: "filters" }, status, rule, scope,
+  const a = actionCtx();
+  const retryDead = wsAction(a, {
+    label: "Retry dead runs", id: "ws-retry-dead", cls: "small ghost",
+    title: r.rule ? `Retry every dead run of ${r.rule}, as reflexr's retry_run does` : "Retry every dead run of this workspace, as reflexr's retry_run does",
+    question: r.rule ? `Retry every dead run of ${r.rule}?` : "Retry every dead run of this workspace?",
+    path: `${wsPath()}/runs/retry-dead`, json: r.rule ? { rule: r.rule } : {},
+    done: (b) => `${b.retried} dead run(s) retried: pending, due now, with a fresh retry budget.`,
+  });
+  clear(body, wsResult(), h("div", { class: "filters" }, status, rule, scope, retryDead,
     h("span", { class: "muted" }, "Due now, or held by an earlier run of its scope (rules ordered by scope), by the stored rules' policy.")), list, pager);
   const page = await load(list, () => ctx.api.get(`${wsPath()}/runs`, { status: r.status, rule: r.rule, scope: r.scope, cursor: r.cursor }));
   if (!page) return;
@@ -531,6 +543,11 @@ async function showRuns(body) {
     { label: "Due / held", cell: dueCell },
     { label: "Lease", cell: (i) => (i.lease ? h("span", { class: i.lease.lapsed ? "lapsed" : "held-lease" }, `${i.lease.holder} · ${i.lease.lapsed ? "lapsed" : "expires"} ${relative(i.lease.expires_at)}`) : "–") },
     { label: "Error", class: "data", cell: (i) => (i.run.error ? h("span", { title: i.run.error }, i.run.error) : "") },
+    ...(!a.writable ? [] : [{ label: "", cell: (i) => (RETRYABLE.includes(i.run.status) ? wsAction(a, {
+      label: "Retry", title: "Make it runnable now (a finished run gets a fresh retry budget), as reflexr's retry_run",
+      question: `Retry run ${i.run.id}?`, path: `${wsPath()}/runs/${encodeURIComponent(i.run.id)}/retry`,
+      done: (b) => `Run ${b.run.id} is pending, due now (fact ${b.fact}).`,
+    }) : null) }]),
   ], page.items, { rowProps: (i) => ({ class: i.due ? "due-row" : i.held_by ? "held-row" : null }) }));
   clear(pager,
     h("button", { type: "button", disabled: !r.cursor, onclick: () => go(here({ status: r.status, rule: r.rule, scope: r.scope })) }, "« First"),
@@ -542,7 +559,17 @@ async function showRuns(body) {
 
 async function showDeadLetters(body) {
   const list = h("div", { class: "table-wrap", id: "ws-dead" });
-  clear(body, h("p", { class: "muted" }, "Envelopes a rule could not evaluate, oldest first."), list);
+  const a = actionCtx();
+  const mode = h("select", { id: "ws-replay-mode", "aria-label": "Replay mode" },
+    h("option", { value: "rebuild" }, "rebuild (recompute state, fire nothing up to the head)"),
+    h("option", { value: "refire" }, "refire (fire again for everything from there)"));
+  const replayAll = wsAction(a, {
+    label: "Replay all", id: "ws-replay-all", cls: "small ghost", title: "Replay every dead-lettered rule from just before its earliest dead letter (reflexr's replay_rule)",
+    question: "Replay every dead-lettered rule of this workspace?", path: `${wsPath()}/dead-letters/replay-all`,
+    get json() { return { mode: mode.value }; }, done: replayedText,
+  });
+  clear(body, wsResult(), h("div", { class: "filters" }, h("span", { class: "muted" }, "Envelopes a rule could not evaluate, oldest first. A replay evaluates the rule again from just before one; the dead letter stays listed (reflexr keeps them)."),
+    a.writable ? h("label", null, "Mode ", mode) : null, replayAll), list);
   const page = await load(list, () => ctx.api.get(`${wsPath()}/dead-letters`));
   if (!page) return;
   if (!page.items.length) { clear(list, empty("No dead letters", "Every rule evaluated every envelope.")); return; }
@@ -550,12 +577,18 @@ async function showDeadLetters(body) {
     { label: "Rule", class: "id", cell: (d) => d.rule },
     { label: "Seq", class: "num", cell: (d) => link(here({ tab: "log", seq: String(d.seq) }), String(d.seq)) },
     { label: "Error", class: "data", cell: (d) => h("span", { title: String(d.error) }, String(d.error)) },
+    ...(!a.writable ? [] : [{ label: "", cell: (d) => wsAction(a, {
+      label: "Replay", title: "Evaluate the rule again from just before this envelope (reflexr's replay_rule)",
+      question: `Replay ${d.rule} from seq ${d.seq}?`, path: `${wsPath()}/dead-letters/replay`,
+      get json() { return { rule: d.rule, seq: d.seq, mode: mode.value }; }, done: replayedText,
+    }) }]),
   ], page.items));
 }
 
 async function showLeases(body) {
   const list = h("div", { class: "table-wrap", id: "ws-leases" });
-  clear(body, h("p", { class: "muted" }, "Every lease row, by key: held until it expires, lapsed after (another holder may take it)."), list);
+  const a = actionCtx();
+  clear(body, wsResult(), h("p", { class: "muted" }, "Every lease row, by key: held until it expires, lapsed after (another holder may take it, or release it here)."), list);
   const page = await load(list, () => ctx.api.get(`${wsPath()}/leases`));
   if (!page) return;
   if (!page.items.length) { clear(list, empty("No leases", "")); return; }
@@ -564,6 +597,10 @@ async function showLeases(body) {
     { label: "Holder", class: "id", cell: (l) => l.holder },
     { label: "Expires", class: "when", cell: (l) => timeEl(l.expires_at, relative(l.expires_at)) },
     { label: "", cell: (l) => h("span", { class: l.lapsed ? "chip lapsed" : "chip held-lease" }, l.lapsed ? "lapsed" : "held") },
+    ...(!a.writable ? [] : [{ label: "", cell: (l) => (l.lapsed ? wsAction(a, {
+      label: "Release", title: "Remove this lapsed lease row", question: `Release ${l.key} (lapsed, held by ${l.holder})?`,
+      path: `${wsPath()}/leases/${encodeURIComponent(l.key)}/release`, done: (b) => `Released ${b.key} (was ${b.holder}'s).`,
+    }) : null) }]),
   ], page.items, { rowProps: (l) => ({ class: l.lapsed ? "overdue" : null }) }));
 }
 
@@ -590,7 +627,8 @@ async function showRules(body) {
   const r = view.route;
   const list = h("div", { class: "table-wrap", id: "ws-rules" });
   const history = h("div", { id: "ws-history" });
-  clear(body, h("p", { class: "muted" }, "Rules installed in this workspace at runtime (active ones), and each one's versions as the log records them."), list, history);
+  const a = actionCtx();
+  clear(body, wsResult(), h("p", { class: "muted" }, "Rules installed in this workspace at runtime (active ones), and each one's versions as the log records them."), list, history);
   const page = await load(list, () => ctx.api.get(`${wsPath()}/rules`));
   if (!page) return;
   if (!page.items.length) clear(list, empty("No active stored rules", ""));
@@ -602,6 +640,16 @@ async function showRules(body) {
       { label: "Policy", cell: (x) => `${x.rule.ordering || "none"} / ${x.rule.on_dead_letter || "continue"}` },
       { label: "Description", class: "data", cell: (x) => String(x.rule.description ?? "") },
       { label: "Provenance", class: "data", cell: (x) => h("span", { class: "mono provenance" }, short(x.provenance)) },
+      ...(!a.writable ? [] : [{ label: "", cell: (x) => {
+        const paused = x.rule.enabled === false;
+        return [paused ? h("span", { class: "chip lapsed" }, "paused") : null, " ", wsAction(a, {
+          label: paused ? "Resume" : "Pause",
+          title: paused ? "Evaluate it again (its next version, enabled)" : "Stop evaluating it; its cursor holds (its next version, disabled)",
+          question: `${paused ? "Resume" : "Pause"} ${x.name}?`,
+          path: `${wsPath()}/rules/${encodeURIComponent(x.name)}/${paused ? "resume" : "pause"}`, params: { expected_version: x.version },
+          done: (b) => (b.changed ? `${b.name} is ${b.enabled ? "resumed" : "paused"} (version ${b.version}).` : `${b.name} was already ${b.enabled ? "running" : "paused"}.`),
+        })];
+      } }]),
     ], page.items));
   }
   const archived = h("input", { type: "search", id: "ws-history-name", placeholder: "any rule's name (archived too)", value: r.history || null, "aria-label": "Rule history by name" });

@@ -402,9 +402,9 @@ fn shell_word(s: &str) -> String {
 }
 
 /// `execstore monitor`: opens what the target holds (`postgres://...` or a SQLite file that
-/// must exist): its executions (read-only unless writes are allowed), its workspace log
-/// (always read-only: the monitor writes no workspace), or both, and serves the monitor over
-/// them.
+/// must exist): its executions and its workspace log (each read-only unless writes are
+/// allowed: the workspace recovery actions write reflexr's records), or both, and serves the
+/// monitor over them.
 fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let target = targets::target(db)?;
     let shown = if target.is_file() {
@@ -431,8 +431,11 @@ fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn 
     served.operator = Some(targets::open_operator(db, !writable)?);
     let mut config = config;
     if found.workspaces {
-        let (storage, warning) =
-            targets::open_workspaces_for_monitor(db, Arc::new(execstore::workspace::SystemClock))?;
+        let (storage, warning) = targets::open_workspaces_for_monitor(
+            db,
+            Arc::new(execstore::workspace::SystemClock),
+            config.token.is_some(),
+        )?;
         if let Some(warning) = warning {
             eprintln!("warning: {warning}");
             config.warnings.push(warning);

@@ -98,13 +98,21 @@ pub fn open_workspaces(
     Ok(storage)
 }
 
-/// The workspace log of `db` for the monitor: read-only, and where the tables record a
-/// reflexr schema version this build does not know (SQLite), opened all the same with a
-/// warning to show (what it reads may be misread).
+/// The workspace log of `db` for the monitor: writable when the monitor takes writes
+/// (`writable`: its recovery actions, docs/recover.md) and the tables are at the schema
+/// version this build knows; otherwise read-only, and where the tables record a reflexr
+/// schema version this build does not know (SQLite), opened all the same with a warning to
+/// show (what it reads may be misread; no workspace action is allowed on it).
 pub fn open_workspaces_for_monitor(
     db: &Path,
     clock: Arc<dyn Clock>,
+    writable: bool,
 ) -> anyhow::Result<(Arc<dyn WorkspaceStorage>, Option<String>)> {
+    if writable {
+        if let Ok(storage) = open_workspaces(db, false, clock.clone()) {
+            return Ok((storage, None));
+        }
+    }
     let target = target(db)?;
     let options = Options::new()
         .workspaces(true)

@@ -106,6 +106,74 @@ fn an_unknown_reflexr_version_is_served_read_only_with_a_warning() {
     assert_eq!(get(&monitor, "/api/info").1["warnings"], serde_json::json!([]));
 }
 
+fn post(monitor: &Monitor, path: &str, token: &str) -> (u16, Value) {
+    let mut response = monitor
+        .agent
+        .post(format!("{}{}", monitor.url, path.trim_start_matches('/')))
+        .header("Authorization", &format!("Bearer {token}"))
+        .send("{}")
+        .expect("the request went through");
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
+    )
+}
+
+/// With a token, the workspace log at the schema version this build knows is writable: the
+/// recovery actions (docs/recover.md) write it (before, it was always opened read-only, and
+/// every workspace action answered 500 "opened read-only"). At another version it stays
+/// read-only, with its warning, token or not.
+#[test]
+fn with_a_token_the_workspace_log_takes_the_recovery_actions() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = demo(dir.path(), 20);
+    let release = "/api/workspaces/acme/prod/leases/relay/release";
+    let monitor = start_monitor(&["monitor", "--db", db.to_str().unwrap(), "--token", "tok"], &[]);
+    let (status, body) = post(&monitor, release, "tok");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["key"], "relay");
+    let (_, leases) = get(&monitor, "/api/workspaces/acme/prod/leases");
+    assert!(
+        leases["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["key"] != "relay"),
+        "{leases}"
+    );
+    drop(monitor);
+
+    let other = tempfile::tempdir().unwrap();
+    let newer = demo(other.path(), 20);
+    rusqlite::Connection::open(&newer)
+        .unwrap()
+        .execute("UPDATE reflexr_alembic_version SET version_num = '0009'", [])
+        .unwrap();
+    let monitor = start_monitor(
+        &["monitor", "--db", newer.to_str().unwrap(), "--token", "tok"],
+        &[],
+    );
+    let (_, info) = get(&monitor, "/api/info");
+    assert_eq!(info["warnings"].as_array().map(Vec::len), Some(1), "{info}");
+    let (status, body) = post(&monitor, release, "tok");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (500, Some("BACKEND")),
+        "{body}"
+    );
+    let (_, leases) = get(&monitor, "/api/workspaces/acme/prod/leases");
+    assert!(
+        leases["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["key"] == "relay"),
+        "read-only: nothing released"
+    );
+}
+
 /// A file as harel leaves it (no execstore indexes) with one execution whose stored document
 /// is garbage. The id of that execution.
 fn one_garbage_row(db: &Path) -> String {

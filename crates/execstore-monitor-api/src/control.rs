@@ -49,31 +49,38 @@ impl Call<'_> {
         let targets = parse_targets(self.request.body)?;
         let results: Vec<Value> = targets
             .into_iter()
-            .map(|(id, expected)| {
-                let mut entry = match apply(store, action, &id, expected, self.now) {
-                    Ok(mut fields) => {
-                        fields.insert("ok".into(), Value::Bool(true));
-                        fields
-                    }
-                    Err(e) => {
-                        let mut failed = Map::new();
-                        failed.insert("ok".into(), Value::Bool(false));
-                        failed.insert("status".into(), Value::from(e.status));
-                        failed.insert("error".into(), json!({ "code": e.code, "message": e.message }));
-                        failed
-                    }
-                };
-                entry.insert("id".into(), Value::from(id));
-                Value::Object(entry)
-            })
+            .map(|(id, expected)| result_entry(apply(store, action, &id, expected, self.now), id))
             .collect();
         Ok(json!({ "action": action, "results": results }))
     }
 }
 
+/// The actions `POST /api/control/{action}` (and `.../matching`) make.
+pub(crate) const ACTIONS: [&str; 4] = ["suspend", "resume", "terminate", "purge"];
+
+/// One target's entry in a bulk answer: `{"id", "ok": true, ...fields}` or `{"id", "ok":
+/// false, "status", "error": {"code", "message"}}`.
+pub(crate) fn result_entry(outcome: Result<Map<String, Value>, ApiError>, id: String) -> Value {
+    let mut entry = match outcome {
+        Ok(mut fields) => {
+            fields.insert("ok".into(), Value::Bool(true));
+            fields
+        }
+        Err(e) => {
+            let mut failed = Map::new();
+            failed.insert("ok".into(), Value::Bool(false));
+            failed.insert("status".into(), Value::from(e.status));
+            failed.insert("error".into(), json!({ "code": e.code, "message": e.message }));
+            failed
+        }
+    };
+    entry.insert("id".into(), Value::from(id));
+    Value::Object(entry)
+}
+
 /// `action` on one execution, as both endpoints make it: the outcome's fields (`changed`;
 /// for a purge `purged`, `removed` and `swept`), without the action and the id.
-fn apply(
+pub(crate) fn apply(
     store: &dyn ExecutionStore,
     action: &str,
     id: &str,

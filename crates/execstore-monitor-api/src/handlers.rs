@@ -135,42 +135,15 @@ impl Call<'_> {
     }
 
     pub(crate) fn executions(&self) -> ApiResult {
-        let params = self.params(&[
-            "status",
-            "definition",
-            "roots_only",
-            "q",
-            "limit",
-            "cursor",
-            "created_after",
-            "created_before",
-            "updated_after",
-            "updated_before",
-            "finished_after",
-            "finished_before",
-            "search",
-        ])?;
-        let mut list = ListQuery::new()
+        let mut known: Vec<&str> = LIST_FILTERS.to_vec();
+        known.extend(["limit", "cursor"]);
+        let params = self.params(&known)?;
+        let mut filter = list_filter(&params)?;
+        filter.query = filter
+            .query
             .limit(params.limit()?)
-            .roots_only(params.flag("roots_only")?)
-            .cursor(params.get("cursor").map(str::to_owned))
-            .created_between(params.moment("created_after")?, params.moment("created_before")?)
-            .updated_between(params.moment("updated_after")?, params.moment("updated_before")?)
-            .finished_between(
-                params.moment("finished_after")?,
-                params.moment("finished_before")?,
-            );
-        list.search = params.get("search").map(str::to_owned);
-        if let Some(statuses) = params.statuses()? {
-            list = list.status(statuses);
-        }
-        if let Some(definition) = params.get("definition") {
-            list = list.definition(definition);
-        }
-        let page = match params.get("q") {
-            Some(prefix) => search(self.exec()?, list, prefix)?,
-            None => self.exec()?.list_executions(&list)?,
-        };
+            .cursor(params.get("cursor").map(str::to_owned));
+        let page = list_page(self.exec()?, &filter)?;
         let errors = self.unreadable()?;
         Ok(json!({ "items": page.items, "next_cursor": page.next_cursor, "errors": errors }))
     }
@@ -351,6 +324,61 @@ fn scan<T>(
 /// The executions whose id starts with `prefix` that pass the query's filters, one page at
 /// a time, by the store's keyset: ids starting with `prefix` are one run in id order, right
 /// after `prefix` itself (its exact match is read on its own on the first page).
+/// The query parameters that filter the executions list: `GET /api/executions` reads them
+/// (with `limit` and `cursor`), and so does an action over everything matching
+/// (`POST /api/control/{action}/matching`), through [`list_filter`].
+pub(crate) const LIST_FILTERS: &[&str] = &[
+    "status",
+    "definition",
+    "roots_only",
+    "q",
+    "created_after",
+    "created_before",
+    "updated_after",
+    "updated_before",
+    "finished_after",
+    "finished_before",
+    "search",
+];
+
+/// The executions list's filter: the listing query and, with `q`, the id prefix searched.
+#[derive(Clone, Debug)]
+pub(crate) struct ListFilter {
+    pub(crate) query: ListQuery,
+    pub(crate) prefix: Option<String>,
+}
+
+/// The filter [`LIST_FILTERS`] in `params` make: the one parser of the list's filter.
+pub(crate) fn list_filter(params: &Params) -> Result<ListFilter, ApiError> {
+    let mut list = ListQuery::new()
+        .roots_only(params.flag("roots_only")?)
+        .created_between(params.moment("created_after")?, params.moment("created_before")?)
+        .updated_between(params.moment("updated_after")?, params.moment("updated_before")?)
+        .finished_between(
+            params.moment("finished_after")?,
+            params.moment("finished_before")?,
+        );
+    list.search = params.get("search").map(str::to_owned);
+    if let Some(statuses) = params.statuses()? {
+        list = list.status(statuses);
+    }
+    if let Some(definition) = params.get("definition") {
+        list = list.definition(definition);
+    }
+    Ok(ListFilter {
+        query: list,
+        prefix: params.get("q").map(str::to_owned),
+    })
+}
+
+/// One page of what `filter` matches (from its query's cursor, at most its limit).
+pub(crate) fn list_page(store: &dyn ExecutionStore, filter: &ListFilter) -> Result<ExecutionPage, ApiError> {
+    match &filter.prefix {
+        Some(prefix) => search(store, filter.query.clone(), prefix),
+        None => Ok(store.list_executions(&filter.query)?),
+    }
+}
+
 fn search(store: &dyn ExecutionStore, mut query: ListQuery, prefix: &str) -> Result<ExecutionPage, ApiError> {
     execstore::kit::validate::check_id("q", prefix)?;
     let mut items = Vec::new();

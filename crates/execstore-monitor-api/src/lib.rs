@@ -24,6 +24,7 @@ mod handlers;
 mod operator;
 pub mod metrics;
 mod params;
+mod recover;
 mod routes;
 mod tokens;
 mod workspaces;
@@ -183,20 +184,6 @@ impl MonitorApi {
         match call.route() {
             Ok(body) => ApiResponse { status: 200, body },
             Err(e) => e.into_response(),
-        }
-    }
-
-    /// Writes need `Authorization: Bearer <token>` with one of the monitor's tokens; without
-    /// any the monitor is read-only. The write path (`writes.rs`) checks this and the role
-    /// for every write; a handler need not call it.
-    #[allow(dead_code)]
-    fn authorize(&self, authorization: Option<&str>) -> Result<(), ApiError> {
-        if self.tokens.is_empty() {
-            return Err(writes::read_only());
-        }
-        match self.tokens.identify(authorization) {
-            Caller::Known { .. } => Ok(()),
-            _ => Err(writes::unauthorized()),
         }
     }
 }

@@ -59,6 +59,14 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("POST", "/api/control/resume", |c, _| c.bulk_control("resume")),
     row("POST", "/api/control/terminate", |c, _| c.bulk_control("terminate")),
     row("POST", "/api/control/purge", |c, _| c.bulk_control("purge")),
+    row("POST", "/api/control/suspend/matching", |c, _| c.bulk_matching("suspend")),
+    row("POST", "/api/control/resume/matching", |c, _| c.bulk_matching("resume")),
+    row("POST", "/api/control/terminate/matching", |c, _| c.bulk_matching("terminate")),
+    row("POST", "/api/control/purge/matching", |c, _| c.bulk_matching("purge")),
+    // Recover (recover.rs): an event through the outbox, harel's retry of a FAILED one.
+    row("POST", "/api/executions/{id}/send", |c, a| c.send(decode(a[0])?)),
+    row("POST", "/api/executions/{id}/retry", |c, a| c.retry(decode(a[0])?)),
+    row("GET", "/api/executions/{id}/retry-targets", |c, a| c.retry_targets(decode(a[0])?)),
     // The store's queues
     row("GET", "/api/outbox", |c, _| c.outbox()),
     row("POST", "/api/outbox/{seq}/ack", |c, a| c.ack_outbox(a[0])),
@@ -83,6 +91,14 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("GET", "/api/workspaces/{t}/{w}/cursors", |c, a| c.cursors(a[0], a[1])),
     row("GET", "/api/workspaces/{t}/{w}/rules", |c, a| c.rules(a[0], a[1])),
     row("GET", "/api/workspaces/{t}/{w}/rules/{name}/history", |c, a| c.rule_history(a[0], a[1], a[2])),
+    // Workspace recovery (workspaces/recover.rs)
+    row("POST", "/api/workspaces/{t}/{w}/runs/retry-dead", |c, a| c.retry_dead_runs(a[0], a[1])),
+    row("POST", "/api/workspaces/{t}/{w}/runs/{id}/retry", |c, a| c.retry_run(a[0], a[1], a[2])),
+    row("POST", "/api/workspaces/{t}/{w}/dead-letters/replay", |c, a| c.replay_dead_letter(a[0], a[1])),
+    row("POST", "/api/workspaces/{t}/{w}/dead-letters/replay-all", |c, a| c.replay_dead_letters(a[0], a[1])),
+    row("POST", "/api/workspaces/{t}/{w}/leases/{key}/release", |c, a| c.release_lease(a[0], a[1], a[2])),
+    row("POST", "/api/workspaces/{t}/{w}/rules/{name}/pause", |c, a| c.set_rule_enabled(a[0], a[1], a[2], false)),
+    row("POST", "/api/workspaces/{t}/{w}/rules/{name}/resume", |c, a| c.set_rule_enabled(a[0], a[1], a[2], true)),
 ];
 
 /// `{action: role}` for every write of the table (`/api/info`'s `actions`).

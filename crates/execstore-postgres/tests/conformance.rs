@@ -61,3 +61,12 @@ mod group_commit {
         None => return,
     });
 }
+
+/// Not in the macro (a backend that cannot write an outbox entry alone refuses it): under a
+/// prefix of its own and on harel's own tables alone (no commit functions).
+#[test]
+fn send_through_the_outbox() {
+    use execstore::conformance::executions::{send_through_the_outbox as check, Harness};
+    check(pg_harness!(new).store());
+    check(pg_harness!(harel_schema_only).store());
+}

@@ -175,3 +175,12 @@ mod group_commit {
 
     execstore::conformance_tests!(durable: GroupHarness::new());
 }
+
+/// Not in the macro (a backend that cannot write an outbox entry alone refuses it): on a
+/// file, under harel's prefix, and on harel's own tables alone.
+#[test]
+fn send_through_the_outbox() {
+    use execstore::conformance::executions::send_through_the_outbox as check;
+    check(SqliteHarness::new().store());
+    check(SqliteHarness::with_options(SqliteOptions::new().prefix("harel")).store());
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use execstore::{
     executions::{
-        BatchItem, Capabilities, DueTimer, ExecutionPage, ListQuery, OutboxEntry, SpawnEntry, Status,
+        BatchItem, Capabilities, DueTimer, Event, ExecutionPage, ListQuery, OutboxEntry, SpawnEntry, Status,
         TraceStep, Work,
     },
     Effects, Execution, ExecutionStore, Result,
@@ -139,6 +139,12 @@ impl<S: ExecutionStore + ?Sized + 'static> AsyncExecutionStore<S> {
     /// [`ExecutionStore::pending_outbox`].
     pub async fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
         self.call(move |s| s.pending_outbox(after, limit)).await
+    }
+
+    /// [`ExecutionStore::enqueue_outbox`].
+    pub async fn enqueue_outbox(&self, target_id: &str, event: &Event) -> Result<i64> {
+        let (target_id, event) = (target_id.to_owned(), event.clone());
+        self.call(move |s| s.enqueue_outbox(&target_id, &event)).await
     }
 
     /// [`ExecutionStore::ack_outbox`].

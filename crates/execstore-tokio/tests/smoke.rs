@@ -86,6 +86,21 @@ async fn every_execution_store_method_works() {
             .expect("ack_many"),
         1
     );
+    let seq = s
+        .enqueue_outbox("p-1", &Event::new("e-sent", "Sent"))
+        .await
+        .expect("enqueue_outbox");
+    let outbox = s.pending_outbox(None, 10).await.expect("outbox");
+    assert_eq!(
+        (outbox.len(), outbox[0].seq, outbox[0].target_id.as_deref()),
+        (1, seq, Some("p-1"))
+    );
+    assert_eq!(
+        s.load("p-1").await.expect("load"),
+        Some(parent.clone()),
+        "no step"
+    );
+    s.ack_outbox(seq).await.expect("ack the sent entry");
     let spawns = s.pending_spawns(None, 10).await.expect("spawns");
     assert_eq!(spawns.len(), 1);
     s.ack_spawn(spawns[0].seq).await.expect("ack_spawn");

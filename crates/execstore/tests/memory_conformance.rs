@@ -10,3 +10,12 @@ mod small_ring {
 mod unbounded_trace {
     execstore::conformance_tests!(ephemeral: execstore::MemoryStore::with_trace_max(None));
 }
+
+/// Not in the macro: a backend that cannot write an outbox entry alone refuses it.
+#[test]
+fn send_through_the_outbox() {
+    execstore::conformance::executions::send_through_the_outbox(&execstore::MemoryStore::new());
+    execstore::conformance::executions::send_through_the_outbox(&execstore::executions::GroupCommit::new(
+        execstore::MemoryStore::new(),
+    ));
+}

@@ -62,6 +62,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../../../web/actions.js"),
     ),
     (
+        "/recover.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/recover.js"),
+    ),
+    (
         "/graph.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../../web/graph.js"),

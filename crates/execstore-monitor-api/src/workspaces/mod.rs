@@ -8,6 +8,7 @@
 
 mod chain;
 mod records;
+mod recover;
 mod runs;
 
 pub(crate) use runs::policy as stored_policy;

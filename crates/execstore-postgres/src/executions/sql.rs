@@ -79,6 +79,10 @@ pub(crate) struct Stmts {
     pub(crate) exists: String,
     pub(crate) pending_outbox: String,
     pub(crate) ack_outbox: String,
+    /// One outbox row alone ([`execstore::ExecutionStore::enqueue_outbox`]).
+    pub(crate) enqueue_outbox: String,
+    /// `pg_notify($1, '')`.
+    pub(crate) notify: String,
     pub(crate) ack_outbox_many: String,
     pub(crate) pending_spawns: String,
     pub(crate) ack_spawn: String,
@@ -166,6 +170,9 @@ impl Stmts {
             pending_outbox: t
                 .sql("SELECT seq, target_id, event FROM {outbox} WHERE seq > $1 ORDER BY seq LIMIT $2"),
             ack_outbox: t.sql("DELETE FROM {outbox} WHERE seq = $1"),
+            enqueue_outbox: t
+                .sql("INSERT INTO {outbox} (target_id, event) VALUES ($1, $2) RETURNING seq::int8"),
+            notify: "SELECT pg_notify($1, '')".to_owned(),
             ack_outbox_many: t.sql("DELETE FROM {outbox} WHERE seq = ANY($1)"),
             pending_spawns: t.sql(
                 "SELECT seq, parent_id, child_id, root_path, context FROM {spawns} \

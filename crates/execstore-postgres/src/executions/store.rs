@@ -148,6 +148,18 @@ impl ExecutionStore for PgStore {
         rows.iter().map(outbox_entry).collect()
     }
 
+    /// The row a step's emit writes, and the outbox's NOTIFY, in a transaction of its own.
+    fn enqueue_outbox(&self, target_id: &str, event: &execstore::executions::Event) -> Result<i64> {
+        check_id("target_id", target_id)?;
+        let json = execstore::kit::validate::prepare_event(event)?;
+        self.check_writable()?;
+        self.write(|tx, s| {
+            let row = tx.query_one(&s.enqueue_outbox, &[&target_id, &json])?;
+            tx.query(&s.notify, &[&s.channels.outbox])?;
+            col::<i64>(&row, 0)
+        })
+    }
+
     fn ack_outbox(&self, seq: i64) -> Result<()> {
         self.delete_by_seq(seq, "outbox entry", &self.sql.ack_outbox)
     }

@@ -127,6 +127,18 @@ impl ExecutionStore for SqliteStore {
         Ok(out)
     }
 
+    /// The row a step's emit writes, in a transaction of its own.
+    fn enqueue_outbox(&self, target_id: &str, event: &Event) -> Result<i64> {
+        check_id("target_id", target_id)?;
+        let json = execstore::kit::validate::prepare_event(event)?;
+        self.write(|tx, s| {
+            tx.prepare_cached(&s.insert_outbox)
+                .db()?
+                .insert(params![target_id, json])
+                .db()
+        })
+    }
+
     fn ack_outbox(&self, seq: i64) -> Result<()> {
         self.delete_by_seq(seq, "outbox entry", |s| &s.ack_outbox)
     }

@@ -227,6 +227,21 @@ impl ExecutionStore for MemoryStore {
             .collect())
     }
 
+    fn enqueue_outbox(&self, target_id: &str, event: &crate::executions::Event) -> Result<i64> {
+        check_id("target_id", target_id)?;
+        crate::kit::validate::prepare_event(event)?;
+        let mut inner = self.lock();
+        inner.last_outbox_seq += 1;
+        let seq = inner.last_outbox_seq;
+        let entry = OutboxEntry {
+            seq,
+            target_id: Some(target_id.to_owned()),
+            event: event.clone(),
+        };
+        inner.outbox.insert(seq, entry);
+        Ok(seq)
+    }
+
     fn ack_outbox(&self, seq: i64) -> Result<()> {
         check_seq("seq", seq)?;
         match self.lock().outbox.remove(&seq) {

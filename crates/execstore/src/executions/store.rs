@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::executions::model::{
-    DueTimer, Effects, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep,
+    DueTimer, Effects, Event, Execution, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep,
 };
 use crate::executions::paging::{self, PagedReads};
 use crate::executions::query::ListQuery;
@@ -154,6 +154,28 @@ pub trait ExecutionStore: Send + Sync {
 
     /// Undelivered outbox entries with `seq > after`, oldest first, at most `limit`.
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>>;
+
+    /// Enqueues one outbox entry on its own, in its own transaction: `event` for
+    /// `target_id`, stored exactly as a step's emit is (harel's relay delivers it like any
+    /// other, and its dedupe on `event.id` holds), without writing any execution: no step, no
+    /// new version. Returns the entry's seq. A bad `target_id` or event field, or an event
+    /// past [`crate::kit::validate::MAX_DOCUMENT_BYTES`], is
+    /// [`crate::StoreError::InvalidInput`] and nothing is written. Whether the target exists
+    /// is not checked here (an engine's emit to a gone execution is dropped by its relay):
+    /// [`crate::executions::control::send`] is the checked call.
+    ///
+    /// This default, for a backend that cannot write an entry alone, refuses with a
+    /// permanent [`crate::StoreError::Backend`] failure and writes nothing; memory, SQLite and
+    /// PostgreSQL implement it.
+    fn enqueue_outbox(&self, target_id: &str, event: &Event) -> Result<i64> {
+        crate::kit::validate::check_id("target_id", target_id)?;
+        crate::kit::validate::check_event("event", event)?;
+        Err(StoreError::Backend {
+            message: "this backend cannot enqueue an outbox entry on its own".into(),
+            retryable: false,
+            source: None,
+        })
+    }
 
     /// Removes the delivered outbox entry `seq` in its own transaction.
     /// [`crate::StoreError::NotFound`] if there is none (already acked, or never made).
@@ -401,6 +423,9 @@ macro_rules! forward_execution_store {
             }
             fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
                 (**self).pending_outbox(after, limit)
+            }
+            fn enqueue_outbox(&self, target_id: &str, event: &Event) -> Result<i64> {
+                (**self).enqueue_outbox(target_id, event)
             }
             fn ack_outbox(&self, seq: i64) -> Result<()> {
                 (**self).ack_outbox(seq)

@@ -20,6 +20,7 @@ mod front;
 mod memory;
 mod model;
 mod policy;
+pub mod recover;
 mod storage;
 mod subscribe;
 mod time;

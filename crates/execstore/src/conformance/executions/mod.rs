@@ -26,8 +26,10 @@ use crate::kit::validate::{ALL_TIMERS, MAX_DOCUMENT_BYTES, MAX_PAGE};
 
 mod control;
 mod list_filters;
+mod recover;
 
 pub use control::*;
+pub use recover::{control_redrive, send_through_the_outbox};
 
 pub use list_filters::{list_filters_bad_input_rejected, list_filters_search, list_filters_time_windows};
 
@@ -122,6 +124,7 @@ macro_rules! conformance_tests {
             control_refusals_change_nothing,
             control_purge_tree,
             control_purge_finished,
+            control_redrive,
         );
     };
     // wasm32-unknown-unknown (wasm-bindgen-test; the calling crate depends on

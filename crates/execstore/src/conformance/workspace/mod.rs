@@ -170,6 +170,7 @@ macro_rules! workspace_conformance_tests {
             workspaces_lists_those_with_a_log,
             bad_input_changes_nothing,
             malformed_keys_are_refused_alike,
+            recover_runs_letters_leases_rules,
         );
     };
     (wasm ephemeral: $harness:expr) => {
@@ -303,8 +304,10 @@ mod concurrency;
 mod due;
 mod log;
 mod records;
+mod recover;
 
 pub use concurrency::*;
 pub use due::*;
 pub use log::*;
 pub use records::*;
+pub use recover::recover_runs_letters_leases_rules;

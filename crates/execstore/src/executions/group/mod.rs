@@ -407,6 +407,10 @@ impl<S: ExecutionStore> ExecutionStore for GroupCommit<S> {
         self.inner.pending_outbox(after, limit)
     }
 
+    fn enqueue_outbox(&self, target_id: &str, event: &crate::executions::Event) -> Result<i64> {
+        self.inner.enqueue_outbox(target_id, event)
+    }
+
     fn ack_outbox(&self, seq: i64) -> Result<()> {
         self.inner.ack_outbox(seq)
     }

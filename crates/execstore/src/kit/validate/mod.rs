@@ -11,6 +11,6 @@ pub use checks::{
     MAX_DOCUMENT_BYTES, MAX_ID_BYTES, MAX_PAGE,
 };
 pub use prepare::{
-    prepare_commit, prepare_trace, prepare_write, ListKeys, PreparedBatch, PreparedCommit, PreparedSpawn,
-    PreparedWrite,
+    prepare_commit, prepare_event, prepare_trace, prepare_write, ListKeys, PreparedBatch, PreparedCommit,
+    PreparedSpawn, PreparedWrite,
 };

@@ -174,6 +174,16 @@ pub fn prepare_commit(exe: &mut Execution, effects: &Effects) -> Result<Prepared
     })
 }
 
+/// Checks an outbox event and serializes it as harel stores it (pydantic's
+/// `model_dump_json`): a step's emit, or an entry enqueued alone
+/// (`ExecutionStore::enqueue_outbox`). A bad field is `InvalidInput` on
+/// `event.<field>`; past [`MAX_DOCUMENT_BYTES`], on `event`.
+pub fn prepare_event(event: &crate::executions::Event) -> Result<String> {
+    check_event_fields(event).map_err(|e| e.within(|| "event".to_owned()))?;
+    let json = serde_json::to_string(event).unwrap_or_default();
+    check_size(|| "event".into(), json)
+}
+
 /// Serializes a trace step as harel stores it (its marked values too: see
 /// [`pyjson::dumps_exact`]).
 pub fn prepare_trace(step: &crate::executions::TraceStep) -> Result<String> {
