@@ -434,7 +434,7 @@ fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn 
         let (storage, warning) = targets::open_workspaces_for_monitor(
             db,
             Arc::new(execstore::workspace::SystemClock),
-            config.token.is_some(),
+            writable,
         )?;
         if let Some(warning) = warning {
             eprintln!("warning: {warning}");

@@ -21,18 +21,22 @@ use sha2::{Digest, Sha256};
 
 use crate::params::Params;
 use crate::recover::{body_object, invalid};
-use crate::{decode, ApiError, ApiResult, Call};
+use crate::{decode, ApiError, ApiResult, Call, Caller};
 
 /// The most dead runs one `runs/retry-dead` retries.
 pub(crate) const MAX_RETRY_DEAD: usize = 1000;
 
-/// Who the monitor's facts are by (reflexr's `SystemActor`).
-pub(crate) fn actor() -> Value {
-    json!({"kind": "system", "name": "execstore-monitor"})
+/// Who the monitor's facts are by (reflexr's `SystemActor`): the monitor, and the name of
+/// the token that asked (the audit log has the rest: role, reason, outcome).
+pub(crate) fn actor(caller: &Caller) -> Value {
+    match caller {
+        Caller::Known { name, .. } => json!({"kind": "system", "name": format!("execstore-monitor ({name})")}),
+        _ => json!({"kind": "system", "name": "execstore-monitor"}),
+    }
 }
 
 impl Call<'_> {
-    fn operator(&self, ws: &WorkspaceRef, action: &str, target: &str) -> Result<Operator, ApiError> {
+    fn ws_operator(&self, ws: &WorkspaceRef, action: &str, target: &str) -> Result<Operator, ApiError> {
         let now = Timestamp::from_secs_f64(self.now).map_err(ApiError::from)?;
         let mut h = Sha256::new();
         for part in [ws.tenant_id.as_str(), ws.workspace_id.as_str(), action, target] {
@@ -42,7 +46,7 @@ impl Call<'_> {
         h.update(self.now.to_bits().to_le_bytes());
         let hex: String = h.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect();
         Ok(Operator {
-            actor: actor(),
+            actor: actor(&self.caller),
             event_id: format!("evt_{hex}"),
             now,
         })
@@ -62,7 +66,7 @@ impl Call<'_> {
         body_object(self.request.body, &[])?;
         let (ws, _, _) = self.workspace(t, w)?;
         let id = decode(raw_id)?;
-        let op = self.operator(&ws, "retry", &id)?;
+        let op = self.ws_operator(&ws, "retry", &id)?;
         let run = recover::retry_run(self.ws()?, &ws, &id, &op)?;
         Ok(json!({"action": "retry", "run": Value::Object(run.doc().clone()), "fact": op.event_id}))
     }
@@ -97,7 +101,7 @@ impl Call<'_> {
             .iter()
             .map(|run| {
                 let outcome = self
-                    .operator(&ws, "retry", run.id())
+                    .ws_operator(&ws, "retry", run.id())
                     .and_then(|op| recover::retry_run(storage, &ws, run.id(), &op).map_err(ApiError::from));
                 match outcome {
                     Ok(_) => json!({"id": run.id(), "ok": true}),
@@ -124,7 +128,7 @@ impl Call<'_> {
             .ok_or_else(|| invalid("\"seq\" (the dead letter's, 1 or more) is required"))?;
         let mode = Self::mode(&mut body)?;
         let (ws, _, _) = self.workspace(t, w)?;
-        let op = self.operator(&ws, "replay", &format!("{rule}@{seq}"))?;
+        let op = self.ws_operator(&ws, "replay", &format!("{rule}@{seq}"))?;
         let r = recover::replay_dead_letter(self.ws()?, &ws, &rule, seq, mode, &op)?;
         Ok(json!({"action": "replay", "replayed": [replayed(&r)]}))
     }
@@ -135,7 +139,7 @@ impl Call<'_> {
         let mut body = body_object(self.request.body, &["mode"])?;
         let mode = Self::mode(&mut body)?;
         let (ws, _, _) = self.workspace(t, w)?;
-        let op = self.operator(&ws, "replay-all", "")?;
+        let op = self.ws_operator(&ws, "replay-all", "")?;
         let all = recover::replay_dead_letters(self.ws()?, &ws, mode, &op)?;
         Ok(json!({"action": "replay-all", "replayed": all.iter().map(replayed).collect::<Vec<_>>()}))
     }
@@ -162,7 +166,7 @@ impl Call<'_> {
         let (ws, _, _) = self.workspace(t, w)?;
         let name = decode(raw_name)?;
         let action = if enabled { "resume" } else { "pause" };
-        let op = self.operator(&ws, action, &name)?;
+        let op = self.ws_operator(&ws, action, &name)?;
         let before = self
             .ws()?
             .stored_rules(&ws)?

@@ -143,7 +143,8 @@ fn each_action_writes_what_reflexr_writes() {
         .unwrap()
         .unwrap();
     assert_eq!(fact.event["type"], json!("reflexr:run_requeued"));
-    assert_eq!(fact.actor, super::actor());
+    // the single --token is the admin token named "token"
+    assert_eq!(fact.actor, serde_json::json!({"kind": "system", "name": "execstore-monitor (token)"}));
 
     let r = post(&s, &format!("{W}/runs/retry-dead"), r#"{"rule": "page"}"#);
     assert_eq!(
