@@ -5,8 +5,9 @@
 //!    store was opened read-only); a request without a known token is 401 `UNAUTHORIZED`, one
 //!    whose role is too weak 403 `FORBIDDEN` ([`required_role`]); both are recorded.
 //! 2. Why: the body is a JSON object whose `reason` is a string of 1..=500 characters (not
-//!    only white space); otherwise 400 `REASON_REQUIRED` and nothing changes (not recorded:
-//!    a request that cannot say why is no action).
+//!    only white space); a body that is not a JSON object is 400 `INVALID_INPUT`, an object
+//!    without a good reason 400 `REASON_REQUIRED`, and nothing changes (not recorded: a
+//!    request that cannot say why is no action).
 //! 3. The handler runs on the body without `reason`.
 //! 4. An audit entry records who, what, on what, why, the request's parameters and the
 //!    outcome (`ok`, or the error's code and message). A bulk answer (`results`, one per
@@ -78,9 +79,11 @@ fn split_reason(body: &[u8]) -> Result<(String, Map<String, Value>), ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(reason_required(format!("no body: {shape}")));
     }
-    let value: Value = serde_json::from_slice(body).map_err(|e| reason_required(format!("{shape}: {e}")))?;
+    // A body that is not a JSON object is malformed input, whatever it meant to say.
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::new(400, "INVALID_INPUT", format!("the body is not JSON ({e}): {shape}")))?;
     let Value::Object(mut fields) = value else {
-        return Err(reason_required(format!("not an object: {shape}")));
+        return Err(ApiError::new(400, "INVALID_INPUT", format!("the body is not a JSON object: {shape}")));
     };
     let reason = match fields.remove("reason") {
         Some(Value::String(r)) => r,

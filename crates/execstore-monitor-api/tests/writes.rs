@@ -125,9 +125,16 @@ fn a_write_without_a_reason_is_400_and_changes_nothing() {
         &long,
     ] {
         let r = f.call("POST", "/api/executions/run/terminate", Some(ADMIN), body);
+        // A body that is not a JSON object is malformed input; an object without a good
+        // reason is REASON_REQUIRED; either way nothing changes.
+        let want = if matches!(body, "[]" | "not json") {
+            "INVALID_INPUT"
+        } else {
+            "REASON_REQUIRED"
+        };
         assert_eq!(
             (r.status, code(&r)),
-            (400, &json!("REASON_REQUIRED")),
+            (400, &json!(want)),
             "{body:.40}: {}",
             r.body
         );
