@@ -5,6 +5,7 @@
 
 import { ApiError } from "./api.js";
 import { clear, h } from "./dom.js";
+import { MAX_REASON } from "./reason.js";
 
 function message(e) {
   return e instanceof ApiError ? `${e.message} (${e.code})` : String(e && e.message ? e.message : e);
@@ -59,10 +60,11 @@ function sendForm(ctx, exe) {
   const name = h("input", { type: "text", id: "send-name", placeholder: "Approve", autocomplete: "off", "aria-label": "Event name" });
   const data = h("textarea", { id: "send-data", rows: 3, placeholder: "{\"amount\": 5}", spellcheck: "false", "aria-label": "Event data (JSON object)" });
   const id = h("input", { type: "text", id: "send-id", placeholder: "made for you", autocomplete: "off", "aria-label": "Event id (optional)" });
-  const draft = drafts.get(exe.id) || { name: "", data: "", id: "", focus: null };
+  const reason = reasonField("send-reason");
+  const draft = drafts.get(exe.id) || { name: "", data: "", id: "", reason: "", focus: null };
   drafts.clear();
   drafts.set(exe.id, draft);
-  for (const [field, el] of [["name", name], ["data", data], ["id", id]]) {
+  for (const [field, el] of [["name", name], ["data", data], ["id", id], ["reason", reason]]) {
     el.value = draft[field];
     el.addEventListener("input", () => { draft[field] = el.value; });
     el.addEventListener("focus", () => { draft.focus = field; });
@@ -77,12 +79,14 @@ function sendForm(ctx, exe) {
     h("label", null, "Event name ", name),
     h("label", null, "Data (JSON object) ", data),
     h("label", null, "Event id ", id),
+    h("label", null, "Reason ", reason),
     problem,
     button,
   );
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const checked = checkEvent(name.value, data.value, id.value);
+    if (!checked.error && !reason.value.trim()) checked.error = "A reason is required: it is kept in the audit log.";
     if (checked.error) {
       problem.textContent = checked.error;
       problem.hidden = false;
@@ -92,8 +96,8 @@ function sendForm(ctx, exe) {
     if (needsToken(ctx)) return;
     button.disabled = true;
     try {
-      const body = await ctx.api.postQueryJson(`api/executions/${encodeURIComponent(exe.id)}/send`, { expected_version: exe.version }, { event: checked.event });
-      Object.assign(draft, { name: "", data: "", id: "", focus: null });
+      const body = await ctx.api.postQueryJson(`api/executions/${encodeURIComponent(exe.id)}/send`, { expected_version: exe.version }, { event: checked.event, reason: reason.value.trim() });
+      Object.assign(draft, { name: "", data: "", id: "", reason: "", focus: null });
       last = { key: exe.id, bad: false, title: "Sent", lines: [`${body.event.name} (id ${body.event.id}) is in the outbox as entry ${body.seq}; the engine's relay delivers it.`] };
     } catch (e) {
       const conflict = e instanceof ApiError && e.status === 409;
@@ -104,12 +108,20 @@ function sendForm(ctx, exe) {
   return form;
 }
 
+/** A required "Reason" field (every write's `reason`, kept in the audit log). */
+function reasonField(id, onInput) {
+  const input = h("input", { type: "text", class: "reason-input", id, name: "reason", "aria-required": "true", maxlength: String(MAX_REASON), placeholder: "Reason (required, for the audit log)", "aria-label": "Reason", autocomplete: "off" });
+  if (onInput) input.addEventListener("input", onInput);
+  return input;
+}
+
 /** The "Retry" form of a FAILED execution: the states its trace shows it resting in. */
 function retryForm(ctx, exe) {
   const select = h("select", { id: "retry-target", "aria-label": "Retry at state" });
   const button = h("button", { type: "button", class: "small", id: "retry-submit", disabled: true }, "Retry");
   const note = h("span", { class: "muted", id: "retry-note" }, "Loading the states its trace shows…");
-  const form = h("div", { class: "recover-form", id: "retry-form" }, h("label", null, "Retry at ", select), " ", button, " ", note);
+  const reason = reasonField("retry-reason");
+  const form = h("div", { class: "recover-form", id: "retry-form" }, h("label", null, "Retry at ", select), " ", h("label", null, "Reason ", reason), " ", button, " ", note);
   ctx.api.get(`api/executions/${encodeURIComponent(exe.id)}/retry-targets`).then((t) => {
     clear(select, t.targets.map((p) => h("option", { value: p }, p)));
     if (!t.targets.length) note.textContent = "Its trace shows no state to go back to: retry with harel's redrive, which knows the definition.";
@@ -121,9 +133,14 @@ function retryForm(ctx, exe) {
   });
   button.addEventListener("click", async () => {
     if (needsToken(ctx)) return;
+    if (!reason.value.trim()) {
+      note.textContent = "A reason is required: it is kept in the audit log.";
+      reason.focus();
+      return;
+    }
     button.disabled = true;
     try {
-      const body = await ctx.api.postQueryJson(`api/executions/${encodeURIComponent(exe.id)}/retry`, { expected_version: exe.version }, { target_path: select.value });
+      const body = await ctx.api.postQueryJson(`api/executions/${encodeURIComponent(exe.id)}/retry`, { expected_version: exe.version }, { target_path: select.value, reason: reason.value.trim() });
       last = { key: exe.id, bad: false, title: "Retried", lines: [body.changed.length ? `${exe.id} FAILED → RUNNING at ${body.target_path}.` : `${exe.id}: nothing changed (it is no longer FAILED).`] };
     } catch (e) {
       const conflict = e instanceof ApiError && e.status === 409;
@@ -164,7 +181,7 @@ export function matchingBar(ctx) {
     if (needsToken(ctx)) return;
     let dry;
     try {
-      dry = await ctx.api.postQueryJson(path(name), { ...ctx.listParams(), dry_run: true }, {});
+      dry = await ctx.api.get(path(name), ctx.listParams()); // a count: a read, no reason yet
     } catch (e) {
       last = { key: "*matching", bad: true, title: "Could not count them", lines: [message(e)] };
       idle();
@@ -173,22 +190,30 @@ export function matchingBar(ctx) {
     confirm(name, dry);
   }
   function confirm(name, dry, focus = true) {
-    counted = { name, dry, filters };
+    // the reason typed so far survives a rebuild of the list (live refresh, `r`)
+    const typed = counted && counted.name === name ? counted.reason || "" : "";
+    counted = { name, dry, filters, reason: typed };
     const n = dry.matching.toLocaleString("en-US");
     if (dry.over_limit) {
       last = { key: "*matching", bad: true, title: `More than ${dry.max.toLocaleString("en-US")} executions match`, lines: ["Narrow the filters: an action over everything matching acts on at most that many."] };
       idle();
       return;
     }
-    const yes = h("button", { type: "button", class: "danger small", id: "matching-yes", disabled: !dry.matching }, `Yes, ${name} ${n}`);
+    const yes = h("button", { type: "button", class: "danger small", id: "matching-yes", disabled: true }, `Yes, ${name} ${n}`);
     const no = h("button", { type: "button", class: "ghost small", id: "matching-no" }, "Cancel");
+    const reason = reasonField("matching-reason", () => {
+      counted.reason = reason.value;
+      yes.disabled = !dry.matching || !reason.value.trim();
+    });
+    reason.value = typed;
+    yes.disabled = !dry.matching || !typed.trim();
     no.addEventListener("click", idle);
     yes.addEventListener("click", async () => {
       counted = null;
       yes.disabled = true;
       no.disabled = true;
       try {
-        const r = await ctx.api.postQueryJson(path(name), { ...ctx.listParams(), max: dry.matching || 1 }, {});
+        const r = await ctx.api.postQueryJson(path(name), { ...ctx.listParams(), max: dry.matching || 1 }, { reason: reason.value.trim() });
         const failed = Object.entries(r.summary.failed);
         const misses = r.results.filter((x) => !x.ok).slice(0, 20).map((x) => `${x.id}: ${x.error.message} (${x.error.code})`);
         last = {
@@ -202,8 +227,8 @@ export function matchingBar(ctx) {
       }
       ctx.refresh();
     });
-    clear(wrap, h("span", { class: "confirm", role: "alertdialog", id: "matching-confirm" }, h("span", { class: "question" }, `This will ${name} ${n} execution${dry.matching === 1 ? "" : "s"}.`), " ", yes, " ", no));
-    if (focus) (dry.matching ? yes : no).focus();
+    clear(wrap, h("span", { class: "confirm", role: "alertdialog", id: "matching-confirm" }, h("span", { class: "question" }, `This will ${name} ${n} execution${dry.matching === 1 ? "" : "s"}.`), " ", reason, " ", yes, " ", no));
+    if (focus) (dry.matching ? reason : no).focus();
   }
   // A live refresh rebuilt the list while the count was shown: show it again, for the same
   // filters only (other filters count other executions).
@@ -242,16 +267,25 @@ export function wsAction(ctx, opts) {
     return clear(wrap, button);
   };
   const ask = (focus = true) => {
+    if (openQuestion !== key) openReason = "";
     openQuestion = key;
-    const yes = h("button", { type: "button", class: "danger small", dataset: { confirm: "yes" } }, `Yes, ${label.toLowerCase()}`);
+    const yes = h("button", { type: "button", class: "danger small", dataset: { confirm: "yes" }, disabled: true }, `Yes, ${label.toLowerCase()}`);
     const no = h("button", { type: "button", class: "ghost small", dataset: { confirm: "no" } }, "Cancel");
+    const reason = reasonField(undefined, () => {
+      openReason = reason.value;
+      yes.disabled = !reason.value.trim();
+    });
+    // the reason typed so far survives a rebuild of the view (live refresh)
+    reason.value = openReason;
+    yes.disabled = !openReason.trim();
     no.addEventListener("click", idle);
     yes.addEventListener("click", async () => {
       openQuestion = null;
       yes.disabled = true;
       no.disabled = true;
       try {
-        const body = await ctx.api.postQueryJson(path, params, opts.json || {}); // read now: it may be a getter
+        // opts.json is read now: it may be a getter
+        const body = await ctx.api.postQueryJson(path, params, { ...(opts.json || {}), reason: reason.value.trim() });
         last = { key: "*ws", bad: false, title: "Done", lines: [done(body)] };
       } catch (e) {
         const conflict = e instanceof ApiError && e.status === 409;
@@ -260,8 +294,8 @@ export function wsAction(ctx, opts) {
       idle();
       ctx.refresh();
     });
-    clear(wrap, h("span", { class: "confirm", role: "alertdialog", "aria-label": question }, h("span", { class: "question" }, question), " ", yes, " ", no));
-    if (focus) yes.focus();
+    clear(wrap, h("span", { class: "confirm", role: "alertdialog", "aria-label": question }, h("span", { class: "question" }, question), " ", reason, " ", yes, " ", no));
+    if (focus) reason.focus();
   };
   button.addEventListener("click", () => {
     if (!needsToken(ctx)) ask();
@@ -276,6 +310,8 @@ export function wsAction(ctx, opts) {
 
 /** The workspace question open when the view was last built (its path and query). */
 let openQuestion = null;
+/** The reason typed into that question so far. */
+let openReason = "";
 
 /** What a replay answer says. */
 export function replayedText(body) {

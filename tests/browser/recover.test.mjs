@@ -61,6 +61,10 @@ test("recovery actions on executions", async (t) => {
     await p.fill("#send-data", '{"by": "ops", "amount": 5}');
     await p.fill("#send-id", "ev-browser-1");
     await p.click("#send-submit");
+    assert.match(await p.textContent("#send-error"), /A reason is required/);
+    assert.deepEqual(await outboxOf(url, id), before, "nothing sent without a reason");
+    await p.fill("#send-reason", "customer approved by phone");
+    await p.click("#send-submit");
     await p.waitForSelector("#recover-result:not([hidden])");
     assert.match(await p.textContent("#recover-result"), /Approve \(id ev-browser-1\) is in the outbox as entry \d+/);
     const after = await outboxOf(url, id);
@@ -97,6 +101,7 @@ test("recovery actions on executions", async (t) => {
     assert.deepEqual(offered, targets.targets);
     const target = offered[0];
     await p.selectOption("#retry-target", target);
+    await p.fill("#retry-reason", "the payment service is back");
     await p.click("#retry-submit");
     await p.waitForSelector("#recover-result:not([hidden])");
     assert.match(await p.textContent("#recover-result"), new RegExp(`FAILED → RUNNING at ${target.replace(/\./g, "\\.")}`));
@@ -112,7 +117,12 @@ test("recovery actions on executions", async (t) => {
     assert.ok(expected > 1, "the demo has RUNNING orders");
     const p = await page(b);
     const posts = [];
-    p.on("request", (r) => { if (r.method() !== "GET") posts.push(`${r.method()} ${new URL(r.url()).pathname}${new URL(r.url()).search}`); });
+    const counts = [];
+    p.on("request", (r) => {
+      const u = new URL(r.url());
+      if (r.method() !== "GET") posts.push(`${r.method()} ${u.pathname}${u.search}`);
+      else if (u.pathname.endsWith("/matching")) counts.push(`${u.pathname}${u.search}`);
+    });
     await p.goto(`${url}?status=RUNNING&definition=orders#token=${TOKEN}`);
     await p.waitForSelector("#matching-suspend");
     await p.click("#matching-suspend");
@@ -125,6 +135,8 @@ test("recovery actions on executions", async (t) => {
     await p.evaluate(() => { document.querySelector("#matching-confirm").dataset.old = "1"; document.activeElement.blur(); });
     await p.keyboard.press("r");
     await p.waitForSelector("#matching-confirm:not([data-old])", { timeout: 10000 });
+    assert.ok(await p.isDisabled("#matching-yes"), "no reason yet: Yes is disabled");
+    await p.fill("#matching-reason", "maintenance window");
     await p.click("#matching-yes");
     await p.waitForSelector("#matching-result:not([hidden])", { timeout: 30000 });
     const text = await p.textContent("#matching-result");
@@ -134,9 +146,10 @@ test("recovery actions on executions", async (t) => {
     assert.equal(failedCount, 0, "a region its parent moved is no conflict");
     assert.equal(done + covered, expected);
     assert.equal(await countOf(url, "&status=RUNNING&definition=orders"), 0, "every match suspended");
-    assert.equal(posts.length, 2, posts.join("\n"));
-    assert.match(posts[0], /^POST \/api\/control\/suspend\/matching\?.*dry_run=true/);
-    assert.match(posts[1], /^POST \/api\/control\/suspend\/matching\?.*definition=orders/);
+    // the count is a read (GET, no reason yet); the one write is the action, with its reason
+    assert.ok(counts.some((c) => /^\/api\/control\/suspend\/matching\?.*definition=orders/.test(c)), counts.join("\n"));
+    assert.equal(posts.length, 1, posts.join("\n"));
+    assert.match(posts[0], /^POST \/api\/control\/suspend\/matching\?.*definition=orders/);
     await p.screenshot({ path: join(artifacts, "recover-matching-done.png") });
     assertCalm(p);
   });
@@ -158,6 +171,7 @@ test("recovery actions on workspaces", async (t) => {
     await p.goto(`${url}${link({ tab: "runs", status: "dead" })}`);
     await p.waitForSelector('#ws-runs [data-ws-action="retry"]');
     await p.click('#ws-runs [data-ws-action="retry"]');
+    await p.fill(".confirm .reason-input", "recovering after the incident");
     await p.click('[data-confirm="yes"]');
     await p.waitForSelector("#ws-action-result:not([hidden])");
     assert.match(await p.textContent("#ws-action-result"), new RegExp(`Run ${id} is pending, due now`));
@@ -175,6 +189,7 @@ test("recovery actions on workspaces", async (t) => {
     await p.goto(`${url}${link({ tab: "dead-letters" })}`);
     await p.waitForSelector('#ws-dead [data-ws-action="replay"]');
     await p.click('#ws-dead [data-ws-action="replay"]');
+    await p.fill(".confirm .reason-input", "recovering after the incident");
     await p.click('[data-confirm="yes"]');
     await p.waitForSelector("#ws-action-result:not([hidden])");
     assert.match(await p.textContent("#ws-action-result"), new RegExp(`${letter.rule} replayed from after seq ${letter.seq - 1} \\(generation \\d+`));
@@ -197,6 +212,7 @@ test("recovery actions on workspaces", async (t) => {
     await p.waitForSelector("#ws-leases tbody tr");
     assert.equal(await p.$$eval('#ws-leases [data-ws-action="release"]', (xs) => xs.length), lapsed.length);
     await p.click('#ws-leases [data-ws-action="release"]');
+    await p.fill(".confirm .reason-input", "recovering after the incident");
     await p.click('[data-confirm="yes"]');
     await p.waitForSelector("#ws-action-result:not([hidden])");
     assert.match(await p.textContent("#ws-action-result"), new RegExp(`Released ${lapsed[0].key.replace(/[.:]/g, ".")}`));
@@ -212,6 +228,7 @@ test("recovery actions on workspaces", async (t) => {
     await p.goto(`${url}${link({ tab: "rules" })}`);
     await p.waitForSelector('#ws-rules [data-ws-action="pause"]');
     await p.click('#ws-rules [data-ws-action="pause"]');
+    await p.fill(".confirm .reason-input", "recovering after the incident");
     await p.click('[data-confirm="yes"]');
     await p.waitForSelector("#ws-action-result:not([hidden])");
     assert.match(await p.textContent("#ws-action-result"), new RegExp(`${rule.name} is paused \\(version ${rule.version + 1}\\)`));
@@ -220,6 +237,7 @@ test("recovery actions on workspaces", async (t) => {
     await p.waitForSelector('#ws-rules [data-ws-action="resume"]', { timeout: 10000 });
     await p.screenshot({ path: join(artifacts, "recover-ws-rules.png") });
     await p.click('#ws-rules [data-ws-action="resume"]');
+    await p.fill(".confirm .reason-input", "recovering after the incident");
     await p.click('[data-confirm="yes"]');
     await p.waitForFunction(() => /is resumed/.test(document.querySelector("#ws-action-result")?.textContent || ""), null, { timeout: 10000 });
     now = (await apiGet(url, `${W}/rules`)).body.items.find((r) => r.name === rule.name);

@@ -15,7 +15,8 @@
 //!   nothing changes), then applies the action to each at the version it was listed at, each
 //!   its own commit, and answers a summary and each target's result. A match an earlier
 //!   target's action already wrote (a parent's regions) or removed (a purged tree) is not
-//!   acted on again: its result says `covered`.
+//!   acted on again: its result says `covered`. `GET` on the same path is the dry run as a
+//!   read (the UI's count before it asks for a reason), needing no token and no reason.
 //!
 //! A body's `reason` belongs to the write path (recorded by the audit), never read here.
 
@@ -221,12 +222,13 @@ impl Call<'_> {
         }))
     }
 
-    /// `POST /api/control/{action}/matching`.
+    /// `POST /api/control/{action}/matching`, and its count, `GET` (a read: a dry run
+    /// whatever the query says, open to every reader, recorded by no one).
     pub(crate) fn bulk_matching(&self, action: &str) -> ApiResult {
         let mut known: Vec<&str> = LIST_FILTERS.to_vec();
         known.extend(["dry_run", "max"]);
         let params = Params::new(self.request.query, &known, self.now)?;
-        let dry_run = params.flag("dry_run")?;
+        let dry_run = params.flag("dry_run")? || self.request.method != "POST";
         let max = match params.get("max") {
             None => MATCH_LIMIT,
             Some(raw) => raw

@@ -63,6 +63,11 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("POST", "/api/control/resume/matching", |c, _| c.bulk_matching("resume")),
     row("POST", "/api/control/terminate/matching", |c, _| c.bulk_matching("terminate")),
     row("POST", "/api/control/purge/matching", |c, _| c.bulk_matching("purge")),
+    // ... and how many that would be (a read: the count the UI shows before it asks why)
+    row("GET", "/api/control/suspend/matching", |c, _| c.bulk_matching("suspend")),
+    row("GET", "/api/control/resume/matching", |c, _| c.bulk_matching("resume")),
+    row("GET", "/api/control/terminate/matching", |c, _| c.bulk_matching("terminate")),
+    row("GET", "/api/control/purge/matching", |c, _| c.bulk_matching("purge")),
     // Recover (recover.rs): an event through the outbox, harel's retry of a FAILED one.
     row("POST", "/api/executions/{id}/send", |c, a| c.send(decode(a[0])?)),
     row("POST", "/api/executions/{id}/retry", |c, a| c.retry(decode(a[0])?)),
