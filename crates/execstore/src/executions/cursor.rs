@@ -68,7 +68,9 @@ pub(crate) fn decode_order_cursor(cursor: &str) -> Result<OrderKey> {
             id: id.to_owned(),
         });
     }
-    let rest = text.strip_prefix(UPDATED_TAG).ok_or_else(|| bad("unknown format"))?;
+    let rest = text
+        .strip_prefix(UPDATED_TAG)
+        .ok_or_else(|| bad("unknown format"))?;
     let (time, id) = rest.split_once(':').ok_or_else(|| bad("unknown format"))?;
     if id.is_empty() {
         return Err(bad("unknown format"));

@@ -7,8 +7,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Result, StoreError};
 use crate::executions::model::{
-    DueTimer, Effects, Execution, ExecutionPage, ExecutionSummary, OutboxEntry, SpawnEntry, Status,
-    TimerOp, TraceStep,
+    DueTimer, Effects, Execution, ExecutionPage, ExecutionSummary, OutboxEntry, SpawnEntry, Status, TimerOp,
+    TraceStep,
 };
 use crate::executions::query::{ListOrder, ListQuery};
 use crate::executions::store::{BatchItem, Capabilities, ExecutionStore, DEFAULT_TRACE_MAX};
@@ -245,7 +245,12 @@ impl ExecutionStore for MemoryStore {
     fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {
         let filter = query.count_filter()?;
         let mut counts = [0u64; Status::ALL.len()];
-        for exe in self.lock().executions.values().filter(|exe| filter.matches_execution(exe)) {
+        for exe in self
+            .lock()
+            .executions
+            .values()
+            .filter(|exe| filter.matches_execution(exe))
+        {
             if let Some(slot) = Status::ALL.iter().position(|s| *s == exe.status) {
                 counts[slot] += 1;
             }

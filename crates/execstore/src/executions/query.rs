@@ -119,7 +119,13 @@ impl ListOrder {
     }
 
     /// How two `(updated_at, id)` keys compare in this order (`Less`: `a` is listed first).
-    pub fn compare_keys(self, a_time: Option<f64>, a_id: &str, b_time: Option<f64>, b_id: &str) -> std::cmp::Ordering {
+    pub fn compare_keys(
+        self,
+        a_time: Option<f64>,
+        a_id: &str,
+        b_time: Option<f64>,
+        b_id: &str,
+    ) -> std::cmp::Ordering {
         use std::cmp::Ordering;
         match self {
             ListOrder::Id => a_id.cmp(b_id),

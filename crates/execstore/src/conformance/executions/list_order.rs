@@ -77,23 +77,20 @@ pub fn list_order_updated_desc(store: &dyn ExecutionStore) {
     let all = walked(store, &by_updated());
     assert_eq!(
         short(&all, &ns),
-        [
-            "e07", "e04", "e11", "e01", "e08", "e05", "e02", "e09", "e06", "e03", "e10", "e00",
-            "e13", "e12"
-        ],
+        ["e07", "e04", "e11", "e01", "e08", "e05", "e02", "e09", "e06", "e03", "e10", "e00", "e13", "e12"],
         "updated descending, ties by id descending, no updated_at last"
     );
     // With filters: status, definition, roots only, a time window.
     let running = walked(store, &by_updated().status([Status::Running]));
     assert_eq!(short(&running, &ns), ["e07", "e04", "e01", "e10", "e13"]);
     let def_b = walked(store, &by_updated().definition(format!("{ns}B")));
-    assert_eq!(short(&def_b, &ns), ["e07", "e11", "e01", "e05", "e09", "e03", "e13"]);
+    assert_eq!(
+        short(&def_b, &ns),
+        ["e07", "e11", "e01", "e05", "e09", "e03", "e13"]
+    );
     let roots = walked(store, &by_updated().roots_only(true).status([Status::Failed]));
     assert_eq!(short(&roots, &ns), ["e11", "e08", "e02"]);
-    let window = walked(
-        store,
-        &by_updated().updated_between(Some(t + 2.0), Some(t + 7.0)),
-    );
+    let window = walked(store, &by_updated().updated_between(Some(t + 2.0), Some(t + 7.0)));
     assert_eq!(short(&window, &ns), ["e08", "e05", "e02", "e09", "e06"]);
     let created = walked(store, &by_updated().created_between(Some(t + 9.0), None));
     assert_eq!(short(&created, &ns), ["e11", "e09", "e10", "e13", "e12"]);
@@ -103,13 +100,9 @@ pub fn list_order_updated_desc(store: &dyn ExecutionStore) {
     assert!(by_id.windows(2).all(|w| w[0].id < w[1].id));
     assert_eq!(ListQuery::new().order, ListOrder::Id);
     // A cursor is good for its own order only.
-    let page = store
-        .list_executions(&by_updated().limit(3))
-        .expect("first page");
+    let page = store.list_executions(&by_updated().limit(3)).expect("first page");
     let updated_cursor = page.next_cursor.expect("more pages");
-    let by_id_with_it = ListQuery::new()
-        .search(&ns)
-        .cursor(Some(updated_cursor.clone()));
+    let by_id_with_it = ListQuery::new().search(&ns).cursor(Some(updated_cursor.clone()));
     assert_eq!(code(store.list_executions(&by_id_with_it)), "INVALID_INPUT");
     let id_cursor = encode_cursor(&format!("{ns}e03"));
     assert_eq!(
@@ -127,14 +120,20 @@ pub fn list_order_updated_desc(store: &dyn ExecutionStore) {
         .expect("the tail");
     assert_eq!(short(&tail.items, &ns), ["e12"]);
     let mid = store
-        .list_executions(&by_updated().limit(2).cursor(Some(encode_updated_cursor(
-            Some(t + 7.0),
-            &format!("{ns}e11"),
-        ))))
+        .list_executions(
+            &by_updated()
+                .limit(2)
+                .cursor(Some(encode_updated_cursor(Some(t + 7.0), &format!("{ns}e11")))),
+        )
         .expect("after a tie");
     assert_eq!(short(&mid.items, &ns), ["e01", "e08"]);
     // Forged and foreign cursors are refused.
-    for bad in ["dXBkYXRlZDp4eDph", "dXBkYXRlZDotOg", "bm9wZQ", "dXBkYXRlZDowMDAwMDAwMDAwMDAwMDAw"] {
+    for bad in [
+        "dXBkYXRlZDp4eDph",
+        "dXBkYXRlZDotOg",
+        "bm9wZQ",
+        "dXBkYXRlZDowMDAwMDAwMDAwMDAwMDAw",
+    ] {
         let q = by_updated().cursor(Some(bad.to_owned()));
         assert_eq!(code(store.list_executions(&q)), "INVALID_INPUT", "{bad}");
     }
@@ -180,7 +179,11 @@ pub fn list_order_survives_concurrent_updates(store: &dyn ExecutionStore) {
     assert_eq!(unique.len(), ids.len(), "an execution returned twice: {ids:?}");
     for exe in &written {
         if !moved.contains(&exe.id) {
-            assert!(unique.contains(exe.id.as_str()), "{} missing from {ids:?}", exe.id);
+            assert!(
+                unique.contains(exe.id.as_str()),
+                "{} missing from {ids:?}",
+                exe.id
+            );
         }
     }
     let steady: Vec<&ExecutionSummary> = seen.iter().filter(|s| !moved.contains(&s.id)).collect();
@@ -191,7 +194,11 @@ pub fn list_order_survives_concurrent_updates(store: &dyn ExecutionStore) {
         "the walk is out of order: {ids:?}"
     );
     let again = all_pages(store, query.clone());
-    assert_eq!(short(&again[..2], &ns), ["e07", "e00"], "the updated ones come first");
+    assert_eq!(
+        short(&again[..2], &ns),
+        ["e07", "e00"],
+        "the updated ones come first"
+    );
     assert_eq!(again.len(), 14);
 }
 
@@ -211,7 +218,9 @@ pub fn counts_follow_the_filter(store: &dyn ExecutionStore) {
         q().created_between(Some(t + 10.0), None),
         q().finished_between(Some(0.0), None),
         q().search(format!("{ns}e1")),
-        q().definition(format!("{ns}B")).roots_only(true).updated_between(None, Some(t + 5.0)),
+        q().definition(format!("{ns}B"))
+            .roots_only(true)
+            .updated_between(None, Some(t + 5.0)),
         ListQuery::new().definition(format!("{ns}B")),
     ];
     for query in queries {
@@ -230,10 +239,19 @@ pub fn counts_follow_the_filter(store: &dyn ExecutionStore) {
             .status([Status::Failed])
             .limit(1)
             .order(ListOrder::UpdatedDesc);
-        assert_eq!(store.count_by_status(&noisy).expect("counts"), expected, "{noisy:?}");
+        assert_eq!(
+            store.count_by_status(&noisy).expect("counts"),
+            expected,
+            "{noisy:?}"
+        );
     }
     // The whole scope: 14 executions, by status as populated.
-    let total: u64 = store.count_by_status(&q()).expect("counts").iter().map(|(_, n)| n).sum();
+    let total: u64 = store
+        .count_by_status(&q())
+        .expect("counts")
+        .iter()
+        .map(|(_, n)| n)
+        .sum();
     assert_eq!(total, 14);
     let nothing = store
         .count_by_status(&q().definition(format!("{ns}none")))

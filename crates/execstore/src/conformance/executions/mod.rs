@@ -31,7 +31,9 @@ mod list_order;
 pub use control::*;
 
 pub use list_filters::{list_filters_bad_input_rejected, list_filters_search, list_filters_time_windows};
-pub use list_order::{counts_follow_the_filter, list_order_survives_concurrent_updates, list_order_updated_desc};
+pub use list_order::{
+    counts_follow_the_filter, list_order_survives_concurrent_updates, list_order_updated_desc,
+};
 
 /// What the suite needs from a backend's test: the store under test and, for a durable
 /// backend, a way to close and reopen it on the same data.
