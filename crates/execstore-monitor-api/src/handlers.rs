@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use execstore::kit::validate::MAX_PAGE;
 use execstore::{
-    executions::{encode_cursor, paging, ExecutionPage, ExecutionSummary, ListQuery},
+    executions::{encode_cursor, paging, ExecutionPage, ExecutionSummary, ListOrder, ListQuery, Status},
     kit::pyjson,
     ExecutionStore,
 };
@@ -12,6 +12,24 @@ use serde_json::{json, Value};
 
 use crate::params::{check_id, decode_timer_cursor, encode_timer_cursor, seq_in_path, Params};
 use crate::{decode, ApiError, ApiResult, Call, ALL_TIMERS};
+
+/// The parameters of the executions list, which its counts take too.
+const LIST_PARAMS: &[&str] = &[
+    "status",
+    "definition",
+    "roots_only",
+    "q",
+    "limit",
+    "cursor",
+    "created_after",
+    "created_before",
+    "updated_after",
+    "updated_before",
+    "finished_after",
+    "finished_before",
+    "search",
+    "order",
+];
 
 /// How many entries of each kind an execution's own timers, outbox and spawns are looked
 /// for among (the store lists them store-wide only); past that the answer says `truncated`.
@@ -107,11 +125,16 @@ impl Call<'_> {
         Ok(json!({ "token": token, "now": self.now }))
     }
 
+    /// The counts by status of exactly the rows the listing with the same parameters
+    /// selects (every filter of [`Call::list_query`], and `q`), its status filter, cursor,
+    /// page size and order aside.
     pub(crate) fn counts(&self) -> ApiResult {
-        let params = self.params(&["definition", "roots_only"])?;
-        let counts = self
-            .exec()?
-            .status_counts(params.get("definition"), params.flag("roots_only")?)?;
+        let params = self.params(LIST_PARAMS)?;
+        let query = self.list_query(&params)?;
+        let counts = match params.get("q") {
+            Some(prefix) => count_prefix(self.exec()?, query, prefix)?,
+            None => self.exec()?.count_by_status(&query)?,
+        };
         let total: u64 = counts.iter().map(|(_, n)| n).sum();
         let by_status: serde_json::Map<String, Value> = counts
             .into_iter()
@@ -121,22 +144,15 @@ impl Call<'_> {
         Ok(json!({ "counts": by_status, "total": total, "errors": errors }))
     }
 
-    pub(crate) fn executions(&self) -> ApiResult {
-        let params = self.params(&[
-            "status",
-            "definition",
-            "roots_only",
-            "q",
-            "limit",
-            "cursor",
-            "created_after",
-            "created_before",
-            "updated_after",
-            "updated_before",
-            "finished_after",
-            "finished_before",
-            "search",
-        ])?;
+    /// The listing's query from the request's parameters (every filter, the page, the order:
+    /// `order=updated`, the default, or `id`; `q`, an id prefix, lists by id). The counts
+    /// take the same query, so a filter added here applies to both.
+    fn list_query(&self, params: &Params) -> Result<ListQuery, ApiError> {
+        let order = match (params.get("q"), params.get("order")) {
+            (Some(_), _) => ListOrder::Id,
+            (None, Some(order)) => order.parse::<ListOrder>()?,
+            (None, None) => ListOrder::UpdatedDesc,
+        };
         let mut list = ListQuery::new()
             .limit(params.limit()?)
             .roots_only(params.flag("roots_only")?)
@@ -146,7 +162,8 @@ impl Call<'_> {
             .finished_between(
                 params.moment("finished_after")?,
                 params.moment("finished_before")?,
-            );
+            )
+            .order(order);
         list.search = params.get("search").map(str::to_owned);
         if let Some(statuses) = params.statuses()? {
             list = list.status(statuses);
@@ -154,12 +171,24 @@ impl Call<'_> {
         if let Some(definition) = params.get("definition") {
             list = list.definition(definition);
         }
+        Ok(list)
+    }
+
+    pub(crate) fn executions(&self) -> ApiResult {
+        let params = self.params(LIST_PARAMS)?;
+        let list = self.list_query(&params)?;
+        let order = list.order;
         let page = match params.get("q") {
             Some(prefix) => search(self.exec()?, list, prefix)?,
             None => self.exec()?.list_executions(&list)?,
         };
         let errors = self.unreadable()?;
-        Ok(json!({ "items": page.items, "next_cursor": page.next_cursor, "errors": errors }))
+        Ok(json!({
+            "items": page.items,
+            "next_cursor": page.next_cursor,
+            "order": order.as_str(),
+            "errors": errors,
+        }))
     }
 
     pub(crate) fn execution(&self, id: String) -> ApiResult {
@@ -322,6 +351,29 @@ fn scan<T>(
         }
     }
     Ok(kept)
+}
+
+/// The counts by status of the executions whose id starts with `prefix` that pass the
+/// query's filters: a walk of that run of ids (the store counts by its own filters only).
+fn count_prefix(
+    store: &dyn ExecutionStore,
+    query: ListQuery,
+    prefix: &str,
+) -> Result<Vec<(Status, u64)>, ApiError> {
+    let mut query = query.count_filter()?.limit(MAX_PAGE);
+    let mut counts: Vec<(Status, u64)> = Status::ALL.iter().map(|s| (*s, 0)).collect();
+    loop {
+        let page = search(store, query.clone(), prefix)?;
+        for summary in &page.items {
+            if let Some(slot) = counts.iter_mut().find(|(s, _)| *s == summary.status) {
+                slot.1 += 1;
+            }
+        }
+        match page.next_cursor {
+            Some(next) => query.cursor = Some(next),
+            None => return Ok(counts),
+        }
+    }
 }
 
 /// The executions whose id starts with `prefix` that pass the query's filters, one page at
