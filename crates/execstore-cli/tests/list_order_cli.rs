@@ -25,7 +25,11 @@ fn page(dir: &Path, args: &[&str]) -> (Vec<String>, Option<String>) {
     let mut all = vec!["--db", "s.db", "--json", "list"];
     all.extend_from_slice(args);
     let out = execstore(dir, &all);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let page: Value = serde_json::from_slice(&out.stdout).unwrap();
     let ids = page["items"]
         .as_array()

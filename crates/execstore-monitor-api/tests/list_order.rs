@@ -30,7 +30,11 @@ fn store() -> MemoryStore {
 
 fn get(store: &MemoryStore, target: &str) -> (u16, Value) {
     let api = MonitorApi::new(Map::new(), None);
-    let r = api.handle(store, &ApiRequest::from_target("GET", target, None), T0 + 86_400.0);
+    let r = api.handle(
+        store,
+        &ApiRequest::from_target("GET", target, None),
+        T0 + 86_400.0,
+    );
     (r.status, r.body)
 }
 
@@ -59,7 +63,10 @@ fn walk(store: &MemoryStore, filter: &str, limit: usize) -> Vec<Value> {
 }
 
 fn ids(items: &[Value]) -> Vec<String> {
-    items.iter().map(|s| s["id"].as_str().unwrap().to_owned()).collect()
+    items
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 fn x(numbers: &[usize]) -> Vec<String> {
@@ -86,7 +93,10 @@ fn the_list_is_most_recently_updated_first_unless_told() {
     // `q`, an id prefix, lists by id and says so.
     let q = ok(&s, "/api/executions?q=x0");
     assert_eq!(q["order"], "id");
-    assert_eq!(ids(q["items"].as_array().unwrap()), x(&(0..10).collect::<Vec<_>>()));
+    assert_eq!(
+        ids(q["items"].as_array().unwrap()),
+        x(&(0..10).collect::<Vec<_>>())
+    );
     // A cursor of one order is refused by the other; an unknown order is refused.
     let page = ok(&s, "/api/executions?limit=3");
     let cursor = page["next_cursor"].as_str().unwrap();
@@ -96,7 +106,9 @@ fn the_list_is_most_recently_updated_first_unless_told() {
         "/api/executions?order=updated_at".to_owned(),
         format!(
             "/api/executions?cursor={}",
-            ok(&s, "/api/executions?order=id&limit=3")["next_cursor"].as_str().unwrap()
+            ok(&s, "/api/executions?order=id&limit=3")["next_cursor"]
+                .as_str()
+                .unwrap()
         ),
     ] {
         let (status, body) = get(&s, &target);
@@ -119,7 +131,10 @@ fn counts_follow_every_filter_of_the_list() {
         "search=x1".to_owned(),
         "q=x1".to_owned(),
         "q=x0&definition=refunds".to_owned(),
-        format!("definition=refunds&roots_only=true&updated_before={}", T0 + 9.0 * 3600.0),
+        format!(
+            "definition=refunds&roots_only=true&updated_before={}",
+            T0 + 9.0 * 3600.0
+        ),
     ];
     for filter in &filters {
         let listed = walk(&s, filter, 5);
@@ -140,7 +155,12 @@ fn counts_follow_every_filter_of_the_list() {
     assert_eq!(ok(&s, &format!("/api/counts?{window}"))["total"], 5);
     assert_eq!(ok(&s, "/api/counts")["total"], 12);
     // Bad filters are a 400, as on the list.
-    for bad in ["created_after=yesterday", "updated_after=-5", "roots_only=maybe", "colour=red"] {
+    for bad in [
+        "created_after=yesterday",
+        "updated_after=-5",
+        "roots_only=maybe",
+        "colour=red",
+    ] {
         let (status, body) = get(&s, &format!("/api/counts?{bad}"));
         assert_eq!(status, 400, "{bad}: {body}");
     }
