@@ -85,7 +85,6 @@ pub fn search_matches(search: &str, id: &str, active_path: Option<&str>) -> bool
 /// each from an index.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum ListOrder {
     /// By id, ascending (harel's own listing; the core's default).
     #[default]
