@@ -433,6 +433,7 @@ mod tests {
             finished_after: None,
             finished_before: None,
             search: None,
+            order: execstore::executions::ListOrder::Id,
         }
     }
 
