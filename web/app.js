@@ -10,7 +10,7 @@
 
 import { createClient, token } from "./api.js";
 import { $, clear, h, span } from "./dom.js";
-import { now, setServerNow } from "./format.js";
+import { getTimeMode, now, setServerNow, setTimeMode, TIME_MODES } from "./format.js";
 import * as records from "./records.js";
 import { parseRoute, setViewIds } from "./route.js";
 import { VIEWS } from "./views/index.js";
@@ -227,6 +227,19 @@ async function loadInfo() {
   }
 }
 
+/** The header's switch of how every time is shown (format.js's `when`), kept in the browser. */
+function timeModeSwitch() {
+  const labels = { relative: "Relative", local: "Local", utc: "UTC" };
+  const select = h(
+    "select",
+    { id: "time-mode", "aria-label": "Show times as", title: "Show every time as relative, local or UTC" },
+    TIME_MODES.map((m) => h("option", { value: m }, labels[m])),
+  );
+  select.value = getTimeMode();
+  select.addEventListener("change", () => setTimeMode(select.value));
+  return h("label", { class: "time-mode" }, select);
+}
+
 /** Starts the UI over `transport` (default: this page's server). */
 export async function start({ transport } = {}) {
   setApi(createClient(transport ? { transport } : {}));
@@ -249,6 +262,7 @@ export async function start({ transport } = {}) {
     render(before);
   });
   document.addEventListener("keydown", onKey);
+  $("#live").closest("label").before(timeModeSwitch());
   $("#live").addEventListener("change", (e) => {
     state.live = e.target.checked;
     document.body.classList.toggle("paused", !state.live);

@@ -2,8 +2,8 @@
 // detail's "Audit" section: who made which write, when, on what, why, and how it ended.
 // Stored text only ever reaches the page as text.
 
-import { absTime, h } from "./dom.js";
-import { ago, emptyBox, table } from "./format.js";
+import { h } from "./dom.js";
+import { emptyBox, table, when } from "./format.js";
 
 /** The outcome as a pill: `ok`, or the error's code (its message as the title). */
 function outcome(e) {
@@ -24,7 +24,7 @@ function params(e) {
 export function renderAudit(items, { target = true, link = (t) => t } = {}) {
   if (!items.length) return emptyBox("No audit entries", "No write has been recorded here yet.");
   const columns = [
-    { label: "When", class: "when", cell: (e) => h("span", { title: absTime(e.at) }, `${absTime(e.at)} (${ago(e.at)})`) },
+    { label: "When", class: "when", cell: (e) => when(e.at) },
     { label: "Who", class: "actor", cell: (e) => [e.actor, e.role ? h("span", { class: "muted" }, ` · ${e.role}`) : null] },
     { label: "Action", class: "action mono", cell: (e) => e.action },
     target ? { label: "Target", class: "target mono", cell: (e) => (e.target ? link(e.target) : "–") } : null,

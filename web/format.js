@@ -2,7 +2,7 @@
 // the collapsible JSON tree, empty states and status pills. Stored data reaches the page only as
 // text nodes (`h()` from dom.js).
 
-import { absTime, h, span, toSeconds } from "./dom.js";
+import { absTime, h, pad, span, toSeconds } from "./dom.js";
 
 export function ago(t) {
   const s = toSeconds(t);
@@ -15,8 +15,85 @@ export function until(t) {
   return d >= 0 ? `in ${span(d)}` : `overdue by ${span(d)}`;
 }
 
-export function timeEl(t, text = ago(t)) {
-  return h("time", { title: absTime(t), datetime: toSeconds(t) ? new Date(toSeconds(t) * 1000).toISOString() : null }, text);
+// ---------------------------------------------------------------------------------------------
+// Time display: every time the UI shows goes through `when` (an element) or `timeText` (its
+// text), in the mode the header's switch picked: relative ("5m 03s ago", "in 2m"), local
+// ("2026-01-01 13:00:00") or UTC ("2026-01-01 12:00:00Z"). The choice is kept in localStorage;
+// switching rewrites every `<time data-t>` on the page in place.
+
+/** The time modes, in the switch's order. */
+export const TIME_MODES = ["relative", "local", "utc"];
+const TIME_MODE_KEY = "execstore.timeMode";
+
+function storedTimeMode() {
+  try {
+    const mode = localStorage.getItem(TIME_MODE_KEY);
+    return TIME_MODES.includes(mode) ? mode : "relative";
+  } catch {
+    return "relative";
+  }
+}
+
+let timeMode = storedTimeMode();
+
+/** The mode times are shown in. */
+export const getTimeMode = () => timeMode;
+
+/** Shows every time in `mode` from now on (kept), and rewrites those on the page. */
+export function setTimeMode(mode) {
+  if (!TIME_MODES.includes(mode)) return;
+  timeMode = mode;
+  try {
+    localStorage.setItem(TIME_MODE_KEY, mode);
+  } catch {
+    // A browser without storage: the mode holds for this page.
+  }
+  for (const el of document.querySelectorAll("time[data-t]")) el.textContent = timeText(Number(el.dataset.t), el.dataset.part || "");
+}
+
+function utcText(s) {
+  const d = new Date(s * 1000);
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}Z`;
+}
+
+function relativeText(s) {
+  const d = s - now();
+  return d >= 0 ? `in ${span(d)}` : `${span(d)} ago`;
+}
+
+/**
+ * `t` (epoch seconds or a date-time text) as text in `mode` (the current one unless given);
+ * `part` "time": the time of day only, where the mode shows a date. "–" for no time.
+ */
+export function timeText(t, part = "", mode = timeMode) {
+  const s = toSeconds(t);
+  if (s === null) return "–";
+  if (mode === "relative") return relativeText(s);
+  const text = mode === "utc" ? utcText(s) : absTime(s);
+  return part === "time" ? text.slice(11) : text;
+}
+
+/**
+ * A `<time>` element showing `t` in the current mode, rewritten when the mode changes; its
+ * title gives all three. `part` as for `timeText`.
+ */
+export function when(t, { part = "" } = {}) {
+  const s = toSeconds(t);
+  if (s === null) return h("span", { class: "muted" }, "–");
+  return h(
+    "time",
+    {
+      datetime: new Date(s * 1000).toISOString(),
+      title: `${timeText(s, "", "utc")} · ${timeText(s, "", "local")} local · ${timeText(s, "", "relative")}`,
+      dataset: { t: String(s), part },
+    },
+    timeText(s, part),
+  );
+}
+
+/** A time as an element (see `when`). */
+export function timeEl(t) {
+  return when(t);
 }
 
 export const compact = (v) => (v === undefined ? "" : JSON.stringify(v));

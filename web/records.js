@@ -2,8 +2,8 @@
 // changed in the context), and the timers, outbox entries and spawns (store-wide views and an
 // execution's own), with their write buttons behind the token.
 
-import { absTime, h, span, toSeconds } from "./dom.js";
-import { compact, copyButton, emptyBox, now, shortJson, statusPill, table, timeEl, until } from "./format.js";
+import { h, span, toSeconds } from "./dom.js";
+import { compact, copyButton, emptyBox, now, shortJson, statusPill, table, timeEl, until, when } from "./format.js";
 
 /** An outbox entry or a spawn intent older than this is highlighted: the relay is late. */
 const OVERDUE_S = 300;
@@ -62,7 +62,7 @@ export function renderTimeline(trace) {
           { class: "step-head" },
           h("span", { class: "idx" }, `#${step.index ?? "?"}`),
           h("span", { class: "kind" }, step.event_kind ?? "(no event)"),
-          t !== null ? h("time", { title: absTime(t) }, absTime(t).slice(11)) : null,
+          t !== null ? when(t, { part: "time" }) : null,
           t !== null && previousT !== null ? h("span", { class: "delta" }, `+${span(t - previousT)}`) : null,
         ),
         h(
@@ -109,7 +109,7 @@ export function renderTimers(items, { withExecution = true } = {}) {
     [
       withExecution ? { label: "Execution", class: "id mono", cell: (t) => ctx.execLink(t.execution_id) } : null,
       { label: "State", class: "path mono", cell: (t) => t.path },
-      { label: "Fires at", class: "when", cell: (t) => absTime(t.fire_at) },
+      { label: "Fires at", class: "when", cell: (t) => when(t.fire_at) },
       { label: "", class: "due", cell: (t) => h("span", { class: t.fire_at < now() ? "overdue-text" : "muted" }, until(t.fire_at)) },
       ctx.writable()
         ? { label: "", class: "act", cell: (t) => ctx.writeButton("Delete", (reason) => ctx.api().del("api/timers", { execution_id: t.execution_id, path: t.path, fire_at: t.fire_at }, { reason }), "Remove this timer (only if it still fires at this time)") }

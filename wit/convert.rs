@@ -260,7 +260,11 @@ pub mod from_wit {
             .cursor(query.cursor)
             .created_between(query.created_after, query.created_before)
             .updated_between(query.updated_after, query.updated_before)
-            .finished_between(query.finished_after, query.finished_before);
+            .finished_between(query.finished_after, query.finished_before)
+            .order(match query.order {
+                wit::ListOrder::Id => execstore::executions::ListOrder::Id,
+                wit::ListOrder::UpdatedDesc => execstore::executions::ListOrder::UpdatedDesc,
+            });
         out.search = query.search;
         if let Some(statuses) = query.status {
             out = out.status(statuses.into_iter().map(status));
@@ -494,6 +498,10 @@ pub mod to_wit {
             finished_after: query.finished.after,
             finished_before: query.finished.before,
             search: query.search.clone(),
+            order: match query.order {
+                execstore::executions::ListOrder::Id => wit::ListOrder::Id,
+                execstore::executions::ListOrder::UpdatedDesc => wit::ListOrder::UpdatedDesc,
+            },
         }
     }
 

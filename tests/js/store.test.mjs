@@ -150,6 +150,29 @@ for (const [kind, open] of BACKENDS) {
       assert.equal(bad.field, "cursor");
     });
 
+    test("listing most recently updated first, its cursor refused by the id order", () => {
+      const store = open();
+      [5, 9, 1, 9, 3].forEach((t, i) => store.save({ id: `u-${i}`, definition_id: "d", version: 0, updated_at: t }));
+      const walk = (query) => {
+        const seen = [];
+        let cursor = null;
+        do {
+          const page = store.listExecutions({ ...query, limit: 2, cursor });
+          seen.push(...page.items.map((s) => s.id));
+          cursor = page.next_cursor;
+        } while (cursor !== null);
+        return seen;
+      };
+      assert.deepEqual(walk({ order: "updated" }), ["u-3", "u-1", "u-0", "u-4", "u-2"]);
+      assert.deepEqual(walk({}), ["u-0", "u-1", "u-2", "u-3", "u-4"]);
+      assert.deepEqual(walk({ order: "id" }), walk({}));
+      const cursor = store.listExecutions({ order: "updated", limit: 2 }).next_cursor;
+      assert.equal(thrown(() => store.listExecutions({ cursor })).code, "INVALID_INPUT");
+      const bad = thrown(() => store.listExecutions({ order: "created" }));
+      assert.equal(bad.code, "INVALID_INPUT");
+      assert.equal(bad.field, "order");
+    });
+
     test("a stale commit is CONFLICT with id, expected and found, and writes nothing", () => {
       const store = open();
       const exe = { id: "c-1", definition_id: "d", version: 0 };

@@ -2,8 +2,8 @@
 // control actions, its family, its statechart, timeline, context, timers, outbox, spawns and
 // stored JSON.
 
-import { absTime, clear, h } from "../dom.js";
-import { ago, copyButton, jsonTree, setServerNow, statusPill, until } from "../format.js";
+import { clear, h } from "../dom.js";
+import { copyButton, jsonTree, setServerNow, statusPill, until, when } from "../format.js";
 import * as records from "../records.js";
 import * as graph from "../graph.js";
 import * as actions from "../actions.js";
@@ -120,10 +120,10 @@ function renderDetail(one, trace, pending) {
     field("Version", String(exe.version)),
     field("Events", String(exe.processed_events)),
     field("Priority", exe.priority ? String(exe.priority) : null),
-    field("Created", exe.created_at && [absTime(exe.created_at), " ", h("span", { class: "muted" }, `(${ago(exe.created_at)})`)]),
-    field("Updated", exe.updated_at && [absTime(exe.updated_at), " ", h("span", { class: "muted" }, `(${ago(exe.updated_at)})`)]),
-    field("Finished", exe.finished_at && absTime(exe.finished_at)),
-    field("Expires", exe.expires_at && [absTime(exe.expires_at), " ", h("span", { class: "muted" }, `(${until(exe.expires_at)})`)]),
+    field("Created", exe.created_at && when(exe.created_at)),
+    field("Updated", exe.updated_at && when(exe.updated_at)),
+    field("Finished", exe.finished_at && when(exe.finished_at)),
+    field("Expires", exe.expires_at && when(exe.expires_at)),
     field("Deferred", exe.deferred && exe.deferred.length ? `${exe.deferred.length} events` : null),
   );
   const error = exe.error ? h("div", { class: "error-box" }, h("strong", null, "Error"), h("pre", null, exe.error)) : null;

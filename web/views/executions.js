@@ -89,11 +89,19 @@ function syncFilters() {
   s.root.classList.toggle("with-detail", Boolean(r.id));
 }
 
+/** The list's filters as API parameters: the list and its counts take the same. */
+function filterParams(r) {
+  return { definition: r.definition, roots_only: r.roots, q: r.q, ...filters.apiParams(r) };
+}
+
+/** Whether route `r` filters the list beyond the statuses (the counts follow these). */
+const filtered = (r) => Boolean(r.definition || r.roots || r.q || filters.hasFilters(r));
+
 async function loadCounts({ quiet = false } = {}) {
   const r = state.route;
   const seq = listSeq;
   try {
-    const counts = await api.get("api/counts", { definition: r.definition, roots_only: r.roots });
+    const counts = await api.get("api/counts", filterParams(r));
     if (seq !== listSeq) return;
     state.counts = counts;
     renderChart();
@@ -134,7 +142,7 @@ function renderChart() {
         h("span", { class: "label", "aria-label": s }, h("span", { class: "full" }, s), h("span", { class: "short", "aria-hidden": "true" }, STATUS_SHORT[s])),
       );
     }),
-    h("div", { class: "total" }, h("strong", null, state.counts ? state.counts.total.toLocaleString() : "…"), h("span", null, state.route.definition || state.route.roots ? " matching definition / roots" : " executions")),
+    h("div", { class: "total", id: "counts-total" }, h("strong", null, state.counts ? state.counts.total.toLocaleString() : "…"), h("span", null, filtered(state.route) ? " matching the filters" : " executions")),
   );
 }
 
@@ -144,10 +152,7 @@ async function loadList({ quiet = false } = {}) {
   const { tableWrap } = executionsShell();
   const done = quiet ? () => {} : loadingLater(tableWrap);
   try {
-    const page = await api.get("api/executions", {
-      status: r.status.join(","), definition: r.definition, roots_only: r.roots, q: r.q, cursor: r.cursor, limit: r.limit,
-      ...filters.apiParams(r),
-    });
+    const page = await api.get("api/executions", { status: r.status.join(","), cursor: r.cursor, limit: r.limit, ...filterParams(r) });
     if (seq !== listSeq) return;
     done();
     const previous = state.versions;
@@ -243,7 +248,8 @@ function renderPager() {
   const page = state.list;
   const pageNo = r.cursor ? (state.stack.length ? state.stack.length + 1 : null) : 1;
   let total = null;
-  if (state.counts && !r.q && !filters.hasFilters(r)) {
+  // The counts follow every filter of the list (the API's counts take the same ones).
+  if (state.counts) {
     const c = state.counts.counts;
     total = (r.status.length ? r.status : STATUSES).reduce((sum, s) => sum + (c[s] || 0), 0);
   }
@@ -290,7 +296,8 @@ export function show(before) {
   syncFilters();
   const listMoved = !before || before.view !== "executions" ||
     ["status", "definition", "roots", "q", "limit", "cursor", ...filters.FILTER_KEYS].some((k) => String(before[k]) !== String(r[k]));
-  const countsMoved = !before || before.view !== "executions" || before.definition !== r.definition || before.roots !== r.roots;
+  const countsMoved = !before || before.view !== "executions" ||
+    ["definition", "roots", "q", ...filters.FILTER_KEYS].some((k) => String(before[k]) !== String(r[k]));
   if (listMoved) loadList();
   else if (state.list) renderTable();
   if (countsMoved) loadCounts();

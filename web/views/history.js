@@ -5,8 +5,8 @@
 // event kind. The mode and the kinds are kept in the URL (`history=`, `kind=`) so a view of
 // the history can be linked to; stored data reaches the page as text only.
 
-import { absTime, clear, h, span, toSeconds } from "../dom.js";
-import { copyText, emptyBox, now } from "../format.js";
+import { clear, h, span, toSeconds } from "../dom.js";
+import { copyText, emptyBox, now, timeText } from "../format.js";
 import * as records from "../records.js";
 
 export const MODES = [
@@ -135,7 +135,7 @@ function waterfall(exe, steps, pending, keep) {
     let next = null;
     for (let j = i + 1; j < steps.length && next === null; j++) next = times[j];
     const until = next !== null ? next : end;
-    const bar = h("span", { class: "wf-bar", title: `${absTime(times[i])} → ${absTime(until)} (${span(until - times[i])}) in ${s.to_path ?? "?"}` });
+    const bar = h("span", { class: "wf-bar", title: `${timeText(times[i])} → ${timeText(until)} (${span(until - times[i])}) in ${s.to_path ?? "?"}` });
     bar.style.left = pct(times[i]);
     bar.style.width = `${Math.max(0, ((until - times[i]) / total) * 100).toFixed(3)}%`;
     const failed = typeof s.note === "string" && s.note.startsWith("failed");
@@ -145,7 +145,7 @@ function waterfall(exe, steps, pending, keep) {
       h("span", { class: "wf-track" }, bar)));
   });
   for (const t of timers) {
-    const mark = h("span", { class: "wf-bar", title: `fires ${absTime(t.at)}` });
+    const mark = h("span", { class: "wf-bar", title: `fires ${timeText(t.at)}` });
     mark.style.left = pct(t.at);
     const overdue = t.at < now();
     rows.push(h("div", { class: `wf-row timer${overdue ? " overdue" : ""}`, dataset: { start: t.at } },
@@ -154,7 +154,7 @@ function waterfall(exe, steps, pending, keep) {
       h("span", { class: "wf-track" }, mark)));
   }
   return h("div", { class: "waterfall", id: "waterfall", role: "list", "aria-label": "Steps and timers on a time axis" },
-    h("div", { class: "wf-axis", "aria-hidden": "true" }, h("span", null, absTime(t0)), h("span", null, `+${span(t1 - t0)}`)),
+    h("div", { class: "wf-axis", "aria-hidden": "true" }, h("span", null, timeText(t0)), h("span", null, `+${span(t1 - t0)}`)),
     rows.length ? rows.map((r) => { r.setAttribute("role", "listitem"); return r; }) : emptyBox("No step of these kinds", null));
 }
 

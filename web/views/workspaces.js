@@ -11,9 +11,10 @@
 // `wait_for_append`), and polled elsewhere (a server without the stream endpoint answers 404):
 // `log?after=<last seq>` every couple of seconds.
 
-import { $, absTime, add, clear, h, span, toSeconds } from "../dom.js";
+import { $, clear, h, span, toSeconds } from "../dom.js";
 import { replayedText, wsAction, wsResult } from "../recover.js";
 import { actionCtx } from "../shell.js";
+import { timeText, when } from "../format.js";
 
 const TABS = ["log", "runs", "dead-letters", "leases", "cursors", "rules"];
 const TAB_TITLES = {
@@ -33,17 +34,11 @@ const POLL_MS = 2000;
 // ---------------------------------------------------------------------------------------------
 // Formatting
 
-function timeEl(t, text) {
-  const s = toSeconds(t);
-  return h("time", { title: typeof t === "string" ? t : absTime(t), datetime: s === null ? null : new Date(s * 1000).toISOString() }, text ?? (s === null ? "–" : `${span(ctx.now() - s)} ago`));
+/** A time, shown as every time is (format.js's `when`: the header's relative / local / UTC). */
+function timeEl(t) {
+  return when(t);
 }
 
-function relative(t) {
-  const s = toSeconds(t);
-  if (s === null) return "–";
-  const d = s - ctx.now();
-  return d >= 0 ? `in ${span(d)}` : `${span(d)} ago`;
-}
 
 const compact = (v) => (v === undefined ? "" : JSON.stringify(v));
 
@@ -259,7 +254,7 @@ async function showDue(el, { quiet = false } = {}) {
     { label: "Scope", class: "id", cell: (d) => d.run.scope_key },
     { label: "Status", cell: (d) => pill(d.run.status) },
     { label: "Attempts", class: "num", cell: (d) => String(d.run.attempts) },
-    { label: "Due since", class: "when", cell: (d) => timeEl(d.run.next_attempt_at, relative(d.run.next_attempt_at)) },
+    { label: "Due since", class: "when", cell: (d) => timeEl(d.run.next_attempt_at) },
   ], page.items, { cls: "due-grid" }));
 }
 
@@ -271,7 +266,7 @@ function envelopeRow(e) {
   delete fields.type;
   const tr = h("tr", { class: e.id === r.env ? "open" : null, dataset: { seq: String(e.seq) } },
     h("td", { class: "num" }, String(e.seq)),
-    h("td", { class: "when" }, timeEl(e.ts, absTime(e.ts))),
+    h("td", { class: "when" }, timeEl(e.ts)),
     h("td", { class: "type" }, link(here({ type: r.type, seq: r.seq, last: r.last, env: e.id }), e.event.type || "(no type)", { class: "env-link" })),
     h("td", { class: "id" }, (e.actor && (e.actor.name || e.actor.id || e.actor.kind)) || "–"),
     h("td", { class: "id" }, e.causation ? `run ${e.causation.run_id || "?"}` : ""),
@@ -452,7 +447,7 @@ async function showEnvelope() {
     h("dl", { class: "kv" },
       h("dt", null, "seq"), h("dd", null, String(e.seq)),
       h("dt", null, "id"), h("dd", { class: "mono" }, e.id),
-      h("dt", null, "time"), h("dd", null, timeEl(e.ts, `${absTime(e.ts)} (${relative(e.ts)})`)),
+      h("dt", null, "time"), h("dd", null, timeEl(e.ts)),
       h("dt", null, "actor"), h("dd", { class: "mono" }, compact(e.actor)),
       h("dt", null, "correlation"), h("dd", { class: "mono" }, e.correlation_id),
       h("dt", null, "causation"), h("dd", { class: "mono" }, e.causation ? compact(e.causation) : "– (nothing caused it: a source, a user or the system)"),
@@ -486,7 +481,7 @@ function chainTree(one) {
     const role = n.seq === me ? "this" : causes.has(n.seq) ? "cause" : caused.has(n.seq) ? "caused" : "related";
     const offset = toSeconds(n.ts) - t0;
     return h("li", { class: `chain-node ${role}`, dataset: { seq: String(n.seq) } },
-      h("span", { class: "offset", title: absTime(n.ts) }, `+${span(offset)}`),
+      h("span", { class: "offset", title: timeText(n.ts) }, `+${span(offset)}`),
       h("span", { class: "bar-track" }, h("span", { class: "bar-dot", style: null })),
       link(here({ env: n.id }), `#${n.seq} ${n.type}`, { class: "env-link" }),
       n.rule ? h("span", { class: "muted" }, ` ← ${n.rule} (run ${n.run_id})`) : n.run_id ? h("span", { class: "muted" }, ` ← run ${n.run_id}`) : null,
@@ -504,7 +499,7 @@ function dueCell(item) {
     return h("span", { class: "held" }, "held by ", link(here({ tab: "runs", rule: run.rule, scope: run.scope_key }), item.held_by.id, { class: "mono" }), ` (${item.held_by.status})`);
   }
   if (item.due) return h("span", { class: "due" }, run.status === "running" ? "due again (lease lapsed)" : "due now");
-  if (run.status === "pending" || run.status === "retrying") return h("span", { class: "muted" }, `waits ${relative(run.next_attempt_at)}`);
+  if (run.status === "pending" || run.status === "retrying") return h("span", { class: "muted" }, "waits: ", timeEl(run.next_attempt_at));
   return "";
 }
 
@@ -539,9 +534,9 @@ async function showRuns(body) {
     { label: "Status", cell: (i) => [pill(i.run.status), i.ordered ? h("span", { class: "chip", title: i.blocking ? "ordered by scope; a dead run blocks its scope" : "ordered by scope" }, i.blocking ? "ordered·blocking" : "ordered") : null] },
     { label: "Fired", class: "num", cell: (i) => String(i.run.fired_seq) },
     { label: "Attempts", class: "num", cell: (i) => String(i.run.attempts) },
-    { label: "Next attempt", class: "when", cell: (i) => timeEl(i.run.next_attempt_at, relative(i.run.next_attempt_at)) },
+    { label: "Next attempt", class: "when", cell: (i) => timeEl(i.run.next_attempt_at) },
     { label: "Due / held", cell: dueCell },
-    { label: "Lease", cell: (i) => (i.lease ? h("span", { class: i.lease.lapsed ? "lapsed" : "held-lease" }, `${i.lease.holder} · ${i.lease.lapsed ? "lapsed" : "expires"} ${relative(i.lease.expires_at)}`) : "–") },
+    { label: "Lease", cell: (i) => (i.lease ? h("span", { class: i.lease.lapsed ? "lapsed" : "held-lease" }, `${i.lease.holder} · ${i.lease.lapsed ? "lapsed" : "expires"} `, timeEl(i.lease.expires_at)) : "–") },
     { label: "Error", class: "data", cell: (i) => (i.run.error ? h("span", { title: i.run.error }, i.run.error) : "") },
     ...(!a.writable ? [] : [{ label: "", cell: (i) => (RETRYABLE.includes(i.run.status) ? wsAction(a, {
       label: "Retry", title: "Make it runnable now (a finished run gets a fresh retry budget), as reflexr's retry_run",
@@ -595,7 +590,7 @@ async function showLeases(body) {
   clear(list, grid([
     { label: "Key", class: "id", cell: (l) => h("span", { class: "mono", title: l.key }, l.key) },
     { label: "Holder", class: "id", cell: (l) => l.holder },
-    { label: "Expires", class: "when", cell: (l) => timeEl(l.expires_at, relative(l.expires_at)) },
+    { label: "Expires", class: "when", cell: (l) => timeEl(l.expires_at) },
     { label: "", cell: (l) => h("span", { class: l.lapsed ? "chip lapsed" : "chip held-lease" }, l.lapsed ? "lapsed" : "held") },
     ...(!a.writable ? [] : [{ label: "", cell: (l) => (l.lapsed ? wsAction(a, {
       label: "Release", title: "Remove this lapsed lease row", question: `Release ${l.key} (lapsed, held by ${l.holder})?`,
@@ -662,7 +657,7 @@ async function showRules(body) {
   if (!hist) return;
   clear(h2, grid([
     { label: "Seq", class: "num", cell: (e) => link(here({ tab: "log", env: e.id }), String(e.seq)) },
-    { label: "Time", class: "when", cell: (e) => timeEl(e.ts, absTime(e.ts)) },
+    { label: "Time", class: "when", cell: (e) => timeEl(e.ts) },
     { label: "Fact", cell: (e) => (e.event.type || "").replace(/^reflexr:/, "") },
     { label: "Version", class: "num", cell: (e) => String(e.event.version ?? "") },
     { label: "By", class: "id", cell: (e) => (e.actor && (e.actor.name || e.actor.id || e.actor.kind)) || "" },

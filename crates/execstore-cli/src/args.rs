@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use execstore::executions::Status;
+use execstore::executions::{ListOrder, Status};
 
 pub use crate::workspace_args::{DeadLettersArgs, DueRunsArgs, LogArgs, RulesArgs, RunsArgs, WorkspaceArg};
 
@@ -152,6 +152,15 @@ pub struct ListArgs {
     /// below it, e.g. `order.checkout` finds `order.checkout.pay`). Case-sensitive.
     #[arg(long, value_name = "S")]
     pub search: Option<String>,
+
+    /// The order of the pages: `id` (harel's own) or `updated` (most recently updated first;
+    /// a cursor is good for the order it was printed in only).
+    #[arg(long, value_name = "ORDER", default_value = "id", value_parser = parse_order)]
+    pub order: ListOrder,
+}
+
+fn parse_order(s: &str) -> Result<ListOrder, String> {
+    s.parse::<ListOrder>().map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Args)]

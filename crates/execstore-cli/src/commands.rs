@@ -61,7 +61,8 @@ pub fn list(
         .roots_only(args.roots_only)
         .created_between(args.created_after, args.created_before)
         .updated_between(args.updated_after, args.updated_before)
-        .finished_between(args.finished_after, args.finished_before);
+        .finished_between(args.finished_after, args.finished_before)
+        .order(args.order);
     query.search = args.search.clone();
     if !args.status.is_empty() {
         query = query.status(args.status.iter().copied());
@@ -432,6 +433,7 @@ mod tests {
             finished_after: None,
             finished_before: None,
             search: None,
+            order: execstore::executions::ListOrder::Id,
         }
     }
 

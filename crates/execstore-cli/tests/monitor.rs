@@ -136,7 +136,8 @@ fn all_pages(m: &Monitor, filter: &str, limit: usize) -> Vec<Value> {
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
-        let mut path = format!("api/executions?limit={limit}&{filter}");
+        // By id, as the CLI lists (the monitor's default order has its own tests).
+        let mut path = format!("api/executions?order=id&limit={limit}&{filter}");
         if let Some(c) = &cursor {
             path.push_str(&format!("&cursor={c}"));
         }
@@ -374,7 +375,7 @@ fn bad_parameters_are_400_with_a_json_error() {
         "api/executions?colour=red",
         "api/executions?limit=5&limit=6",
         "api/counts?roots_only=yes",
-        "api/counts?status=RUNNING",
+        "api/counts?colour=red",
         "api/outbox?after=-1",
         "api/outbox?after=x",
         "api/spawns?limit=-3",
@@ -427,7 +428,7 @@ fn ids_that_are_not_utf8_once_decoded_are_400_not_u_fffd() {
         &["monitor", "--db", db.to_str().unwrap(), "--token", "s3cret"],
         &[],
     );
-    let everything = || m.ok("api/executions?limit=10000");
+    let everything = || m.ok("api/executions?limit=10000&order=id");
     let before = everything();
     assert_eq!(ids(&before["items"]), ["a\u{fffd}", "a\u{fffd}b"]);
     for bad in ["%FF", "%ED%A0%80", "%ED%B0%80", "%C0%80"] {

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use execstore::kit::validate::MAX_PAGE;
 use execstore::{
-    executions::{control, encode_cursor, paging, ExecutionPage, ExecutionSummary, ListQuery},
+    executions::{control, encode_cursor, paging, ExecutionPage, ExecutionSummary, ListOrder, ListQuery, Status},
     kit::pyjson,
     ExecutionStore, StoreError,
 };
@@ -120,11 +120,18 @@ impl Call<'_> {
         Ok(json!({ "token": token, "now": self.now }))
     }
 
+    /// The counts by status of exactly the rows the listing with the same parameters
+    /// selects (every filter of [`list_filter`], and `q`), its status filter, cursor, page
+    /// size and order aside.
     pub(crate) fn counts(&self) -> ApiResult {
-        let params = self.params(&["definition", "roots_only"])?;
-        let counts = self
-            .exec()?
-            .status_counts(params.get("definition"), params.flag("roots_only")?)?;
+        let mut known: Vec<&str> = LIST_FILTERS.to_vec();
+        known.extend(["limit", "cursor"]);
+        let params = self.params(&known)?;
+        let ListFilter { query, prefix } = list_filter(&params)?;
+        let counts = match prefix {
+            Some(prefix) => count_prefix(self.exec()?, query, &prefix)?,
+            None => self.exec()?.count_by_status(&query)?,
+        };
         let total: u64 = counts.iter().map(|(_, n)| n).sum();
         let by_status: serde_json::Map<String, Value> = counts
             .into_iter()
@@ -143,9 +150,15 @@ impl Call<'_> {
             .query
             .limit(params.limit()?)
             .cursor(params.get("cursor").map(str::to_owned));
+        let order = filter.query.order;
         let page = list_page(self.exec()?, &filter)?;
         let errors = self.unreadable()?;
-        Ok(json!({ "items": page.items, "next_cursor": page.next_cursor, "errors": errors }))
+        Ok(json!({
+            "items": page.items,
+            "next_cursor": page.next_cursor,
+            "order": order.as_str(),
+            "errors": errors,
+        }))
     }
 
     pub(crate) fn execution(&self, id: String) -> ApiResult {
@@ -321,6 +334,29 @@ fn scan<T>(
     Ok(kept)
 }
 
+/// The counts by status of the executions whose id starts with `prefix` that pass the
+/// query's filters: a walk of that run of ids (the store counts by its own filters only).
+fn count_prefix(
+    store: &dyn ExecutionStore,
+    query: ListQuery,
+    prefix: &str,
+) -> Result<Vec<(Status, u64)>, ApiError> {
+    let mut query = query.count_filter()?.limit(MAX_PAGE);
+    let mut counts: Vec<(Status, u64)> = Status::ALL.iter().map(|s| (*s, 0)).collect();
+    loop {
+        let page = search(store, query.clone(), prefix)?;
+        for summary in &page.items {
+            if let Some(slot) = counts.iter_mut().find(|(s, _)| *s == summary.status) {
+                slot.1 += 1;
+            }
+        }
+        match page.next_cursor {
+            Some(next) => query.cursor = Some(next),
+            None => return Ok(counts),
+        }
+    }
+}
+
 /// The executions whose id starts with `prefix` that pass the query's filters, one page at
 /// a time, by the store's keyset: ids starting with `prefix` are one run in id order, right
 /// after `prefix` itself (its exact match is read on its own on the first page).
@@ -339,6 +375,7 @@ pub(crate) const LIST_FILTERS: &[&str] = &[
     "finished_after",
     "finished_before",
     "search",
+    "order",
 ];
 
 /// The executions list's filter: the listing query and, with `q`, the id prefix searched.
@@ -348,9 +385,16 @@ pub(crate) struct ListFilter {
     pub(crate) prefix: Option<String>,
 }
 
-/// The filter [`LIST_FILTERS`] in `params` make: the one parser of the list's filter.
+/// The filter [`LIST_FILTERS`] in `params` make: the one parser of the list's filter, and
+/// its order (`order=updated`, the default, or `id`; `q`, an id prefix, lists by id).
 pub(crate) fn list_filter(params: &Params) -> Result<ListFilter, ApiError> {
+    let order = match (params.get("q"), params.get("order")) {
+        (Some(_), _) => ListOrder::Id,
+        (None, Some(order)) => order.parse::<ListOrder>()?,
+        (None, None) => ListOrder::UpdatedDesc,
+    };
     let mut list = ListQuery::new()
+        .order(order)
         .roots_only(params.flag("roots_only")?)
         .created_between(params.moment("created_after")?, params.moment("created_before")?)
         .updated_between(params.moment("updated_after")?, params.moment("updated_before")?)

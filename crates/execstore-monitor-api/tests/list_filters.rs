@@ -55,7 +55,8 @@ fn all_pages(store: &MemoryStore, filter: &str, limit: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
-        let mut target = format!("/api/executions?limit={limit}&{filter}");
+        // By id: these checks are of the filters (the order has its own, list_order.rs).
+        let mut target = format!("/api/executions?order=id&limit={limit}&{filter}");
         if let Some(c) = &cursor {
             target.push_str(&format!("&cursor={c}"));
         }

@@ -479,8 +479,10 @@ impl HarelStore {
     /// served by reading several pages. `windows` are the created, updated and finished
     /// windows as `(after, before)` epoch seconds, `[after, before)`; `search` finds an id
     /// prefix or a state (the core checks both: NaN, negative or inverted windows and an
-    /// empty search are `InvalidInput`).
-    #[pyo3(signature = (status, definition_id, roots_only, limit, cursor, windows=None, search=None))]
+    /// empty search are `InvalidInput`); `order` is `id` (the default) or `updated` (most
+    /// recently updated first; anything else, and a cursor of the other order, is
+    /// `InvalidInput`).
+    #[pyo3(signature = (status, definition_id, roots_only, limit, cursor, windows=None, search=None, order=None))]
     #[allow(clippy::too_many_arguments)]
     fn list_executions(
         &self,
@@ -492,6 +494,7 @@ impl HarelStore {
         cursor: Option<String>,
         windows: Option<[(Option<f64>, Option<f64>); 3]>,
         search: Option<String>,
+        order: Option<String>,
     ) -> PyResult<String> {
         if limit < 1 {
             return Err(PyValueError::new_err(format!(
@@ -501,7 +504,14 @@ impl HarelStore {
         let status = status.map(parse_status).transpose()?;
         let wanted = usize::try_from(limit).unwrap_or(usize::MAX);
         self.run(py, move |s| {
-            let mut query = ListQuery::new().roots_only(roots_only).cursor(cursor);
+            let order = match order.as_deref() {
+                Some(order) => order.parse::<execstore::executions::ListOrder>()?,
+                None => execstore::executions::ListOrder::Id,
+            };
+            let mut query = ListQuery::new()
+                .roots_only(roots_only)
+                .cursor(cursor)
+                .order(order);
             query.status = status;
             query.definition_id = definition_id;
             if let Some([created, updated, finished]) = windows {

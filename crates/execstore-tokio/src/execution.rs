@@ -255,6 +255,12 @@ impl<S: ExecutionStore + ?Sized + 'static> AsyncExecutionStore<S> {
             .await
     }
 
+    /// [`ExecutionStore::count_by_status`].
+    pub async fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {
+        let query = query.clone();
+        self.call(move |s| s.count_by_status(&query)).await
+    }
+
     /// [`ExecutionStore::change_token`].
     pub async fn change_token(&self) -> Result<String> {
         self.call(|s| s.change_token()).await

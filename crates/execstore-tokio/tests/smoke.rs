@@ -126,6 +126,13 @@ async fn every_execution_store_method_works() {
     let counts = s.status_counts(None, false).await.expect("counts");
     assert_eq!(counts.iter().map(|(_, n)| n).sum::<u64>(), 3);
     assert!(s.status_counts(Some(""), false).await.is_err(), "checked input");
+    let b = ListQuery::new().search("b-");
+    let counted = s.count_by_status(&b).await.expect("counts of a filter");
+    assert_eq!(counted.iter().map(|(_, n)| n).sum::<u64>(), 2);
+    assert!(
+        s.count_by_status(&ListQuery::new().search("")).await.is_err(),
+        "checked input"
+    );
 
     // Relays and the sweep: callbacks on the blocking pool.
     let mut more = s.load("p-1").await.expect("load").expect("stored");

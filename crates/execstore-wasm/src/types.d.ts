@@ -144,6 +144,8 @@ export interface ListQuery {
   finished_before?: number | null;
   /** Keep ids starting with it, and executions in that state (active path equal to it or below it at a `.`). */
   search?: string | null;
+  /** "id" (the default) or "updated": most recently updated first (a cursor is good for its own order only). */
+  order?: "id" | "updated" | null;
 }
 
 /** A list view's projection of an execution. */

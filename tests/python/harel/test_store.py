@@ -141,6 +141,34 @@ def test_listing_filters_by_time_and_search(store: SqliteStore) -> None:
         ids(search=3)
 
 
+def test_listing_most_recently_updated_first(store: SqliteStore) -> None:
+    for i, updated in enumerate([5.0, 9.0, 1.0, 9.0, 3.0]):
+        exe = Execution(id=f"u-{i}", definition_id="ud")
+        exe.updated_at = updated
+        store.save(exe)
+
+    def walk(**kw: object) -> list[str]:
+        ids: list[str] = []
+        cursor = None
+        while True:
+            page = store.list_executions(definition_id="ud", limit=2, cursor=cursor, **kw)  # type: ignore[arg-type]
+            ids += [s.id for s in page.items]
+            if page.next_cursor is None:
+                return ids
+            cursor = page.next_cursor
+
+    assert walk(order="updated") == ["u-3", "u-1", "u-0", "u-4", "u-2"]
+    assert walk() == ["u-0", "u-1", "u-2", "u-3", "u-4"]
+    assert walk(order="id") == walk()
+    cursor = store.list_executions(definition_id="ud", limit=2, order="updated").next_cursor
+    with pytest.raises(execstore.InvalidInputError):
+        store.list_executions(definition_id="ud", cursor=cursor)
+    with pytest.raises(execstore.InvalidInputError):
+        store.list_executions(order="created")
+    with pytest.raises(TypeError):
+        store.list_executions(order=None)  # type: ignore[arg-type]
+
+
 def test_bad_input_changes_nothing(store: SqliteStore) -> None:
     exe = Execution(id="b-1", definition_id="d")
     store.save(exe)

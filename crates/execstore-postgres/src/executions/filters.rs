@@ -41,14 +41,14 @@ pub(crate) struct Filtered {
 
 /// Builds the WHERE clause and its parameters in step (`$n` numbered as pushed).
 #[derive(Default)]
-struct Conditions {
-    terms: Vec<String>,
-    args: Vec<Arg>,
+pub(crate) struct Conditions {
+    pub(crate) terms: Vec<String>,
+    pub(crate) args: Vec<Arg>,
 }
 
 impl Conditions {
     /// A placeholder for `arg` (`$n`, with its type cast).
-    fn param(&mut self, arg: Arg) -> String {
+    pub(crate) fn param(&mut self, arg: Arg) -> String {
         let cast = match arg {
             Arg::Text(_) => "text",
             Arg::Real(_) => "float8",
@@ -103,11 +103,33 @@ impl Stmts {
         fetch: i64,
     ) -> Filtered {
         let mut c = Conditions::default();
-        let mut from = format!("{} k", self.keys);
         if let Some(after) = after {
             let p = c.param(Arg::Text(after.to_owned()));
             c.terms.push(format!("k.id > {p}"));
         }
+        let from = self.filter_conditions(query, statuses, &mut c);
+        let limit = c.param(Arg::Int(fetch));
+        let filter = where_clause(&c.terms);
+        Filtered {
+            sql: format!(
+                "{select} WHERE (e.id COLLATE \"C\") IN (SELECT k.id FROM {from}{filter} ORDER BY k.id LIMIT {limit}) \
+                 ORDER BY (e.id COLLATE \"C\")",
+                select = self.list_select,
+            ),
+            args: c.args,
+        }
+    }
+
+    /// Every filter of `query` but its cursor (the listing's, in any order, and the counts'):
+    /// definition, statuses (`statuses`, the query's own), roots, the time windows, the
+    /// search, as conditions on the keys `k`. Returns the FROM clause they need.
+    pub(crate) fn filter_conditions(
+        &self,
+        query: &ListQuery,
+        statuses: &[&str],
+        c: &mut Conditions,
+    ) -> String {
+        let mut from = format!("{} k", self.keys);
         if let Some(definition) = &query.definition_id {
             let p = c.param(Arg::Text(definition.clone()));
             from.push_str(&format!(" JOIN {} e ON {KEYS_JOIN}", self.executions));
@@ -129,20 +151,16 @@ impl Stmts {
         if let Some(search) = &query.search {
             c.search(search);
         }
-        let limit = c.param(Arg::Int(fetch));
-        let filter = if c.terms.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", c.terms.join(" AND "))
-        };
-        Filtered {
-            sql: format!(
-                "{select} WHERE (e.id COLLATE \"C\") IN (SELECT k.id FROM {from}{filter} ORDER BY k.id LIMIT {limit}) \
-                 ORDER BY (e.id COLLATE \"C\")",
-                select = self.list_select,
-            ),
-            args: c.args,
-        }
+        from
+    }
+}
+
+/// The terms of a WHERE clause joined (` WHERE a AND b`), or nothing.
+pub(crate) fn where_clause(terms: &[String]) -> String {
+    if terms.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", terms.join(" AND "))
     }
 }
 

@@ -22,6 +22,7 @@
 //! concurrent opens are safe.
 
 mod filters;
+mod order;
 mod plain;
 mod rows;
 mod schema;

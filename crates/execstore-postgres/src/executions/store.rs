@@ -8,8 +8,8 @@ use execstore::kit::validate::{
 };
 use execstore::{
     executions::{
-        BatchItem, Capabilities, DueTimer, ExecutionPage, ExecutionSummary, ListQuery, OutboxEntry,
-        SpawnEntry, Status, TraceStep, Work,
+        BatchItem, Capabilities, DueTimer, ExecutionPage, ListOrder, ListQuery, OutboxEntry, SpawnEntry,
+        Status, TraceStep, Work,
     },
     Effects, Execution, ExecutionStore, Result, StoreError,
 };
@@ -79,6 +79,9 @@ impl ExecutionStore for PgStore {
     }
 
     fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
+        if query.order == ListOrder::UpdatedDesc {
+            return self.list_page_by_updated(query);
+        }
         let after = query.validated_after()?;
         let mut statuses: Vec<&'static str> = Vec::new();
         if let Some(set) = &query.status {
@@ -115,28 +118,10 @@ impl ExecutionStore for PgStore {
         } else {
             self.query(&sql, &args)?
         };
-        let mut items = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let id: String = col(row, 0)?;
-            let status = match col::<Option<String>>(row, 3)? {
-                Some(s) => s
-                    .parse::<Status>()
-                    .map_err(|e| corrupt(format!("execution {id} status"), e))?,
-                None => Status::Pending,
-            };
-            items.push(ExecutionSummary {
-                definition_id: col(row, 1)?,
-                version: col(row, 2)?,
-                status,
-                outcome: col(row, 4)?,
-                active_path: col(row, 5)?,
-                parent_id: col(row, 6)?,
-                finished_at: col(row, 7)?,
-                updated_at: col(row, 8)?,
-                id,
-            });
-        }
-        Ok(ExecutionPage::from_overfetch(items, query.limit))
+        Ok(ExecutionPage::from_overfetch(
+            super::order::summaries(&rows)?,
+            query.limit,
+        ))
     }
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
@@ -378,6 +363,10 @@ impl ExecutionStore for PgStore {
             }
         }
         Ok(Status::ALL.into_iter().zip(counts).collect())
+    }
+
+    fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {
+        self.count_filtered(query)
     }
 
     /// The server's transaction snapshot (`xmin:xmax:in-progress`): every transaction that

@@ -292,12 +292,16 @@ class _Store:
         finished_after: Optional[float] = None,
         finished_before: Optional[float] = None,
         search: Optional[str] = None,
+        order: str = "id",
     ) -> ExecutionPage:
         """A page of summaries, as harel's `list_executions`, with execstore's filters besides
         (keyword-only, all optional): the `created`, `updated` and `finished` windows in epoch
         seconds, `[after, before)`, and `search` (an id prefix, or a state the execution is in),
         as the monitor and `execstore list` filter. A NaN, negative or inverted window and an
-        empty search raise InvalidInputError; a window that is not a number, TypeError."""
+        empty search raise InvalidInputError; a window that is not a number, TypeError.
+        `order` is "id" (harel's) or "updated" (most recently updated first); another order,
+        or a cursor of the other order, raises InvalidInputError."""
+        _str("order", order)
         if definition_id is not None:
             _str("definition_id", definition_id)
         if cursor is not None:
@@ -317,6 +321,7 @@ class _Store:
             cursor or None,
             windows,
             search,
+            order,
         )
         return ExecutionPage.model_validate_json(data)
 
@@ -513,6 +518,7 @@ class _AsyncStore:
         finished_after: Optional[float] = None,
         finished_before: Optional[float] = None,
         search: Optional[str] = None,
+        order: str = "id",
     ) -> ExecutionPage:
         if status is not None:
             status = list(status)  # an iterator is consumed here, not in the thread
@@ -530,6 +536,7 @@ class _AsyncStore:
             finished_after=finished_after,
             finished_before=finished_before,
             search=search,
+            order=order,
         )
 
     async def read_trace(self, execution_id: str) -> list[dict[str, Any]]:

@@ -27,13 +27,28 @@ pub(crate) struct Filtered {
 
 /// Builds the WHERE clause and its parameters in step, so they cannot drift apart.
 #[derive(Default)]
-struct Conditions {
-    terms: Vec<String>,
-    args: Vec<Value>,
+pub(crate) struct Conditions {
+    pub(crate) terms: Vec<String>,
+    pub(crate) args: Vec<Value>,
+}
+
+/// The terms of a WHERE clause joined (` WHERE a AND b`), or nothing.
+pub(crate) trait WhereClause {
+    fn where_clause(&self) -> String;
+}
+
+impl WhereClause for Vec<String> {
+    fn where_clause(&self) -> String {
+        if self.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", self.join(" AND "))
+        }
+    }
 }
 
 impl Conditions {
-    fn push(&mut self, term: impl Into<String>, args: impl IntoIterator<Item = Value>) {
+    pub(crate) fn push(&mut self, term: impl Into<String>, args: impl IntoIterator<Item = Value>) {
         self.terms.push(term.into());
         self.args.extend(args);
     }
@@ -84,6 +99,23 @@ impl Stmts {
         if let Some(after) = after {
             c.push("+id > ?", [Value::Text(after.to_owned())]);
         }
+        self.filter_conditions(query, statuses, &mut c);
+        let mut args = c.args;
+        args.push(Value::Integer(fetch));
+        let filter = c.terms.where_clause();
+        Filtered {
+            sql: format!(
+                "{select} WHERE id IN (SELECT id FROM {table}{filter} ORDER BY +id LIMIT ?) ORDER BY id",
+                select = self.list_select,
+                table = self.executions,
+            ),
+            args,
+        }
+    }
+
+    /// Every filter of `query` but its cursor (the listing's, in any order, and the counts'):
+    /// definition, statuses (`statuses`, the query's own), roots, the time windows, the search.
+    pub(crate) fn filter_conditions(&self, query: &ListQuery, statuses: &[&str], c: &mut Conditions) {
         if let Some(definition) = &query.definition_id {
             c.push("definition_id = ?", [Value::Text(definition.clone())]);
         }
@@ -101,22 +133,7 @@ impl Stmts {
         c.window("updated_at", &query.updated);
         c.window("finished_at", &query.finished);
         if let Some(search) = &query.search {
-            search_condition(search, &mut c);
-        }
-        let mut args = c.args;
-        args.push(Value::Integer(fetch));
-        let filter = if c.terms.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", c.terms.join(" AND "))
-        };
-        Filtered {
-            sql: format!(
-                "{select} WHERE id IN (SELECT id FROM {table}{filter} ORDER BY +id LIMIT ?) ORDER BY id",
-                select = self.list_select,
-                table = self.executions,
-            ),
-            args,
+            search_condition(search, c);
         }
     }
 }

@@ -5,6 +5,7 @@
 #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
 mod checkpointer;
 mod filters;
+mod order;
 mod schema;
 mod sql;
 mod store;

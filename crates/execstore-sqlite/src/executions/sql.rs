@@ -47,7 +47,7 @@ pub(crate) struct Stmts {
     pub(crate) list_select: String,
     /// The executions table's name.
     pub(crate) executions: String,
-    status_counts_select: String,
+    pub(crate) status_counts_select: String,
     /// Set once a listing or the counts met a document that is not JSON (see
     /// [`Stmts::skipping_unreadable`]): from then on they skip such rows.
     pub(crate) skip_unreadable: std::sync::atomic::AtomicBool,

@@ -5,8 +5,8 @@ use execstore::kit::validate::{
 };
 use execstore::{
     executions::{
-        BatchItem, Capabilities, DueTimer, Event, ExecutionPage, ExecutionSummary, JsonObject, ListQuery,
-        OutboxEntry, SpawnEntry, Status, TraceStep, UnreadableRow,
+        BatchItem, Capabilities, DueTimer, Event, ExecutionPage, ExecutionSummary, JsonObject, ListOrder,
+        ListQuery, OutboxEntry, SpawnEntry, Status, TraceStep, UnreadableRow,
     },
     Effects, Execution, ExecutionStore, Result, StoreError,
 };
@@ -309,6 +309,11 @@ impl ExecutionStore for SqliteStore {
         self.tolerating_unreadable(|skip| self.count_statuses(definition_id, roots_only, skip))
     }
 
+    /// Rows whose document is not JSON are left out of the counts, as from the listing.
+    fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {
+        self.tolerating_unreadable(|skip| self.count_filtered(query, skip))
+    }
+
     fn unreadable_executions(&self, limit: usize) -> Result<Vec<UnreadableRow>> {
         if !self.sql.skip_unreadable.load(Ordering::Relaxed) {
             return Ok(Vec::new());
@@ -372,6 +377,9 @@ impl SqliteStore {
     }
 
     fn list_page(&self, query: &ListQuery, skip: bool) -> Result<ExecutionPage> {
+        if query.order == ListOrder::UpdatedDesc {
+            return self.list_page_by_updated(query, skip);
+        }
         let after = query.validated_after()?;
         let mut statuses: Vec<&'static str> = Vec::new();
         if let Some(set) = &query.status {
@@ -412,30 +420,106 @@ impl SqliteStore {
             stmt = conn.prepare_cached(&self.maybe_skipping(sql, skip)).db()?;
             stmt.query(args.as_slice()).db()?
         };
-        let mut items = Vec::new();
-        while let Some(row) = rows.next().db()? {
-            let id: String = row.get(0).db()?;
-            let status = match row.get::<_, Option<String>>(3).db()? {
-                Some(s) => s
-                    .parse::<Status>()
-                    .map_err(|e| corrupt(format!("execution {id} status"), e))?,
-                None => Status::Pending,
-            };
-            items.push(ExecutionSummary {
-                definition_id: row.get(1).db()?,
-                version: row.get(2).db()?,
-                status,
-                outcome: row.get(4).db()?,
-                active_path: row.get(5).db()?,
-                parent_id: row.get(6).db()?,
-                finished_at: row.get(7).db()?,
-                updated_at: row.get(8).db()?,
-                id,
-            });
-        }
+        let items = read_summaries(&mut rows)?;
         Ok(ExecutionPage::from_overfetch(items, query.limit))
     }
 
+    /// A page in [`ListOrder::UpdatedDesc`] (see `order.rs`).
+    fn list_page_by_updated(&self, query: &ListQuery, skip: bool) -> Result<ExecutionPage> {
+        let after = query.validated_updated_after()?;
+        let statuses = match status_strings(query) {
+            Some(statuses) => statuses,
+            None => return Ok(ExecutionPage::default()),
+        };
+        let limit = limit_param(query.limit.saturating_add(1));
+        let ordered = self.sql.list_by_updated(query, after.as_ref(), &statuses, limit);
+        let conn = self.read()?;
+        let mut stmt = conn
+            .prepare_cached(&self.maybe_skipping(ordered.sql, skip))
+            .db()?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(ordered.args)).db()?;
+        let items = read_summaries(&mut rows)?;
+        Ok(ExecutionPage::from_overfetch_in(
+            ListOrder::UpdatedDesc,
+            items,
+            query.limit,
+        ))
+    }
+
+    /// The counts by status of what `query`'s listing selects (see `order.rs`).
+    fn count_filtered(&self, query: &ListQuery, skip: bool) -> Result<Vec<(Status, u64)>> {
+        let filter = query.count_filter()?;
+        let counted = self.sql.count_by_status(&filter);
+        let conn = self.read()?;
+        let mut stmt = conn
+            .prepare_cached(&self.maybe_skipping(counted.sql, skip))
+            .db()?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(counted.args)).db()?;
+        tally_statuses(&mut rows)
+    }
+}
+
+/// The distinct status strings of the query's status filter (none: every status), or `None`
+/// when the filter keeps no status at all.
+fn status_strings(query: &ListQuery) -> Option<Vec<&'static str>> {
+    let mut statuses: Vec<&'static str> = Vec::new();
+    if let Some(set) = &query.status {
+        if set.is_empty() {
+            return None;
+        }
+        statuses = set.iter().map(|s| s.as_str()).collect();
+        statuses.sort_unstable();
+        statuses.dedup();
+    }
+    Some(statuses)
+}
+
+/// The rows of `(status, count)`, one entry per status in [`Status::ALL`] order.
+fn tally_statuses(rows: &mut rusqlite::Rows<'_>) -> Result<Vec<(Status, u64)>> {
+    let mut counts = [0u64; Status::ALL.len()];
+    while let Some(row) = rows.next().db()? {
+        // A row without a status reads as PENDING, as in the listing.
+        let status = match row.get::<_, Option<String>>(0).db()? {
+            Some(s) => s
+                .parse::<Status>()
+                .map_err(|e| corrupt("an execution's status".to_owned(), e))?,
+            None => Status::Pending,
+        };
+        let n: i64 = row.get(1).db()?;
+        if let Some(slot) = Status::ALL.iter().position(|s| *s == status) {
+            counts[slot] += u64::try_from(n).unwrap_or(0);
+        }
+    }
+    Ok(Status::ALL.into_iter().zip(counts).collect())
+}
+
+/// The summaries of a listing's rows (the columns of `LIST_COLUMNS`).
+fn read_summaries(rows: &mut rusqlite::Rows<'_>) -> Result<Vec<ExecutionSummary>> {
+    let mut items = Vec::new();
+    while let Some(row) = rows.next().db()? {
+        let id: String = row.get(0).db()?;
+        let status = match row.get::<_, Option<String>>(3).db()? {
+            Some(s) => s
+                .parse::<Status>()
+                .map_err(|e| corrupt(format!("execution {id} status"), e))?,
+            None => Status::Pending,
+        };
+        items.push(ExecutionSummary {
+            definition_id: row.get(1).db()?,
+            version: row.get(2).db()?,
+            status,
+            outcome: row.get(4).db()?,
+            active_path: row.get(5).db()?,
+            parent_id: row.get(6).db()?,
+            finished_at: row.get(7).db()?,
+            updated_at: row.get(8).db()?,
+            id,
+        });
+    }
+    Ok(items)
+}
+
+impl SqliteStore {
     fn count_statuses(
         &self,
         definition_id: Option<&str>,

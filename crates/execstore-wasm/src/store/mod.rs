@@ -338,8 +338,9 @@ impl Store {
             .map_err(WasmError::from)?)
     }
 
-    /// One page of summaries ordered by id. Pass the page's `next_cursor` as the next
-    /// query's `cursor`; a cursor this store did not make is `INVALID_INPUT`.
+    /// One page of summaries, by id unless `order` is `"updated"` (most recently updated
+    /// first). Pass the page's `next_cursor` as the next query's `cursor`; a cursor this store
+    /// did not make, or made for the other order, is `INVALID_INPUT`.
     #[wasm_bindgen(js_name = listExecutions, unchecked_return_type = "ExecutionPage")]
     pub fn list_executions(
         &self,
@@ -375,6 +376,9 @@ impl Store {
         }
         if let Some(definition) = js.definition_id {
             q = q.definition(definition);
+        }
+        if let Some(order) = js.order {
+            q = q.order(order.parse().map_err(WasmError::from)?);
         }
         let page = self.inner()?.list_executions(&q).map_err(WasmError::from)?;
         Ok(convert::to_js(&page)?)

@@ -100,6 +100,8 @@ pub(super) struct JsListQuery {
     pub(super) finished_after: Option<f64>,
     pub(super) finished_before: Option<f64>,
     pub(super) search: Option<String>,
+    /// `id` (the default) or `updated` (most recently updated first).
+    pub(super) order: Option<String>,
 }
 
 /// One item of `commitBatch`.

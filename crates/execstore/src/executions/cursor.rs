@@ -28,3 +28,68 @@ pub fn decode_cursor(cursor: &str) -> Result<String> {
         _ => Err(bad("unknown format")),
     }
 }
+
+const UPDATED_TAG: &str = "updated:";
+
+/// The cursor that resumes a [`crate::executions::ListOrder::UpdatedDesc`] listing after the
+/// summary `(updated_at, id)`. The time is kept exactly (its bits), so the keyset resumes on
+/// the very key.
+pub fn encode_updated_cursor(updated_at: Option<f64>, id: &str) -> String {
+    let time = updated_at.map_or_else(|| "-".to_owned(), |t| format!("{:016x}", t.to_bits()));
+    URL_SAFE_NO_PAD.encode(format!("{UPDATED_TAG}{time}:{id}"))
+}
+
+/// A decoded cursor of any order.
+pub(crate) struct OrderKey {
+    pub(crate) order: crate::executions::ListOrder,
+    pub(crate) time: Option<f64>,
+    pub(crate) id: String,
+}
+
+/// Decodes a cursor of any order; anything not made by [`encode_cursor`] or
+/// [`encode_updated_cursor`] is refused.
+pub(crate) fn decode_order_cursor(cursor: &str) -> Result<OrderKey> {
+    use crate::executions::ListOrder;
+    let bad = |why: &str| {
+        StoreError::invalid(
+            "cursor",
+            format!("{cursor:?} is not a cursor of this store ({why})"),
+        )
+    };
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad("not base64url"))?;
+    let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8"))?;
+    if let Some(id) = text.strip_prefix(CURSOR_TAG) {
+        if id.is_empty() {
+            return Err(bad("unknown format"));
+        }
+        return Ok(OrderKey {
+            order: ListOrder::Id,
+            time: None,
+            id: id.to_owned(),
+        });
+    }
+    let rest = text
+        .strip_prefix(UPDATED_TAG)
+        .ok_or_else(|| bad("unknown format"))?;
+    let (time, id) = rest.split_once(':').ok_or_else(|| bad("unknown format"))?;
+    if id.is_empty() {
+        return Err(bad("unknown format"));
+    }
+    let time = match time {
+        "-" => None,
+        bits if bits.len() == 16 => {
+            let bits = u64::from_str_radix(bits, 16).map_err(|_| bad("unknown format"))?;
+            let t = f64::from_bits(bits);
+            if !t.is_finite() {
+                return Err(bad("not a time"));
+            }
+            Some(t)
+        }
+        _ => return Err(bad("unknown format")),
+    };
+    Ok(OrderKey {
+        order: ListOrder::UpdatedDesc,
+        time,
+        id: id.to_owned(),
+    })
+}

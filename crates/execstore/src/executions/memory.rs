@@ -7,10 +7,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Result, StoreError};
 use crate::executions::model::{
-    DueTimer, Effects, Execution, ExecutionPage, ExecutionSummary, OutboxEntry, SpawnEntry, TimerOp,
+    DueTimer, Effects, Execution, ExecutionPage, ExecutionSummary, OutboxEntry, SpawnEntry, Status, TimerOp,
     TraceStep,
 };
-use crate::executions::query::ListQuery;
+use crate::executions::query::{ListOrder, ListQuery};
 use crate::executions::store::{BatchItem, Capabilities, ExecutionStore, DEFAULT_TRACE_MAX};
 use crate::kit::validate::{
     check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedCommit,
@@ -54,6 +54,30 @@ impl MemoryStore {
             inner: Mutex::new(Inner::default()),
             trace_max: trace_max.filter(|n| *n > 0),
         }
+    }
+
+    /// A page in [`ListOrder::UpdatedDesc`]: the matching summaries past the cursor's key,
+    /// sorted (a memory store has no index to walk; the order is the one every backend keeps).
+    fn list_by_updated(&self, query: &ListQuery) -> Result<ExecutionPage> {
+        let after = query.validated_updated_after()?;
+        let order = ListOrder::UpdatedDesc;
+        let inner = self.lock();
+        let mut items: Vec<ExecutionSummary> = inner
+            .executions
+            .values()
+            .filter(|exe| query.matches_execution(exe))
+            .filter(|exe| {
+                after.as_ref().is_none_or(|key| {
+                    order.compare_keys(exe.updated_at, &exe.id, key.updated_at, &key.id)
+                        == std::cmp::Ordering::Greater
+                })
+            })
+            .map(ExecutionSummary::of)
+            .collect();
+        drop(inner);
+        items.sort_unstable_by(|a, b| order.compare(a, b));
+        items.truncate(query.limit.saturating_add(1));
+        Ok(ExecutionPage::from_overfetch_in(order, items, query.limit))
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -198,6 +222,9 @@ impl ExecutionStore for MemoryStore {
     }
 
     fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
+        if query.order == ListOrder::UpdatedDesc {
+            return self.list_by_updated(query);
+        }
         let after = query.validated_after()?;
         let inner = self.lock();
         let start = match &after {
@@ -213,6 +240,22 @@ impl ExecutionStore for MemoryStore {
             .map(ExecutionSummary::of)
             .collect();
         Ok(ExecutionPage::from_overfetch(items, query.limit))
+    }
+
+    fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {
+        let filter = query.count_filter()?;
+        let mut counts = [0u64; Status::ALL.len()];
+        for exe in self
+            .lock()
+            .executions
+            .values()
+            .filter(|exe| filter.matches_execution(exe))
+        {
+            if let Some(slot) = Status::ALL.iter().position(|s| *s == exe.status) {
+                counts[slot] += 1;
+            }
+        }
+        Ok(Status::ALL.into_iter().zip(counts).collect())
     }
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {

@@ -24,12 +24,14 @@ pub mod paging;
 pub(crate) mod query;
 pub(crate) mod store;
 
-pub use cursor::{decode_cursor, encode_cursor};
+pub use cursor::{decode_cursor, encode_cursor, encode_updated_cursor};
 pub use group::{GroupCommit, GroupCommitStats, DEFAULT_MAX_BATCH};
 pub use memory::MemoryStore;
 pub use model::{
     ChildState, DueTimer, Effects, Emit, Event, Execution, ExecutionPage, ExecutionSummary, JsonObject,
     OutboxEntry, Spawn, SpawnEntry, Status, TimerOp, TraceStep, UnreadableRow,
 };
-pub use query::{search_matches, ListQuery, TimeRange, DEFAULT_LIST_LIMIT, MAX_SEARCH_BYTES};
+pub use query::{
+    search_matches, ListOrder, ListQuery, TimeRange, UpdatedKey, DEFAULT_LIST_LIMIT, MAX_SEARCH_BYTES,
+};
 pub use store::{BatchItem, Capabilities, ExecutionStore, Work, DEFAULT_TRACE_MAX};

@@ -77,14 +77,14 @@ pub fn is_stalled(error: &StoreError) -> bool {
     std::error::Error::source(error).is_some_and(|s| s.is::<PagingStalled>())
 }
 
-/// The pages of `query` (from its cursor on, `query.limit` a page), in id order, until a page
-/// without a next cursor. A page whose next cursor is the one it was read with, or whose last
-/// id is not past the previous page's, is a [`PagingStalled`] error.
+/// The pages of `query` (from its cursor on, `query.limit` a page), in the query's order, until
+/// a page without a next cursor. A page whose next cursor is the one it was read with, or whose
+/// last summary is not past the previous page's in that order, is a [`PagingStalled`] error.
 pub fn execution_pages<S: PagedReads + ?Sized>(store: &S, query: ListQuery) -> ExecutionPages<'_, S> {
     ExecutionPages {
         store,
         query,
-        last_id: None,
+        last: None,
         done: false,
     }
 }
@@ -94,7 +94,7 @@ pub fn execution_pages<S: PagedReads + ?Sized>(store: &S, query: ListQuery) -> E
 pub struct ExecutionPages<'a, S: PagedReads + ?Sized> {
     store: &'a S,
     query: ListQuery,
-    last_id: Option<String>,
+    last: Option<crate::executions::model::ExecutionSummary>,
     done: bool,
 }
 
@@ -123,9 +123,10 @@ impl<S: PagedReads + ?Sized> Iterator for ExecutionPages<'_, S> {
                 return Some(Err(e));
             }
         };
-        if let (Some(last), Some(previous)) = (page.items.last(), &self.last_id) {
-            if last.id <= *previous {
-                return self.stalled(format!("id {previous:?}"));
+        if let (Some(last), Some(previous)) = (page.items.last(), &self.last) {
+            if self.query.order.compare(last, previous) != std::cmp::Ordering::Greater {
+                let at = format!("id {:?}", previous.id);
+                return self.stalled(at);
             }
         }
         match &page.next_cursor {
@@ -136,7 +137,7 @@ impl<S: PagedReads + ?Sized> Iterator for ExecutionPages<'_, S> {
             Some(next) => self.query.cursor = Some(next.clone()),
         }
         if let Some(last) = page.items.last() {
-            self.last_id = Some(last.id.clone());
+            self.last = Some(last.clone());
         }
         Some(Ok(page))
     }

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
-use crate::executions::cursor::decode_cursor;
-use crate::executions::model::{Execution, Status};
+use crate::executions::cursor::{decode_order_cursor, OrderKey};
+use crate::executions::model::{Execution, ExecutionSummary, Status};
 use crate::kit::validate::{check_limit, check_time};
 
 /// How many summaries a page holds when the query does not say (harel's default).
@@ -81,8 +81,103 @@ pub fn search_matches(search: &str, id: &str, active_path: Option<&str>) -> bool
         })
 }
 
+/// The order of a listing's pages ([`ListQuery::order`]). Every backend orders identically,
+/// each from an index.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ListOrder {
+    /// By id, ascending (harel's own listing; the core's default).
+    #[default]
+    Id,
+    /// Most recently updated first: `updated_at` descending, ties by id descending, the
+    /// executions without an `updated_at` last (by id descending). The keyset cursor holds
+    /// the last summary's `(updated_at, id)`. A walk of the pages returns every execution
+    /// that was not updated during the walk exactly once, in this order; one updated
+    /// during the walk moves towards the front and is returned at most once (where it was,
+    /// if the walk got there before the update, else not at all: the next walk shows it
+    /// first). An update that moves `updated_at` backwards (a writer with a clock behind the
+    /// others) may show an execution twice.
+    UpdatedDesc,
+}
+
+impl ListOrder {
+    /// Every order, for checks and surfaces.
+    pub const ALL: [ListOrder; 2] = [ListOrder::Id, ListOrder::UpdatedDesc];
+
+    /// The order's name in URLs, the CLI and the packages: `id`, `updated`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListOrder::Id => "id",
+            ListOrder::UpdatedDesc => "updated",
+        }
+    }
+
+    /// How two summaries compare in this order (`Less`: `a` is listed first).
+    pub fn compare(self, a: &ExecutionSummary, b: &ExecutionSummary) -> std::cmp::Ordering {
+        self.compare_keys(a.updated_at, &a.id, b.updated_at, &b.id)
+    }
+
+    /// How two `(updated_at, id)` keys compare in this order (`Less`: `a` is listed first).
+    pub fn compare_keys(
+        self,
+        a_time: Option<f64>,
+        a_id: &str,
+        b_time: Option<f64>,
+        b_id: &str,
+    ) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        match self {
+            ListOrder::Id => a_id.cmp(b_id),
+            ListOrder::UpdatedDesc => {
+                let by_time = match (a_time, b_time) {
+                    (Some(a), Some(b)) => b.total_cmp(&a),
+                    (Some(_), None) => Ordering::Less,
+                    (None, Some(_)) => Ordering::Greater,
+                    (None, None) => Ordering::Equal,
+                };
+                by_time.then_with(|| b_id.cmp(a_id))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ListOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ListOrder {
+    type Err = StoreError;
+
+    /// `id` or `updated` (also the serde names `updated_desc`); anything else is
+    /// [`StoreError::InvalidInput`].
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "id" => Ok(ListOrder::Id),
+            "updated" | "updated_desc" => Ok(ListOrder::UpdatedDesc),
+            other => Err(StoreError::invalid(
+                "order",
+                format!("{other:?} is not an order (id, updated)"),
+            )),
+        }
+    }
+}
+
+/// Where the next page of a [`ListOrder::UpdatedDesc`] listing resumes: strictly after
+/// this key in that order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UpdatedKey {
+    /// The last summary's `updated_at` (`None`: the walk is in the tail of executions
+    /// without one).
+    pub updated_at: Option<f64>,
+    /// The last summary's id.
+    pub id: String,
+}
+
 /// What [`crate::ExecutionStore::list_executions`] returns: a filter, a page size and where
-/// to resume. Pages are ordered by id; every backend filters in the same way.
+/// to resume. Pages are in the query's [`ListOrder`] (by id unless told otherwise); every
+/// backend filters and orders in the same way.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ListQuery {
@@ -110,6 +205,10 @@ pub struct ListQuery {
     /// the execution is in); 1 to [`MAX_SEARCH_BYTES`] bytes, no NUL.
     #[serde(default)]
     pub search: Option<String>,
+    /// The order of the pages (by id unless set); a cursor is only good for the order it
+    /// was made in.
+    #[serde(default)]
+    pub order: ListOrder,
 }
 
 impl Default for ListQuery {
@@ -124,6 +223,7 @@ impl Default for ListQuery {
             updated: TimeRange::default(),
             finished: TimeRange::default(),
             search: None,
+            order: ListOrder::Id,
         }
     }
 }
@@ -188,11 +288,76 @@ impl ListQuery {
         self
     }
 
-    /// Checks the query and decodes its cursor into the id to resume after.
+    /// Lists in this order.
+    pub fn order(mut self, order: ListOrder) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Checks the query (as [`ListQuery::validated_after`]) for a listing in
+    /// [`ListOrder::UpdatedDesc`] and decodes its cursor into the key to resume after. A
+    /// cursor made for another order is [`StoreError::InvalidInput`].
+    pub fn validated_updated_after(&self) -> Result<Option<UpdatedKey>> {
+        self.check_filters()?;
+        match &self.cursor {
+            None => Ok(None),
+            Some(cursor) => {
+                let OrderKey { order, time, id } = decode_order_cursor(cursor)?;
+                if order != ListOrder::UpdatedDesc {
+                    return Err(StoreError::invalid(
+                        "cursor",
+                        format!("the cursor is of the {order} order, the query lists by updated"),
+                    ));
+                }
+                Ok(Some(UpdatedKey { updated_at: time, id }))
+            }
+        }
+    }
+
+    /// The query without what the counts by status ignore (status, cursor, limit and
+    /// order): the filter of [`crate::ExecutionStore::count_by_status`], checked (as the
+    /// listing checks it, and a definition id that cannot be one is
+    /// [`StoreError::InvalidInput`]).
+    pub fn count_filter(&self) -> Result<ListQuery> {
+        let filter = ListQuery {
+            status: None,
+            cursor: None,
+            limit: DEFAULT_LIST_LIMIT,
+            order: ListOrder::Id,
+            ..self.clone()
+        };
+        filter.check_filters()?;
+        if let Some(definition_id) = &filter.definition_id {
+            crate::kit::validate::check_id("definition_id", definition_id)?;
+        }
+        Ok(filter)
+    }
+
+    /// Checks the query and decodes its cursor into the id to resume after, for a listing
+    /// in [`ListOrder::Id`] (a cursor of another order is [`StoreError::InvalidInput`]).
     /// A cursor that this crate did not make, a time that is NaN, infinite or negative, an
     /// inverted window, and an empty, over-long or NUL-holding search are
     /// [`StoreError::InvalidInput`].
     pub fn validated_after(&self) -> Result<Option<String>> {
+        self.check_filters()?;
+        match &self.cursor {
+            None => Ok(None),
+            Some(cursor) => match decode_order_cursor(cursor)? {
+                OrderKey {
+                    order: ListOrder::Id,
+                    id,
+                    ..
+                } => Ok(Some(id)),
+                OrderKey { order, .. } => Err(StoreError::invalid(
+                    "cursor",
+                    format!("the cursor is of the {order} order, the query lists by id"),
+                )),
+            },
+        }
+    }
+
+    /// Checks the page size, the windows and the search.
+    fn check_filters(&self) -> Result<()> {
         check_limit("limit", self.limit)?;
         self.created.check("created")?;
         self.updated.check("updated")?;
@@ -211,7 +376,7 @@ impl ListQuery {
                 return Err(StoreError::invalid("search", "contains a NUL character"));
             }
         }
-        self.cursor.as_deref().map(decode_cursor).transpose()
+        Ok(())
     }
 
     /// Whether the query filters by time or search (beyond status, definition and roots).

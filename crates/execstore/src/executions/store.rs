@@ -149,7 +149,8 @@ pub trait ExecutionStore: Send + Sync {
     /// Whether `execution_id` already processed `event_id`.
     fn is_processed(&self, execution_id: &str, event_id: &str) -> Result<bool>;
 
-    /// One page of summaries, ordered by id.
+    /// One page of summaries, in the query's order ([`crate::executions::ListOrder`]: by id
+    /// unless it says otherwise).
     fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage>;
 
     /// Undelivered outbox entries with `seq > after`, oldest first, at most `limit`.
@@ -337,6 +338,28 @@ pub trait ExecutionStore: Send + Sync {
         Ok(Status::ALL.into_iter().zip(counts).collect())
     }
 
+    /// How many executions have each status among exactly those `query` selects, ignoring
+    /// its status filter, cursor, page size and order (see [`ListQuery::count_filter`]):
+    /// one entry per status, in [`crate::executions::Status::ALL`] order (zeros included),
+    /// so that the counts follow every filter a listing has (definition, roots, time
+    /// windows, search, and any filter added to [`ListQuery`] later, since this default
+    /// pages through the listing itself). Bad input is
+    /// [`crate::StoreError::InvalidInput`], as from the listing. A backend overrides it with
+    /// one aggregate query.
+    fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(crate::executions::Status, u64)>> {
+        use crate::executions::Status;
+        let filter = query.count_filter()?;
+        let mut counts = [0u64; Status::ALL.len()];
+        for page in paging::execution_pages(self, filter.limit(crate::kit::validate::MAX_PAGE)) {
+            for summary in &page?.items {
+                if let Some(slot) = Status::ALL.iter().position(|s| *s == summary.status) {
+                    counts[slot] += 1;
+                }
+            }
+        }
+        Ok(Status::ALL.into_iter().zip(counts).collect())
+    }
+
     /// The executions whose stored document cannot be read (not JSON: a file damaged, or
     /// written by hand), at most `limit`, by id: the rows a listing, the counts and the graphs
     /// skipped instead of failing whole. A backend that skips such rows overrides this; the
@@ -483,6 +506,9 @@ macro_rules! forward_execution_store {
                 roots_only: bool,
             ) -> Result<Vec<(crate::executions::Status, u64)>> {
                 (**self).status_counts(definition_id, roots_only)
+            }
+            fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(crate::executions::Status, u64)>> {
+                (**self).count_by_status(query)
             }
             fn change_token(&self) -> Result<String> {
                 (**self).change_token()

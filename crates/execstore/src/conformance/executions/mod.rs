@@ -26,12 +26,16 @@ use crate::kit::validate::{ALL_TIMERS, MAX_DOCUMENT_BYTES, MAX_PAGE};
 
 mod control;
 mod list_filters;
+mod list_order;
 mod recover;
 
 pub use control::*;
 pub use recover::{control_redrive, send_through_the_outbox};
 
 pub use list_filters::{list_filters_bad_input_rejected, list_filters_search, list_filters_time_windows};
+pub use list_order::{
+    counts_follow_the_filter, list_order_survives_concurrent_updates, list_order_updated_desc,
+};
 
 /// What the suite needs from a backend's test: the store under test and, for a durable
 /// backend, a way to close and reopen it on the same data.
@@ -119,6 +123,9 @@ macro_rules! conformance_tests {
             list_filters_time_windows,
             list_filters_search,
             list_filters_bad_input_rejected,
+            list_order_updated_desc,
+            list_order_survives_concurrent_updates,
+            counts_follow_the_filter,
             control_suspend_resume_tree,
             control_terminate_tree,
             control_refusals_change_nothing,
@@ -224,6 +231,7 @@ pub fn all_timers(store: &dyn ExecutionStore) -> Vec<DueTimer> {
 /// that does not move past the previous one fails through the paging helper).
 pub fn all_pages(store: &dyn ExecutionStore, query: ListQuery) -> Vec<crate::executions::ExecutionSummary> {
     let limit = query.limit;
+    let order = query.order;
     let mut items: Vec<crate::executions::ExecutionSummary> = Vec::new();
     for (n, page) in execution_pages(store, query).enumerate() {
         assert!(n < 100_000, "listing did not terminate");
@@ -234,7 +242,10 @@ pub fn all_pages(store: &dyn ExecutionStore, query: ListQuery) -> Vec<crate::exe
         }
         for item in page.items {
             if let Some(prev) = items.last() {
-                assert!(prev.id < item.id, "pages are ordered by id, without repeats");
+                assert!(
+                    order.compare(prev, &item) == std::cmp::Ordering::Less,
+                    "pages are in the {order} order, without repeats"
+                );
             }
             items.push(item);
         }

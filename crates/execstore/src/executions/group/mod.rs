@@ -481,6 +481,10 @@ impl<S: ExecutionStore> ExecutionStore for GroupCommit<S> {
         self.inner.status_counts(definition_id, roots_only)
     }
 
+    fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(crate::executions::Status, u64)>> {
+        self.inner.count_by_status(query)
+    }
+
     fn change_token(&self) -> Result<String> {
         self.inner.change_token()
     }

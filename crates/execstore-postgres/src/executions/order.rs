@@ -1,0 +1,271 @@
+//! The listing in [`ListOrder::UpdatedDesc`] and the counts by status of a listing's filter,
+//! over the listing keys (`{pfx}execstore_keys`) and the filter of `filters.rs`.
+//!
+//! The order is a backward walk of the keys' `(updated_at, id)` index in two arms: the keys
+//! with an `updated_at` after the cursor's key (a row-value range of the index), then those
+//! without one (`updated_at IS NULL`, a range of the same index by id, descending), each at
+//! most a page of ids; the outer query parses only those rows' documents and orders them with
+//! NULLs last, as every backend does. A cursor inside the NULL tail skips the first arm.
+//!
+//! [`ListOrder::UpdatedDesc`]: execstore::executions::ListOrder::UpdatedDesc
+
+use execstore::executions::{ExecutionPage, ExecutionSummary, ListOrder, ListQuery, Status, UpdatedKey};
+use execstore::Result;
+use postgres::types::ToSql;
+
+use super::filters::{where_clause, Arg, Conditions, Filtered};
+use super::rows::{col, corrupt, limit_param};
+use super::sql::Stmts;
+use super::PgStore;
+
+impl Stmts {
+    /// The listing of `query` by `updated_at` descending, resuming after `after` (the decoded
+    /// cursor), fetching `fetch` rows.
+    pub(crate) fn list_by_updated(
+        &self,
+        query: &ListQuery,
+        after: Option<&UpdatedKey>,
+        statuses: &[&str],
+        fetch: i64,
+    ) -> Filtered {
+        let mut c = Conditions::default();
+        let limit = c.param(Arg::Int(fetch));
+        let mut arms = Vec::new();
+        let in_null_tail = after.is_some_and(|key| key.updated_at.is_none());
+        if !in_null_tail {
+            let from = self.filter_conditions(query, statuses, &mut c);
+            match after {
+                Some(UpdatedKey {
+                    updated_at: Some(time),
+                    id,
+                }) => {
+                    let time = c.param(Arg::Real(*time));
+                    let id = c.param(Arg::Text(id.clone()));
+                    c.terms.push(format!("(k.updated_at, k.id) < ({time}, {id})"));
+                }
+                _ => c.terms.push("k.updated_at IS NOT NULL".to_owned()),
+            }
+            let terms = std::mem::take(&mut c.terms);
+            arms.push(format!(
+                "(SELECT k.id FROM {from}{} ORDER BY k.updated_at DESC, k.id DESC LIMIT {limit})",
+                where_clause(&terms)
+            ));
+        }
+        let from = self.filter_conditions(query, statuses, &mut c);
+        c.terms.push("k.updated_at IS NULL".to_owned());
+        if let Some(UpdatedKey { id, .. }) = after.filter(|_| in_null_tail) {
+            let id = c.param(Arg::Text(id.clone()));
+            c.terms.push(format!("k.id < {id}"));
+        }
+        arms.push(format!(
+            "(SELECT k.id FROM {from}{} ORDER BY k.updated_at DESC, k.id DESC LIMIT {limit})",
+            where_clause(&c.terms)
+        ));
+        Filtered {
+            sql: format!(
+                "{select} WHERE (e.id COLLATE \"C\") IN ({arms}) \
+                 ORDER BY doc.updated_at DESC NULLS LAST, (e.id COLLATE \"C\") DESC LIMIT {limit}",
+                select = self.list_select,
+                arms = arms.join(" UNION ALL "),
+            ),
+            args: c.args,
+        }
+    }
+
+    /// The counts by status of the rows `filter` selects (a [`ListQuery::count_filter`]).
+    pub(crate) fn count_by_status(&self, filter: &ListQuery) -> Filtered {
+        let mut c = Conditions::default();
+        let from = self.filter_conditions(filter, &[], &mut c);
+        Filtered {
+            sql: format!(
+                "SELECT k.status, COUNT(*)::int8 FROM {from}{} GROUP BY 1",
+                where_clause(&c.terms)
+            ),
+            args: c.args,
+        }
+    }
+}
+
+impl PgStore {
+    /// A page in [`ListOrder::UpdatedDesc`].
+    pub(crate) fn list_page_by_updated(&self, query: &ListQuery) -> Result<ExecutionPage> {
+        let after = query.validated_updated_after()?;
+        let mut statuses: Vec<&'static str> = Vec::new();
+        if let Some(set) = &query.status {
+            if set.is_empty() {
+                return Ok(ExecutionPage::default());
+            }
+            statuses = set.iter().map(|s| s.as_str()).collect();
+            statuses.sort_unstable();
+            statuses.dedup();
+        }
+        let fetch = limit_param(query.limit.saturating_add(1));
+        let ordered = self.sql.list_by_updated(query, after.as_ref(), &statuses, fetch);
+        let args: Vec<&(dyn ToSql + Sync)> = ordered.args.iter().map(|a| a.as_sql()).collect();
+        let rows = self.query(&ordered.sql, &args)?;
+        Ok(ExecutionPage::from_overfetch_in(
+            ListOrder::UpdatedDesc,
+            summaries(&rows)?,
+            query.limit,
+        ))
+    }
+
+    /// The counts by status of what `query`'s listing selects.
+    pub(crate) fn count_filtered(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {
+        let filter = query.count_filter()?;
+        let counted = self.sql.count_by_status(&filter);
+        let args: Vec<&(dyn ToSql + Sync)> = counted.args.iter().map(|a| a.as_sql()).collect();
+        let rows = self.query(&counted.sql, &args)?;
+        let mut counts = [0u64; Status::ALL.len()];
+        for row in &rows {
+            // A row without a status reads as PENDING, as in the listing.
+            let status = match col::<Option<String>>(row, 0)? {
+                Some(s) => s
+                    .parse::<Status>()
+                    .map_err(|e| corrupt("an execution's status".to_owned(), e))?,
+                None => Status::Pending,
+            };
+            let n: i64 = col(row, 1)?;
+            if let Some(slot) = Status::ALL.iter().position(|s| *s == status) {
+                counts[slot] += u64::try_from(n).unwrap_or(0);
+            }
+        }
+        Ok(Status::ALL.into_iter().zip(counts).collect())
+    }
+}
+
+/// The summaries of a listing's rows (the columns of `LIST_COLUMNS`).
+pub(crate) fn summaries(rows: &[postgres::Row]) -> Result<Vec<ExecutionSummary>> {
+    let mut items = Vec::with_capacity(rows.len());
+    for row in rows {
+        let id: String = col(row, 0)?;
+        let status = match col::<Option<String>>(row, 3)? {
+            Some(s) => s
+                .parse::<Status>()
+                .map_err(|e| corrupt(format!("execution {id} status"), e))?,
+            None => Status::Pending,
+        };
+        items.push(ExecutionSummary {
+            definition_id: col(row, 1)?,
+            version: col(row, 2)?,
+            status,
+            outcome: col(row, 4)?,
+            active_path: col(row, 5)?,
+            parent_id: col(row, 6)?,
+            finished_at: col(row, 7)?,
+            updated_at: col(row, 8)?,
+            id,
+        });
+    }
+    Ok(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{drop_store, PgOptions, PgStore};
+    use execstore::{
+        executions::{encode_updated_cursor, BatchItem, ListOrder, ListQuery, Status},
+        Effects, Execution, ExecutionStore,
+    };
+
+    /// The server from `EXECSTORE_PG_URL`; without it the test fails, unless
+    /// `EXECSTORE_PG_OPTIONAL=1`, which prints a SKIPPED line (as the crate's other tests do).
+    fn server_url() -> Option<String> {
+        match std::env::var("EXECSTORE_PG_URL") {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ if std::env::var("EXECSTORE_PG_OPTIONAL").as_deref() == Ok("1") => {
+                use std::io::Write as _;
+                let line = "SKIPPED: executions::order::tests: EXECSTORE_PG_URL is not set \
+                            (EXECSTORE_PG_OPTIONAL=1)\n";
+                let _ = std::io::stderr().write_all(line.as_bytes());
+                None
+            }
+            _ => panic!("EXECSTORE_PG_URL is not set: this test needs a PostgreSQL server"),
+        }
+    }
+
+    /// The listing by `updated_at` walks the keys' `(updated_at, id)` index backwards (first
+    /// page, after a cursor, in the NULL tail, with a window), with the planner's own choices
+    /// on 6,000 executions with statistics: no sequential scan, the executions with a time
+    /// read by a backward index walk (not sorted), and the page in that order. (The NULL tail
+    /// is the planner's to read as it likes: a range of the same index, sorted or not.)
+    #[test]
+    fn updated_order_walks_the_index() {
+        let Some(url) = server_url() else { return };
+        let prefix = format!("loplan{}", std::process::id());
+        let store = PgStore::open(&url, PgOptions::new().prefix(prefix.clone())).unwrap();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            check_plans(&url, &prefix, &store)
+        }));
+        drop(store);
+        let _ = drop_store(&url, Some(&prefix));
+        if let Err(panic) = result {
+            std::panic::resume_unwind(panic);
+        }
+    }
+
+    fn check_plans(url: &str, prefix: &str, store: &PgStore) {
+        for chunk in 0..60 {
+            let mut batch: Vec<BatchItem> = (0..100)
+                .map(|i| {
+                    let n = chunk * 100 + i;
+                    let mut exe = Execution::new(format!("e{n:05}"), format!("d{}", n % 5));
+                    exe.status = Status::ALL[n % Status::ALL.len()];
+                    exe.updated_at = (n % 100 != 0).then(|| 2e9 + ((n * 7919) % 6000) as f64);
+                    exe.context.insert("filler".into(), "x".repeat(300).into());
+                    BatchItem::new(exe, Effects::new())
+                })
+                .collect();
+            for r in store.commit_batch(&mut batch).unwrap() {
+                r.unwrap();
+            }
+        }
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        client
+            .batch_execute(&format!("ANALYZE {prefix}_executions, {prefix}_execstore_keys"))
+            .unwrap();
+        let index = format!("{prefix}_execstore_k_updated");
+        let q = || ListQuery::new().order(ListOrder::UpdatedDesc).limit(50);
+        let cases = [
+            ("first page", q()),
+            (
+                "after a cursor",
+                q().cursor(Some(encode_updated_cursor(Some(2e9 + 3000.0), "e03000"))),
+            ),
+            (
+                "in the tail",
+                q().cursor(Some(encode_updated_cursor(None, "e03000"))),
+            ),
+            (
+                "with a window",
+                q().updated_between(Some(2e9 + 100.0), Some(2e9 + 2000.0)),
+            ),
+        ];
+        for (what, query) in cases {
+            let after = query.validated_updated_after().unwrap();
+            let f = store.sql.list_by_updated(&query, after.as_ref(), &[], 51);
+            let args: Vec<&(dyn postgres::types::ToSql + Sync)> = f.args.iter().map(|a| a.as_sql()).collect();
+            let rows = client.query(&format!("EXPLAIN {}", f.sql), &args).unwrap();
+            let plan: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
+            let plan = plan.join("\n");
+            assert!(plan.contains(&index), "{what}: {index} not used:\n{plan}");
+            assert!(!plan.contains("Seq Scan"), "{what}: a sequential scan:\n{plan}");
+            if what != "in the tail" {
+                // The executions with a time: a walk of the index from the end, not a sort.
+                let walk = format!("Scan Backward using {index}");
+                assert!(
+                    plan.contains(&walk),
+                    "{what}: no backward walk of {index}:\n{plan}"
+                );
+            }
+            let page = store.list_executions(&query).unwrap();
+            // Every hundredth has no time: 30 of them below e03000.
+            let expected = if what == "in the tail" { 30 } else { 50 };
+            assert_eq!(page.items.len(), expected, "{what}");
+            assert!(page
+                .items
+                .windows(2)
+                .all(|w| ListOrder::UpdatedDesc.compare(&w[0], &w[1]).is_lt()));
+        }
+    }
+}
