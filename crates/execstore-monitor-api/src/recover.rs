@@ -247,6 +247,9 @@ impl Call<'_> {
         let mut targets: Vec<(String, i64)> = Vec::new();
         let mut query = filter.clone();
         query.query.limit = MAX_PAGE;
+        // By id, whatever order the list showed: a parent comes before its regions (its
+        // action covers them), and the order cannot move while the listing pages.
+        query.query.order = execstore::executions::ListOrder::Id;
         loop {
             let page = list_page(store, &query)?;
             targets.extend(page.items.into_iter().map(|s| (s.id, s.version)));
