@@ -8,3 +8,4 @@ pub mod migration;
 pub mod names;
 pub mod pyjson;
 pub mod validate;
+pub mod filter;
