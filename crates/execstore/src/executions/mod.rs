@@ -8,7 +8,8 @@
 //!
 //! - `store.rs`: the contract ([`ExecutionStore`]), its [`Capabilities`] and batch commits;
 //! - `model.rs`: the stored shapes, field for field those of harel 0.9;
-//! - `query.rs`: listing ([`ListQuery`]); `cursor.rs`: its opaque cursors; [`paging`]: iterators over pages;
+//! - `query.rs`: listing ([`ListQuery`]); [`search`]: the `where` filter over executions and
+//!   search attributes; `cursor.rs`: its opaque cursors; [`paging`]: iterators over pages;
 //! - `memory.rs`: the in-memory backend ([`MemoryStore`]); `group/`: group commit over any
 //!   backend ([`GroupCommit`]); [`control`]: an operator's actions (suspend, resume,
 //!   terminate, purge).
@@ -22,6 +23,7 @@ pub(crate) mod memory;
 pub(crate) mod model;
 pub mod paging;
 pub(crate) mod query;
+pub mod search;
 pub(crate) mod store;
 
 pub use cursor::{decode_cursor, encode_cursor};
@@ -31,5 +33,6 @@ pub use model::{
     ChildState, DueTimer, Effects, Emit, Event, Execution, ExecutionPage, ExecutionSummary, JsonObject,
     OutboxEntry, Spawn, SpawnEntry, Status, TimerOp, TraceStep, UnreadableRow,
 };
+pub use search::{parse_where, SearchAttribute};
 pub use query::{search_matches, ListQuery, TimeRange, DEFAULT_LIST_LIMIT, MAX_SEARCH_BYTES};
 pub use store::{BatchItem, Capabilities, ExecutionStore, Work, DEFAULT_TRACE_MAX};

@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, StoreError};
 use crate::executions::cursor::decode_cursor;
 use crate::executions::model::{Execution, Status};
+use crate::executions::search::{check_filter, execution_matches};
+use crate::kit::filter::Filter;
 use crate::kit::validate::{check_limit, check_time};
 
 /// How many summaries a page holds when the query does not say (harel's default).
@@ -110,6 +112,10 @@ pub struct ListQuery {
     /// the execution is in); 1 to [`MAX_SEARCH_BYTES`] bytes, no NUL.
     #[serde(default)]
     pub search: Option<String>,
+    /// Keep executions this `where` filter finds (see [`crate::executions::search`]; made by
+    /// [`crate::executions::parse_where`]). Combined with every other filter (`and`).
+    #[serde(default, rename = "where")]
+    pub filter: Option<Filter>,
 }
 
 impl Default for ListQuery {
@@ -124,6 +130,7 @@ impl Default for ListQuery {
             updated: TimeRange::default(),
             finished: TimeRange::default(),
             search: None,
+            filter: None,
         }
     }
 }
@@ -188,6 +195,12 @@ impl ListQuery {
         self
     }
 
+    /// Keeps executions `filter` finds.
+    pub fn filter(mut self, filter: Filter) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+
     /// Checks the query and decodes its cursor into the id to resume after.
     /// A cursor that this crate did not make, a time that is NaN, infinite or negative, an
     /// inverted window, and an empty, over-long or NUL-holding search are
@@ -211,12 +224,20 @@ impl ListQuery {
                 return Err(StoreError::invalid("search", "contains a NUL character"));
             }
         }
+        if let Some(filter) = &self.filter {
+            check_filter(filter)?;
+        }
         self.cursor.as_deref().map(decode_cursor).transpose()
     }
 
-    /// Whether the query filters by time or search (beyond status, definition and roots).
+    /// Whether the query filters by time, search or `where` (beyond status, definition and
+    /// roots).
     pub fn has_time_or_search(&self) -> bool {
-        self.created.is_set() || self.updated.is_set() || self.finished.is_set() || self.search.is_some()
+        self.created.is_set()
+            || self.updated.is_set()
+            || self.finished.is_set()
+            || self.search.is_some()
+            || self.filter.is_some()
     }
 
     /// Whether a summary passes the status, definition and roots filters (for backends
@@ -238,5 +259,6 @@ impl ListQuery {
                 .search
                 .as_deref()
                 .is_none_or(|s| search_matches(s, &exe.id, exe.active_path.as_deref()))
+            && self.filter.as_ref().is_none_or(|f| execution_matches(f, exe))
     }
 }

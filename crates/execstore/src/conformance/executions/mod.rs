@@ -26,10 +26,14 @@ use crate::kit::validate::{ALL_TIMERS, MAX_DOCUMENT_BYTES, MAX_PAGE};
 
 mod control;
 mod list_filters;
+mod where_filters;
 
 pub use control::*;
 
 pub use list_filters::{list_filters_bad_input_rejected, list_filters_search, list_filters_time_windows};
+pub use where_filters::{
+    where_attributes_declare_list_drop, where_bad_filter_rejected, where_filter_matches_reference,
+};
 
 /// What the suite needs from a backend's test: the store under test and, for a durable
 /// backend, a way to close and reopen it on the same data.
@@ -117,6 +121,9 @@ macro_rules! conformance_tests {
             list_filters_time_windows,
             list_filters_search,
             list_filters_bad_input_rejected,
+            where_filter_matches_reference,
+            where_attributes_declare_list_drop,
+            where_bad_filter_rejected,
             control_suspend_resume_tree,
             control_terminate_tree,
             control_refusals_change_nothing,

@@ -241,7 +241,8 @@ impl Expr {
         }
     }
 
-    fn terms_mut(&mut self, f: &mut dyn FnMut(&mut Term) -> Result<()>) -> Result<()> {
+    /// Calls `f` on every term, depth first, stopping at its first error.
+    pub fn terms_mut(&mut self, f: &mut dyn FnMut(&mut Term) -> Result<()>) -> Result<()> {
         match self {
             Expr::Term(t) => f(t),
             Expr::And(parts) | Expr::Or(parts) => parts.iter_mut().try_for_each(|p| p.terms_mut(f)),
