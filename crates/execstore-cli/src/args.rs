@@ -88,6 +88,9 @@ pub enum Command {
     /// Serve the monitor, a web dashboard of the store (`--db FILE` or `--db
     /// postgres://...`), and print its URL. Read-only unless given a token.
     Monitor(ServeArgs),
+    /// Search attributes: the context paths the store keeps indexed for `list --where`
+    /// (`declare` and `drop` open the store for writing).
+    Attributes(crate::search_commands::AttributesArgs),
     /// Run benchmark workload W1 (shared/bench/WORKLOAD.md) and print one JSON line: the same
     /// deterministic rows, phases and keys as the Python reference peer's bench.py.
     Bench(BenchArgs),
@@ -149,6 +152,12 @@ pub struct ListArgs {
     /// below it, e.g. `order.checkout` finds `order.checkout.pay`). Case-sensitive.
     #[arg(long, value_name = "S")]
     pub search: Option<String>,
+
+    /// Keep executions this query finds (docs/search.md), e.g.
+    /// `context.customer_id = "c-17" and status = running and updated > -1h`.
+    /// Combined with every other option.
+    #[arg(long = "where", value_name = "QUERY")]
+    pub filter: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ mod demo;
 mod error;
 mod monitor;
 mod table;
+mod search_commands;
 mod targets;
 mod time;
 mod workspace_args;
@@ -102,6 +103,10 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
             let db = db.context("no store given")?;
             run_control_command(&cli.command, &db, prefix, json, &mut out)?;
         }
+        Command::Attributes(args) if args.action.writes() => {
+            let db = db.context("no store given")?;
+            run_control_command(&cli.command, &db, prefix, json, &mut out)?;
+        }
         command => {
             let db = db.context("no store given")?;
             if targets::is_file(&db)? {
@@ -116,6 +121,7 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
                 Command::Outbox(args) => commands::outbox(store, args, json, &mut out)?,
                 Command::Timers(args) => commands::timers(store, args, json, &mut out)?,
                 Command::Spawns(args) => commands::spawns(store, args, json, &mut out)?,
+                Command::Attributes(args) => search_commands::attributes(store, &args.action, json, &mut out)?,
                 _ => unreachable!("handled above"),
             }
         }
@@ -145,6 +151,7 @@ fn run_control_command(
         Command::Terminate(args) => control_commands::status_command(store, Ctl::Terminate, args, json, out)?,
         Command::Purge(args) => control_commands::purge(store, args, json, out)?,
         Command::PurgeFinished(args) => control_commands::purge_finished(store, args, json, out)?,
+        Command::Attributes(args) => search_commands::attributes(store, &args.action, json, out)?,
         _ => unreachable!("only control commands come here"),
     }
     Ok(())

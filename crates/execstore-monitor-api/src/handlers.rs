@@ -108,10 +108,18 @@ impl Call<'_> {
     }
 
     pub(crate) fn counts(&self) -> ApiResult {
-        let params = self.params(&["definition", "roots_only"])?;
-        let counts = self
-            .exec()?
-            .status_counts(params.get("definition"), params.flag("roots_only")?)?;
+        let params = self.params(&["definition", "roots_only", "where"])?;
+        // With a `where` filter the counts are those of the filtered listing.
+        let counts = match self.where_filter(&params)? {
+            Some(filter) => {
+                let mut query = ListQuery::new().roots_only(params.flag("roots_only")?).filter(filter);
+                query.definition_id = params.get("definition").map(str::to_owned);
+                execstore::executions::search::status_counts_of(self.exec()?, &query)?
+            }
+            None => self
+                .exec()?
+                .status_counts(params.get("definition"), params.flag("roots_only")?)?,
+        };
         let total: u64 = counts.iter().map(|(_, n)| n).sum();
         let by_status: serde_json::Map<String, Value> = counts
             .into_iter()
@@ -136,6 +144,7 @@ impl Call<'_> {
             "finished_after",
             "finished_before",
             "search",
+            "where",
         ])?;
         let mut list = ListQuery::new()
             .limit(params.limit()?)
@@ -154,12 +163,13 @@ impl Call<'_> {
         if let Some(definition) = params.get("definition") {
             list = list.definition(definition);
         }
+        list.filter = self.where_filter(&params)?;
         let page = match params.get("q") {
             Some(prefix) => search(self.exec()?, list, prefix)?,
             None => self.exec()?.list_executions(&list)?,
         };
         let errors = self.unreadable()?;
-        Ok(json!({ "items": page.items, "next_cursor": page.next_cursor, "errors": errors }))
+        Ok(json!({ "items": page.items, "next_cursor": page.next_cursor, "errors": errors, "scan": page.scan }))
     }
 
     pub(crate) fn execution(&self, id: String) -> ApiResult {
@@ -339,14 +349,16 @@ fn search(store: &dyn ExecutionStore, mut query: ListQuery, prefix: &str) -> Res
         }
         query.cursor = Some(encode_cursor(prefix));
         if items.len() == query.limit {
-            return Ok(ExecutionPage {
-                items,
-                next_cursor: query.cursor,
-            });
+            let scan = match &query.filter {
+                Some(f) => execstore::executions::search::scanned_paths(f, &store.attributes()?),
+                None => Vec::new(),
+            };
+            return Ok(ExecutionPage::default().with_items(items, query.cursor).scanned(scan));
         }
         query.limit -= items.len();
     }
     let page = store.list_executions(&query)?;
+    let scan = page.scan;
     let mut next_cursor = page.next_cursor;
     for summary in page.items {
         if !summary.id.starts_with(prefix) {
@@ -355,5 +367,5 @@ fn search(store: &dyn ExecutionStore, mut query: ListQuery, prefix: &str) -> Res
         }
         items.push(summary);
     }
-    Ok(ExecutionPage { items, next_cursor })
+    Ok(ExecutionPage::default().with_items(items, next_cursor).scanned(scan))
 }

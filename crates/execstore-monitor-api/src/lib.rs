@@ -19,6 +19,7 @@ mod graph;
 mod handlers;
 mod params;
 mod routes;
+mod search;
 mod workspaces;
 
 pub(crate) use error::{ApiError, ApiResult};

@@ -25,6 +25,7 @@ mod filters;
 mod plain;
 mod rows;
 mod schema;
+mod search;
 mod sql;
 mod store;
 
@@ -190,11 +191,12 @@ impl std::fmt::Debug for PgStore {
 }
 
 /// The tables of a store under `prefix` (`None`: the bare names): harel's six, execstore's
-/// record of its migrations and its listing keys.
+/// record of its migrations, its listing keys and its search attributes.
 pub fn table_names(prefix: Option<&str>) -> Result<Vec<String>> {
     let t = Tables::new(prefix)?;
     Ok(vec![
         t.sql("{pfx}execstore_keys"),
+        t.sql("{pfx}execstore_attributes"),
         t.executions,
         t.outbox,
         t.processed_events,

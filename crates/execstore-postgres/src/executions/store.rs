@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use execstore::executions::search::scanned_paths;
+use execstore::executions::SearchAttribute;
 use execstore::kit::validate::{
     check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedBatch,
     PreparedCommit, MAX_PAGE,
@@ -136,7 +138,25 @@ impl ExecutionStore for PgStore {
                 id,
             });
         }
-        Ok(ExecutionPage::from_overfetch(items, query.limit))
+        let page = ExecutionPage::from_overfetch(items, query.limit);
+        match &query.filter {
+            Some(f) if f.paths().iter().any(|p| p.root == "context") => {
+                Ok(page.scanned(scanned_paths(f, &self.list_attributes()?)))
+            }
+            _ => Ok(page),
+        }
+    }
+
+    fn attributes(&self) -> Result<Vec<SearchAttribute>> {
+        self.list_attributes()
+    }
+
+    fn declare_attribute(&self, path: &str) -> Result<SearchAttribute> {
+        self.declare(path)
+    }
+
+    fn drop_attribute(&self, path: &str) -> Result<bool> {
+        self.undeclare(path)
     }
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {

@@ -379,6 +379,13 @@ impl ExecutionPage {
         }
     }
 
+    /// This page with these items and cursor.
+    pub fn with_items(mut self, items: Vec<ExecutionSummary>, next_cursor: Option<String>) -> Self {
+        self.items = items;
+        self.next_cursor = next_cursor;
+        self
+    }
+
     /// This page, saying that `scan` (see [`ExecutionPage::scan`]) were scanned.
     pub fn scanned(mut self, scan: Vec<String>) -> Self {
         self.scan = scan;
