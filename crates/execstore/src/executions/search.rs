@@ -34,9 +34,10 @@ pub const MAX_ATTRIBUTES: usize = 64;
 /// `now` (epoch seconds: the caller's clock). Bad input is [`StoreError::InvalidInput`].
 pub fn parse_where(text: &str, now: f64) -> Result<Filter> {
     let mut f = filter::parse(text)?;
-    check_filter(&f)?;
+    f.check_paths(EXECUTION_ROOTS)?;
     f.resolve_times(EXECUTION_ROOTS, now)?;
     normalize_statuses(&mut f)?;
+    check_filter(&f)?;
     Ok(f)
 }
 
