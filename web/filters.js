@@ -12,10 +12,10 @@ import { h } from "./dom.js";
 export const TIME_FIELDS = ["created", "updated", "finished"];
 
 /** The route keys this module owns (a change to any of them starts the list over). */
-export const FILTER_KEYS = ["time", "from", "until", "find"];
+export const FILTER_KEYS = ["time", "from", "until", "find", "where"];
 
 /** The route with none of these filters. */
-export const CLEARED = { time: "", from: "", until: "", find: "" };
+export const CLEARED = { time: "", from: "", until: "", find: "", where: "" };
 
 /** This module's part of a route, from the page's query string. */
 export function parseFilters(p) {
@@ -25,6 +25,7 @@ export function parseFilters(p) {
     from: isoOrEmpty(p.get("from")),
     until: isoOrEmpty(p.get("until")),
     find: p.get("find") || "",
+    where: p.get("where") || "",
   };
 }
 
@@ -34,21 +35,22 @@ export function writeFilters(r, p) {
   if (r.time && r.from) p.set("from", r.from);
   if (r.time && r.until) p.set("until", r.until);
   if (r.find) p.set("find", r.find);
+  if (r.where) p.set("where", r.where);
 }
 
 /** Whether route `r` filters by a window or a search. */
 export function hasFilters(r) {
-  return Boolean((r.time && (r.from || r.until)) || r.find);
+  return Boolean((r.time && (r.from || r.until)) || r.find || r.where);
 }
 
 /** This module's part of route `r` (to carry it over to another view's links). */
 export function pickFilters(r) {
-  return { time: r.time, from: r.from, until: r.until, find: r.find };
+  return { time: r.time, from: r.from, until: r.until, find: r.find, where: r.where };
 }
 
 /** The `/api/executions` parameters of route `r`. */
 export function apiParams(r) {
-  const params = { search: r.find };
+  const params = { search: r.find, where: r.where };
   if (r.time) {
     params[`${r.time}_after`] = r.from;
     params[`${r.time}_before`] = r.until;

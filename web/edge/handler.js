@@ -31,6 +31,7 @@ const FILES = {
   "/shell.js": ["shell.js", "text/javascript; charset=utf-8"],
   "/graph.js": ["graph.js", "text/javascript; charset=utf-8"],
   "/filters.js": ["filters.js", "text/javascript; charset=utf-8"],
+  "/where.js": ["where.js", "text/javascript; charset=utf-8"],
   "/actions.js": ["actions.js", "text/javascript; charset=utf-8"],
   "/vendor/dagre.esm.js": ["vendor/dagre.esm.js", "text/javascript; charset=utf-8"],
   "/style.css": ["style.css", "text/css; charset=utf-8"],

@@ -6,6 +6,7 @@ import { $, clear, h } from "../dom.js";
 import { emptyBox, statusPill, table, timeEl } from "../format.js";
 import { PAGE_SIZES, STATUS_SHORT, STATUSES } from "../route.js";
 import * as filters from "../filters.js";
+import * as where from "../where.js";
 import * as actions from "../actions.js";
 import { actionCtx, api, describe, errorBox, loadingLater, navigate, state } from "../shell.js";
 import * as detail from "./detail.js";
@@ -49,6 +50,7 @@ function executionsShell() {
       h("button", { type: "button", class: "ghost", id: "clear", onclick: () => navigate({ status: [], definition: "", roots: false, q: "", ...filters.CLEARED }) }, "Clear filters"),
     ),
     filters.filterControls(navigate),
+    where.whereBox(navigate, api),
     chart,
     tableWrap,
     pager,
@@ -65,6 +67,7 @@ function syncFilters() {
   s.roots.checked = r.roots;
   s.limit.value = String(r.limit);
   filters.syncFilterControls(r);
+  where.syncWhereBox(r);
   $("#clear").hidden = !(r.status.length || r.definition || r.roots || r.q || filters.hasFilters(r));
   s.root.classList.toggle("with-detail", Boolean(r.id));
 }
@@ -73,7 +76,7 @@ async function loadCounts({ quiet = false } = {}) {
   const r = state.route;
   const seq = listSeq;
   try {
-    const counts = await api.get("api/counts", { definition: r.definition, roots_only: r.roots });
+    const counts = await api.get("api/counts", { definition: r.definition, roots_only: r.roots, where: r.where });
     if (seq !== listSeq) return;
     state.counts = counts;
     renderChart();
@@ -114,7 +117,7 @@ function renderChart() {
         h("span", { class: "label", "aria-label": s }, h("span", { class: "full" }, s), h("span", { class: "short", "aria-hidden": "true" }, STATUS_SHORT[s])),
       );
     }),
-    h("div", { class: "total" }, h("strong", null, state.counts ? state.counts.total.toLocaleString() : "…"), h("span", null, state.route.definition || state.route.roots ? " matching definition / roots" : " executions")),
+    h("div", { class: "total" }, h("strong", null, state.counts ? state.counts.total.toLocaleString() : "…"), h("span", null, state.route.definition || state.route.roots || state.route.where ? " matching the filters" : " executions")),
   );
 }
 
@@ -133,6 +136,8 @@ async function loadList({ quiet = false } = {}) {
     const previous = state.versions;
     state.versions = new Map(page.items.map((e) => [e.id, e.version]));
     state.list = page;
+    where.showWhereError(null);
+    where.showScan(page.scan);
     renderTable(quiet ? previous : null);
     renderPager();
     if (!state.firstListRender) {
@@ -144,6 +149,7 @@ async function loadList({ quiet = false } = {}) {
     done();
     if (quiet) return;
     state.list = null;
+    where.showWhereError(e);
     clear(tableWrap, errorBox(e, () => loadList()));
     renderPager();
   }
@@ -269,7 +275,7 @@ export function show(before) {
   syncFilters();
   const listMoved = !before || before.view !== "executions" ||
     ["status", "definition", "roots", "q", "limit", "cursor", ...filters.FILTER_KEYS].some((k) => String(before[k]) !== String(r[k]));
-  const countsMoved = !before || before.view !== "executions" || before.definition !== r.definition || before.roots !== r.roots;
+  const countsMoved = !before || before.view !== "executions" || before.definition !== r.definition || before.roots !== r.roots || before.where !== r.where;
   if (listMoved) loadList();
   else if (state.list) renderTable();
   if (countsMoved) loadCounts();

@@ -144,6 +144,14 @@ export interface ListQuery {
   finished_before?: number | null;
   /** Keep ids starting with it, and executions in that state (active path equal to it or below it at a `.`). */
   search?: string | null;
+  /** Keep what this query finds (docs/search.md), e.g. `context.customer_id = "c-17" and updated > -1h`. */
+  where?: string | null;
+}
+
+/** A context path kept indexed for `where` queries. */
+export interface SearchAttribute {
+  /** Canonical: `context.customer_id`. */
+  path: string;
 }
 
 /** A list view's projection of an execution. */
@@ -164,6 +172,8 @@ export interface ExecutionPage {
   items: ExecutionSummary[];
   /** `null` on the last page. */
   next_cursor: string | null;
+  /** The paths of the query's `where` answered by a scan (not declared attributes); absent when none. */
+  scan?: string[];
 }
 
 /** An outbox entry awaiting delivery. */

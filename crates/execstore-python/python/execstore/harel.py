@@ -292,18 +292,23 @@ class _Store:
         finished_after: Optional[float] = None,
         finished_before: Optional[float] = None,
         search: Optional[str] = None,
+        where: Optional[str] = None,
     ) -> ExecutionPage:
         """A page of summaries, as harel's `list_executions`, with execstore's filters besides
         (keyword-only, all optional): the `created`, `updated` and `finished` windows in epoch
         seconds, `[after, before)`, and `search` (an id prefix, or a state the execution is in),
-        as the monitor and `execstore list` filter. A NaN, negative or inverted window and an
-        empty search raise InvalidInputError; a window that is not a number, TypeError."""
+        as the monitor and `execstore list` filter, and `where`, a query of execstore's `where`
+        language (`'context.customer_id = "c-17" and updated > -1h'`, see docs/search.md). A
+        NaN, negative or inverted window, an empty search and a bad query raise
+        InvalidInputError; a window that is not a number, TypeError."""
         if definition_id is not None:
             _str("definition_id", definition_id)
         if cursor is not None:
             _str("cursor", cursor)
         if search is not None:
             _str("search", search)
+        if where is not None:
+            _str("where", where)
         windows = [
             _window("created", created_after, created_before),
             _window("updated", updated_after, updated_before),
@@ -317,8 +322,22 @@ class _Store:
             cursor or None,
             windows,
             search,
+            where,
         )
         return ExecutionPage.model_validate_json(data)
+
+    def attributes(self) -> list[str]:
+        """The declared search attributes (context paths kept indexed for `where`)."""
+        return self._h.attributes()
+
+    def declare_attribute(self, path: str) -> str:
+        """Declares the context path `path` (`"context.customer_id"`) a search attribute, building
+        its index; returns its canonical path. Not a context path: InvalidInputError."""
+        return self._h.declare_attribute(_str("path", path))
+
+    def drop_attribute(self, path: str) -> bool:
+        """Drops a search attribute and its index; whether there was one."""
+        return self._h.drop_attribute(_str("path", path))
 
     def read_trace(self, execution_id: str) -> list[dict[str, Any]]:
         steps: list[dict[str, Any]] = json.loads(self._h.read_trace(_str("execution_id", execution_id)))
@@ -513,6 +532,7 @@ class _AsyncStore:
         finished_after: Optional[float] = None,
         finished_before: Optional[float] = None,
         search: Optional[str] = None,
+        where: Optional[str] = None,
     ) -> ExecutionPage:
         if status is not None:
             status = list(status)  # an iterator is consumed here, not in the thread
@@ -530,7 +550,17 @@ class _AsyncStore:
             finished_after=finished_after,
             finished_before=finished_before,
             search=search,
+            where=where,
         )
+
+    async def attributes(self) -> list[str]:
+        return await self._call(self._s.attributes)
+
+    async def declare_attribute(self, path: str) -> str:
+        return await self._call(self._s.declare_attribute, path)
+
+    async def drop_attribute(self, path: str) -> bool:
+        return await self._call(self._s.drop_attribute, path)
 
     async def read_trace(self, execution_id: str) -> list[dict[str, Any]]:
         return await self._call(self._s.read_trace, execution_id)

@@ -100,6 +100,9 @@ pub(super) struct JsListQuery {
     pub(super) finished_after: Option<f64>,
     pub(super) finished_before: Option<f64>,
     pub(super) search: Option<String>,
+    /// A `where` query (docs/search.md); relative times against the page's clock.
+    #[serde(rename = "where")]
+    pub(super) where_text: Option<String>,
 }
 
 /// One item of `commitBatch`.
