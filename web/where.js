@@ -38,7 +38,12 @@ export function whereBox(navigate, api) {
   const list = h("datalist", { id: "where-suggestions" });
   const error = h("p", { id: "where-error", class: "where-error", role: "alert", hidden: true });
   const scan = h("p", { id: "where-scan", class: "where-scan", role: "status", hidden: true });
-  const help = h("span", { id: "where-help", class: "muted" }, "Enter applies · ", h("a", { href: "https://github.com/execstore/execstore/blob/main/docs/search.md", target: "_blank", rel: "noopener" }, "syntax"));
+  const help = h("span", {
+    id: "where-help", class: "muted",
+    title: "Terms joined by and / or, grouped by ( ): status = running, definition = orders, state = order.pay, " +
+      "created > -1h (or ISO-8601, epoch seconds), context.total >= 100, context.customer ^= c-1, context.note exists, " +
+      "status in (failed, cancelled). Documented in docs/search.md.",
+  }, "Enter applies (hover for the syntax)");
   let applied = "";
   const apply = () => {
     const text = input.value.trim();
