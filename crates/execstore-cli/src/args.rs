@@ -94,6 +94,9 @@ pub enum Command {
     /// Run benchmark workload W1 (shared/bench/WORKLOAD.md) and print one JSON line: the same
     /// deterministic rows, phases and keys as the Python reference peer's bench.py.
     Bench(BenchArgs),
+    /// Time finding executions by a context path on a fresh store of N executions: a first
+    /// page undeclared (a scan), declaring it (the index build), and first pages declared.
+    BenchSearch(crate::bench_search::BenchSearchArgs),
 }
 
 #[derive(Debug, Args)]

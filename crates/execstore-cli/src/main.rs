@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod bench_search;
 mod bench_w2;
 mod commands;
 mod control_commands;
@@ -44,6 +45,8 @@ fn main() -> ExitCode {
         // temporary file).
         Command::Bench(_) if matches.value_source("db") == Some(ValueSource::EnvVariable) => None,
         Command::Bench(_) => cli.db.clone(),
+        Command::BenchSearch(_) if matches.value_source("db") == Some(ValueSource::EnvVariable) => None,
+        Command::BenchSearch(_) => cli.db.clone(),
         _ => match &cli.db {
             Some(db) => Some(db.clone()),
             None => Cli::command()
@@ -77,6 +80,7 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
             run_demo(&db, prefix, args, json, &mut out)?;
         }
         Command::Bench(args) => run_bench(db, prefix, args, &mut out)?,
+        Command::BenchSearch(args) => bench_search::run(args, db.as_deref(), json, &mut out)?,
         Command::Monitor(args) => {
             let db = db.context("no store given")?;
             run_monitor(&db, prefix, args, &mut out)?;

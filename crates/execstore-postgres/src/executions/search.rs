@@ -12,7 +12,8 @@
 //! The filter is one condition following `execstore::kit::filter::eval` term for term, over
 //! the listing keys `k` (id, status, times, active path) and the execution `e` (definition,
 //! parent, context), spelled as the indexes are. An index is built inside the declaring
-//! transaction (`CREATE INDEX`, not `CONCURRENTLY`): writers wait for the build.
+//! transaction (`CREATE INDEX`, not `CONCURRENTLY`): writers wait for the build; then the
+//! table is analyzed, so the planner knows the indexed values.
 
 use execstore::executions::search::{attribute_path, MAX_ATTRIBUTES};
 use execstore::executions::SearchAttribute;
@@ -104,6 +105,8 @@ impl PgStore {
                 &format!("CREATE INDEX IF NOT EXISTS {index}_t ON {executions} ({t}, (id COLLATE \"C\")) WHERE {j} IS NOT NULL"),
                 &[],
             )?;
+            // The planner knows an expression index's values only from the table's statistics.
+            tx.execute(&format!("ANALYZE {executions}"), &[])?;
             Ok(SearchAttribute { path: canonical })
         })
     }
