@@ -543,15 +543,27 @@ fn harel_writes_after_an_attribute_was_declared() {
 
     let read = harel.run("read_with_harel.py", &db, &["--commit", "ord-001"]);
     assert_eq!(
-        (i(&read["commit"]["version_before"]), i(&read["commit"]["version_after"])),
+        (
+            i(&read["commit"]["version_before"]),
+            i(&read["commit"]["version_after"])
+        ),
         (3, 4)
     );
     assert_matches_harel(&store, &read["view_after"], "harel committed after a declare");
-    assert_matches_harel(&open(&db), &read["view_after"], "harel committed after a declare (new store)");
+    assert_matches_harel(
+        &open(&db),
+        &read["view_after"],
+        "harel committed after a declare (new store)",
+    );
     assert_eq!(find("context.touched_by exists"), ["ord-001"]);
-    assert_eq!(find("context.touched_by exists and state = harel.touched"), ["ord-001"]);
+    assert_eq!(
+        find("context.touched_by exists and state = harel.touched"),
+        ["ord-001"]
+    );
     let conn = rusqlite::Connection::open(&db).expect("open");
-    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).expect("check");
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("check");
     assert_eq!(check, "ok");
     let indexes: i64 = conn
         .query_row(

@@ -70,7 +70,10 @@ fn populate(store: &dyn ExecutionStore, n: usize) -> anyhow::Result<f64> {
         let mut batch: Vec<BatchItem> = (i..end)
             .map(|k| {
                 // Ids spread over the key space, as harel's uuid ids are.
-                let mut exe = Execution::new(format!("{:016x}-{k}", (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)), "orders");
+                let mut exe = Execution::new(
+                    format!("{:016x}-{k}", (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                    "orders",
+                );
                 exe.created_at = Some(1.7e9 + k as f64);
                 exe.updated_at = Some(1.7e9 + k as f64);
                 let ctx = json!({
@@ -100,11 +103,21 @@ fn first_page(store: &dyn ExecutionStore, text: &str) -> anyhow::Result<(f64, us
 }
 
 /// Runs the benchmark on `store` and prints its table.
-fn measure(store: &dyn ExecutionStore, backend: &str, n: usize, queries: usize, json_out: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+fn measure(
+    store: &dyn ExecutionStore,
+    backend: &str,
+    n: usize,
+    queries: usize,
+    json_out: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let populate_ms = populate(store, n)?;
     let probe = |k: usize| format!("context.customer_id = \"{}\"", customer(k));
     let (scan_ms, scan_rows, scanned) = first_page(store, &probe(n / 2))?;
-    anyhow::ensure!(scan_rows == PER_CUSTOMER.min(n) && !scanned.is_empty(), "the undeclared probe found {scan_rows}");
+    anyhow::ensure!(
+        scan_rows == PER_CUSTOMER.min(n) && !scanned.is_empty(),
+        "the undeclared probe found {scan_rows}"
+    );
     let started = Instant::now();
     store.declare_attribute("context.customer_id")?;
     let declare_customer_ms = ms(started);
@@ -116,10 +129,16 @@ fn measure(store: &dyn ExecutionStore, backend: &str, n: usize, queries: usize, 
     for q in 0..queries {
         let k = (q * 7919 + 13) % n;
         let (t, rows, scanned) = first_page(store, &probe(k))?;
-        anyhow::ensure!(rows == PER_CUSTOMER.min(n - k / PER_CUSTOMER * PER_CUSTOMER) && scanned.is_empty(), "equals found {rows}");
+        anyhow::ensure!(
+            rows == PER_CUSTOMER.min(n - k / PER_CUSTOMER * PER_CUSTOMER) && scanned.is_empty(),
+            "equals found {rows}"
+        );
         equals.push(t);
         let lo = (q * 331) % (TOTALS - 1);
-        let (t, _, _) = first_page(store, &format!("context.total >= {lo} and context.total < {}", lo + 1))?;
+        let (t, _, _) = first_page(
+            store,
+            &format!("context.total >= {lo} and context.total < {}", lo + 1),
+        )?;
         ranges.push(t);
     }
     // Ten customers' ids share this prefix: a hundred executions.
@@ -127,19 +146,57 @@ fn measure(store: &dyn ExecutionStore, backend: &str, n: usize, queries: usize, 
     let (prefix_ms, prefix_rows, _) = first_page(store, &format!("context.customer_id ^= \"{prefix}\""))?;
     let rows = [
         ("populate (commit_batch of 1000)", populate_ms, String::new()),
-        ("first page, undeclared (scan)", scan_ms, format!("{scan_rows} rows")),
-        ("declare context.customer_id (index build)", declare_customer_ms, String::new()),
-        ("declare context.total (index build)", declare_total_ms, String::new()),
-        ("first page, customer_id = X, median", percentile(&mut equals.clone(), 0.5), format!("{queries} queries")),
-        ("first page, customer_id = X, p95", percentile(&mut equals, 0.95), String::new()),
-        ("first page, total in [X, X+1), median", percentile(&mut ranges.clone(), 0.5), format!("{} rows", n / TOTALS)),
-        ("first page, total in [X, X+1), p95", percentile(&mut ranges, 0.95), String::new()),
-        ("first page, customer_id ^= (10 customers)", prefix_ms, format!("{prefix_rows} rows")),
+        (
+            "first page, undeclared (scan)",
+            scan_ms,
+            format!("{scan_rows} rows"),
+        ),
+        (
+            "declare context.customer_id (index build)",
+            declare_customer_ms,
+            String::new(),
+        ),
+        (
+            "declare context.total (index build)",
+            declare_total_ms,
+            String::new(),
+        ),
+        (
+            "first page, customer_id = X, median",
+            percentile(&mut equals.clone(), 0.5),
+            format!("{queries} queries"),
+        ),
+        (
+            "first page, customer_id = X, p95",
+            percentile(&mut equals, 0.95),
+            String::new(),
+        ),
+        (
+            "first page, total in [X, X+1), median",
+            percentile(&mut ranges.clone(), 0.5),
+            format!("{} rows", n / TOTALS),
+        ),
+        (
+            "first page, total in [X, X+1), p95",
+            percentile(&mut ranges, 0.95),
+            String::new(),
+        ),
+        (
+            "first page, customer_id ^= (10 customers)",
+            prefix_ms,
+            format!("{prefix_rows} rows"),
+        ),
     ];
     if json_out {
-        let fields: serde_json::Map<String, serde_json::Value> =
-            rows.iter().map(|(name, t, _)| ((*name).to_owned(), json!(t))).collect();
-        writeln!(out, "{}", json!({ "backend": backend, "executions": n, "ms": fields }))?;
+        let fields: serde_json::Map<String, serde_json::Value> = rows
+            .iter()
+            .map(|(name, t, _)| ((*name).to_owned(), json!(t)))
+            .collect();
+        writeln!(
+            out,
+            "{}",
+            json!({ "backend": backend, "executions": n, "ms": fields })
+        )?;
     } else {
         writeln!(out, "bench-search: {backend}, {n} executions")?;
         for (name, t, note) in rows {
@@ -150,16 +207,34 @@ fn measure(store: &dyn ExecutionStore, backend: &str, n: usize, queries: usize, 
 }
 
 /// `execstore bench-search`.
-pub fn run(args: &BenchSearchArgs, db: Option<&std::path::Path>, json_out: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn run(
+    args: &BenchSearchArgs,
+    db: Option<&std::path::Path>,
+    json_out: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let n = args.executions as usize;
     let queries = args.queries as usize;
     match args.backend {
-        BenchBackend::Memory => measure(&execstore::MemoryStore::new(), "memory", n, queries, json_out, out),
+        BenchBackend::Memory => measure(
+            &execstore::MemoryStore::new(),
+            "memory",
+            n,
+            queries,
+            json_out,
+            out,
+        ),
         BenchBackend::Sqlite => {
-            let dir = tempfile::Builder::new().prefix("execstore-bench-search-").tempdir()?;
+            let dir = tempfile::Builder::new()
+                .prefix("execstore-bench-search-")
+                .tempdir()?;
             let path = match db {
                 Some(p) => {
-                    anyhow::ensure!(!p.exists(), "{} exists: the benchmark needs a fresh file", p.display());
+                    anyhow::ensure!(
+                        !p.exists(),
+                        "{} exists: the benchmark needs a fresh file",
+                        p.display()
+                    );
                     p.to_path_buf()
                 }
                 None => dir.path().join("search.db"),
@@ -174,7 +249,10 @@ pub fn run(args: &BenchSearchArgs, db: Option<&std::path::Path>, json_out: bool,
                 .context("--backend postgres needs --db postgres://...")?
                 .to_owned();
             let prefix = format!("bsearch{}", std::process::id());
-            let store = execstore_postgres::PgStore::open(&url, execstore_postgres::PgOptions::new().prefix(prefix.clone()))?;
+            let store = execstore_postgres::PgStore::open(
+                &url,
+                execstore_postgres::PgOptions::new().prefix(prefix.clone()),
+            )?;
             let result = measure(&store, "postgres", n, queries, json_out, out);
             drop(store);
             execstore_postgres::drop_store(&url, Some(&prefix))?;

@@ -9,8 +9,8 @@ mod control_commands;
 mod demo;
 mod error;
 mod monitor;
-mod table;
 mod search_commands;
+mod table;
 mod targets;
 mod time;
 mod workspace_args;
@@ -125,7 +125,9 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
                 Command::Outbox(args) => commands::outbox(store, args, json, &mut out)?,
                 Command::Timers(args) => commands::timers(store, args, json, &mut out)?,
                 Command::Spawns(args) => commands::spawns(store, args, json, &mut out)?,
-                Command::Attributes(args) => search_commands::attributes(store, &args.action, json, &mut out)?,
+                Command::Attributes(args) => {
+                    search_commands::attributes(store, &args.action, json, &mut out)?
+                }
                 _ => unreachable!("handled above"),
             }
         }

@@ -39,7 +39,12 @@ impl AttributesAction {
 }
 
 /// Runs `action` on `store`.
-pub fn attributes(store: &dyn ExecutionStore, action: &AttributesAction, json: bool, out: &mut dyn Write) -> Result<()> {
+pub fn attributes(
+    store: &dyn ExecutionStore,
+    action: &AttributesAction,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
     match action {
         AttributesAction::List => {
             let all = store.attributes()?;
@@ -47,7 +52,10 @@ pub fn attributes(store: &dyn ExecutionStore, action: &AttributesAction, json: b
                 serde_json::to_writer_pretty(&mut *out, &all)?;
                 writeln!(out)?;
             } else if all.is_empty() {
-                writeln!(out, "no search attributes (declare one: execstore attributes declare context.KEY)")?;
+                writeln!(
+                    out,
+                    "no search attributes (declare one: execstore attributes declare context.KEY)"
+                )?;
             } else {
                 for a in &all {
                     writeln!(out, "{}", a.path)?;

@@ -42,7 +42,12 @@ fn ids(dir: &Path, args: &[&str]) -> (Vec<String>, Value) {
     let (ok, out, err) = run(dir, &all);
     assert!(ok, "{args:?}: {err}");
     let page: Value = serde_json::from_str(&out).unwrap();
-    let ids = page["items"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_owned()).collect();
+    let ids = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
     (ids, page["scan"].clone())
 }
 
@@ -55,23 +60,49 @@ fn list_where_and_attributes() {
     let (found, scan) = ids(d, &["--where", "context.customer = c-1"]);
     assert_eq!(found, ["o01", "o04", "o07"]);
     assert_eq!(scan, json!(["context.customer"]));
-    let (found, _) = ids(d, &["--status", "running", "--where", "context.total >= 100 or context.customer = c-0"]);
+    let (found, _) = ids(
+        d,
+        &[
+            "--status",
+            "running",
+            "--where",
+            "context.total >= 100 or context.customer = c-0",
+        ],
+    );
     assert_eq!(found, ["o03", "o05", "o07", "o09"]);
-    let (found, _) = ids(d, &["--all", "--limit", "1", "--where", "context.customer ^= c- and context.total < 50"]);
+    let (found, _) = ids(
+        d,
+        &[
+            "--all",
+            "--limit",
+            "1",
+            "--where",
+            "context.customer ^= c- and context.total < 50",
+        ],
+    );
     assert_eq!(found, ["o00", "o01"]);
     // The table says it scanned.
     let (ok, out, _) = run(d, &["list", "--where", "context.customer = c-1"]);
     assert!(ok);
-    assert!(out.contains("3 shown") && out.contains("scan: context.customer"), "{out}");
+    assert!(
+        out.contains("3 shown") && out.contains("scan: context.customer"),
+        "{out}"
+    );
 
     // Declared: listed, indexed, no more scan note.
     let (ok, out, err) = run(d, &["attributes", "declare", "context.customer"]);
     assert!(ok, "{err}");
-    assert!(out.starts_with("declared context.customer (index built in "), "{out}");
+    assert!(
+        out.starts_with("declared context.customer (index built in "),
+        "{out}"
+    );
     let (_, out, _) = run(d, &["attributes", "list"]);
     assert_eq!(out, "context.customer\n");
     let (_, out, _) = run(d, &["--json", "attributes", "list"]);
-    assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json!([{"path": "context.customer"}]));
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!([{"path": "context.customer"}])
+    );
     let (found, scan) = ids(d, &["--where", "context.customer = c-1"]);
     assert_eq!((found.len(), scan), (3, Value::Null));
     let (_, out, _) = run(d, &["list", "--where", "context.customer = c-1"]);
@@ -95,10 +126,50 @@ fn list_where_and_attributes() {
     }
     let (_, err) = (0, run(d, &["list", "--where", "context.customer ="]).2);
     assert!(err.contains("at character 19: expected a value"), "{err}");
-    assert_eq!(std::fs::read(d.join("s.db")).unwrap(), before, "the file is unchanged");
+    assert_eq!(
+        std::fs::read(d.join("s.db")).unwrap(),
+        before,
+        "the file is unchanged"
+    );
 
     let (ok, out, _) = run(d, &["attributes", "drop", "context.customer"]);
     assert!(ok && out == "dropped context.customer\n", "{out}");
     let (_, out, _) = run(d, &["attributes", "drop", "context.customer"]);
     assert_eq!(out, "context.customer was not declared\n");
+}
+
+/// `execstore bench-search` at a tiny size, as a smoke: it runs on SQLite and memory and
+/// prints every figure (it checks itself that the declared pages scanned nothing and found
+/// what they should).
+#[test]
+fn bench_search_smoke() {
+    let dir = tempfile::tempdir().unwrap();
+    for backend in ["sqlite", "memory"] {
+        let out = execstore(
+            dir.path(),
+            &[
+                "--json",
+                "bench-search",
+                "--backend",
+                backend,
+                "--executions",
+                "1000",
+                "--queries",
+                "3",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{backend}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(line["executions"], json!(1000));
+        let ms = line["ms"].as_object().unwrap();
+        assert_eq!(ms.len(), 9, "{ms:?}");
+        assert!(
+            ms.values().all(|t| t.as_f64().is_some_and(|t| t >= 0.0)),
+            "{ms:?}"
+        );
+    }
 }

@@ -112,7 +112,9 @@ impl Call<'_> {
         // With a `where` filter the counts are those of the filtered listing.
         let counts = match self.where_filter(&params)? {
             Some(filter) => {
-                let mut query = ListQuery::new().roots_only(params.flag("roots_only")?).filter(filter);
+                let mut query = ListQuery::new()
+                    .roots_only(params.flag("roots_only")?)
+                    .filter(filter);
                 query.definition_id = params.get("definition").map(str::to_owned);
                 execstore::executions::search::status_counts_of(self.exec()?, &query)?
             }
@@ -169,7 +171,9 @@ impl Call<'_> {
             None => self.exec()?.list_executions(&list)?,
         };
         let errors = self.unreadable()?;
-        Ok(json!({ "items": page.items, "next_cursor": page.next_cursor, "errors": errors, "scan": page.scan }))
+        Ok(
+            json!({ "items": page.items, "next_cursor": page.next_cursor, "errors": errors, "scan": page.scan }),
+        )
     }
 
     pub(crate) fn execution(&self, id: String) -> ApiResult {
@@ -353,7 +357,9 @@ fn search(store: &dyn ExecutionStore, mut query: ListQuery, prefix: &str) -> Res
                 Some(f) => execstore::executions::search::scanned_paths(f, &store.attributes()?),
                 None => Vec::new(),
             };
-            return Ok(ExecutionPage::default().with_items(items, query.cursor).scanned(scan));
+            return Ok(ExecutionPage::default()
+                .with_items(items, query.cursor)
+                .scanned(scan));
         }
         query.limit -= items.len();
     }
@@ -367,5 +373,7 @@ fn search(store: &dyn ExecutionStore, mut query: ListQuery, prefix: &str) -> Res
         }
         items.push(summary);
     }
-    Ok(ExecutionPage::default().with_items(items, next_cursor).scanned(scan))
+    Ok(ExecutionPage::default()
+        .with_items(items, next_cursor)
+        .scanned(scan))
 }

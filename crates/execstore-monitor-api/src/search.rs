@@ -81,7 +81,11 @@ impl Call<'_> {
         }
         for exe in &sample {
             let mut found = Vec::new();
-            walk(&Value::Object(exe.context.clone()), &mut Path::root("context"), &mut found);
+            walk(
+                &Value::Object(exe.context.clone()),
+                &mut Path::root("context"),
+                &mut found,
+            );
             for p in found {
                 *paths.entry(p).or_default() += 1;
             }
@@ -89,7 +93,8 @@ impl Call<'_> {
         for d in &declared {
             paths.entry(d.clone()).or_default();
         }
-        let mut listed: Vec<(&String, &usize)> = paths.iter().filter(|(p, _)| p.starts_with(&typed)).collect();
+        let mut listed: Vec<(&String, &usize)> =
+            paths.iter().filter(|(p, _)| p.starts_with(&typed)).collect();
         listed.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         let listed: Vec<Value> = listed
             .into_iter()
@@ -104,9 +109,16 @@ impl Call<'_> {
                     .cloned()
             })),
             Err(_) => match typed.as_str() {
-                "status" => Status::ALL.iter().map(|s| json!({ "value": s.as_str().to_lowercase(), "count": null })).collect(),
+                "status" => Status::ALL
+                    .iter()
+                    .map(|s| json!({ "value": s.as_str().to_lowercase(), "count": null }))
+                    .collect(),
                 "definition" => frequent(sample.iter().map(|e| Value::from(e.definition_id.clone()))),
-                "state" => frequent(sample.iter().filter_map(|e| e.active_path.clone().map(Value::from))),
+                "state" => frequent(
+                    sample
+                        .iter()
+                        .filter_map(|e| e.active_path.clone().map(Value::from)),
+                ),
                 _ => Vec::new(),
             },
         };
@@ -117,7 +129,9 @@ impl Call<'_> {
     /// by id, at most [`SAMPLE`].
     fn sample(&self) -> Result<Vec<execstore::Execution>, ApiError> {
         let store = self.exec()?;
-        let recent = ListQuery::new().limit(SAMPLE).updated_between(Some((self.now - 86_400.0).max(0.0)), None);
+        let recent = ListQuery::new()
+            .limit(SAMPLE)
+            .updated_between(Some((self.now - 86_400.0).max(0.0)), None);
         let mut page = store.list_executions(&recent)?;
         if page.items.is_empty() {
             page = store.list_executions(&ListQuery::new().limit(SAMPLE))?;
@@ -137,7 +151,10 @@ impl Call<'_> {
 fn walk(value: &Value, at: &mut Path, out: &mut Vec<String>) {
     let Value::Object(map) = value else { return };
     for (key, v) in map {
-        if key.chars().any(|c| matches!(c, '"' | '\\' | '\'') || c.is_control()) {
+        if key
+            .chars()
+            .any(|c| matches!(c, '"' | '\\' | '\'') || c.is_control())
+        {
             continue;
         }
         at.keys.push(key.clone());
@@ -174,10 +191,15 @@ fn frequent(values: impl Iterator<Item = Value>) -> Vec<Value> {
 /// The `path` of a write's JSON object body (other keys, such as the write path's `reason`,
 /// are left to it).
 fn body_path(body: &[u8]) -> Result<String, ApiError> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| invalid(format!("the body must be JSON {{\"path\": \"context.KEY\"}}: {e}")))?;
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        invalid(format!(
+            "the body must be JSON {{\"path\": \"context.KEY\"}}: {e}"
+        ))
+    })?;
     let Value::Object(body) = value else {
-        return Err(invalid("the body must be a JSON object {\"path\": \"context.KEY\"}"));
+        return Err(invalid(
+            "the body must be a JSON object {\"path\": \"context.KEY\"}",
+        ));
     };
     let body: Map<String, Value> = body;
     match body.get("path") {

@@ -40,7 +40,12 @@ fn get(store: &MemoryStore, target: &str) -> (u16, Value) {
 }
 
 fn ids(body: &Value) -> Vec<String> {
-    body["items"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_owned()).collect()
+    body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 fn enc(text: &str) -> String {
@@ -55,24 +60,36 @@ fn enc(text: &str) -> String {
 #[test]
 fn where_filters_the_listing_and_the_counts() {
     let store = store();
-    let (status, body) = get(&store, &format!("/api/executions?where={}", enc("context.customer = \"c-1\"")));
+    let (status, body) = get(
+        &store,
+        &format!("/api/executions?where={}", enc("context.customer = \"c-1\"")),
+    );
     assert_eq!(status, 200, "{body}");
     assert_eq!(ids(&body), ["c01", "c05", "c09"]);
     assert_eq!(body["scan"], json!(["context.customer"]));
     // Combined with the other parameters, and relative times with the monitor's clock.
     let (_, body) = get(
         &store,
-        &format!("/api/executions?status=DONE&where={}", enc("context.total >= 30 and updated > -6h")),
+        &format!(
+            "/api/executions?status=DONE&where={}",
+            enc("context.total >= 30 and updated > -6h")
+        ),
     );
     assert_eq!(ids(&body), ["c03", "c05"]);
-    let (_, body) = get(&store, &format!("/api/counts?where={}", enc("context.customer in (c-0, c-1)")));
+    let (_, body) = get(
+        &store,
+        &format!("/api/counts?where={}", enc("context.customer in (c-0, c-1)")),
+    );
     assert_eq!(body["total"], json!(6), "{body}");
     assert_eq!(body["counts"]["RUNNING"], json!(3));
     assert_eq!(body["counts"]["DONE"], json!(3));
     let (_, all) = get(&store, "/api/counts");
     assert_eq!(all["total"], json!(12));
     // The id search (`q`) keeps the filter and its scan note.
-    let (_, body) = get(&store, &format!("/api/executions?q=c0&where={}", enc("context.total < 30")));
+    let (_, body) = get(
+        &store,
+        &format!("/api/executions?q=c0&where={}", enc("context.total < 30")),
+    );
     assert_eq!(ids(&body), ["c00", "c01", "c02"]);
     assert_eq!(body["scan"], json!(["context.total"]));
 }
@@ -106,20 +123,48 @@ fn attributes_are_declared_behind_the_token_and_stop_the_scan() {
     assert_eq!(status, 401, "a write needs the token");
     let (status, _) = call(&store, "POST", "/api/attributes", Some("Bearer nope"), declare);
     assert_eq!(status, 401);
-    assert!(store.attributes().unwrap().is_empty(), "refused writes change nothing");
+    assert!(
+        store.attributes().unwrap().is_empty(),
+        "refused writes change nothing"
+    );
     let (status, body) = call(&store, "POST", "/api/attributes", Some("Bearer tok"), declare);
-    assert_eq!((status, &body["path"]), (200, &json!("context.customer")), "{body}");
+    assert_eq!(
+        (status, &body["path"]),
+        (200, &json!("context.customer")),
+        "{body}"
+    );
     let (_, body) = get(&store, "/api/attributes");
     assert_eq!(body, json!({"attributes": [{"path": "context.customer"}]}));
-    let (_, body) = get(&store, &format!("/api/executions?where={}", enc("context.customer = c-1")));
+    let (_, body) = get(
+        &store,
+        &format!("/api/executions?where={}", enc("context.customer = c-1")),
+    );
     assert_eq!(body["scan"], json!([]));
-    for bad in [&b"{"[..], b"[]", br#"{"path": 5}"#, br#"{"path": "status"}"#, br#"{}"#] {
+    for bad in [
+        &b"{"[..],
+        b"[]",
+        br#"{"path": 5}"#,
+        br#"{"path": "status"}"#,
+        br#"{}"#,
+    ] {
         let (status, body) = call(&store, "POST", "/api/attributes", Some("Bearer tok"), bad);
         assert_eq!(status, 400, "{}: {body}", String::from_utf8_lossy(bad));
     }
-    let (status, body) = call(&store, "POST", "/api/attributes/drop", Some("Bearer tok"), declare);
+    let (status, body) = call(
+        &store,
+        "POST",
+        "/api/attributes/drop",
+        Some("Bearer tok"),
+        declare,
+    );
     assert_eq!((status, &body["dropped"]), (200, &json!(true)), "{body}");
-    let (_, body) = call(&store, "POST", "/api/attributes/drop", Some("Bearer tok"), declare);
+    let (_, body) = call(
+        &store,
+        "POST",
+        "/api/attributes/drop",
+        Some("Bearer tok"),
+        declare,
+    );
     assert_eq!(body["dropped"], json!(false));
 }
 
@@ -129,21 +174,47 @@ fn suggestions_name_paths_and_frequent_values() {
     store.declare_attribute("context.total").unwrap();
     let (status, body) = get(&store, "/api/suggest?path=context.");
     assert_eq!(status, 200, "{body}");
-    let paths: Vec<&str> = body["paths"].as_array().unwrap().iter().map(|p| p["path"].as_str().unwrap()).collect();
-    for p in ["context.customer", "context.total", "context.address", "context.address.city"] {
+    let paths: Vec<&str> = body["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap())
+        .collect();
+    for p in [
+        "context.customer",
+        "context.total",
+        "context.address",
+        "context.address.city",
+    ] {
         assert!(paths.contains(&p), "{p} in {paths:?}");
     }
     let declared = |name: &str| {
-        body["paths"].as_array().unwrap().iter().find(|p| p["path"] == json!(name)).unwrap()["declared"].clone()
+        body["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["path"] == json!(name))
+            .unwrap()["declared"]
+            .clone()
     };
     assert_eq!(declared("context.total"), json!(true));
     assert_eq!(declared("context.customer"), json!(false));
     let (_, body) = get(&store, "/api/suggest?path=context.customer");
-    let values: Vec<&str> = body["values"].as_array().unwrap().iter().map(|v| v["value"].as_str().unwrap()).collect();
+    let values: Vec<&str> = body["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["value"].as_str().unwrap())
+        .collect();
     assert_eq!(values, ["\"c-0\"", "\"c-1\"", "\"c-2\"", "\"c-3\""]);
     assert_eq!(body["values"][0]["count"], json!(3));
     let (_, body) = get(&store, "/api/suggest?path=st");
-    let paths: Vec<&str> = body["paths"].as_array().unwrap().iter().map(|p| p["path"].as_str().unwrap()).collect();
+    let paths: Vec<&str> = body["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap())
+        .collect();
     assert_eq!(paths, ["state", "status"]);
     let (_, body) = get(&store, "/api/suggest?path=status");
     assert_eq!(body["values"].as_array().unwrap().len(), Status::ALL.len());

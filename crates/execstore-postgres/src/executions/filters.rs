@@ -322,9 +322,17 @@ mod tests {
         let w = |text: &str| ListQuery::new().filter(execstore::executions::parse_where(text, 0.0).unwrap());
         let cases = [
             ("equals", w("context.customer = c-17"), "_j"),
-            ("numeric range", w("context.total >= 100 and context.total < 120"), "_j"),
+            (
+                "numeric range",
+                w("context.total >= 100 and context.total < 120"),
+                "_j",
+            ),
             ("prefix", w("context.customer ^= c-59"), "_t"),
-            ("with a status", w("context.customer = c-17").status([Status::Running]), "_j"),
+            (
+                "with a status",
+                w("context.customer = c-17").status([Status::Running]),
+                "_j",
+            ),
         ];
         let explain = |client: &mut postgres::Client, query: &ListQuery| {
             let after = query.validated_after().unwrap();
@@ -332,21 +340,40 @@ mod tests {
             let f = store.sql.list_filtered(query, after.as_deref(), &statuses, 51);
             let args: Vec<&(dyn postgres::types::ToSql + Sync)> = f.args.iter().map(|a| a.as_sql()).collect();
             let rows = client.query(&format!("EXPLAIN {}", f.sql), &args).unwrap();
-            rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>().join("\n")
+            rows.iter()
+                .map(|r| r.get::<_, String>(0))
+                .collect::<Vec<_>>()
+                .join("\n")
         };
-        client.batch_execute(&format!("ANALYZE {prefix}_executions, {prefix}_execstore_keys")).unwrap();
+        client
+            .batch_execute(&format!("ANALYZE {prefix}_executions, {prefix}_execstore_keys"))
+            .unwrap();
         for (what, query, _) in &cases[..3] {
             let plan = explain(&mut client, query);
-            assert!(plan.contains(&format!("Seq Scan on {prefix}_executions")), "{what}: undeclared:\n{plan}");
+            assert!(
+                plan.contains(&format!("Seq Scan on {prefix}_executions")),
+                "{what}: undeclared:\n{plan}"
+            );
         }
-        let expected: Vec<_> = cases.iter().map(|(_, q, _)| store.list_executions(q).unwrap().items).collect();
+        let expected: Vec<_> = cases
+            .iter()
+            .map(|(_, q, _)| store.list_executions(q).unwrap().items)
+            .collect();
         store.declare_attribute("context.customer").unwrap();
         store.declare_attribute("context.total").unwrap();
-        client.batch_execute(&format!("ANALYZE {prefix}_executions")).unwrap();
+        client
+            .batch_execute(&format!("ANALYZE {prefix}_executions"))
+            .unwrap();
         for ((what, query, suffix), items) in cases.iter().zip(expected) {
             let plan = explain(&mut client, query);
-            assert!(plan.contains(&format!("{prefix}_execstore_attr_")) && plan.contains(suffix), "{what}: the attribute's index is not used:\n{plan}");
-            assert!(!plan.contains(&format!("Seq Scan on {prefix}_executions")), "{what}: a sequential scan:\n{plan}");
+            assert!(
+                plan.contains(&format!("{prefix}_execstore_attr_")) && plan.contains(suffix),
+                "{what}: the attribute's index is not used:\n{plan}"
+            );
+            assert!(
+                !plan.contains(&format!("Seq Scan on {prefix}_executions")),
+                "{what}: a sequential scan:\n{plan}"
+            );
             let page = store.list_executions(query).unwrap();
             assert_eq!(page.items, items, "{what}: the same answer from the index");
             assert!(page.scan.is_empty(), "{what}");

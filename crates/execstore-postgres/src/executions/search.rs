@@ -44,7 +44,10 @@ fn path_array(path: &Path) -> String {
 fn exprs(table: &str, path: &Path) -> (String, String) {
     let doc = jsonb(table);
     let array = path_array(path);
-    (format!("({doc} #> {array})"), format!("(({doc} #>> {array}) COLLATE \"C\")"))
+    (
+        format!("({doc} #> {array})"),
+        format!("(({doc} #>> {array}) COLLATE \"C\")"),
+    )
 }
 
 fn index_name(pfx: &str, path: &str) -> String {
@@ -68,11 +71,11 @@ impl PgStore {
         if !present.first().is_some_and(|r| r.get::<_, bool>(0)) {
             return Ok(Vec::new());
         }
-        let rows = self.query(&format!("SELECT path FROM {table} ORDER BY path COLLATE \"C\""), &[])?;
-        Ok(rows
-            .iter()
-            .map(|r| SearchAttribute { path: r.get(0) })
-            .collect())
+        let rows = self.query(
+            &format!("SELECT path FROM {table} ORDER BY path COLLATE \"C\""),
+            &[],
+        )?;
+        Ok(rows.iter().map(|r| SearchAttribute { path: r.get(0) }).collect())
     }
 
     pub(crate) fn declare(&self, text: &str) -> Result<SearchAttribute> {
@@ -116,7 +119,10 @@ impl PgStore {
         let index = index_name(&self.sql.pfx, &canonical);
         let table = self.attributes_table();
         self.write(|tx, _| {
-            let gone = tx.execute(&format!("DELETE FROM {table} WHERE path = $1::text"), &[&canonical])?;
+            let gone = tx.execute(
+                &format!("DELETE FROM {table} WHERE path = $1::text"),
+                &[&canonical],
+            )?;
             if gone == 0 {
                 return Ok(false);
             }
@@ -126,9 +132,16 @@ impl PgStore {
     }
 }
 
+/// `e` ordered by bytes, as Rust and SQLite order text (an equality keeps the column's own
+/// collation, so that the column's index answers it; the database's collations are
+/// deterministic, so equal is equal bytes either way). The active path is `"C"` already.
+fn c_order(e: &str) -> String {
+    format!("({e} COLLATE \"C\")")
+}
+
 /// How a root's value is read.
 enum Kind {
-    /// Text in the `"C"` collation (id, status, definition, state, parent).
+    /// Text (id, status, definition, state, parent): ordered in the `"C"` collation.
     Text(String),
     /// Seconds (created, updated, finished).
     Time(String),
@@ -137,11 +150,11 @@ enum Kind {
 }
 
 fn kind_of(path: &Path) -> Kind {
-    let field = |name: &str| format!("(({}->>'{name}') COLLATE \"C\")", jsonb("e."));
+    let field = |name: &str| format!("({}->>'{name}')", jsonb("e."));
     match path.root.as_str() {
         "id" => Kind::Text("k.id".into()),
-        "status" => Kind::Text("(k.status COLLATE \"C\")".into()),
-        "definition" => Kind::Text("(e.definition_id COLLATE \"C\")".into()),
+        "status" => Kind::Text("k.status".into()),
+        "definition" => Kind::Text("e.definition_id".into()),
         "state" => Kind::Text("k.active_path".into()),
         "parent" => Kind::Text(field("parent_id")),
         "created" => Kind::Time("k.created_at".into()),
@@ -202,7 +215,7 @@ impl Sql<'_> {
             Op::Cmp(cmp, v) => self.range(&kind, cmp.as_str(), v),
             Op::Prefix(p) => {
                 let (e, guard) = match &kind {
-                    Kind::Text(e) => (e.clone(), String::new()),
+                    Kind::Text(e) => (c_order(e), String::new()),
                     Kind::Json(j, t) => (t.clone(), format!(" AND jsonb_typeof({j}) = 'string'")),
                     Kind::Time(_) => return "false".into(),
                 };
@@ -239,20 +252,25 @@ impl Sql<'_> {
 
     fn range(&mut self, kind: &Kind, op: &str, v: &V) -> String {
         match (kind, v) {
-            (Kind::Text(e), V::Str(s)) => format!("{e} {op} {}", self.text(s)),
+            (Kind::Text(e), V::Str(s)) => format!("{} {op} {}", c_order(e), self.text(s)),
             (Kind::Time(e), V::Num(n)) => format!("{e} {op} {}", self.real(*n)),
             (Kind::Json(j, t), V::Str(s)) => {
                 format!("({t} {op} {} AND jsonb_typeof({j}) = 'string')", self.text(s))
             }
             (Kind::Json(j, _), V::Num(n)) => {
-                format!("({j} {op} to_jsonb({}) AND jsonb_typeof({j}) = 'number')", self.real(*n))
+                format!(
+                    "({j} {op} to_jsonb({}) AND jsonb_typeof({j}) = 'number')",
+                    self.real(*n)
+                )
             }
             _ => "false".into(),
         }
     }
 
     fn in_state(&mut self, kind: &Kind, v: &V) -> String {
-        let (Kind::Text(e), V::Str(s)) = (kind, v) else { return "false".into() };
+        let (Kind::Text(e), V::Str(s)) = (kind, v) else {
+            return "false".into();
+        };
         let exact = self.text(s);
         let from = self.text(&format!("{s}."));
         let to = self.text(&format!("{s}/"));

@@ -68,7 +68,10 @@ impl Stmts {
             return Ok(Vec::new());
         }
         let mut stmt = conn
-            .prepare_cached(&format!("SELECT path FROM {} ORDER BY path", self.attributes_table()))
+            .prepare_cached(&format!(
+                "SELECT path FROM {} ORDER BY path",
+                self.attributes_table()
+            ))
             .db()?;
         let rows = stmt.query_map([], |row| row.get::<_, String>(0)).db()?;
         rows.map(|path| path.db().map(|path| SearchAttribute { path }))
@@ -91,9 +94,11 @@ impl SqliteStore {
         self.write(|tx, s| {
             let table = s.attributes_table();
             let known: Option<String> = tx
-                .query_row(&format!("SELECT index_name FROM {table} WHERE path = ?1"), [&canonical], |r| {
-                    r.get(0)
-                })
+                .query_row(
+                    &format!("SELECT index_name FROM {table} WHERE path = ?1"),
+                    [&canonical],
+                    |r| r.get(0),
+                )
                 .optional()
                 .db()?;
             if known.is_none() {
@@ -129,15 +134,18 @@ impl SqliteStore {
         self.write(|tx, s| {
             let table = s.attributes_table();
             let known: Option<String> = tx
-                .query_row(&format!("SELECT path FROM {table} WHERE path = ?1"), [&canonical], |r| {
-                    r.get(0)
-                })
+                .query_row(
+                    &format!("SELECT path FROM {table} WHERE path = ?1"),
+                    [&canonical],
+                    |r| r.get(0),
+                )
                 .optional()
                 .db()?;
             if known.is_none() {
                 return Ok(false);
             }
-            tx.execute(&format!("DELETE FROM {table} WHERE path = ?1"), [&canonical]).db()?;
+            tx.execute(&format!("DELETE FROM {table} WHERE path = ?1"), [&canonical])
+                .db()?;
             tx.execute_batch(&format!("DROP INDEX IF EXISTS {index}")).db()?;
             Ok(true)
         })

@@ -247,12 +247,22 @@ mod tests {
         let w = |text: &str| ListQuery::new().filter(execstore::executions::parse_where(text, 0.0).unwrap());
         let cases = [
             ("equals", w("context.customer = c-17"), "context.customer"),
-            ("numeric range", w("context.total >= 100 and context.total < 120"), "context.total"),
+            (
+                "numeric range",
+                w("context.total >= 100 and context.total < 120"),
+                "context.total",
+            ),
             ("prefix", w("context.customer ^= c-29"), "context.customer"),
-            ("a quoted key", w("context.\"odd key\" = 3"), "context.\"odd key\""),
+            (
+                "a quoted key",
+                w("context.\"odd key\" = 3"),
+                "context.\"odd key\"",
+            ),
             (
                 "with status and a window",
-                w("context.customer = c-17").status([Status::Running]).created_between(Some(1e9), None),
+                w("context.customer = c-17")
+                    .status([Status::Running])
+                    .created_between(Some(1e9), None),
                 "context.customer",
             ),
         ];

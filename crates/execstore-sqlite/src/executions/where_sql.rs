@@ -103,9 +103,14 @@ impl Sql {
         match (kind, v) {
             (Kind::Text, V::Str(s)) => format!("{e} = {}", self.arg(Value::Text(s.clone()))),
             (Kind::Time, V::Num(n)) => format!("{e} = {}", self.arg(Value::Real(*n))),
-            (Kind::Json, V::Str(s)) => format!("({e} = {} AND {ty} = 'text')", self.arg(Value::Text(s.clone()))),
+            (Kind::Json, V::Str(s)) => {
+                format!("({e} = {} AND {ty} = 'text')", self.arg(Value::Text(s.clone())))
+            }
             (Kind::Json, V::Num(n)) => {
-                format!("({e} = {} AND {ty} IN ('integer','real'))", self.arg(Value::Real(*n)))
+                format!(
+                    "({e} = {} AND {ty} IN ('integer','real'))",
+                    self.arg(Value::Real(*n))
+                )
             }
             (Kind::Json, V::Bool(b)) => format!("{ty} = '{b}'"),
             (Kind::Json, V::Null) => format!("{ty} = 'null'"),
@@ -119,10 +124,16 @@ impl Sql {
             (Kind::Text, V::Str(s)) => format!("{e} {op} {}", self.arg(Value::Text(s.clone()))),
             (Kind::Time, V::Num(n)) => format!("{e} {op} {}", self.arg(Value::Real(*n))),
             (Kind::Json, V::Str(s)) => {
-                format!("({e} {op} {} AND {ty} = 'text')", self.arg(Value::Text(s.clone())))
+                format!(
+                    "({e} {op} {} AND {ty} = 'text')",
+                    self.arg(Value::Text(s.clone()))
+                )
             }
             (Kind::Json, V::Num(n)) => {
-                format!("({e} {op} {} AND {ty} IN ('integer','real'))", self.arg(Value::Real(*n)))
+                format!(
+                    "({e} {op} {} AND {ty} IN ('integer','real'))",
+                    self.arg(Value::Real(*n))
+                )
             }
             _ => "0".into(),
         }

@@ -394,7 +394,10 @@ impl Store {
     /// Declares the context path `path` (`"context.customer_id"`) a search attribute,
     /// building its index; returns it. Not a context path: `INVALID_INPUT`.
     #[wasm_bindgen(js_name = declareAttribute, unchecked_return_type = "SearchAttribute")]
-    pub fn declare_attribute(&self, #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue) -> JsResult<JsValue> {
+    pub fn declare_attribute(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+    ) -> JsResult<JsValue> {
         let path = convert::string(&path, "path")?;
         let a = self.inner()?.declare_attribute(&path).map_err(WasmError::from)?;
         Ok(convert::to_js(&a)?)
@@ -402,7 +405,10 @@ impl Store {
 
     /// Drops a search attribute and its index; whether there was one.
     #[wasm_bindgen(js_name = dropAttribute)]
-    pub fn drop_attribute(&self, #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue) -> JsResult<bool> {
+    pub fn drop_attribute(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+    ) -> JsResult<bool> {
         let path = convert::string(&path, "path")?;
         Ok(self.inner()?.drop_attribute(&path).map_err(WasmError::from)?)
     }

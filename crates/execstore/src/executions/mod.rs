@@ -33,6 +33,6 @@ pub use model::{
     ChildState, DueTimer, Effects, Emit, Event, Execution, ExecutionPage, ExecutionSummary, JsonObject,
     OutboxEntry, Spawn, SpawnEntry, Status, TimerOp, TraceStep, UnreadableRow,
 };
-pub use search::{parse_where, SearchAttribute};
 pub use query::{search_matches, ListQuery, TimeRange, DEFAULT_LIST_LIMIT, MAX_SEARCH_BYTES};
+pub use search::{parse_where, SearchAttribute};
 pub use store::{BatchItem, Capabilities, ExecutionStore, Work, DEFAULT_TRACE_MAX};

@@ -16,15 +16,51 @@ use crate::kit::filter::{self, eval, Cmp, Filter, Op, Path, RootKind, Term, Valu
 
 /// The roots of an execution's paths.
 pub const EXECUTION_ROOTS: &[RootKind] = &[
-    RootKind { name: "id", json: false, time: false },
-    RootKind { name: "status", json: false, time: false },
-    RootKind { name: "definition", json: false, time: false },
-    RootKind { name: "state", json: false, time: false },
-    RootKind { name: "parent", json: false, time: false },
-    RootKind { name: "created", json: false, time: true },
-    RootKind { name: "updated", json: false, time: true },
-    RootKind { name: "finished", json: false, time: true },
-    RootKind { name: "context", json: true, time: false },
+    RootKind {
+        name: "id",
+        json: false,
+        time: false,
+    },
+    RootKind {
+        name: "status",
+        json: false,
+        time: false,
+    },
+    RootKind {
+        name: "definition",
+        json: false,
+        time: false,
+    },
+    RootKind {
+        name: "state",
+        json: false,
+        time: false,
+    },
+    RootKind {
+        name: "parent",
+        json: false,
+        time: false,
+    },
+    RootKind {
+        name: "created",
+        json: false,
+        time: true,
+    },
+    RootKind {
+        name: "updated",
+        json: false,
+        time: true,
+    },
+    RootKind {
+        name: "finished",
+        json: false,
+        time: true,
+    },
+    RootKind {
+        name: "context",
+        json: true,
+        time: false,
+    },
 ];
 
 /// The most search attributes one store keeps.
@@ -84,7 +120,10 @@ pub fn check_filter(f: &Filter) -> Result<()> {
                 Op::Exists | Op::Missing => true,
             };
             if !ok {
-                return Err(StoreError::invalid("where", format!("{}: expected a time in {t}", t.path)));
+                return Err(StoreError::invalid(
+                    "where",
+                    format!("{}: expected a time in {t}", t.path),
+                ));
             }
         }
     }
@@ -94,7 +133,10 @@ pub fn check_filter(f: &Filter) -> Result<()> {
 /// A key of a context path: no quote, backslash, apostrophe or control character (they
 /// would need escaping in every backend's JSON path; harel's contexts do not use them).
 fn check_key(key: &str) -> Result<()> {
-    if key.chars().any(|c| matches!(c, '"' | '\\' | '\'') || c.is_control()) {
+    if key
+        .chars()
+        .any(|c| matches!(c, '"' | '\\' | '\'') || c.is_control())
+    {
         return Err(StoreError::invalid(
             "where",
             format!("the key {key:?} holds a quote, a backslash or a control character"),
@@ -129,14 +171,18 @@ pub fn in_state(path: &str, state: &str) -> bool {
 /// Whether `exe` passes one term.
 fn term_matches(exe: &Execution, t: &Term) -> bool {
     if t.path.root == "context" {
-        let found = exe.context.get(&t.path.keys[0]).and_then(|v| eval::lookup(v, &t.path.keys[1..]));
+        let found = exe
+            .context
+            .get(&t.path.keys[0])
+            .and_then(|v| eval::lookup(v, &t.path.keys[1..]));
         return eval::op_matches(&t.op, found);
     }
     if t.path.root == "state" {
         // `=`, `!=` and `in` mean "in state"; the other operators compare the path as text.
         let path = exe.active_path.as_deref();
         let in_any = |vs: &[Value]| {
-            vs.iter().any(|v| matches!((v, path), (Value::Str(s), Some(p)) if in_state(p, s)))
+            vs.iter()
+                .any(|v| matches!((v, path), (Value::Str(s), Some(p)) if in_state(p, s)))
         };
         match &t.op {
             Op::Cmp(Cmp::Eq, v) => return in_any(std::slice::from_ref(v)),

@@ -392,7 +392,8 @@ pub trait ExecutionStore: Send + Sync {
 /// What a backend without search attributes answers when asked to keep one.
 fn no_attributes() -> StoreError {
     StoreError::Backend {
-        message: "this backend keeps no search attributes (filters on context paths still work, by scan)".into(),
+        message: "this backend keeps no search attributes (filters on context paths still work, by scan)"
+            .into(),
         retryable: false,
         source: None,
     }

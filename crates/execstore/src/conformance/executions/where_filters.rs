@@ -115,7 +115,9 @@ fn scoped(text: &str, ns: &str) -> Filter {
         .replace("T9", &(T + 9.0).to_string())
         .replace("T110", &(T + 110.0).to_string());
     let f = parse_where(&text, 0.0).unwrap_or_else(|e| panic!("{text}: {e}"));
-    parse_where(&format!("id ^= \"{ns}\""), 0.0).expect("scope").and(f)
+    parse_where(&format!("id ^= \"{ns}\""), 0.0)
+        .expect("scope")
+        .and(f)
 }
 
 /// Every backend lists what the reference finds, for every query, before and after the
@@ -127,7 +129,9 @@ pub fn where_filter_matches_reference(store: &dyn ExecutionStore) {
     let written = populate(store, &ns, &k);
     let supports = match store.declare_attribute(&format!("context.{k}.probe")) {
         Ok(_) => {
-            store.drop_attribute(&format!("context.{k}.probe")).expect("drop probe");
+            store
+                .drop_attribute(&format!("context.{k}.probe"))
+                .expect("drop probe");
             true
         }
         Err(StoreError::Backend { .. }) => false,
@@ -139,7 +143,9 @@ pub fn where_filter_matches_reference(store: &dyn ExecutionStore) {
                 break;
             }
             for path in ["customer", "total", "\"odd key\".\"x.y\""] {
-                let a = store.declare_attribute(&format!("context.{k}.{path}")).expect("declare");
+                let a = store
+                    .declare_attribute(&format!("context.{k}.{path}"))
+                    .expect("declare");
                 assert_eq!(a.path, format!("context.{k}.{path}"));
             }
         }
@@ -151,16 +157,30 @@ pub fn where_filter_matches_reference(store: &dyn ExecutionStore) {
                 .map(|e| e.id[ns.len()..].to_owned())
                 .collect();
             let query = ListQuery::new().filter(filter.clone());
-            assert_eq!(listed(store, &query, &ns), expected, "{text} (declared: {declared})");
+            assert_eq!(
+                listed(store, &query, &ns),
+                expected,
+                "{text} (declared: {declared})"
+            );
             // With the other filters of the listing.
-            let narrowed = query.clone().status([Status::Running, Status::Failed]).definition(format!("{ns}A"));
+            let narrowed = query
+                .clone()
+                .status([Status::Running, Status::Failed])
+                .definition(format!("{ns}A"));
             let expected_narrowed: Vec<String> = written
                 .iter()
                 .filter(|e| narrowed.matches_execution(e))
                 .map(|e| e.id[ns.len()..].to_owned())
                 .collect();
-            assert_eq!(listed(store, &narrowed, &ns), expected_narrowed, "{text} narrowed");
-            let window = query.clone().created_between(Some(T + 3.0), Some(T + 13.0)).search(format!("{ns}e1"));
+            assert_eq!(
+                listed(store, &narrowed, &ns),
+                expected_narrowed,
+                "{text} narrowed"
+            );
+            let window = query
+                .clone()
+                .created_between(Some(T + 3.0), Some(T + 13.0))
+                .search(format!("{ns}e1"));
             let expected_window: Vec<String> = written
                 .iter()
                 .filter(|e| window.matches_execution(e))
@@ -187,7 +207,9 @@ pub fn where_filter_matches_reference(store: &dyn ExecutionStore) {
     }
     // An update moves an execution in and out of a declared path's answer.
     let mut moved = written[0].clone();
-    moved.context.insert(k.clone(), serde_json::json!({"customer": "c-moved", "total": -1}));
+    moved
+        .context
+        .insert(k.clone(), serde_json::json!({"customer": "c-moved", "total": -1}));
     store.save(&mut moved).expect("update");
     let find = |text: &str| listed(store, &ListQuery::new().filter(scoped(text, &ns)), &ns);
     assert_eq!(find(&format!("context.{k}.customer = c-moved")), ["e00"]);
@@ -195,7 +217,9 @@ pub fn where_filter_matches_reference(store: &dyn ExecutionStore) {
     assert!(find(&format!("context.{k}.customer = c-0 and id = \"{ns}e00\"")).is_empty());
     if supports {
         for path in ["customer", "total", "\"odd key\".\"x.y\""] {
-            assert!(store.drop_attribute(&format!("context.{k}.{path}")).expect("drop"));
+            assert!(store
+                .drop_attribute(&format!("context.{k}.{path}"))
+                .expect("drop"));
         }
     }
 }
@@ -215,23 +239,57 @@ pub fn where_attributes_declare_list_drop(store: &dyn ExecutionStore) {
         Err(e) => panic!("declare: {e}"),
     }
     // Again, written differently: the same attribute.
-    let again = store.declare_attribute(&format!("context.\"{k}\".\"customer_id\"")).expect("again");
+    let again = store
+        .declare_attribute(&format!("context.\"{k}\".\"customer_id\""))
+        .expect("again");
     assert_eq!(again.path, path);
     let odd = format!("context.{k}.\"odd key\"");
     store.declare_attribute(&odd).expect("odd");
-    let listed: Vec<String> = store.attributes().expect("attributes").into_iter().map(|a| a.path).collect();
-    assert_eq!(listed.iter().filter(|p| **p == path || **p == odd).count(), 2, "{listed:?}");
+    let listed: Vec<String> = store
+        .attributes()
+        .expect("attributes")
+        .into_iter()
+        .map(|a| a.path)
+        .collect();
+    assert_eq!(
+        listed.iter().filter(|p| **p == path || **p == odd).count(),
+        2,
+        "{listed:?}"
+    );
     let before = store.attributes().expect("attributes");
-    for bad in ["status", "context", "", "context.a = 1", "context.\"a'b\"", "context.x and y", "ctx.a"] {
-        for result in [store.declare_attribute(bad).map(|_| ()), store.drop_attribute(bad).map(|_| ())] {
-            assert!(matches!(result, Err(StoreError::InvalidInput { .. })), "{bad}: {result:?}");
+    for bad in [
+        "status",
+        "context",
+        "",
+        "context.a = 1",
+        "context.\"a'b\"",
+        "context.x and y",
+        "ctx.a",
+    ] {
+        for result in [
+            store.declare_attribute(bad).map(|_| ()),
+            store.drop_attribute(bad).map(|_| ()),
+        ] {
+            assert!(
+                matches!(result, Err(StoreError::InvalidInput { .. })),
+                "{bad}: {result:?}"
+            );
         }
     }
-    assert_eq!(store.attributes().expect("attributes"), before, "bad input changed nothing");
+    assert_eq!(
+        store.attributes().expect("attributes"),
+        before,
+        "bad input changed nothing"
+    );
     assert!(store.drop_attribute(&path).expect("drop"));
     assert!(!store.drop_attribute(&path).expect("drop again"));
     assert!(store.drop_attribute(&odd).expect("drop odd"));
-    let left: Vec<String> = store.attributes().expect("attributes").into_iter().map(|a| a.path).collect();
+    let left: Vec<String> = store
+        .attributes()
+        .expect("attributes")
+        .into_iter()
+        .map(|a| a.path)
+        .collect();
     assert!(!left.contains(&path) && !left.contains(&odd), "{left:?}");
 }
 
@@ -261,7 +319,16 @@ pub fn where_bad_filter_rejected(store: &dyn ExecutionStore) {
             "{bad:?}: {result:?}"
         );
     }
-    for bad in ["status = nope", "created > yesterday", "x = 1", "context.a = ", "context = 1"] {
-        assert!(matches!(parse_where(bad, 0.0), Err(StoreError::InvalidInput { .. })), "{bad}");
+    for bad in [
+        "status = nope",
+        "created > yesterday",
+        "x = 1",
+        "context.a = ",
+        "context = 1",
+    ] {
+        assert!(
+            matches!(parse_where(bad, 0.0), Err(StoreError::InvalidInput { .. })),
+            "{bad}"
+        );
     }
 }

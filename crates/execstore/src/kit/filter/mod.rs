@@ -141,8 +141,13 @@ impl Path {
     /// Whether a key can be written bare (otherwise it is quoted).
     fn bare(key: &str) -> bool {
         !key.is_empty()
-            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            && !matches!(key.to_ascii_lowercase().as_str(), "and" | "or" | "in" | "exists" | "not" | "starts")
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            && !matches!(
+                key.to_ascii_lowercase().as_str(),
+                "and" | "or" | "in" | "exists" | "not" | "starts"
+            )
     }
 }
 
@@ -295,7 +300,10 @@ impl Filter {
             if kind.json && t.path.keys.is_empty() {
                 return Err(StoreError::invalid(
                     "where",
-                    format!("{} needs a key below it, such as {}.customer_id", t.path, kind.name),
+                    format!(
+                        "{} needs a key below it, such as {}.customer_id",
+                        t.path, kind.name
+                    ),
                 ));
             }
             if !kind.json && !t.path.keys.is_empty() {
@@ -354,7 +362,9 @@ impl Filter {
                 e => parts.push(e),
             }
         }
-        Filter { expr: Expr::And(parts) }
+        Filter {
+            expr: Expr::And(parts),
+        }
     }
 }
 

@@ -46,7 +46,10 @@ pub fn parse(text: &str) -> Result<Filter> {
     };
     p.skip_ws();
     if p.at_end() {
-        return Err(StoreError::invalid("where", "is empty: expected a term such as status = running"));
+        return Err(StoreError::invalid(
+            "where",
+            "is empty: expected a term such as status = running",
+        ));
     }
     let expr = p.or()?;
     p.skip_ws();
@@ -91,14 +94,22 @@ impl Parser {
         if self.at_end() {
             return "the end".to_owned();
         }
-        let word: String = self.chars[self.pos..].iter().take_while(|c| !c.is_whitespace()).take(20).collect();
+        let word: String = self.chars[self.pos..]
+            .iter()
+            .take_while(|c| !c.is_whitespace())
+            .take(20)
+            .collect();
         format!("{word:?}")
     }
 
     fn error(&self, expected: &str) -> StoreError {
         StoreError::invalid(
             "where",
-            format!("at character {}: expected {expected}, found {}", self.pos + 1, self.found()),
+            format!(
+                "at character {}: expected {expected}, found {}",
+                self.pos + 1,
+                self.found()
+            ),
         )
     }
 
@@ -113,7 +124,11 @@ impl Parser {
         if !here.eq_ignore_ascii_case(word) {
             return false;
         }
-        if self.chars.get(self.pos + n).is_some_and(|c| name_char(*c) || *c == '.') {
+        if self
+            .chars
+            .get(self.pos + n)
+            .is_some_and(|c| name_char(*c) || *c == '.')
+        {
             return false;
         }
         self.pos += n;
@@ -123,7 +138,9 @@ impl Parser {
     fn symbol(&mut self, s: &str) -> bool {
         self.skip_ws();
         let n = s.chars().count();
-        if self.chars.len() >= self.pos + n && self.chars[self.pos..self.pos + n].iter().copied().eq(s.chars()) {
+        if self.chars.len() >= self.pos + n
+            && self.chars[self.pos..self.pos + n].iter().copied().eq(s.chars())
+        {
             self.pos += n;
             true
         } else {
@@ -136,7 +153,11 @@ impl Parser {
         while self.keyword("or") {
             parts.push(self.and()?);
         }
-        Ok(if parts.len() == 1 { parts.remove(0) } else { Expr::Or(parts) })
+        Ok(if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            Expr::Or(parts)
+        })
     }
 
     fn and(&mut self) -> Result<Expr> {
@@ -222,7 +243,10 @@ impl Parser {
             if cmp.is_range() && matches!(value, Value::Bool(_) | Value::Null) {
                 return Err(StoreError::invalid(
                     "where",
-                    format!("{path}: {} takes a number, a text or a time, found {value}", cmp.as_str()),
+                    format!(
+                        "{path}: {} takes a number, a text or a time, found {value}",
+                        cmp.as_str()
+                    ),
                 ));
             }
             Op::Cmp(cmp, value)
@@ -236,7 +260,10 @@ impl Parser {
         if root.is_empty() || !root.starts_with(|c: char| c.is_alphabetic()) {
             return Err(self.error("a path such as status or context.customer_id"));
         }
-        let mut path = Path { root, keys: Vec::new() };
+        let mut path = Path {
+            root,
+            keys: Vec::new(),
+        };
         while self.peek() == Some('.') {
             self.pos += 1;
             let key = if self.peek() == Some('"') {
@@ -337,7 +364,10 @@ impl Parser {
             return Err(self.error(", or )"));
         }
         if values.len() > MAX_TERMS {
-            return Err(StoreError::invalid("where", format!("in (...) holds more than {MAX_TERMS} values")));
+            return Err(StoreError::invalid(
+                "where",
+                format!("in (...) holds more than {MAX_TERMS} values"),
+            ));
         }
         Ok(values)
     }

@@ -17,7 +17,9 @@ fn err(text: &str) -> String {
 #[test]
 fn parses_terms_paths_operators_and_values() {
     let f = p(r#"status = running and context.customer.id = "c-17" and context."odd key".x >= 10.5"#);
-    let Expr::And(parts) = &f.expr else { panic!("{f:?}") };
+    let Expr::And(parts) = &f.expr else {
+        panic!("{f:?}")
+    };
     assert_eq!(parts.len(), 3);
     assert_eq!(
         parts[0],
@@ -47,16 +49,29 @@ fn parses_terms_paths_operators_and_values() {
         ("a STARTS \"c \\\"1\"", Op::Prefix("c \"1".into())),
         ("a exists", Op::Exists),
         ("a not exists", Op::Missing),
-        ("a in (1, \"x\", y, false)", Op::In(vec![
-            Value::Num(1.0),
-            Value::Str("x".into()),
-            Value::Str("y".into()),
-            Value::Bool(false),
-        ])),
-        ("a = 2026-12-01T10:00:00Z", Op::Cmp(Cmp::Eq, Value::Str("2026-12-01T10:00:00Z".into()))),
+        (
+            "a in (1, \"x\", y, false)",
+            Op::In(vec![
+                Value::Num(1.0),
+                Value::Str("x".into()),
+                Value::Str("y".into()),
+                Value::Bool(false),
+            ]),
+        ),
+        (
+            "a = 2026-12-01T10:00:00Z",
+            Op::Cmp(Cmp::Eq, Value::Str("2026-12-01T10:00:00Z".into())),
+        ),
         ("a > -15m", Op::Cmp(Cmp::Gt, Value::Str("-15m".into()))),
     ] {
-        assert_eq!(p(text).expr, Expr::Term(Term { path: Path::root("a"), op }), "{text}");
+        assert_eq!(
+            p(text).expr,
+            Expr::Term(Term {
+                path: Path::root("a"),
+                op
+            }),
+            "{text}"
+        );
     }
 }
 
@@ -66,7 +81,9 @@ fn or_and_parentheses_group_as_written() {
     let Expr::Or(parts) = &f.expr else { panic!("{f:?}") };
     assert!(matches!(&parts[1], Expr::And(inner) if inner.len() == 2));
     let g = p("(a = 1 or b = 2) and c = 3");
-    let Expr::And(parts) = &g.expr else { panic!("{g:?}") };
+    let Expr::And(parts) = &g.expr else {
+        panic!("{g:?}")
+    };
     assert!(matches!(&parts[0], Expr::Or(inner) if inner.len() == 2));
     assert_eq!(g.to_string(), "(a = 1 or b = 2) and c = 3");
 }
@@ -90,7 +107,11 @@ fn canonical_text_parses_back_to_the_same_filter() {
 #[test]
 fn bad_input_is_invalid_input_naming_the_position() {
     assert!(err("").contains("empty"));
-    assert!(err("status").contains("at character 7: expected an operator"), "{}", err("status"));
+    assert!(
+        err("status").contains("at character 7: expected an operator"),
+        "{}",
+        err("status")
+    );
     assert!(err("status = ").contains("at character 10: expected a value"));
     assert!(err("a = 1 b = 2").contains("at character 7: expected and, or or the end"));
     assert!(err("(a = 1").contains("expected and, or or )"));
@@ -109,16 +130,33 @@ fn bad_input_is_invalid_input_naming_the_position() {
 }
 
 const ROOTS: &[RootKind] = &[
-    RootKind { name: "status", json: false, time: false },
-    RootKind { name: "created", json: false, time: true },
-    RootKind { name: "context", json: true, time: false },
+    RootKind {
+        name: "status",
+        json: false,
+        time: false,
+    },
+    RootKind {
+        name: "created",
+        json: false,
+        time: true,
+    },
+    RootKind {
+        name: "context",
+        json: true,
+        time: false,
+    },
 ];
 
 #[test]
 fn paths_are_checked_against_the_contract_roots() {
-    p("status = x and context.a = 1 and created > 5").check_paths(ROOTS).unwrap();
+    p("status = x and context.a = 1 and created > 5")
+        .check_paths(ROOTS)
+        .unwrap();
     for (text, why) in [
-        ("nope = 1", "unknown path nope: expected one of status, created, context"),
+        (
+            "nope = 1",
+            "unknown path nope: expected one of status, created, context",
+        ),
         ("context = 1", "context needs a key"),
         ("status.x = 1", "status.x has no keys"),
     ] {
@@ -140,7 +178,12 @@ fn times_resolve_against_the_callers_now() {
     let mut g = p("status = -15m");
     g.resolve_times(ROOTS, now).unwrap();
     assert_eq!(g.to_string(), "status = \"-15m\"");
-    for bad in ["created > yesterday", "created = true", "created ^= x2023", "created > -99999999w"] {
+    for bad in [
+        "created > yesterday",
+        "created = true",
+        "created ^= x2023",
+        "created > -99999999w",
+    ] {
         let e = p(bad).resolve_times(ROOTS, now).unwrap_err();
         assert!(matches!(e, StoreError::InvalidInput { .. }), "{bad}: {e}");
     }
@@ -174,7 +217,9 @@ fn terms_match_json_values_by_kind() {
 /// Random texts over the language's alphabet never panic: they parse, or fail as InvalidInput.
 #[test]
 fn random_text_never_panics() {
-    let alphabet: Vec<char> = "ab.\"\\()=!<>^, -1e9:Tzandorinexistsnot\u{e9}\u{1F600}".chars().collect();
+    let alphabet: Vec<char> = "ab.\"\\()=!<>^, -1e9:Tzandorinexistsnot\u{e9}\u{1F600}"
+        .chars()
+        .collect();
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     for _ in 0..20_000 {
         seed ^= seed << 13;

@@ -21,7 +21,12 @@ pub fn parse_time(text: &str, now: f64) -> Result<f64, String> {
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
         return Ok(seconds(t.timestamp(), t.timestamp_subsec_nanos()));
     }
-    for format in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
+    for format in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ] {
         if let Ok(t) = chrono::NaiveDateTime::parse_from_str(text, format) {
             let t = t.and_utc();
             return Ok(seconds(t.timestamp(), t.timestamp_subsec_nanos()));
