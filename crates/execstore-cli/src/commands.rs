@@ -440,6 +440,7 @@ mod tests {
             finished_after: None,
             finished_before: None,
             search: None,
+            filter: None,
         }
     }
 

@@ -48,7 +48,7 @@ pub fn op_matches(op: &Op, found: Option<&Json>) -> bool {
         }),
         Op::Prefix(p) => matches!(found, Some(Json::String(s)) if s.starts_with(p.as_str())),
         Op::Exists => found.is_some_and(|v| !v.is_null()),
-        Op::Missing => !found.is_some_and(|v| !v.is_null()),
+        Op::Missing => found.is_none_or(|v| v.is_null()),
         Op::In(values) => values.iter().any(|v| equals(found, v)),
     }
 }
