@@ -116,7 +116,7 @@ impl Call<'_> {
                     .roots_only(params.flag("roots_only")?)
                     .filter(filter);
                 query.definition_id = params.get("definition").map(str::to_owned);
-                execstore::executions::search::status_counts_of(self.exec()?, &query)?
+                execstore::executions::paging::status_counts_of(self.exec()?, &query)?
             }
             None => self
                 .exec()?

@@ -238,23 +238,3 @@ pub fn scanned_paths(filter: &Filter, declared: &[SearchAttribute]) -> Vec<Strin
         .filter(|p| !declared.iter().any(|a| &a.path == p))
         .collect()
 }
-
-/// How many executions `query` finds of each status, in [`Status::ALL`] order (zeros
-/// included), whatever its cursor and page size: the counts of a listing with a `where`
-/// filter (or any filter [`crate::ExecutionStore::status_counts`] does not take), by paging
-/// through it.
-pub fn status_counts_of(
-    store: &(impl crate::ExecutionStore + ?Sized),
-    query: &crate::executions::ListQuery,
-) -> Result<Vec<(Status, u64)>> {
-    let mut counts = [0u64; Status::ALL.len()];
-    let query = query.clone().cursor(None).limit(crate::kit::validate::MAX_PAGE);
-    for page in crate::executions::paging::execution_pages(store, query) {
-        for summary in &page?.items {
-            if let Some(slot) = Status::ALL.iter().position(|s| *s == summary.status) {
-                counts[slot] += 1;
-            }
-        }
-    }
-    Ok(Status::ALL.into_iter().zip(counts).collect())
-}

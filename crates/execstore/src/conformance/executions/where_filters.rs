@@ -7,7 +7,8 @@
 //! each check declares paths no other check uses, and drops them at its end.
 
 use crate::conformance::executions::{all_pages, scope};
-use crate::executions::search::{execution_matches, status_counts_of};
+use crate::executions::paging::status_counts_of;
+use crate::executions::search::execution_matches;
 use crate::executions::{parse_where, Execution, ExecutionStore, ListQuery, Status};
 use crate::kit::filter::{Cmp, Expr, Filter, Op, Path, Term, Value};
 use crate::StoreError;
