@@ -25,10 +25,10 @@ const PRESET_SECONDS = new Map(PRESETS.map(([value, , seconds]) => [value, secon
 export const TIME_FIELDS = ["created", "updated", "finished"];
 
 /** The route keys this module owns (a change to any of them starts the list over). */
-export const FILTER_KEYS = ["time", "from", "until", "find", "window", "order"];
+export const FILTER_KEYS = ["time", "from", "until", "find", "window", "order", "where"];
 
 /** The route with none of these filters (the order is not one: it stays). */
-export const CLEARED = { time: "", from: "", until: "", find: "", window: "" };
+export const CLEARED = { time: "", from: "", until: "", find: "", window: "", where: "" };
 
 /** This module's part of a route, from the page's query string. */
 export function parseFilters(p) {
@@ -41,6 +41,7 @@ export function parseFilters(p) {
     find: p.get("find") || "",
     window: PRESET_SECONDS.has(window) ? window : "",
     order: p.get("order") === "id" ? "id" : "",
+    where: p.get("where") || "",
   };
 }
 
@@ -54,16 +55,17 @@ export function writeFilters(r, p) {
   }
   if (r.find) p.set("find", r.find);
   if (r.order) p.set("order", r.order);
+  if (r.where) p.set("where", r.where);
 }
 
 /** Whether route `r` filters by a window or a search. */
 export function hasFilters(r) {
-  return Boolean(r.window || (r.time && (r.from || r.until)) || r.find);
+  return Boolean(r.window || (r.time && (r.from || r.until)) || r.find || r.where);
 }
 
 /** This module's part of route `r` (to carry it over to another view's links). */
 export function pickFilters(r) {
-  return { time: r.time, from: r.from, until: r.until, find: r.find, window: r.window, order: r.order };
+  return { time: r.time, from: r.from, until: r.until, find: r.find, window: r.window, order: r.order, where: r.where };
 }
 
 /**
@@ -71,7 +73,7 @@ export function pickFilters(r) {
  * is the last so long before the server's now, over `time` (updated unless chosen).
  */
 export function apiParams(r) {
-  const params = { search: r.find, order: r.order };
+  const params = { search: r.find, order: r.order, where: r.where };
   if (r.window) {
     const since = now() - PRESET_SECONDS.get(r.window);
     params[`${r.time || "updated"}_after`] = new Date(since * 1000).toISOString();

@@ -253,7 +253,8 @@ pub mod from_wit {
         Ok((execution(exe)?, self::effects(effects)?))
     }
 
-    pub fn list_query(query: wit::ListQuery) -> execstore::executions::ListQuery {
+    /// A bad filter text is `InvalidInput` (a host sends the canonical text of a checked filter).
+    pub fn list_query(query: wit::ListQuery) -> execstore::Result<execstore::executions::ListQuery> {
         let mut out = execstore::executions::ListQuery::new()
             .roots_only(query.roots_only)
             .limit(limit_in(query.limit))
@@ -272,28 +273,31 @@ pub mod from_wit {
         if let Some(definition_id) = query.definition_id {
             out = out.definition(definition_id);
         }
-        out
+        if let Some(text) = query.filter {
+            out.filter = Some(execstore::executions::parse_where(&text, 0.0)?);
+        }
+        Ok(out)
     }
 
     pub fn page(page: wit::Page) -> execstore::executions::ExecutionPage {
-        execstore::executions::ExecutionPage {
-            items: page
-                .items
-                .into_iter()
-                .map(|s| execstore::executions::ExecutionSummary {
-                    id: s.id,
-                    definition_id: s.definition_id,
-                    status: status(s.status),
-                    outcome: s.outcome,
-                    active_path: s.active_path,
-                    version: s.version,
-                    parent_id: s.parent_id,
-                    finished_at: s.finished_at,
-                    updated_at: s.updated_at,
-                })
-                .collect(),
-            next_cursor: page.next_cursor,
-        }
+        let items = page
+            .items
+            .into_iter()
+            .map(|s| execstore::executions::ExecutionSummary {
+                id: s.id,
+                definition_id: s.definition_id,
+                status: status(s.status),
+                outcome: s.outcome,
+                active_path: s.active_path,
+                version: s.version,
+                parent_id: s.parent_id,
+                finished_at: s.finished_at,
+                updated_at: s.updated_at,
+            })
+            .collect();
+        execstore::executions::ExecutionPage::default()
+            .with_items(items, page.next_cursor)
+            .scanned(page.scan)
     }
 
     pub fn outbox_entry(entry: wit::OutboxEntry) -> execstore::Result<execstore::executions::OutboxEntry> {
@@ -502,6 +506,7 @@ pub mod to_wit {
                 execstore::executions::ListOrder::Id => wit::ListOrder::Id,
                 execstore::executions::ListOrder::UpdatedDesc => wit::ListOrder::UpdatedDesc,
             },
+            filter: query.filter.as_ref().map(|f| f.to_string()),
         }
     }
 
@@ -523,6 +528,7 @@ pub mod to_wit {
                 })
                 .collect(),
             next_cursor: page.next_cursor.clone(),
+            scan: page.scan.clone(),
         }
     }
 

@@ -516,3 +516,61 @@ fn datetimes_get_pydantics_verdict() {
         problems.join("\n  ")
     );
 }
+
+/// Search attributes on a harel file: execstore declares context paths (an expression
+/// index each over harel's `data` column), then harel commits to the file through those
+/// indexes, and both read it: harel sees its write, execstore finds it by the declared paths
+/// from the index, and SQLite's integrity check passes.
+#[test]
+fn harel_writes_after_an_attribute_was_declared() {
+    let Some(harel) = harel() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("harel.db");
+    harel.run("write_with_harel.py", &db, &[]);
+    let store = open(&db);
+    for path in ["context.touched_by", "context.amount", "context.nested.a"] {
+        store.declare_attribute(path).expect("declare");
+    }
+    let find = |text: &str| {
+        let query = execstore::executions::ListQuery::new()
+            .filter(execstore::executions::parse_where(text, 0.0).expect("where"));
+        let page = store.list_executions(&query).expect("list");
+        assert!(page.scan.is_empty(), "{text}: scanned {:?}", page.scan);
+        page.items.into_iter().map(|s| s.id).collect::<Vec<_>>()
+    };
+    assert!(find("context.touched_by exists").is_empty());
+    assert_eq!(find("context.nested.a = true"), ["ord-001"]);
+
+    let read = harel.run("read_with_harel.py", &db, &["--commit", "ord-001"]);
+    assert_eq!(
+        (
+            i(&read["commit"]["version_before"]),
+            i(&read["commit"]["version_after"])
+        ),
+        (3, 4)
+    );
+    assert_matches_harel(&store, &read["view_after"], "harel committed after a declare");
+    assert_matches_harel(
+        &open(&db),
+        &read["view_after"],
+        "harel committed after a declare (new store)",
+    );
+    assert_eq!(find("context.touched_by exists"), ["ord-001"]);
+    assert_eq!(
+        find("context.touched_by exists and state = harel.touched"),
+        ["ord-001"]
+    );
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("check");
+    assert_eq!(check, "ok");
+    let indexes: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'harel_execstore_attr_%'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("indexes");
+    assert_eq!(indexes, 3);
+}

@@ -31,6 +31,7 @@ const FILES = {
   "/shell.js": ["shell.js", "text/javascript; charset=utf-8"],
   "/graph.js": ["graph.js", "text/javascript; charset=utf-8"],
   "/filters.js": ["filters.js", "text/javascript; charset=utf-8"],
+  "/where.js": ["where.js", "text/javascript; charset=utf-8"],
   "/actions.js": ["actions.js", "text/javascript; charset=utf-8"],
   "/reason.js": ["reason.js", "text/javascript; charset=utf-8"],
   "/audit.js": ["audit.js", "text/javascript; charset=utf-8"],

@@ -6,6 +6,7 @@ import { $, clear, h } from "../dom.js";
 import { emptyBox, statusPill, table, timeEl } from "../format.js";
 import { PAGE_SIZES, STATUS_SHORT, STATUSES } from "../route.js";
 import * as filters from "../filters.js";
+import * as where from "../where.js";
 import * as actions from "../actions.js";
 import { actionCtx, api, describe, errorBox, execLink, loadingLater, navigate, state } from "../shell.js";
 import * as detail from "./detail.js";
@@ -69,6 +70,7 @@ function executionsShell() {
       savedViews.menu(savedViewsCtx()),
     ),
     filters.filterControls(navigate),
+    where.whereBox(navigate, api),
     chart,
     tableWrap,
     pager,
@@ -85,6 +87,7 @@ function syncFilters() {
   s.roots.checked = r.roots;
   s.limit.value = String(r.limit);
   filters.syncFilterControls(r);
+  where.syncWhereBox(r);
   $("#clear").hidden = !(r.status.length || r.definition || r.roots || r.q || filters.hasFilters(r));
   s.root.classList.toggle("with-detail", Boolean(r.id));
 }
@@ -158,6 +161,8 @@ async function loadList({ quiet = false } = {}) {
     const previous = state.versions;
     state.versions = new Map(page.items.map((e) => [e.id, e.version]));
     state.list = page;
+    where.showWhereError(null);
+    where.showScan(page.scan);
     renderTable(quiet ? previous : null);
     renderPager();
     if (!state.firstListRender) {
@@ -169,6 +174,7 @@ async function loadList({ quiet = false } = {}) {
     done();
     if (quiet) return;
     state.list = null;
+    where.showWhereError(e);
     clear(tableWrap, errorBox(e, () => loadList()));
     renderPager();
   }

@@ -91,9 +91,15 @@ pub enum Command {
     /// List the monitor's audit log, newest first: who made which write, on what, why, and
     /// how it ended.
     Audit(AuditArgs),
+    /// Search attributes: the context paths the store keeps indexed for `list --where`
+    /// (`declare` and `drop` open the store for writing).
+    Attributes(crate::search_commands::AttributesArgs),
     /// Run benchmark workload W1 (shared/bench/WORKLOAD.md) and print one JSON line: the same
     /// deterministic rows, phases and keys as the Python reference peer's bench.py.
     Bench(BenchArgs),
+    /// Time finding executions by a context path on a fresh store of N executions: a first
+    /// page undeclared (a scan), declaring it (the index build), and first pages declared.
+    BenchSearch(crate::bench_search::BenchSearchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -152,6 +158,12 @@ pub struct ListArgs {
     /// below it, e.g. `order.checkout` finds `order.checkout.pay`). Case-sensitive.
     #[arg(long, value_name = "S")]
     pub search: Option<String>,
+
+    /// Keep executions this query finds (docs/search.md), e.g.
+    /// `context.customer_id = "c-17" and status = running and updated > -1h`.
+    /// Combined with every other option.
+    #[arg(long = "where", value_name = "QUERY")]
+    pub filter: Option<String>,
 
     /// The order of the pages: `id` (harel's own) or `updated` (most recently updated first;
     /// a cursor is good for the order it was printed in only).

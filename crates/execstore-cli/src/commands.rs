@@ -41,6 +41,7 @@ fn query_has_time_or_search(args: &ListArgs) -> bool {
     .iter()
     .any(Option::is_some)
         || args.search.is_some()
+        || args.filter.is_some()
 }
 
 fn stamp(t: Option<f64>) -> String {
@@ -70,12 +71,17 @@ pub fn list(
     if let Some(def) = &args.definition {
         query = query.definition(def.clone());
     }
+    if let Some(text) = &args.filter {
+        query = query.filter(execstore::executions::parse_where(text, time::now())?);
+    }
     let page = if args.all {
         // Every page from the given cursor on (a store that hands back the cursor it was
         // given is an error, not an endless loop).
         let mut all = ExecutionPage::default();
         for page in paging::execution_pages(store, query) {
-            all.items.extend(page?.items);
+            let page = page?;
+            all.items.extend(page.items);
+            all.scan = page.scan;
         }
         all
     } else {
@@ -97,6 +103,7 @@ pub fn list(
         } else {
             writeln!(out, "no executions")?;
         }
+        crate::search_commands::scan_note(&page.scan, out)?;
         return Ok(());
     }
     let mut table = Table::new(&[
@@ -126,6 +133,7 @@ pub fn list(
         Some(cursor) => writeln!(out, "{} shown; next page: --cursor {cursor}", page.items.len())?,
         None => writeln!(out, "{} shown", page.items.len())?,
     }
+    crate::search_commands::scan_note(&page.scan, out)?;
     Ok(())
 }
 
@@ -434,6 +442,7 @@ mod tests {
             finished_before: None,
             search: None,
             order: execstore::executions::ListOrder::Id,
+            filter: None,
         }
     }
 

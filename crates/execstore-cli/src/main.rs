@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod bench_search;
 mod bench_w2;
 mod commands;
 mod control_commands;
@@ -9,6 +10,7 @@ mod demo;
 mod error;
 mod monitor;
 mod operator_commands;
+mod search_commands;
 mod table;
 mod targets;
 mod time;
@@ -44,6 +46,8 @@ fn main() -> ExitCode {
         // temporary file).
         Command::Bench(_) if matches.value_source("db") == Some(ValueSource::EnvVariable) => None,
         Command::Bench(_) => cli.db.clone(),
+        Command::BenchSearch(_) if matches.value_source("db") == Some(ValueSource::EnvVariable) => None,
+        Command::BenchSearch(_) => cli.db.clone(),
         _ => match &cli.db {
             Some(db) => Some(db.clone()),
             None => Cli::command()
@@ -82,6 +86,7 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
             let store = targets::open_operator(&db, true)?;
             operator_commands::audit(&*store, args, json, &mut out)?;
         }
+        Command::BenchSearch(args) => bench_search::run(args, db.as_deref(), json, &mut out)?,
         Command::Monitor(args) => {
             let db = db.context("no store given")?;
             run_monitor(&db, prefix, args, &mut out)?;
@@ -108,6 +113,10 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
             let db = db.context("no store given")?;
             run_control_command(&cli.command, &db, prefix, json, &mut out)?;
         }
+        Command::Attributes(args) if args.action.writes() => {
+            let db = db.context("no store given")?;
+            run_control_command(&cli.command, &db, prefix, json, &mut out)?;
+        }
         command => {
             let db = db.context("no store given")?;
             if targets::is_file(&db)? {
@@ -122,6 +131,9 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
                 Command::Outbox(args) => commands::outbox(store, args, json, &mut out)?,
                 Command::Timers(args) => commands::timers(store, args, json, &mut out)?,
                 Command::Spawns(args) => commands::spawns(store, args, json, &mut out)?,
+                Command::Attributes(args) => {
+                    search_commands::attributes(store, &args.action, json, &mut out)?
+                }
                 _ => unreachable!("handled above"),
             }
         }
@@ -151,6 +163,7 @@ fn run_control_command(
         Command::Terminate(args) => control_commands::status_command(store, Ctl::Terminate, args, json, out)?,
         Command::Purge(args) => control_commands::purge(store, args, json, out)?,
         Command::PurgeFinished(args) => control_commands::purge_finished(store, args, json, out)?,
+        Command::Attributes(args) => search_commands::attributes(store, &args.action, json, out)?,
         _ => unreachable!("only control commands come here"),
     }
     Ok(())

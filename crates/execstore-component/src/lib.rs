@@ -190,9 +190,10 @@ impl wit::GuestStore for ComponentStore {
     }
 
     fn list_executions(&self, query: wit::ListQuery) -> Result<wit::Page, wit::StoreError> {
-        out(self.inner.list_executions(&from_wit::list_query(query)), |page| {
-            to_wit::page(&page)
-        })
+        out(
+            from_wit::list_query(query).and_then(|q| self.inner.list_executions(&q)),
+            |page| to_wit::page(&page),
+        )
     }
 
     fn pending_outbox(

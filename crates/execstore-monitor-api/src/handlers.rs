@@ -157,6 +157,7 @@ impl Call<'_> {
             "items": page.items,
             "next_cursor": page.next_cursor,
             "order": order.as_str(),
+            "scan": page.scan,
             "errors": errors,
         }))
     }
@@ -376,6 +377,7 @@ pub(crate) const LIST_FILTERS: &[&str] = &[
     "finished_before",
     "search",
     "order",
+    "where",
 ];
 
 /// The executions list's filter: the listing query and, with `q`, the id prefix searched.
@@ -409,6 +411,7 @@ pub(crate) fn list_filter(params: &Params) -> Result<ListFilter, ApiError> {
     if let Some(definition) = params.get("definition") {
         list = list.definition(definition);
     }
+    list.filter = crate::search::where_of(params)?;
     Ok(ListFilter {
         query: list,
         prefix: params.get("q").map(str::to_owned),
@@ -435,14 +438,18 @@ fn search(store: &dyn ExecutionStore, mut query: ListQuery, prefix: &str) -> Res
         }
         query.cursor = Some(encode_cursor(prefix));
         if items.len() == query.limit {
-            return Ok(ExecutionPage {
-                items,
-                next_cursor: query.cursor,
-            });
+            let scan = match &query.filter {
+                Some(f) => execstore::executions::search::scanned_paths(f, &store.attributes()?),
+                None => Vec::new(),
+            };
+            return Ok(ExecutionPage::default()
+                .with_items(items, query.cursor)
+                .scanned(scan));
         }
         query.limit -= items.len();
     }
     let page = store.list_executions(&query)?;
+    let scan = page.scan;
     let mut next_cursor = page.next_cursor;
     for summary in page.items {
         if !summary.id.starts_with(prefix) {
@@ -451,5 +458,7 @@ fn search(store: &dyn ExecutionStore, mut query: ListQuery, prefix: &str) -> Res
         }
         items.push(summary);
     }
-    Ok(ExecutionPage { items, next_cursor })
+    Ok(ExecutionPage::default()
+        .with_items(items, next_cursor)
+        .scanned(scan))
 }

@@ -26,6 +26,7 @@ pub mod metrics;
 mod params;
 mod recover;
 mod routes;
+mod search;
 mod tokens;
 mod workspaces;
 mod writes;

@@ -18,6 +18,11 @@ pub(crate) struct Params {
 }
 
 impl Params {
+    /// The request's clock (epoch seconds): `now` in times, and relative times' origin.
+    pub(crate) fn now(&self) -> f64 {
+        self.now
+    }
+
     /// Parses `query` (form encoding, as servers do: `+` is a space) against `known`.
     pub(crate) fn new(query: &str, known: &[&str], now: f64) -> Result<Self, ApiError> {
         // Form decoding turns bytes that are not UTF-8 into U+FFFD: `id_prefix=%FF` would

@@ -50,6 +50,11 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("GET", "/api/executions/{id}/graph", |c, a| c.execution_graph(decode(a[0])?)),
     row("GET", "/api/definitions/{id}/graph", |c, a| c.definition_graph(decode(a[0])?)),
     row("GET", "/api/executions/{id}/audit", |c, a| c.execution_audit(decode(a[0])?)),
+    // Search (search.rs): attributes and the where box's suggestions.
+    row("GET", "/api/attributes", |c, _| c.attributes()),
+    row("POST", "/api/attributes", |c, _| c.attribute_write(false)),
+    row("POST", "/api/attributes/drop", |c, _| c.attribute_write(true)),
+    row("GET", "/api/suggest", |c, _| c.suggest()),
     // Control (control.rs): one action on one execution, or on many.
     row("POST", "/api/executions/{id}/suspend", |c, a| c.control(decode(a[0])?, "suspend")),
     row("POST", "/api/executions/{id}/resume", |c, a| c.control(decode(a[0])?, "resume")),

@@ -415,6 +415,21 @@ impl HarelStore {
         })
     }
 
+    /// The declared search attributes' paths.
+    fn attributes(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.run(py, |s| Ok(s.attributes()?.into_iter().map(|a| a.path).collect()))
+    }
+
+    /// Declares a search attribute (builds its index); returns its canonical path.
+    fn declare_attribute(&self, py: Python<'_>, path: &str) -> PyResult<String> {
+        self.run(py, |s| Ok(s.declare_attribute(path)?.path))
+    }
+
+    /// Drops a search attribute and its index; whether there was one.
+    fn drop_attribute(&self, py: Python<'_>, path: &str) -> PyResult<bool> {
+        self.run(py, |s| s.drop_attribute(path))
+    }
+
     /// Whether `execution_id` already processed `event_id`.
     fn is_processed(&self, py: Python<'_>, execution_id: &str, event_id: &str) -> PyResult<bool> {
         self.run(py, |s| s.is_processed(execution_id, event_id))
@@ -481,8 +496,9 @@ impl HarelStore {
     /// prefix or a state (the core checks both: NaN, negative or inverted windows and an
     /// empty search are `InvalidInput`); `order` is `id` (the default) or `updated` (most
     /// recently updated first; anything else, and a cursor of the other order, is
-    /// `InvalidInput`).
-    #[pyo3(signature = (status, definition_id, roots_only, limit, cursor, windows=None, search=None, order=None))]
+    /// `InvalidInput`); `where_text` is a `where` query (docs/search.md), its relative times
+    /// read against this process's clock.
+    #[pyo3(signature = (status, definition_id, roots_only, limit, cursor, windows=None, search=None, order=None, where_text=None))]
     #[allow(clippy::too_many_arguments)]
     fn list_executions(
         &self,
@@ -495,6 +511,7 @@ impl HarelStore {
         windows: Option<[(Option<f64>, Option<f64>); 3]>,
         search: Option<String>,
         order: Option<String>,
+        where_text: Option<String>,
     ) -> PyResult<String> {
         if limit < 1 {
             return Err(PyValueError::new_err(format!(
@@ -521,12 +538,19 @@ impl HarelStore {
                     .finished_between(finished.0, finished.1);
             }
             query.search = search;
+            if let Some(text) = &where_text {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64());
+                query.filter = Some(execstore::executions::parse_where(text, now)?);
+            }
             let mut page = execstore::executions::ExecutionPage::default();
             loop {
                 let left = wanted - page.items.len();
                 query.limit = left.min(PAGE);
                 let next = s.list_executions(&query)?;
                 page.items.extend(next.items);
+                page.scan = next.scan;
                 page.next_cursor = next.next_cursor;
                 if page.items.len() >= wanted || page.next_cursor.is_none() {
                     break;

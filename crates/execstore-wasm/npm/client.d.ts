@@ -1,6 +1,6 @@
 import type {
   BatchItem, BatchOutcome, Capabilities, DueTimer, Effects, Execution, ExecutionInput, ExecutionPage,
-  ListQuery, LoadedForEvent, OpfsOptions, OutboxEntry, SpawnEntry, StatusCounts, TraceStep,
+  ListQuery, LoadedForEvent, OpfsOptions, OutboxEntry, SearchAttribute, SpawnEntry, StatusCounts, TraceStep,
 } from "./index.js";
 
 /**
@@ -26,6 +26,9 @@ export declare class OpfsStoreClient {
   loadForEvent(id: string, eventId: string): Promise<LoadedForEvent>;
   isProcessed(executionId: string, eventId: string): Promise<boolean>;
   listExecutions(query?: ListQuery): Promise<ExecutionPage>;
+  attributes(): Promise<SearchAttribute[]>;
+  declareAttribute(path: string): Promise<SearchAttribute>;
+  dropAttribute(path: string): Promise<boolean>;
   pendingOutbox(after?: number | null, limit?: number): Promise<OutboxEntry[]>;
   ackOutbox(seq: number): Promise<void>;
   ackOutboxMany(seqs: number[]): Promise<number>;

@@ -71,6 +71,9 @@ export class OpfsStoreClient {
   loadForEvent(id, eventId) { return this.#call("loadForEvent", [id, eventId]); }
   isProcessed(executionId, eventId) { return this.#call("isProcessed", [executionId, eventId]); }
   listExecutions(query) { return this.#call("listExecutions", [query]); }
+  attributes() { return this.#call("attributes", []); }
+  declareAttribute(path) { return this.#call("declareAttribute", [path]); }
+  dropAttribute(path) { return this.#call("dropAttribute", [path]); }
   pendingOutbox(after, limit) { return this.#call("pendingOutbox", [after, limit]); }
   ackOutbox(seq) { return this.#call("ackOutbox", [seq]); }
   ackOutboxMany(seqs) { return this.#call("ackOutboxMany", [seqs]); }

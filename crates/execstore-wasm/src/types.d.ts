@@ -146,6 +146,14 @@ export interface ListQuery {
   search?: string | null;
   /** "id" (the default) or "updated": most recently updated first (a cursor is good for its own order only). */
   order?: "id" | "updated" | null;
+  /** Keep what this query finds (docs/search.md), e.g. `context.customer_id = "c-17" and updated > -1h`. */
+  where?: string | null;
+}
+
+/** A context path kept indexed for `where` queries. */
+export interface SearchAttribute {
+  /** Canonical: `context.customer_id`. */
+  path: string;
 }
 
 /** A list view's projection of an execution. */
@@ -166,6 +174,8 @@ export interface ExecutionPage {
   items: ExecutionSummary[];
   /** `null` on the last page. */
   next_cursor: string | null;
+  /** The paths of the query's `where` answered by a scan (not declared attributes); absent when none. */
+  scan?: string[];
 }
 
 /** An outbox entry awaiting delivery. */

@@ -57,6 +57,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../../../web/filters.js"),
     ),
     (
+        "/where.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../web/where.js"),
+    ),
+    (
         "/actions.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../../web/actions.js"),

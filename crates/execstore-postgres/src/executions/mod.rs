@@ -26,6 +26,7 @@ mod order;
 mod plain;
 mod rows;
 mod schema;
+mod search;
 mod sql;
 mod store;
 
@@ -191,11 +192,12 @@ impl std::fmt::Debug for PgStore {
 }
 
 /// The tables of a store under `prefix` (`None`: the bare names): harel's six, execstore's
-/// record of its migrations and its listing keys.
+/// record of its migrations, its listing keys and its search attributes.
 pub fn table_names(prefix: Option<&str>) -> Result<Vec<String>> {
     let t = Tables::new(prefix)?;
     Ok(vec![
         t.sql("{pfx}execstore_keys"),
+        t.sql("{pfx}execstore_attributes"),
         t.executions,
         t.outbox,
         t.processed_events,

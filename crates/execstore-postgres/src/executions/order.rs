@@ -87,6 +87,17 @@ impl Stmts {
 }
 
 impl PgStore {
+    /// `page` saying which context paths of `query`'s `where` were scanned (not declared as
+    /// search attributes), in either order.
+    pub(crate) fn note_scan(&self, query: &ListQuery, page: ExecutionPage) -> Result<ExecutionPage> {
+        match &query.filter {
+            Some(f) if f.paths().iter().any(|p| p.root == "context") => Ok(page.scanned(
+                execstore::executions::search::scanned_paths(f, &self.list_attributes()?),
+            )),
+            _ => Ok(page),
+        }
+    }
+
     /// A page in [`ListOrder::UpdatedDesc`].
     pub(crate) fn list_page_by_updated(&self, query: &ListQuery) -> Result<ExecutionPage> {
         let after = query.validated_updated_after()?;

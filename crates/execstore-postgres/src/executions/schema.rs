@@ -188,6 +188,15 @@ END; $$ LANGUAGE plpgsql$fn$; \
             STEP_FUNCTION,
         ],
     },
+    Migration {
+        version: 7,
+        // Search attributes (`ExecutionStore::declare_attribute`): the declared context paths;
+        // each has two expression indexes over the document, built when declared (see
+        // `executions/search.rs`).
+        description: "the table of search attributes",
+        statements: &["CREATE TABLE IF NOT EXISTS {pfx}execstore_attributes \
+         (path TEXT PRIMARY KEY, index_name TEXT NOT NULL, declared_at TIMESTAMPTZ NOT NULL DEFAULT now())"],
+    },
 ];
 
 /// `{pfx}execstore_commit`: one event step, as one statement (so one round trip, and, called

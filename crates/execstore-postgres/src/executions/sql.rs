@@ -114,6 +114,8 @@ pub(crate) struct Stmts {
     pub(crate) keys: String,
     /// The executions table's name.
     pub(crate) executions: String,
+    /// The prefix of execstore's own names (`""` or `"<prefix>_"`).
+    pub(crate) pfx: String,
 }
 
 impl Stmts {
@@ -247,6 +249,7 @@ impl Stmts {
             list_select_keyed: list_from(&format!("{{executions}} e JOIN {keys} k ON {KEYS_JOIN}")),
             keys,
             executions: t.sql("{executions}"),
+            pfx: t.pfx.clone(),
         }
     }
 

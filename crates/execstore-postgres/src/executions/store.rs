@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use execstore::executions::SearchAttribute;
 use execstore::kit::validate::{
     check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedBatch,
     PreparedCommit, MAX_PAGE,
@@ -80,7 +81,8 @@ impl ExecutionStore for PgStore {
 
     fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
         if query.order == ListOrder::UpdatedDesc {
-            return self.list_page_by_updated(query);
+            let page = self.list_page_by_updated(query)?;
+            return self.note_scan(query, page);
         }
         let after = query.validated_after()?;
         let mut statuses: Vec<&'static str> = Vec::new();
@@ -118,10 +120,20 @@ impl ExecutionStore for PgStore {
         } else {
             self.query(&sql, &args)?
         };
-        Ok(ExecutionPage::from_overfetch(
-            super::order::summaries(&rows)?,
-            query.limit,
-        ))
+        let page = ExecutionPage::from_overfetch(super::order::summaries(&rows)?, query.limit);
+        self.note_scan(query, page)
+    }
+
+    fn attributes(&self) -> Result<Vec<SearchAttribute>> {
+        self.list_attributes()
+    }
+
+    fn declare_attribute(&self, path: &str) -> Result<SearchAttribute> {
+        self.declare(path)
+    }
+
+    fn drop_attribute(&self, path: &str) -> Result<bool> {
+        self.undeclare(path)
     }
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {

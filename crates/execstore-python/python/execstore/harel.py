@@ -293,12 +293,15 @@ class _Store:
         finished_before: Optional[float] = None,
         search: Optional[str] = None,
         order: str = "id",
+        where: Optional[str] = None,
     ) -> ExecutionPage:
         """A page of summaries, as harel's `list_executions`, with execstore's filters besides
         (keyword-only, all optional): the `created`, `updated` and `finished` windows in epoch
         seconds, `[after, before)`, and `search` (an id prefix, or a state the execution is in),
-        as the monitor and `execstore list` filter. A NaN, negative or inverted window and an
-        empty search raise InvalidInputError; a window that is not a number, TypeError.
+        as the monitor and `execstore list` filter, and `where`, a query of execstore's `where`
+        language (`'context.customer_id = "c-17" and updated > -1h'`, see docs/search.md). A
+        NaN, negative or inverted window, an empty search and a bad query raise
+        InvalidInputError; a window that is not a number, TypeError.
         `order` is "id" (harel's) or "updated" (most recently updated first); another order,
         or a cursor of the other order, raises InvalidInputError."""
         _str("order", order)
@@ -308,6 +311,8 @@ class _Store:
             _str("cursor", cursor)
         if search is not None:
             _str("search", search)
+        if where is not None:
+            _str("where", where)
         windows = [
             _window("created", created_after, created_before),
             _window("updated", updated_after, updated_before),
@@ -322,8 +327,22 @@ class _Store:
             windows,
             search,
             order,
+            where,
         )
         return ExecutionPage.model_validate_json(data)
+
+    def attributes(self) -> list[str]:
+        """The declared search attributes (context paths kept indexed for `where`)."""
+        return self._h.attributes()
+
+    def declare_attribute(self, path: str) -> str:
+        """Declares the context path `path` (`"context.customer_id"`) a search attribute, building
+        its index; returns its canonical path. Not a context path: InvalidInputError."""
+        return self._h.declare_attribute(_str("path", path))
+
+    def drop_attribute(self, path: str) -> bool:
+        """Drops a search attribute and its index; whether there was one."""
+        return self._h.drop_attribute(_str("path", path))
 
     def read_trace(self, execution_id: str) -> list[dict[str, Any]]:
         steps: list[dict[str, Any]] = json.loads(self._h.read_trace(_str("execution_id", execution_id)))
@@ -519,6 +538,7 @@ class _AsyncStore:
         finished_before: Optional[float] = None,
         search: Optional[str] = None,
         order: str = "id",
+        where: Optional[str] = None,
     ) -> ExecutionPage:
         if status is not None:
             status = list(status)  # an iterator is consumed here, not in the thread
@@ -537,7 +557,17 @@ class _AsyncStore:
             finished_before=finished_before,
             search=search,
             order=order,
+            where=where,
         )
+
+    async def attributes(self) -> list[str]:
+        return await self._call(self._s.attributes)
+
+    async def declare_attribute(self, path: str) -> str:
+        return await self._call(self._s.declare_attribute, path)
+
+    async def drop_attribute(self, path: str) -> bool:
+        return await self._call(self._s.drop_attribute, path)
 
     async def read_trace(self, execution_id: str) -> list[dict[str, Any]]:
         return await self._call(self._s.read_trace, execution_id)

@@ -2,6 +2,7 @@
 //! operations are in `store`, the tables and execstore's own migrations in `schema`, every
 //! statement in `sql`.
 
+mod attributes;
 #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
 mod checkpointer;
 mod filters;
@@ -11,6 +12,7 @@ mod sql;
 mod store;
 #[cfg(test)]
 mod tests;
+mod where_sql;
 
 use std::path::Path;
 

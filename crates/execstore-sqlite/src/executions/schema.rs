@@ -102,6 +102,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
          WHERE json_extract(data,'$.finished_at') IS NOT NULL",
         ],
     },
+    Migration {
+        version: 4,
+        // Search attributes (`ExecutionStore::declare_attribute`): the declared context paths,
+        // each with the expression index built for it (see `executions/attributes.rs`).
+        description: "the table of search attributes",
+        statements: &["CREATE TABLE IF NOT EXISTS {pfx}execstore_attributes \
+         (path TEXT PRIMARY KEY, index_name TEXT NOT NULL, \
+         declared_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))"],
+    },
 ];
 
 /// Creates harel's tables and applies every migration not yet recorded, in one

@@ -47,6 +47,8 @@ pub(crate) struct Stmts {
     pub(crate) list_select: String,
     /// The executions table's name.
     pub(crate) executions: String,
+    /// The prefix of execstore's own names (`""` or `"<prefix>_"`).
+    pub(crate) pfx: String,
     pub(crate) status_counts_select: String,
     /// Set once a listing or the counts met a document that is not JSON (see
     /// [`Stmts::skipping_unreadable`]): from then on they skip such rows.
@@ -133,6 +135,7 @@ impl Stmts {
             release_savepoint: "RELEASE execstore_item".into(),
             list_select: t.sql(&format!("SELECT {LIST_COLUMNS} FROM {{executions}}")),
             executions: t.sql("{executions}"),
+            pfx: t.pfx.clone(),
             status_counts_select: t.sql("SELECT json_extract(data,'$.status'), COUNT(*) FROM {executions}"),
             skip_unreadable: std::sync::atomic::AtomicBool::new(false),
             unreadable: t.sql(

@@ -1,5 +1,7 @@
 //! [`ExecutionStore`] for [`SqliteStore`]: the contract's operations.
 
+use execstore::executions::search::scanned_paths;
+use execstore::executions::SearchAttribute;
 use execstore::kit::validate::{
     check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedBatch,
 };
@@ -102,7 +104,25 @@ impl ExecutionStore for SqliteStore {
     /// A document that is not JSON takes no listing down: its row is skipped (see
     /// [`ExecutionStore::unreadable_executions`]).
     fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
-        self.tolerating_unreadable(|skip| self.list_page(query, skip))
+        let page = self.tolerating_unreadable(|skip| self.list_page(query, skip))?;
+        match &query.filter {
+            Some(f) if f.paths().iter().any(|p| p.root == "context") => {
+                Ok(page.scanned(scanned_paths(f, &self.list_attributes()?)))
+            }
+            _ => Ok(page),
+        }
+    }
+
+    fn attributes(&self) -> Result<Vec<SearchAttribute>> {
+        self.list_attributes()
+    }
+
+    fn declare_attribute(&self, path: &str) -> Result<SearchAttribute> {
+        self.declare(path)
+    }
+
+    fn drop_attribute(&self, path: &str) -> Result<bool> {
+        self.undeclare(path)
     }
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {

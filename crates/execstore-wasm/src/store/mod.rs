@@ -380,8 +380,41 @@ impl Store {
         if let Some(order) = js.order {
             q = q.order(order.parse().map_err(WasmError::from)?);
         }
+        if let Some(text) = &js.where_text {
+            let now = js_sys::Date::now() / 1000.0;
+            q.filter = Some(execstore::executions::parse_where(text, now).map_err(WasmError::from)?);
+        }
         let page = self.inner()?.list_executions(&q).map_err(WasmError::from)?;
         Ok(convert::to_js(&page)?)
+    }
+
+    /// The declared search attributes (`[{path}]`, by path).
+    #[wasm_bindgen(unchecked_return_type = "SearchAttribute[]")]
+    pub fn attributes(&self) -> JsResult<JsValue> {
+        let all = self.inner()?.attributes().map_err(WasmError::from)?;
+        Ok(convert::to_js(&all)?)
+    }
+
+    /// Declares the context path `path` (`"context.customer_id"`) a search attribute,
+    /// building its index; returns it. Not a context path: `INVALID_INPUT`.
+    #[wasm_bindgen(js_name = declareAttribute, unchecked_return_type = "SearchAttribute")]
+    pub fn declare_attribute(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+    ) -> JsResult<JsValue> {
+        let path = convert::string(&path, "path")?;
+        let a = self.inner()?.declare_attribute(&path).map_err(WasmError::from)?;
+        Ok(convert::to_js(&a)?)
+    }
+
+    /// Drops a search attribute and its index; whether there was one.
+    #[wasm_bindgen(js_name = dropAttribute)]
+    pub fn drop_attribute(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+    ) -> JsResult<bool> {
+        let path = convert::string(&path, "path")?;
+        Ok(self.inner()?.drop_attribute(&path).map_err(WasmError::from)?)
     }
 
     /// Undelivered outbox entries with `seq > after`, oldest first, at most `limit`

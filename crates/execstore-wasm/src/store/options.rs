@@ -102,6 +102,9 @@ pub(super) struct JsListQuery {
     pub(super) search: Option<String>,
     /// `id` (the default) or `updated` (most recently updated first).
     pub(super) order: Option<String>,
+    /// A `where` query (docs/search.md); relative times against the page's clock.
+    #[serde(rename = "where")]
+    pub(super) where_text: Option<String>,
 }
 
 /// One item of `commitBatch`.

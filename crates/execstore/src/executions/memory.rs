@@ -11,6 +11,7 @@ use crate::executions::model::{
     TraceStep,
 };
 use crate::executions::query::{ListOrder, ListQuery};
+use crate::executions::search::{attribute_path, scanned_paths, SearchAttribute, MAX_ATTRIBUTES};
 use crate::executions::store::{BatchItem, Capabilities, ExecutionStore, DEFAULT_TRACE_MAX};
 use crate::kit::validate::{
     check_id, check_limit, check_seq, check_time, prepare_commit, prepare_trace, PreparedCommit,
@@ -34,6 +35,7 @@ struct Inner {
     spawns: BTreeMap<i64, SpawnEntry>,
     last_spawn_seq: i64,
     trace: HashMap<String, VecDeque<(i64, TraceStep)>>,
+    attributes: BTreeSet<String>,
 }
 
 impl Default for MemoryStore {
@@ -88,6 +90,13 @@ impl MemoryStore {
 }
 
 impl Inner {
+    fn declared(&self) -> Vec<SearchAttribute> {
+        self.attributes
+            .iter()
+            .map(|path| SearchAttribute { path: path.clone() })
+            .collect()
+    }
+
     fn append_trace(&mut self, id: &str, step: TraceStep, trace_max: Option<u32>) -> i64 {
         let ring = self.trace.entry(id.to_owned()).or_default();
         let idx = ring.back().map_or(0, |(last, _)| last + 1);
@@ -239,7 +248,35 @@ impl ExecutionStore for MemoryStore {
             .take(query.limit + 1)
             .map(ExecutionSummary::of)
             .collect();
-        Ok(ExecutionPage::from_overfetch(items, query.limit))
+        let scan = match &query.filter {
+            Some(f) => scanned_paths(f, &inner.declared()),
+            None => Vec::new(),
+        };
+        Ok(ExecutionPage::from_overfetch(items, query.limit).scanned(scan))
+    }
+
+    fn attributes(&self) -> Result<Vec<SearchAttribute>> {
+        Ok(self.lock().declared())
+    }
+
+    /// Memory scans every filter alike: an attribute here is a record, so a filter's
+    /// `scan` says what it says on every backend.
+    fn declare_attribute(&self, path: &str) -> Result<SearchAttribute> {
+        let path = attribute_path(path)?.to_string();
+        let mut inner = self.lock();
+        if !inner.attributes.contains(&path) && inner.attributes.len() >= MAX_ATTRIBUTES {
+            return Err(StoreError::invalid(
+                "path",
+                format!("the store already keeps {MAX_ATTRIBUTES} search attributes"),
+            ));
+        }
+        inner.attributes.insert(path.clone());
+        Ok(SearchAttribute { path })
+    }
+
+    fn drop_attribute(&self, path: &str) -> Result<bool> {
+        let path = attribute_path(path)?.to_string();
+        Ok(self.lock().attributes.remove(&path))
     }
 
     fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {

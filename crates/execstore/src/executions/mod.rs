@@ -8,7 +8,8 @@
 //!
 //! - `store.rs`: the contract ([`ExecutionStore`]), its [`Capabilities`] and batch commits;
 //! - `model.rs`: the stored shapes, field for field those of harel 0.9;
-//! - `query.rs`: listing ([`ListQuery`]); `cursor.rs`: its opaque cursors; [`paging`]: iterators over pages;
+//! - `query.rs`: listing ([`ListQuery`]); [`search`]: the `where` filter over executions and
+//!   search attributes; `cursor.rs`: its opaque cursors; [`paging`]: iterators over pages;
 //! - `memory.rs`: the in-memory backend ([`MemoryStore`]); `group/`: group commit over any
 //!   backend ([`GroupCommit`]); [`control`]: an operator's actions (suspend, resume,
 //!   terminate, purge).
@@ -22,6 +23,7 @@ pub(crate) mod memory;
 pub(crate) mod model;
 pub mod paging;
 pub(crate) mod query;
+pub mod search;
 pub(crate) mod store;
 
 pub use cursor::{decode_cursor, encode_cursor, encode_updated_cursor};
@@ -34,4 +36,5 @@ pub use model::{
 pub use query::{
     search_matches, ListOrder, ListQuery, TimeRange, UpdatedKey, DEFAULT_LIST_LIMIT, MAX_SEARCH_BYTES,
 };
+pub use search::{parse_where, SearchAttribute};
 pub use store::{BatchItem, Capabilities, ExecutionStore, Work, DEFAULT_TRACE_MAX};

@@ -353,6 +353,10 @@ pub struct ExecutionPage {
     pub items: Vec<ExecutionSummary>,
     /// Pass back as the query's cursor for the next page; `None` when this page is the last.
     pub next_cursor: Option<String>,
+    /// The paths of the query's `where` filter that the store answered by a scan (not a
+    /// declared search attribute); empty when every path is indexed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scan: Vec<String>,
 }
 
 impl ExecutionPage {
@@ -368,7 +372,24 @@ impl ExecutionPage {
         } else {
             None
         };
-        ExecutionPage { items, next_cursor }
+        ExecutionPage {
+            items,
+            next_cursor,
+            scan: Vec::new(),
+        }
+    }
+
+    /// This page with these items and cursor.
+    pub fn with_items(mut self, items: Vec<ExecutionSummary>, next_cursor: Option<String>) -> Self {
+        self.items = items;
+        self.next_cursor = next_cursor;
+        self
+    }
+
+    /// This page, saying that `scan` (see [`ExecutionPage::scan`]) were scanned.
+    pub fn scanned(mut self, scan: Vec<String>) -> Self {
+        self.scan = scan;
+        self
     }
 
     /// [`ExecutionPage::from_overfetch`] for a listing in `order`: the cursor holds the last
@@ -390,7 +411,11 @@ impl ExecutionPage {
         } else {
             None
         };
-        ExecutionPage { items, next_cursor }
+        ExecutionPage {
+            items,
+            next_cursor,
+            scan: Vec::new(),
+        }
     }
 }
 

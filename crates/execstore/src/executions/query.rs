@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, StoreError};
 use crate::executions::cursor::{decode_order_cursor, OrderKey};
 use crate::executions::model::{Execution, ExecutionSummary, Status};
+use crate::executions::search::{check_filter, execution_matches};
+use crate::kit::filter::Filter;
 use crate::kit::validate::{check_limit, check_time};
 
 /// How many summaries a page holds when the query does not say (harel's default).
@@ -209,6 +211,10 @@ pub struct ListQuery {
     /// was made in.
     #[serde(default)]
     pub order: ListOrder,
+    /// Keep executions this `where` filter finds (see [`crate::executions::search`]; made by
+    /// [`crate::executions::parse_where`]). Combined with every other filter (`and`).
+    #[serde(default, rename = "where")]
+    pub filter: Option<Filter>,
 }
 
 impl Default for ListQuery {
@@ -224,6 +230,7 @@ impl Default for ListQuery {
             finished: TimeRange::default(),
             search: None,
             order: ListOrder::Id,
+            filter: None,
         }
     }
 }
@@ -285,6 +292,12 @@ impl ListQuery {
     /// Keeps executions that `search` finds (see [`search_matches`]).
     pub fn search(mut self, search: impl Into<String>) -> Self {
         self.search = Some(search.into());
+        self
+    }
+
+    /// Keeps executions `filter` finds.
+    pub fn filter(mut self, filter: Filter) -> Self {
+        self.filter = Some(filter);
         self
     }
 
@@ -376,12 +389,20 @@ impl ListQuery {
                 return Err(StoreError::invalid("search", "contains a NUL character"));
             }
         }
+        if let Some(filter) = &self.filter {
+            check_filter(filter)?;
+        }
         Ok(())
     }
 
-    /// Whether the query filters by time or search (beyond status, definition and roots).
+    /// Whether the query filters by time, search or `where` (beyond status, definition and
+    /// roots).
     pub fn has_time_or_search(&self) -> bool {
-        self.created.is_set() || self.updated.is_set() || self.finished.is_set() || self.search.is_some()
+        self.created.is_set()
+            || self.updated.is_set()
+            || self.finished.is_set()
+            || self.search.is_some()
+            || self.filter.is_some()
     }
 
     /// Whether a summary passes the status, definition and roots filters (for backends
@@ -403,5 +424,6 @@ impl ListQuery {
                 .search
                 .as_deref()
                 .is_none_or(|s| search_matches(s, &exe.id, exe.active_path.as_deref()))
+            && self.filter.as_ref().is_none_or(|f| execution_matches(f, exe))
     }
 }

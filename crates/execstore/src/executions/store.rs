@@ -8,6 +8,7 @@ use crate::executions::model::{
 };
 use crate::executions::paging::{self, PagedReads};
 use crate::executions::query::ListQuery;
+use crate::executions::search::SearchAttribute;
 use crate::StoreError;
 
 /// How many trace steps a store keeps per execution unless told otherwise (harel's
@@ -369,6 +370,31 @@ pub trait ExecutionStore: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// The search attributes declared on this store (see [`SearchAttribute`]), by path. This
+    /// default, for a backend that keeps none, names none.
+    fn attributes(&self) -> Result<Vec<SearchAttribute>> {
+        Ok(Vec::new())
+    }
+
+    /// Declares the context path `path` (`context.customer_id`) a search attribute: from now
+    /// on a `where` filter on it is answered from an index the store builds here (SQL
+    /// backends; the memory store scans everything alike). Declaring a declared path again
+    /// changes nothing and returns it. A path that is not a context path, or a store already
+    /// holding [`crate::executions::search::MAX_ATTRIBUTES`], is
+    /// [`crate::StoreError::InvalidInput`]. This default, for a backend that keeps none, is
+    /// a permanent [`crate::StoreError::Backend`].
+    fn declare_attribute(&self, path: &str) -> Result<SearchAttribute> {
+        crate::executions::search::attribute_path(path)?;
+        Err(no_attributes())
+    }
+
+    /// Drops the search attribute `path` and its index; returns whether there was one. Its
+    /// filters keep working, by scan.
+    fn drop_attribute(&self, path: &str) -> Result<bool> {
+        crate::executions::search::attribute_path(path)?;
+        Err(no_attributes())
+    }
+
     /// A token that changes whenever what the store holds may have changed: a monitor polls
     /// it and reads again only when it moved. Two equal tokens from one store value mean no
     /// execution, outbox entry, timer or spawn intent changed in between; a token may also
@@ -408,6 +434,16 @@ pub trait ExecutionStore: Send + Sync {
     }
 }
 
+/// What a backend without search attributes answers when asked to keep one.
+fn no_attributes() -> StoreError {
+    StoreError::Backend {
+        message: "this backend keeps no search attributes (filters on context paths still work, by scan)"
+            .into(),
+        retryable: false,
+        source: None,
+    }
+}
+
 /// `impl ExecutionStore for $wrapper` over any `S: ExecutionStore + ?Sized`, every method
 /// forwarded to the store behind it (`**self`), defaults included: a wrapper must keep the
 /// store's own claims, wake-ups and cheap monitor reads, never fall back to a default's scan.
@@ -443,6 +479,15 @@ macro_rules! forward_execution_store {
             }
             fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
                 (**self).list_executions(query)
+            }
+            fn attributes(&self) -> Result<Vec<SearchAttribute>> {
+                (**self).attributes()
+            }
+            fn declare_attribute(&self, path: &str) -> Result<SearchAttribute> {
+                (**self).declare_attribute(path)
+            }
+            fn drop_attribute(&self, path: &str) -> Result<bool> {
+                (**self).drop_attribute(path)
             }
             fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
                 (**self).pending_outbox(after, limit)

@@ -4,6 +4,7 @@
 //! schema versions, and [`pyjson`] the JSON text exactly as Python's `json` writes it, so
 //! files stay byte for byte those of the engines.
 
+pub mod filter;
 pub mod migration;
 pub mod names;
 pub mod pyjson;

@@ -28,6 +28,7 @@ mod control;
 mod list_filters;
 mod list_order;
 mod recover;
+mod where_filters;
 
 pub use control::*;
 pub use recover::{control_redrive, send_through_the_outbox};
@@ -35,6 +36,9 @@ pub use recover::{control_redrive, send_through_the_outbox};
 pub use list_filters::{list_filters_bad_input_rejected, list_filters_search, list_filters_time_windows};
 pub use list_order::{
     counts_follow_the_filter, list_order_survives_concurrent_updates, list_order_updated_desc,
+};
+pub use where_filters::{
+    where_attributes_declare_list_drop, where_bad_filter_rejected, where_filter_matches_reference,
 };
 
 /// What the suite needs from a backend's test: the store under test and, for a durable
@@ -126,6 +130,9 @@ macro_rules! conformance_tests {
             list_order_updated_desc,
             list_order_survives_concurrent_updates,
             counts_follow_the_filter,
+            where_filter_matches_reference,
+            where_attributes_declare_list_drop,
+            where_bad_filter_rejected,
             control_suspend_resume_tree,
             control_terminate_tree,
             control_refusals_change_nothing,

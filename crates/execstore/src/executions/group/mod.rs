@@ -403,6 +403,18 @@ impl<S: ExecutionStore> ExecutionStore for GroupCommit<S> {
         self.inner.list_executions(query)
     }
 
+    fn attributes(&self) -> Result<Vec<crate::executions::SearchAttribute>> {
+        self.inner.attributes()
+    }
+
+    fn declare_attribute(&self, path: &str) -> Result<crate::executions::SearchAttribute> {
+        self.inner.declare_attribute(path)
+    }
+
+    fn drop_attribute(&self, path: &str) -> Result<bool> {
+        self.inner.drop_attribute(path)
+    }
+
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
         self.inner.pending_outbox(after, limit)
     }

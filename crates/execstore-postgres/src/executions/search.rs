@@ -1,0 +1,284 @@
+//! Search attributes and the `where` filter on PostgreSQL.
+//!
+//! A declared context path gets two expression indexes over the executions' documents
+//! (recorded in `{pfx}execstore_attributes`, migration 7), partial (`IS NOT NULL`: an
+//! execution without the path costs its commits nothing):
+//!
+//! - `_j`: the value as `jsonb` (`data::jsonb #> '{context,...}'`): equality of any kind,
+//!   numeric ranges (jsonb orders numbers as numbers) and `exists`;
+//! - `_t`: the value as text in the `"C"` collation (`#>>`): prefixes and text ranges in
+//!   byte order, whatever the database's collation.
+//!
+//! The filter is one condition following `execstore::kit::filter::eval` term for term, over
+//! the listing keys `k` (id, status, times, active path) and the execution `e` (definition,
+//! parent, context), spelled as the indexes are. An index is built inside the declaring
+//! transaction (`CREATE INDEX`, not `CONCURRENTLY`): writers wait for the build; then the
+//! table is analyzed, so the planner knows the indexed values.
+
+use execstore::executions::search::{attribute_path, MAX_ATTRIBUTES};
+use execstore::executions::SearchAttribute;
+use execstore::kit::filter::{Cmp, Expr, Filter, Op, Path, Term, Value as V};
+use execstore::{Result, StoreError};
+
+use super::filters::Arg;
+use super::rows::prefix_upper_bound;
+use super::PgStore;
+
+/// The document as `jsonb` (harel's text may hold `\u0000`, which `jsonb` refuses), over
+/// the column of `table` (`"e."` in the listing, `""` in the index).
+fn jsonb(table: &str) -> String {
+    format!(r"(replace({table}data, '\u0000', '\ufffd')::jsonb)")
+}
+
+/// The path as a text array literal: `'{"context","odd key"}'` (keys hold no quote,
+/// backslash or apostrophe: checked by `execstore::executions::search`).
+fn path_array(path: &Path) -> String {
+    let keys: Vec<String> = std::iter::once(&path.root)
+        .chain(&path.keys)
+        .map(|k| format!("\"{k}\""))
+        .collect();
+    format!("'{{{}}}'", keys.join(","))
+}
+
+/// The value at a context path, as `jsonb` and as `"C"` text.
+fn exprs(table: &str, path: &Path) -> (String, String) {
+    let doc = jsonb(table);
+    let array = path_array(path);
+    (
+        format!("({doc} #> {array})"),
+        format!("(({doc} #>> {array}) COLLATE \"C\")"),
+    )
+}
+
+fn index_name(pfx: &str, path: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in path.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{pfx}execstore_attr_{hash:016x}")
+}
+
+impl PgStore {
+    fn attributes_table(&self) -> String {
+        format!("{}execstore_attributes", self.sql.pfx)
+    }
+
+    /// The declared attributes, by path (none in a database without migration 7).
+    pub(crate) fn list_attributes(&self) -> Result<Vec<SearchAttribute>> {
+        let table = self.attributes_table();
+        let present = self.query("SELECT to_regclass($1::text) IS NOT NULL", &[&table])?;
+        if !present.first().is_some_and(|r| r.get::<_, bool>(0)) {
+            return Ok(Vec::new());
+        }
+        let rows = self.query(
+            &format!("SELECT path FROM {table} ORDER BY path COLLATE \"C\""),
+            &[],
+        )?;
+        Ok(rows.iter().map(|r| SearchAttribute { path: r.get(0) }).collect())
+    }
+
+    pub(crate) fn declare(&self, text: &str) -> Result<SearchAttribute> {
+        let path = attribute_path(text)?;
+        let canonical = path.to_string();
+        let index = index_name(&self.sql.pfx, &canonical);
+        let table = self.attributes_table();
+        self.write(|tx, s| {
+            let known = tx.query_opt(&format!("SELECT path FROM {table} WHERE path = $1::text"), &[&canonical])?;
+            if known.is_none() {
+                let count: i64 = tx.query_one(&format!("SELECT COUNT(*) FROM {table}"), &[])?.get(0);
+                if count >= MAX_ATTRIBUTES as i64 {
+                    return Err(StoreError::invalid(
+                        "path",
+                        format!("the store already keeps {MAX_ATTRIBUTES} search attributes"),
+                    ));
+                }
+                tx.execute(
+                    &format!("INSERT INTO {table} (path, index_name) VALUES ($1::text, $2::text) ON CONFLICT DO NOTHING"),
+                    &[&canonical, &index],
+                )?;
+            }
+            let (j, t) = exprs("", &path);
+            let executions = &s.executions;
+            tx.execute(
+                &format!("CREATE INDEX IF NOT EXISTS {index}_j ON {executions} ({j}, (id COLLATE \"C\")) WHERE {j} IS NOT NULL"),
+                &[],
+            )?;
+            tx.execute(
+                &format!("CREATE INDEX IF NOT EXISTS {index}_t ON {executions} ({t}, (id COLLATE \"C\")) WHERE {j} IS NOT NULL"),
+                &[],
+            )?;
+            // The planner knows an expression index's values only from the table's statistics.
+            tx.execute(&format!("ANALYZE {executions}"), &[])?;
+            Ok(SearchAttribute { path: canonical })
+        })
+    }
+
+    pub(crate) fn undeclare(&self, text: &str) -> Result<bool> {
+        let canonical = attribute_path(text)?.to_string();
+        let index = index_name(&self.sql.pfx, &canonical);
+        let table = self.attributes_table();
+        self.write(|tx, _| {
+            let gone = tx.execute(
+                &format!("DELETE FROM {table} WHERE path = $1::text"),
+                &[&canonical],
+            )?;
+            if gone == 0 {
+                return Ok(false);
+            }
+            tx.execute(&format!("DROP INDEX IF EXISTS {index}_j, {index}_t"), &[])?;
+            Ok(true)
+        })
+    }
+}
+
+/// `e` ordered by bytes, as Rust and SQLite order text (an equality keeps the column's own
+/// collation, so that the column's index answers it; the database's collations are
+/// deterministic, so equal is equal bytes either way). The active path is `"C"` already.
+fn c_order(e: &str) -> String {
+    format!("({e} COLLATE \"C\")")
+}
+
+/// How a root's value is read.
+enum Kind {
+    /// Text (id, status, definition, state, parent): ordered in the `"C"` collation.
+    Text(String),
+    /// Seconds (created, updated, finished).
+    Time(String),
+    /// A context path: its `jsonb` and its `"C"` text.
+    Json(String, String),
+}
+
+fn kind_of(path: &Path) -> Kind {
+    let field = |name: &str| format!("({}->>'{name}')", jsonb("e."));
+    match path.root.as_str() {
+        "id" => Kind::Text("k.id".into()),
+        "status" => Kind::Text("k.status".into()),
+        "definition" => Kind::Text("e.definition_id".into()),
+        "state" => Kind::Text("k.active_path".into()),
+        "parent" => Kind::Text(field("parent_id")),
+        "created" => Kind::Time("k.created_at".into()),
+        "updated" => Kind::Time("k.updated_at".into()),
+        "finished" => Kind::Time("k.finished_at".into()),
+        _ => {
+            let (j, t) = exprs("e.", path);
+            Kind::Json(j, t)
+        }
+    }
+}
+
+/// Builds the condition, numbering parameters after those already in `args`.
+struct Sql<'a> {
+    args: &'a mut Vec<Arg>,
+}
+
+impl Sql<'_> {
+    fn text(&mut self, s: &str) -> String {
+        self.args.push(Arg::Text(s.to_owned()));
+        format!("${}::text", self.args.len())
+    }
+
+    fn real(&mut self, n: f64) -> String {
+        self.args.push(Arg::Real(n));
+        format!("${}::float8", self.args.len())
+    }
+
+    fn expr(&mut self, e: &Expr) -> String {
+        match e {
+            Expr::Term(t) => self.term(t),
+            Expr::And(parts) => self.join(parts, " AND "),
+            Expr::Or(parts) => self.join(parts, " OR "),
+        }
+    }
+
+    fn join(&mut self, parts: &[Expr], op: &str) -> String {
+        let sql: Vec<String> = parts.iter().map(|p| self.expr(p)).collect();
+        format!("({})", sql.join(op))
+    }
+
+    fn term(&mut self, t: &Term) -> String {
+        let kind = kind_of(&t.path);
+        let state = t.path.root == "state";
+        match &t.op {
+            Op::Cmp(Cmp::Eq, v) if state => self.in_state(&kind, v),
+            Op::Cmp(Cmp::Ne, v) if state => format!("NOT COALESCE({}, false)", self.in_state(&kind, v)),
+            Op::In(vs) if state => {
+                let any: Vec<String> = vs.iter().map(|v| self.in_state(&kind, v)).collect();
+                format!("({})", any.join(" OR "))
+            }
+            Op::Cmp(Cmp::Eq, v) => self.equals(&kind, v),
+            Op::Cmp(Cmp::Ne, v) => format!("NOT COALESCE({}, false)", self.equals(&kind, v)),
+            Op::In(vs) => {
+                let any: Vec<String> = vs.iter().map(|v| self.equals(&kind, v)).collect();
+                format!("({})", any.join(" OR "))
+            }
+            Op::Cmp(cmp, v) => self.range(&kind, cmp.as_str(), v),
+            Op::Prefix(p) => {
+                let (e, guard) = match &kind {
+                    Kind::Text(e) => (c_order(e), String::new()),
+                    Kind::Json(j, t) => (t.clone(), format!(" AND jsonb_typeof({j}) = 'string'")),
+                    Kind::Time(_) => return "false".into(),
+                };
+                let from = self.text(p);
+                let range = match prefix_upper_bound(p) {
+                    Some(upper) => format!("{e} >= {from} AND {e} < {}", self.text(&upper)),
+                    None => format!("{e} >= {from}"),
+                };
+                format!("({range}{guard})")
+            }
+            Op::Exists => self.exists(&kind),
+            Op::Missing => format!("NOT COALESCE({}, false)", self.exists(&kind)),
+        }
+    }
+
+    fn exists(&mut self, kind: &Kind) -> String {
+        match kind {
+            Kind::Text(e) | Kind::Time(e) => format!("{e} IS NOT NULL"),
+            Kind::Json(j, _) => format!("({j} IS NOT NULL AND {j} <> 'null'::jsonb)"),
+        }
+    }
+
+    fn equals(&mut self, kind: &Kind, v: &V) -> String {
+        match (kind, v) {
+            (Kind::Text(e), V::Str(s)) => format!("{e} = {}", self.text(s)),
+            (Kind::Time(e), V::Num(n)) => format!("{e} = {}", self.real(*n)),
+            (Kind::Json(j, _), V::Str(s)) => format!("{j} = to_jsonb({})", self.text(s)),
+            (Kind::Json(j, _), V::Num(n)) => format!("{j} = to_jsonb({})", self.real(*n)),
+            (Kind::Json(j, _), V::Bool(b)) => format!("{j} = '{b}'::jsonb"),
+            (Kind::Json(j, _), V::Null) => format!("{j} = 'null'::jsonb"),
+            _ => "false".into(),
+        }
+    }
+
+    fn range(&mut self, kind: &Kind, op: &str, v: &V) -> String {
+        match (kind, v) {
+            (Kind::Text(e), V::Str(s)) => format!("{} {op} {}", c_order(e), self.text(s)),
+            (Kind::Time(e), V::Num(n)) => format!("{e} {op} {}", self.real(*n)),
+            (Kind::Json(j, t), V::Str(s)) => {
+                format!("({t} {op} {} AND jsonb_typeof({j}) = 'string')", self.text(s))
+            }
+            (Kind::Json(j, _), V::Num(n)) => {
+                format!(
+                    "({j} {op} to_jsonb({}) AND jsonb_typeof({j}) = 'number')",
+                    self.real(*n)
+                )
+            }
+            _ => "false".into(),
+        }
+    }
+
+    fn in_state(&mut self, kind: &Kind, v: &V) -> String {
+        let (Kind::Text(e), V::Str(s)) = (kind, v) else {
+            return "false".into();
+        };
+        let exact = self.text(s);
+        let from = self.text(&format!("{s}."));
+        let to = self.text(&format!("{s}/"));
+        format!("({e} = {exact} OR ({e} >= {from} AND {e} < {to}))")
+    }
+}
+
+/// The filter as one condition over `k` and `e`, its parameters appended to `args`.
+pub(crate) fn condition(filter: &Filter, args: &mut Vec<Arg>) -> String {
+    Sql { args }.expr(&filter.expr)
+}
