@@ -444,11 +444,8 @@ fn run_monitor(db: &Path, prefix: Option<&str>, args: &ServeArgs, out: &mut dyn 
     served.operator = Some(targets::open_operator(db, !writable)?);
     let mut config = config;
     if found.workspaces {
-        let (storage, warning) = targets::open_workspaces_for_monitor(
-            db,
-            Arc::new(execstore::workspace::SystemClock),
-            writable,
-        )?;
+        let (storage, warning) =
+            targets::open_workspaces_for_monitor(db, Arc::new(execstore::workspace::SystemClock), writable)?;
         if let Some(warning) = warning {
             eprintln!("warning: {warning}");
             config.warnings.push(warning);

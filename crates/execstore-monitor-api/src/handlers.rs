@@ -4,7 +4,9 @@ use std::collections::{HashMap, HashSet};
 
 use execstore::kit::validate::MAX_PAGE;
 use execstore::{
-    executions::{control, encode_cursor, paging, ExecutionPage, ExecutionSummary, ListOrder, ListQuery, Status},
+    executions::{
+        control, encode_cursor, paging, ExecutionPage, ExecutionSummary, ListOrder, ListQuery, Status,
+    },
     kit::pyjson,
     ExecutionStore, StoreError,
 };

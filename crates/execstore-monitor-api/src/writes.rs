@@ -80,10 +80,19 @@ fn split_reason(body: &[u8]) -> Result<(String, Map<String, Value>), ApiError> {
         return Err(reason_required(format!("no body: {shape}")));
     }
     // A body that is not a JSON object is malformed input, whatever it meant to say.
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::new(400, "INVALID_INPUT", format!("the body is not JSON ({e}): {shape}")))?;
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            400,
+            "INVALID_INPUT",
+            format!("the body is not JSON ({e}): {shape}"),
+        )
+    })?;
     let Value::Object(mut fields) = value else {
-        return Err(ApiError::new(400, "INVALID_INPUT", format!("the body is not a JSON object: {shape}")));
+        return Err(ApiError::new(
+            400,
+            "INVALID_INPUT",
+            format!("the body is not a JSON object: {shape}"),
+        ));
     };
     let reason = match fields.remove("reason") {
         Some(Value::String(r)) => r,

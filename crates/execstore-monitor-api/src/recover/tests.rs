@@ -38,7 +38,6 @@ fn with_reason(body: &str) -> String {
     }
 }
 
-
 fn get(store: &MemoryStore, target: &str) -> ApiResponse {
     api().handle(store, &ApiRequest::from_target("GET", target, AUTH), NOW)
 }

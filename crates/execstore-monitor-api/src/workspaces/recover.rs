@@ -30,7 +30,9 @@ pub(crate) const MAX_RETRY_DEAD: usize = 1000;
 /// the token that asked (the audit log has the rest: role, reason, outcome).
 pub(crate) fn actor(caller: &Caller) -> Value {
     match caller {
-        Caller::Known { name, .. } => json!({"kind": "system", "name": format!("execstore-monitor ({name})")}),
+        Caller::Known { name, .. } => {
+            json!({"kind": "system", "name": format!("execstore-monitor ({name})")})
+        }
         _ => json!({"kind": "system", "name": "execstore-monitor"}),
     }
 }

@@ -160,7 +160,10 @@ fn each_action_writes_what_reflexr_writes() {
         .unwrap();
     assert_eq!(fact.event["type"], json!("reflexr:run_requeued"));
     // the single --token is the admin token named "token"
-    assert_eq!(fact.actor, serde_json::json!({"kind": "system", "name": "execstore-monitor (token)"}));
+    assert_eq!(
+        fact.actor,
+        serde_json::json!({"kind": "system", "name": "execstore-monitor (token)"})
+    );
 
     let r = post(&s, &format!("{W}/runs/retry-dead"), r#"{"rule": "page"}"#);
     assert_eq!(
