@@ -387,8 +387,8 @@ fn postgres_backend_writes_the_same_rows() {
         .chain(opts)
         .collect();
     assert_eq!(line["group_commit"], true);
-    // harel's six tables, execstore's migrations and its listing keys.
-    assert_eq!(bench_tables(&mut client, &format!("{prefix}\\_%")), 8);
+    // harel's six tables, execstore's migrations, its listing keys and its search attributes.
+    assert_eq!(bench_tables(&mut client, &format!("{prefix}\\_%")), 9);
     let dir = tempfile::tempdir().unwrap();
     let mut again = vec!["bench"];
     again.extend_from_slice(&args);

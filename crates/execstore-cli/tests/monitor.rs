@@ -753,11 +753,11 @@ fn postgres_is_served_too() {
         ),
         (Some(2), Some(1))
     );
-    let page = m.ok("api/executions?status=RUNNING&limit=1");
+    let page = m.ok("api/executions?status=RUNNING&limit=1&order=id");
     assert_eq!(ids(&page["items"]), ["pg-0"]);
     let next = page["next_cursor"].as_str().unwrap();
     assert_eq!(
-        ids(&m.ok(&format!("api/executions?status=RUNNING&cursor={next}"))["items"]),
+        ids(&m.ok(&format!("api/executions?status=RUNNING&order=id&cursor={next}"))["items"]),
         ["pg-2"]
     );
     assert_eq!(m.ok("api/executions/pg-1")["execution"]["status"], "FAILED");

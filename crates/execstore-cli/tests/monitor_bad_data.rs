@@ -111,7 +111,7 @@ fn post(monitor: &Monitor, path: &str, token: &str) -> (u16, Value) {
         .agent
         .post(format!("{}{}", monitor.url, path.trim_start_matches('/')))
         .header("Authorization", &format!("Bearer {token}"))
-        .send("{}")
+        .send(r#"{"reason": "test: recovery after the incident"}"#)
         .expect("the request went through");
     let status = response.status().as_u16();
     let text = response.body_mut().read_to_string().unwrap();
@@ -179,7 +179,9 @@ fn with_a_token_the_workspace_log_takes_the_recovery_actions() {
 fn one_garbage_row(db: &Path) -> String {
     let conn = rusqlite::Connection::open(db).unwrap();
     let indexes: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE '%execstore%'")
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE '%execstore%' AND sql IS NOT NULL",
+        )
         .unwrap()
         .query_map([], |r| r.get(0))
         .unwrap()

@@ -146,7 +146,14 @@ fn monitor_listings(text: &str) {
         ),
     ];
     for (path, decodes, may_refuse) in listings {
-        let query = format!("limit=2&cursor={cursor}");
+        // The executions list is in the id order here, the order `decode_cursor` reads
+        // (the monitor's default, most recently updated first, has cursors of its own).
+        let order = if path == "/api/executions" {
+            "order=id&"
+        } else {
+            ""
+        };
+        let query = format!("limit=2&{order}cursor={cursor}");
         let request = ApiRequest {
             method: "GET",
             path,

@@ -31,7 +31,7 @@ pub fn decode_cursor(cursor: &str) -> Result<String> {
 
 const UPDATED_TAG: &str = "updated:";
 
-/// The cursor that resumes a [`crate::executions::ListOrder::UpdatedDesc`] listing after the
+/// The cursor that resumes a listing most recently updated first after the
 /// summary `(updated_at, id)`. The time is kept exactly (its bits), so the keyset resumes on
 /// the very key.
 pub fn encode_updated_cursor(updated_at: Option<f64>, id: &str) -> String {
@@ -39,9 +39,11 @@ pub fn encode_updated_cursor(updated_at: Option<f64>, id: &str) -> String {
     URL_SAFE_NO_PAD.encode(format!("{UPDATED_TAG}{time}:{id}"))
 }
 
-/// A decoded cursor of any order.
+/// A decoded cursor of any order: `updated` for one of the updated order (its time in
+/// `time`), else one of the id order. (Not the query's `ListOrder` itself: the query
+/// module reads cursors, so a cursor knows nothing of queries.)
 pub(crate) struct OrderKey {
-    pub(crate) order: crate::executions::ListOrder,
+    pub(crate) updated: bool,
     pub(crate) time: Option<f64>,
     pub(crate) id: String,
 }
@@ -49,7 +51,6 @@ pub(crate) struct OrderKey {
 /// Decodes a cursor of any order; anything not made by [`encode_cursor`] or
 /// [`encode_updated_cursor`] is refused.
 pub(crate) fn decode_order_cursor(cursor: &str) -> Result<OrderKey> {
-    use crate::executions::ListOrder;
     let bad = |why: &str| {
         StoreError::invalid(
             "cursor",
@@ -63,7 +64,7 @@ pub(crate) fn decode_order_cursor(cursor: &str) -> Result<OrderKey> {
             return Err(bad("unknown format"));
         }
         return Ok(OrderKey {
-            order: ListOrder::Id,
+            updated: false,
             time: None,
             id: id.to_owned(),
         });
@@ -88,7 +89,7 @@ pub(crate) fn decode_order_cursor(cursor: &str) -> Result<OrderKey> {
         _ => return Err(bad("unknown format")),
     };
     Ok(OrderKey {
-        order: ListOrder::UpdatedDesc,
+        updated: true,
         time,
         id: id.to_owned(),
     })

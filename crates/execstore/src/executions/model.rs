@@ -391,32 +391,6 @@ impl ExecutionPage {
         self.scan = scan;
         self
     }
-
-    /// [`ExecutionPage::from_overfetch`] for a listing in `order`: the cursor holds the last
-    /// summary's key in that order.
-    pub fn from_overfetch_in(
-        order: crate::executions::ListOrder,
-        mut items: Vec<ExecutionSummary>,
-        limit: usize,
-    ) -> Self {
-        use crate::executions::ListOrder;
-        let next_cursor = if items.len() > limit {
-            items.truncate(limit);
-            items.last().map(|last| match order {
-                ListOrder::Id => crate::executions::cursor::encode_cursor(&last.id),
-                ListOrder::UpdatedDesc => {
-                    crate::executions::cursor::encode_updated_cursor(last.updated_at, &last.id)
-                }
-            })
-        } else {
-            None
-        };
-        ExecutionPage {
-            items,
-            next_cursor,
-            scan: Vec::new(),
-        }
-    }
 }
 
 /// An event a commit emitted, awaiting delivery.

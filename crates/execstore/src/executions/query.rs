@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
 use crate::executions::cursor::{decode_order_cursor, OrderKey};
-use crate::executions::model::{Execution, ExecutionSummary, Status};
+use crate::executions::model::{Execution, ExecutionPage, ExecutionSummary, Status};
 use crate::executions::search::{check_filter, execution_matches};
 use crate::kit::filter::Filter;
 use crate::kit::validate::{check_limit, check_time};
@@ -315,11 +315,14 @@ impl ListQuery {
         match &self.cursor {
             None => Ok(None),
             Some(cursor) => {
-                let OrderKey { order, time, id } = decode_order_cursor(cursor)?;
-                if order != ListOrder::UpdatedDesc {
+                let OrderKey { updated, time, id } = decode_order_cursor(cursor)?;
+                if !updated {
                     return Err(StoreError::invalid(
                         "cursor",
-                        format!("the cursor is of the {order} order, the query lists by updated"),
+                        format!(
+                            "the cursor is of the {} order, the query lists by updated",
+                            ListOrder::Id
+                        ),
                     ));
                 }
                 Ok(Some(UpdatedKey { updated_at: time, id }))
@@ -357,13 +360,14 @@ impl ListQuery {
             None => Ok(None),
             Some(cursor) => match decode_order_cursor(cursor)? {
                 OrderKey {
-                    order: ListOrder::Id,
-                    id,
-                    ..
+                    updated: false, id, ..
                 } => Ok(Some(id)),
-                OrderKey { order, .. } => Err(StoreError::invalid(
+                OrderKey { .. } => Err(StoreError::invalid(
                     "cursor",
-                    format!("the cursor is of the {order} order, the query lists by id"),
+                    format!(
+                        "the cursor is of the {} order, the query lists by id",
+                        ListOrder::UpdatedDesc
+                    ),
                 )),
             },
         }
@@ -425,5 +429,30 @@ impl ListQuery {
                 .as_deref()
                 .is_none_or(|s| search_matches(s, &exe.id, exe.active_path.as_deref()))
             && self.filter.as_ref().is_none_or(|f| execution_matches(f, exe))
+    }
+}
+
+// Here rather than in model.rs: a page's cursor is of its query's order (model knows no
+// query).
+impl ExecutionPage {
+    /// [`ExecutionPage::from_overfetch`] for a listing in `order`: the cursor holds the last
+    /// summary's key in that order.
+    pub fn from_overfetch_in(order: ListOrder, mut items: Vec<ExecutionSummary>, limit: usize) -> Self {
+        let next_cursor = if items.len() > limit {
+            items.truncate(limit);
+            items.last().map(|last| match order {
+                ListOrder::Id => crate::executions::cursor::encode_cursor(&last.id),
+                ListOrder::UpdatedDesc => {
+                    crate::executions::cursor::encode_updated_cursor(last.updated_at, &last.id)
+                }
+            })
+        } else {
+            None
+        };
+        ExecutionPage {
+            items,
+            next_cursor,
+            scan: Vec::new(),
+        }
     }
 }
