@@ -258,8 +258,10 @@ export function drawGraph(graph, { mode, active = null, hrefOf = null } = {}) {
       nodes.append(group);
     }
   }
-  const width = Math.ceil(Math.max(right, g.graph().width || 0) + 8);
-  const height = Math.ceil((g.graph().height || 0) + 8);
+  // A graph with nothing laid out yet (no state, no step) has no extent: dagre says -Infinity.
+  const finite = (n) => (Number.isFinite(n) ? n : 0);
+  const width = Math.ceil(Math.max(finite(right), finite(g.graph().width)) + 8);
+  const height = Math.ceil(finite(g.graph().height) + 8);
   return s(
     "svg",
     { xmlns: SVG_NS, class: `statechart ${mode}`, viewBox: `0 -14 ${width} ${height + 14}`, width, height: height + 14, role: "img", "aria-label": `statechart: ${plural(graph.states.length, "state")}, ${plural(graph.transitions.length, "transition")}` },

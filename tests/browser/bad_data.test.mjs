@@ -12,7 +12,7 @@ function damageOneRow(db) {
   const script = `
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
-for (n,) in c.execute("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE '%execstore%'").fetchall():
+for (n,) in c.execute("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE '%execstore%' AND sql IS NOT NULL").fetchall():
     c.execute(f'DROP INDEX "{n}"')
 c.execute("DROP TABLE execstore_migrations")
 (i,) = c.execute("SELECT id FROM executions ORDER BY id LIMIT 1 OFFSET 2").fetchone()

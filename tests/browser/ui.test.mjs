@@ -463,8 +463,9 @@ test("a purged execution's open pane says so, purged here or by another process,
       run(["--db", db, "purge", id]);
     } else {
       await p.click('#detail-actions button:has-text("Purge")');
-      const confirm = p.locator('#detail-actions button:has-text("Confirm"), #detail-actions .confirm button').first();
-      await confirm.click();
+      // every write says why (docs/operators.md): Yes is enabled once a reason is written
+      await p.fill("#detail-actions .confirm .reason-input", "test: purged from its pane");
+      await p.click('#detail-actions .confirm [data-confirm="yes"]');
     }
     await p.waitForSelector("#gone", { timeout: 10_000 });
     assert.match(await p.textContent("#gone"), /This execution was purged/);

@@ -232,7 +232,12 @@ impl ExecutionStore for MemoryStore {
 
     fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
         if query.order == ListOrder::UpdatedDesc {
-            return self.list_by_updated(query);
+            let page = self.list_by_updated(query)?;
+            let scan = match &query.filter {
+                Some(f) => scanned_paths(f, &self.lock().declared()),
+                None => Vec::new(),
+            };
+            return Ok(page.scanned(scan));
         }
         let after = query.validated_after()?;
         let inner = self.lock();
