@@ -35,7 +35,8 @@ describe("the in-browser monitor (web/local.html)", { skip }, () => {
   before(async () => {
     tmp = tempDir();
     db = demo(tmp.dir, { executions: 300, seed: 5 });
-    all = cliJson(["list", "--db", db, "--all"]).items;
+    // in the monitor's order: most recently updated first
+    all = cliJson(["list", "--db", db, "--all", "--order", "updated"]).items;
     assert.equal(all.length, 300);
     mkdirSync(ARTIFACTS, { recursive: true });
     server = await serveRepository();
