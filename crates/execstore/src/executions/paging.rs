@@ -278,27 +278,6 @@ impl<T, K: fmt::Debug> Iterator for KeyedPages<'_, T, K> {
     }
 }
 
-/// How many executions `query` finds of each status, in [`crate::executions::Status::ALL`] order (zeros
-/// included), whatever its cursor and page size: the counts of a listing with a `where`
-/// filter (or any filter [`crate::ExecutionStore::status_counts`] does not take), by paging
-/// through it.
-pub fn status_counts_of<S: PagedReads + ?Sized>(
-    store: &S,
-    query: &ListQuery,
-) -> Result<Vec<(crate::executions::Status, u64)>> {
-    use crate::executions::Status;
-    let mut counts = [0u64; Status::ALL.len()];
-    let query = query.clone().cursor(None).limit(crate::kit::validate::MAX_PAGE);
-    for page in execution_pages(store, query) {
-        for summary in &page?.items {
-            if let Some(slot) = Status::ALL.iter().position(|s| *s == summary.status) {
-                counts[slot] += 1;
-            }
-        }
-    }
-    Ok(Status::ALL.into_iter().zip(counts).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
