@@ -8,7 +8,7 @@
 #                       `npm ci` in tests/browser when its node_modules does not match its
 #                       package-lock.json (playwright-core, pinned there). Never downloads a
 #                       browser of Playwright's own.
-#   browser_test        builds `execstore` (cargo build -p execstore-cli) and runs the tests
+#   browser_test        builds `execstore` (native_cli, scripts/lib/cargo.sh) and runs the tests
 #                       against that fresh binary; screenshots go to test-artifacts/. Prints
 #                       the measured time to first render of the list at 100,000 executions.
 #
@@ -74,9 +74,8 @@ browser_install() {
 
 browser_test() {
 	_browser_skipped && return 0
-	cargo build -p execstore-cli || return 1
 	local bin log rc=0
-	bin="$(cargo_target_dir)/debug/execstore"
+	bin=$(native_cli) || return 1
 	log=$(mktemp)
 	EXECSTORE_BIN="$bin" node --test --test-concurrency=1 --test-reporter=spec "$BROWSER_TESTS_DIR/" 2>&1 |
 		tee "$log" || rc=${PIPESTATUS[0]}

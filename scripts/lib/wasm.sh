@@ -8,7 +8,7 @@
 #                  --target wasm32-unknown-unknown` with wasm-bindgen's test runner as the
 #                  target's runner: under Node (memory, SQLite in wasm) and in headless
 #                  Chromium through chromedriver (OPFS in a dedicated worker); then builds the package (`npm run build:wasm`) and the native
-#                  `execstore` (cargo build -p execstore-cli: demo files, and the native
+#                  `execstore` (native_cli, scripts/lib/cargo.sh: demo files, and the native
 #                  monitor the edge handler's answers are compared with), and runs
 #                  `node --test tests/js/` (the package in Node, its TypeScript declarations,
 #                  the edge handler web/edge/ in Node, and Playwright + Chromium: OPFS through
@@ -187,8 +187,8 @@ wasm_test() {
 		--test conformance_node --test conformance_opfs --test workspace_opfs || rc=1
 	_wasm_say "npm package: build (cargo build --release, wasm-bindgen --target web)"
 	CARGO_TARGET_DIR="$target_dir" npm run --silent build:wasm || return 1
-	_wasm_say "native execstore for the JS tests (cargo build -p execstore-cli)"
-	cargo build -p execstore-cli || return 1
+	_wasm_say "native execstore for the JS tests (native_cli: as cargo test --workspace built it)"
+	native_cli >/dev/null || return 1
 	_wasm_say "npm package: node --test tests/js/ (Node, TypeScript, edge handler, Playwright + Chromium)"
 	local log
 	log=$(mktemp)

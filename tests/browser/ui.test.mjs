@@ -152,16 +152,20 @@ async function pickIds(url) {
   return { running: best.id, timers: best.timers, done: done.map((e) => e.id) };
 }
 
-test("the monitor for everyone", async (t) => {
+test("the monitor for everyone", { concurrency: 4 }, async (t) => {
   const dir = tempDir(t);
   const db = demo(dir, { executions: 300, seed: 3 });
   const url = await serve(t, ["monitor", "--db", db]);
   const b = await browser(t);
   const ids = await pickIds(url);
 
+  // The views and graphs at each size and theme, four pages at a time (each in a context of
+  // its own); the history's checks below use the clipboard, which the browser shares, so they
+  // go one at a time.
+  const pages = [];
   for (const size of Object.keys(SIZES)) {
     for (const theme of THEMES) {
-      await t.test(`${size}, ${theme}: one h1, no horizontal scroll, AA contrast on every view`, async () => {
+      pages.push(t.test(`${size}, ${theme}: one h1, no horizontal scroll, AA contrast on every view`, async () => {
         const p = await page(b, { size, theme });
         for (const [name, where] of Object.entries(views(ids))) {
           await p.goto(`${url}${where}`);
@@ -191,9 +195,9 @@ test("the monitor for everyone", async (t) => {
         }
         assertCalm(p);
         await p.context().close();
-      });
+      }));
 
-      await t.test(`${size}, ${theme}: graphs fit the width, zoom, pan and fit again; no label covers a node`, async () => {
+      pages.push(t.test(`${size}, ${theme}: graphs fit the width, zoom, pan and fit again; no label covers a node`, async () => {
         const p = await page(b, { size, theme });
         for (const where of [`?view=definition&definition=fulfilment`, `?id=${encodeURIComponent(ids.running)}`]) {
           await p.goto(`${url}${where}`);
@@ -250,9 +254,10 @@ test("the monitor for everyone", async (t) => {
         await p.screenshot({ path: join(artifacts, `ui-graph-${size}-${theme}.png`) });
         assertCalm(p);
         await p.context().close();
-      });
+      }));
     }
   }
+  await Promise.all(pages);
 
   for (const [size, theme] of Object.keys(SIZES).flatMap((z) => THEMES.map((th) => [z, th]))) {
     await t.test(`${size}, ${theme}: the history as timeline, waterfall and JSON; filtered by kind; downloaded; copied`, async () => {
