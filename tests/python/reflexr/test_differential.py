@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -324,8 +326,24 @@ async def test_differential_memory() -> None:
     assert calls >= 8 * SEQUENCES
 
 
+@pytest.fixture
+def scratch(tmp_path: Path) -> Iterator[Path]:
+    """A folder for the sequences' files: in memory (/dev/shm) where the machine has it.
+
+    This test compares answers, not durability (tests/crash and the kill tests prove that), and
+    a thousand fresh files each synced to the disk on every commit took four times as long as
+    the same files in tmpfs (19.6 s against 4.6 s for 100 sequences)."""
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        path = Path(tempfile.mkdtemp(prefix="execstore-diff-", dir="/dev/shm"))
+        yield path
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        yield tmp_path
+
+
 @pytest.mark.asyncio
-async def test_differential_sqlite(tmp_path: Path) -> None:
+async def test_differential_sqlite(scratch: Path) -> None:
+    tmp_path = scratch
     calls = 0
     for seed in range(SEQUENCES):
         calls += await compare(
