@@ -275,6 +275,7 @@ impl Call<'_> {
         let call = Call {
             api: self.api,
             stores: self.stores,
+            operator: self.operator,
             request: &request,
             now: self.now,
             caller: self.caller.clone(),

@@ -401,9 +401,34 @@ pub fn pending_entries_get_their_outcome_once(h: &mut dyn OperatorHarness) {
 }
 
 /// One `#[test]` per check of the operator suite for a backend's test crate; `durable` adds
-/// the reopen check.
+/// the reopen check. `wasm ephemeral:` / `wasm durable:` make one async
+/// `#[wasm_bindgen_test]` per check instead (the harness is a future), for the suites run
+/// under `cargo test --target wasm32-unknown-unknown` (crates/execstore-wasm/tests).
 #[macro_export]
 macro_rules! operator_conformance_tests {
+    (wasm ephemeral: $harness:expr) => {
+        $crate::operator_conformance_tests!(@wasm $harness;
+            audit_round_trips_newest_first,
+            audit_filters_and_pages,
+            bad_input_changes_nothing,
+            views_put_list_delete,
+            params_keep_their_types,
+            pending_entries_get_their_outcome_once,
+        );
+    };
+    (wasm durable: $harness:expr) => {
+        $crate::operator_conformance_tests!(wasm ephemeral: $harness);
+        $crate::operator_conformance_tests!(@wasm $harness; reopen_keeps_everything,);
+    };
+    (@wasm $harness:expr; $($check:ident,)*) => {
+        $(
+            #[::wasm_bindgen_test::wasm_bindgen_test]
+            async fn $check() {
+                let mut h = $harness.await;
+                $crate::conformance::operator::$check(&mut h);
+            }
+        )*
+    };
     (ephemeral: $harness:expr) => {
         $crate::operator_conformance_tests!(@checks $harness;
             audit_round_trips_newest_first,
