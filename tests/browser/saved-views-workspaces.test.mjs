@@ -1,8 +1,11 @@
 // Saved views on a workspace's pages (log, runs, dead letters) in Chromium: the same menu as
 // the executions list, kept in this browser or for the team (in the store, a write with its
-// reason), listing only the views of its kind, and opening one goes to its URL.
+// reason), listing only the views of its kind, and opening one goes to its URL. And the Audit
+// page's "outcome unknown" for an entry left PENDING (recorded before its action, whose
+// process stopped before recording the outcome).
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { apiGet, artifacts, browser, demo, page, serve, tempDir } from "./helpers.mjs";
 
@@ -97,6 +100,22 @@ test("saved views on the workspace pages", async (t) => {
     await p.goto(`${url}${link({ tenant: "acme", ws: "prod", tab: "leases" })}`);
     await p.waitForSelector(".ws-view");
     assert.equal(await p.$("#saved-views"), null);
+    assertCalm(p);
+  });
+
+  await t.test("the Audit page shows a PENDING entry as an outcome unknown", async () => {
+    // What a crash between an action and its outcome leaves: an entry still PENDING (the
+    // tables exist: the monitor, started with a token, made them).
+    const sql = "INSERT INTO execstore_audit (at, actor, role, action, target, reason, outcome, message, params) " +
+      "VALUES (1700000000, 'ada', 'admin', 'executions.terminate', 'crashed-1', 'stuck', 'PENDING', NULL, '{}')";
+    const out = spawnSync("python3", ["-c", `import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute(sys.argv[2])\nc.commit()`, db, sql], { encoding: "utf8" });
+    assert.equal(out.status, 0, out.stderr);
+    const p = await page(b);
+    await p.goto(`${url}?view=audit&target=crashed-1`);
+    await p.waitForSelector('.audit-grid tr[data-outcome="PENDING"] .outcome-unknown');
+    const cell = await p.textContent('.audit-grid tr[data-outcome="PENDING"] .outcome');
+    assert.match(cell, /^outcome unknown \(the process stopped before it was recorded\)$/);
+    await p.screenshot({ path: join(artifacts, "operators-audit-pending.png") });
     assertCalm(p);
   });
 });
