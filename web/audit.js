@@ -5,8 +5,15 @@
 import { h } from "./dom.js";
 import { emptyBox, table, when } from "./format.js";
 
-/** The outcome as a pill: `ok`, or the error's code (its message as the title). */
+/**
+ * The outcome as a pill: `ok`, or the error's code (its message as the title); `PENDING`
+ * (recorded before the action, never completed) says the outcome is unknown, in the API's words.
+ */
 function outcome(e) {
+  if (e.outcome === "PENDING") {
+    const note = e.note || "outcome unknown";
+    return h("span", { class: "pill s-pending outcome outcome-unknown", title: note }, "outcome unknown", h("span", { class: "muted" }, ` (${note.replace(/^outcome unknown \(|\)$/g, "")})`));
+  }
   const ok = e.outcome === "ok";
   return h("span", { class: `pill ${ok ? "s-done" : "s-failed"} outcome`, title: e.message || "" }, e.outcome);
 }

@@ -1,7 +1,9 @@
-// Saved views: a name for a filter set of the executions list (its URL's query), kept in this
-// browser (localStorage) or in the store for the team (`api/views`: saving and deleting are
-// writes, with a reason, recorded in the audit log). Opening one goes to its URL: the URL
-// stays the source of truth.
+// Saved views: a name for a filter set of the executions list or of a workspace's log, runs
+// or dead letters (its URL's query), kept in this browser (localStorage) or in the store for
+// the team (`api/views`: saving and deleting are writes, with a reason, recorded in the
+// audit log). Opening one goes to its URL: the URL stays the source of truth. Each page's
+// menu lists the views of its kind (a workspace page's: those whose query names
+// `view=workspaces`; the executions list's: the others).
 
 import { clear, h } from "./dom.js";
 import { reasonConfirm } from "./reason.js";
@@ -27,11 +29,16 @@ function keepBrowserViews(list) {
   }
 }
 
-/** The list's query as saved: the URL's, without the open execution and the page. */
+/** The list's query as saved: the URL's, without the open execution or envelope and the page. */
 export function currentQuery(search = location.search) {
   const p = new URLSearchParams(search);
-  for (const k of ["id", "cursor", "after"]) p.delete(k);
+  for (const k of ["id", "env", "cursor", "after"]) p.delete(k);
   return p.toString();
+}
+
+/** The kind of page a saved query opens: `"workspaces"` or `"executions"`. */
+export function kindOf(query) {
+  return new URLSearchParams(query).get("view") === "workspaces" ? "workspaces" : "executions";
 }
 
 /** A saved view's link: the list with its query. */
@@ -40,7 +47,8 @@ function href(query) {
 }
 
 /**
- * The "Saved views" menu. `ctx`: {api, writable, caller, hasToken, needToken, open(query)}.
+ * The "Saved views" menu. `ctx`: {api, writable, caller, hasToken, needToken, open(query),
+ * kind}: `kind` (`"executions"`, the default, or `"workspaces"`) picks the views it lists.
  */
 export function menu(ctx) {
   const body = h("div", { class: "saved-views-menu", id: "saved-views-menu" });
@@ -53,8 +61,10 @@ export function menu(ctx) {
     seq = mine;
     let team = [];
     let teamError = null;
+    const kind = ctx.kind || "executions";
+    const ours = (v) => kindOf(v.query) === kind;
     try {
-      team = (await ctx.api.get("api/views")).items;
+      team = (await ctx.api.get("api/views")).items.filter(ours);
     } catch (e) {
       teamError = e.message;
     }
@@ -65,7 +75,7 @@ export function menu(ctx) {
       root.open = false;
       ctx.open(query);
     };
-    const local = browserViews();
+    const local = browserViews().filter(ours);
     const name = h("input", { type: "text", id: "view-name", placeholder: "Name this view", maxlength: "200", autocomplete: "off", "aria-label": "Name of the view to save" });
     const formRow = h("div", { class: "save-row" });
     const saveLocal = h("button", { type: "button", class: "small", id: "save-local" }, "Save in this browser");

@@ -115,7 +115,8 @@ function openBytes(execstore, bytes, { wal, prefix, writable }) {
  * @param {object} [options.workspaces]  a `WorkspaceImage` to serve beside `options.store`
  * @param {string} [options.token]  allows writes to requests with `Authorization: Bearer <token>`
  * @param {{name: string, role: string, token: string}[]} [options.tokens]  named tokens with roles
- *   instead of `token` (docs/operators.md); the audit log is kept in memory
+ *   instead of `token` (docs/operators.md); the audit log and saved views are kept in the served
+ *   SQLite store's own tables (with `bytes`: in the in-memory copy), in memory for a memory store
  * @param {string} [options.label]  what the UI shows as the store
  * @param {(name: string) => Promise<string|Uint8Array|ArrayBuffer|null>} [options.files]  loads a UI file by name
  * @returns {(request: Request) => Promise<Response>}

@@ -39,7 +39,7 @@ async function load({ quiet = false } = {}) {
       "section",
       { class: "store-view audit-view", dataset: { key } },
       h("div", { class: "view-head" }, h("h1", null, "Audit"),
-        h("p", { class: "muted" }, "Every write made through the monitor, newest first: who (the token's name), when, on what, why, and how it ended, refusals included.")),
+        h("p", { class: "muted" }, "Every write made through the monitor or the CLI, newest first: who (the token's name, or cli and the OS user), when, on what, why, and how it ended, refusals included.")),
       filterBox(r),
       h("div", { class: "table-wrap", id: "audit-list" }),
       h("div", { class: "pager", id: "store-pager" }),

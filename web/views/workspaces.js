@@ -13,7 +13,8 @@
 
 import { $, clear, h, span, toSeconds } from "../dom.js";
 import { replayedText, wsAction, wsResult } from "../recover.js";
-import { actionCtx } from "../shell.js";
+import { actionCtx, api } from "../shell.js";
+import * as savedViews from "../saved-views.js";
 import { timeText, when } from "../format.js";
 
 const TABS = ["log", "runs", "dead-letters", "leases", "cursors", "rules"];
@@ -116,6 +117,27 @@ function wsPath(r = view.route) {
   return `api/workspaces/${encodeURIComponent(r.tenant)}/${encodeURIComponent(r.ws)}`;
 }
 
+/** The tabs whose filters can be saved as a view (saved-views.js). */
+const SAVED_VIEW_TABS = ["log", "runs", "dead-letters"];
+
+/** What the saved views' menu needs (as the executions list's): opening one goes to its URL. */
+function savedViewsCtx() {
+  const a = actionCtx();
+  return {
+    api,
+    kind: "workspaces",
+    get writable() {
+      return actionCtx().writable;
+    },
+    hasToken: a.hasToken,
+    needToken: a.needToken,
+    open: (query) => {
+      history.pushState(null, "", query ? `?${query}` : location.pathname);
+      dispatchEvent(new PopStateEvent("popstate"));
+    },
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // State
 
@@ -159,7 +181,8 @@ export function show() {
     root = h("section", { class: "ws-view", dataset: { key: `${r.tenant}\u0000${r.ws}` } },
       h("div", { class: "view-head" },
         h("h1", null, link({}, "Workspaces"), " / ", h("span", { class: "ws-name" }, `${r.tenant} / ${r.ws}`)),
-        h("span", { class: "muted", id: "ws-head" })),
+        h("span", { class: "muted", id: "ws-head" }),
+        SAVED_VIEW_TABS.includes(r.tab) ? savedViews.menu(savedViewsCtx()) : null),
       h("nav", { class: "tabs", "aria-label": "Workspace views" },
         TABS.map((t) => link(here({ tab: t }), TAB_TITLES[t], { class: t === r.tab ? "tab active" : "tab", "aria-current": t === r.tab ? "page" : "false", dataset: { tab: t } }))),
       h("div", { class: "ws-body", id: "ws-body" }));

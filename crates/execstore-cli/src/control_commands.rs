@@ -9,10 +9,11 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Args;
-use execstore::executions::control::{self, Command, ControlOutcome, PurgeFinished, PURGEABLE};
+use execstore::executions::control::{self, Command, ControlOutcome, PurgeFinished, PurgeReport, PURGEABLE};
 use execstore::{executions::Status, ExecutionStore, StoreError};
 use serde_json::{json, Value};
 
+use crate::audited::ReasonArg;
 use crate::error::{CliError, Result};
 use crate::time;
 
@@ -26,6 +27,9 @@ pub struct ControlArgs {
     /// changed): the version you looked at.
     #[arg(long, value_name = "V")]
     pub expected_version: Option<i64>,
+
+    #[command(flatten)]
+    pub why: ReasonArg,
 }
 
 /// `purge`.
@@ -42,6 +46,9 @@ pub struct PurgeArgs {
     /// Purge only if the root is still at this version.
     #[arg(long, value_name = "V")]
     pub expected_version: Option<i64>,
+
+    #[command(flatten)]
+    pub why: ReasonArg,
 }
 
 /// `purge-finished`.
@@ -72,6 +79,9 @@ pub struct PurgeFinishedArgs {
     /// written before that tree is deleted.
     #[arg(long, value_name = "FILE")]
     pub archive: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub why: ReasonArg,
 }
 
 fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
@@ -213,13 +223,14 @@ pub fn purge(store: &dyn ExecutionStore, args: &PurgeArgs, json: bool, out: &mut
     writeln!(out).map_err(CliError::Io)
 }
 
-/// `purge-finished --older-than DURATION [--status S]... [--dry-run]`.
+/// `purge-finished --older-than DURATION [--status S]... [--dry-run]`: prints and returns
+/// its report.
 pub fn purge_finished(
     store: &dyn ExecutionStore,
     args: &PurgeFinishedArgs,
     json: bool,
     out: &mut dyn Write,
-) -> Result<()> {
+) -> Result<PurgeReport> {
     let mut request = PurgeFinished::new(args.older_than.as_secs_f64(), time::now());
     if !args.status.is_empty() {
         request.statuses = args.status.clone();
@@ -239,7 +250,8 @@ pub fn purge_finished(
         None => control::purge_finished(store, &request, None)?,
     };
     if json {
-        return write_json(out, &serde_json::to_value(&report).map_err(CliError::from)?);
+        write_json(out, &serde_json::to_value(&report).map_err(CliError::from)?)?;
+        return Ok(report);
     }
     let verb = if report.dry_run { "would purge" } else { "purged" };
     writeln!(out, "{verb} {} root tree(s)", report.purged.len()).map_err(CliError::Io)?;
@@ -260,5 +272,5 @@ pub fn purge_finished(
         )
         .map_err(CliError::Io)?;
     }
-    Ok(())
+    Ok(report)
 }

@@ -1,6 +1,7 @@
 //! `execstore`: list, show, trace, outbox, timers and spawns of a store file, and the demo.
 
 mod args;
+mod audited;
 mod bench;
 mod bench_search;
 mod bench_w2;
@@ -31,7 +32,9 @@ use execstore_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::args::{BenchArgs, Cli, Command, DemoArgs, EventRead, OnOff, ServeArgs, DEMO_DB};
+use crate::audited::Audited;
 use crate::error::CliError;
+use serde_json::{Map, Value};
 
 fn main() -> ExitCode {
     // Usage errors exit with 2 and --help / --version with 0, as clap does.
@@ -157,13 +160,81 @@ fn run_control_command(
     }
     let store = targets::open_executions(db, prefix, false)?;
     let store = &*store;
+    // Bad input changes nothing, not even the audit log: a path is checked before.
+    if let Command::Attributes(args) = command {
+        if let Some((_, path, _)) = args.action.audit() {
+            execstore::executions::search::attribute_path(path).map_err(CliError::Store)?;
+        }
+    }
+    // Every write is audited: recorded PENDING first (or refused), then its outcome.
+    let operator = targets::open_operator(db, false)?;
+    let operator = &*operator;
+    let version = |v: Option<i64>| -> Map<String, Value> {
+        v.map(|v| Map::from_iter([("expected_version".to_owned(), Value::from(v))]))
+            .unwrap_or_default()
+    };
     match command {
-        Command::Suspend(args) => control_commands::status_command(store, Ctl::Suspend, args, json, out)?,
-        Command::Resume(args) => control_commands::status_command(store, Ctl::Resume, args, json, out)?,
-        Command::Terminate(args) => control_commands::status_command(store, Ctl::Terminate, args, json, out)?,
-        Command::Purge(args) => control_commands::purge(store, args, json, out)?,
-        Command::PurgeFinished(args) => control_commands::purge_finished(store, args, json, out)?,
-        Command::Attributes(args) => search_commands::attributes(store, &args.action, json, out)?,
+        Command::Suspend(args) | Command::Resume(args) | Command::Terminate(args) => {
+            let ctl = match command {
+                Command::Suspend(_) => Ctl::Suspend,
+                Command::Resume(_) => Ctl::Resume,
+                _ => Ctl::Terminate,
+            };
+            let action = format!("executions.{}", ctl.as_str());
+            let audit = Audited::begin(
+                operator,
+                &action,
+                &args.id,
+                &args.why,
+                version(args.expected_version),
+            )?;
+            audit.finish(control_commands::status_command(store, ctl, args, json, out))?
+        }
+        Command::Purge(args) => {
+            let mut params = version(args.expected_version);
+            if let Some(path) = &args.archive {
+                params.insert("archive".into(), Value::from(path.display().to_string()));
+            }
+            let audit = Audited::begin(operator, "executions.purge", &args.id, &args.why, params)?;
+            audit.finish(control_commands::purge(store, args, json, out))?
+        }
+        Command::PurgeFinished(args) => {
+            let params = serde_json::json!({
+                "older_than_seconds": args.older_than.as_secs_f64(),
+                "status": args.status.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "include_undated": args.include_undated,
+                "limit": args.limit,
+                "dry_run": args.dry_run,
+            });
+            let Value::Object(params) = params else {
+                unreachable!("a JSON object")
+            };
+            let audit = Audited::begin(operator, "control.purge-finished", "", &args.why, params)?;
+            let result = control_commands::purge_finished(store, args, json, out);
+            // One entry per root purged or refused; the first failure to record one is
+            // reported after the request's outcome is set.
+            let mut targets = Ok(());
+            if let Some(report) = result.as_ref().ok().filter(|r| !r.dry_run) {
+                let purged = report.purged.iter().map(|id| (id, None));
+                let refused =
+                    (report.refused.iter()).map(|(id, why)| (id, Some(("REFUSED".to_owned(), why.clone()))));
+                for (id, outcome) in purged.chain(refused) {
+                    if let Err(e) = audit.target(id, outcome, Map::new()) {
+                        targets = targets.and(Err(e));
+                    }
+                }
+            }
+            audit.finish(result)?;
+            targets?;
+        }
+        Command::Attributes(args) => {
+            let Some((action, path, why)) = args.action.audit() else {
+                unreachable!("only writes come here")
+            };
+            let params = Map::from_iter([("path".to_owned(), Value::from(path))]);
+            let audit = Audited::begin(operator, action, "", why, params)?;
+            audit.finish(search_commands::attributes(store, &args.action, json, out))?
+        }
         _ => unreachable!("only control commands come here"),
     }
     Ok(())

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use execstore::operator::{AuditQuery, OperatorStore};
+use execstore::operator::{AuditQuery, OperatorStore, PENDING, PENDING_MEANS};
 
 use crate::args::AuditArgs;
 use crate::error::{CliError, Result};
@@ -71,7 +71,11 @@ pub fn audit(store: &dyn OperatorStore, args: &AuditArgs, json: bool, out: &mut 
             } else {
                 e.target.clone()
             },
-            e.outcome.clone(),
+            if e.outcome == PENDING {
+                PENDING_MEANS.into()
+            } else {
+                e.outcome.clone()
+            },
             e.reason.clone(),
         ]);
     }

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use execstore::ExecutionStore;
 use serde_json::json;
 
+use crate::audited::ReasonArg;
 use crate::error::Result;
 
 #[derive(Debug, Args)]
@@ -23,11 +24,17 @@ pub enum AttributesAction {
     Declare {
         /// The path, `context.<key>[.<key>...]`; quote odd keys: `context."odd key"`.
         path: String,
+
+        #[command(flatten)]
+        why: ReasonArg,
     },
     /// Drop a search attribute and its index (its filters keep working, by scan).
     Drop {
         /// The path, as declared.
         path: String,
+
+        #[command(flatten)]
+        why: ReasonArg,
     },
 }
 
@@ -35,6 +42,15 @@ impl AttributesAction {
     /// Whether the action writes (the store is opened for writing).
     pub fn writes(&self) -> bool {
         !matches!(self, AttributesAction::List)
+    }
+
+    /// A write's audit: its action (as the monitor names it), its path and its reason.
+    pub fn audit(&self) -> Option<(&'static str, &str, &ReasonArg)> {
+        match self {
+            AttributesAction::List => None,
+            AttributesAction::Declare { path, why } => Some(("attributes", path, why)),
+            AttributesAction::Drop { path, why } => Some(("attributes.drop", path, why)),
+        }
     }
 }
 
@@ -62,7 +78,7 @@ pub fn attributes(
                 }
             }
         }
-        AttributesAction::Declare { path } => {
+        AttributesAction::Declare { path, .. } => {
             let started = std::time::Instant::now();
             let a = store.declare_attribute(path)?;
             let ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -72,7 +88,7 @@ pub fn attributes(
                 writeln!(out, "declared {} (index built in {ms:.1} ms)", a.path)?;
             }
         }
-        AttributesAction::Drop { path } => {
+        AttributesAction::Drop { path, .. } => {
             let dropped = store.drop_attribute(path)?;
             if json {
                 writeln!(out, "{}", json!({"dropped": dropped, "path": path}))?;

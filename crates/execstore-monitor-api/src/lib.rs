@@ -175,9 +175,23 @@ impl MonitorApi {
 
     /// Answers `request` from whichever stores the target holds (see [`Stores`]).
     pub fn handle_stores(&self, stores: Stores<'_>, request: &ApiRequest<'_>, now: f64) -> ApiResponse {
+        self.handle_with_operator(stores, self.operator.as_ref(), request, now)
+    }
+
+    /// As [`MonitorApi::handle_stores`], keeping the audit log and saved views in `operator`
+    /// for this request (the target's own tables, when the host opens targets per request,
+    /// as the wasm package's `MonitorApi` does) instead of this API's.
+    pub fn handle_with_operator(
+        &self,
+        stores: Stores<'_>,
+        operator: &dyn OperatorStore,
+        request: &ApiRequest<'_>,
+        now: f64,
+    ) -> ApiResponse {
         let call = Call {
             api: self,
             stores,
+            operator,
             request,
             now,
             caller: self.tokens.identify(request.authorization),
@@ -224,6 +238,8 @@ pub mod cursors {
 pub(crate) struct Call<'a> {
     pub(crate) api: &'a MonitorApi,
     pub(crate) stores: Stores<'a>,
+    /// Where this request's audit entries and saved views are kept.
+    pub(crate) operator: &'a dyn OperatorStore,
     pub(crate) request: &'a ApiRequest<'a>,
     pub(crate) now: f64,
     /// Who sent the request.
@@ -242,7 +258,7 @@ impl<'a> Call<'a> {
 
     /// Where the audit log and saved views are kept.
     pub(crate) fn operator(&self) -> &'a dyn OperatorStore {
-        self.api.operator.as_ref()
+        self.operator
     }
 
     /// The workspace log, or a 404 saying the target holds none.

@@ -2,7 +2,7 @@
 //! /api/executions/{id}/audit`) and the team's saved views (`GET /api/views`, `PUT` and
 //! `DELETE /api/views/{name}`, writes through the write path).
 
-use execstore::operator::{check_view_name, AuditEntry, AuditQuery, SavedView};
+use execstore::operator::{check_view_name, AuditEntry, AuditQuery, SavedView, PENDING, PENDING_MEANS};
 use serde_json::{json, Value};
 
 use crate::params::{check_id, Params};
@@ -20,6 +20,7 @@ fn entry_json(e: &AuditEntry) -> Value {
         "outcome": e.outcome,
         "message": e.message,
         "params": e.params,
+        "note": (e.outcome == PENDING).then_some(PENDING_MEANS),
     })
 }
 

@@ -8,14 +8,17 @@
 //!    only white space); a body that is not a JSON object is 400 `INVALID_INPUT`, an object
 //!    without a good reason 400 `REASON_REQUIRED`, and nothing changes (not recorded: a
 //!    request that cannot say why is no action).
-//! 3. The handler runs on the body without `reason`.
-//! 4. An audit entry records who, what, on what, why, the request's parameters and the
-//!    outcome (`ok`, or the error's code and message). A bulk answer (`results`, one per
-//!    `id`) is recorded as one entry per target, each with its own outcome. The entry
-//!    follows the action in a transaction of its own (docs/operators.md says what a crash
-//!    between them leaves).
+//! 3. An audit entry records who, what, on what, why and the request's parameters, with the
+//!    outcome `PENDING`, before anything changes. If it cannot be recorded the write is 503
+//!    `AUDIT_UNAVAILABLE` and the handler never runs: no action is made unaudited.
+//! 4. The handler runs on the body without `reason`.
+//! 5. The entry's outcome is set (`ok`, or the error's code and message). A bulk answer
+//!    (`results`, one per `id`) also records one entry per target, each with its own
+//!    outcome. A crash between 4 and 5 leaves the entry `PENDING`: the action's outcome is
+//!    unknown, and every surface says so (docs/operators.md).
 
-use execstore::operator::{AuditEntry, MAX_PARAMS_BYTES, MAX_REASON_CHARS, OK};
+use execstore::operator::{AuditEntry, MAX_PARAMS_BYTES, MAX_REASON_CHARS, MAX_TEXT_BYTES, OK, PENDING};
+use execstore::StoreError;
 use serde_json::{Map, Value};
 
 use crate::routes::Endpoint;
@@ -68,6 +71,27 @@ pub(crate) fn unauthorized() -> ApiError {
         "writes need the header `Authorization: Bearer <token>` with one of the monitor's tokens",
     )
 }
+
+/// The refusal of a write whose audit entry could not be recorded before the action.
+fn audit_unavailable(e: &StoreError) -> ApiError {
+    ApiError::new(
+        503,
+        "AUDIT_UNAVAILABLE",
+        format!("the action was not made: its audit entry could not be recorded first ({e})"),
+    )
+}
+
+/// Test only (feature `crash-hook`): with `EXECSTORE_CRASH_AFTER_ACTION` set, the process
+/// aborts between a write's action and the recording of its outcome, as a crash there would.
+#[cfg(feature = "crash-hook")]
+fn crash_point() {
+    if std::env::var_os("EXECSTORE_CRASH_AFTER_ACTION").is_some() {
+        std::process::abort();
+    }
+}
+
+#[cfg(not(feature = "crash-hook"))]
+fn crash_point() {}
 
 fn reason_required(message: impl Into<String>) -> ApiError {
     ApiError::new(400, "REASON_REQUIRED", message)
@@ -135,28 +159,70 @@ fn query_params(query: &str) -> Map<String, Value> {
         .map(|(k, v)| {
             let value = match v.parse::<i64>() {
                 Ok(n) => Value::from(n),
-                Err(_) => Value::from(v),
+                Err(_) => Value::from(loggable(&v)),
             };
-            (k, value)
+            (loggable(&k), value)
         })
         .collect()
 }
 
-/// The parameters recorded: the query's, then the body's fields (those too long for the
-/// log are recorded by size).
+/// The parameters recorded: the query's, then the body's fields, as the log can hold them
+/// (NUL characters replaced; when they are too long for the log, arrays are recorded by
+/// count and any other field still too long by size), so that a request the handler refuses
+/// is still recorded, and refused by the handler, not by the log.
 fn params_of(query: &Map<String, Value>, body: &Map<String, Value>) -> Map<String, Value> {
     let mut params = query.clone();
     for (k, v) in body {
-        params.insert(k.clone(), v.clone());
+        params.insert(loggable(k), without_nul(v.clone()));
     }
-    if serde_json::to_string(&params).map_or(0, |s| s.len()) > MAX_PARAMS_BYTES {
+    let size = |v: &Value| serde_json::to_string(v).map_or(0, |s| s.len());
+    if size(&Value::Object(params.clone())) > MAX_PARAMS_BYTES {
         for v in params.values_mut() {
             if let Value::Array(items) = v {
                 *v = serde_json::json!({ "count": items.len(), "omitted": true });
             }
         }
     }
+    if size(&Value::Object(params.clone())) > MAX_PARAMS_BYTES {
+        for v in params.values_mut() {
+            let n = size(v);
+            if n > 256 {
+                *v = serde_json::json!({ "bytes": n, "omitted": true });
+            }
+        }
+    }
     params
+}
+
+/// `text` with NUL characters replaced (the log holds none).
+fn loggable(text: &str) -> String {
+    text.replace('\0', "\u{fffd}")
+}
+
+fn without_nul(v: Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(loggable(&s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(without_nul).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (loggable(&k), without_nul(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// A target as the log holds it: NUL characters replaced, cut at [`MAX_TEXT_BYTES`].
+fn loggable_target(target: &str) -> String {
+    let mut t = loggable(target);
+    if t.len() > MAX_TEXT_BYTES {
+        let mut end = MAX_TEXT_BYTES;
+        while !t.is_char_boundary(end) {
+            end -= 1;
+        }
+        t.truncate(end);
+    }
+    t
 }
 
 impl Call<'_> {
@@ -172,11 +238,11 @@ impl Call<'_> {
             actor: self.caller.name().to_owned(),
             role: self.caller.role_name().to_owned(),
             action: action_name(endpoint),
-            target: target_of(args, &query),
+            target: loggable_target(&target_of(args, &query)),
             reason: String::new(),
             outcome: OK.into(),
             message: None,
-            params: query.clone(),
+            params: params_of(&query, &Map::new()),
         };
         let needed = required_role(endpoint);
         let refused = match &self.caller {
@@ -209,16 +275,29 @@ impl Call<'_> {
         let call = Call {
             api: self.api,
             stores: self.stores,
+            operator: self.operator,
             request: &request,
             now: self.now,
             caller: self.caller.clone(),
         };
+        // Recorded before anything changes: an action whose record cannot be written is not
+        // made (an operator never acts unaudited).
+        let pending = AuditEntry {
+            outcome: PENDING.into(),
+            ..entry.clone()
+        };
+        let id = self
+            .operator()
+            .record_audit(&pending)
+            .map_err(|e| audit_unavailable(&e))?;
         let mut result = (endpoint.handler)(&call, args);
+        crash_point();
         let audited = match &result {
             Ok(answer) => match per_target(answer, &body) {
-                Some(entries) => entries
-                    .into_iter()
-                    .map(|(target, outcome, message, extra)| {
+                Some(entries) => {
+                    // The request's entry says the bulk call ended; each target gets its own.
+                    let mut first_error = self.operator().set_audit_outcome(id, OK, None).err();
+                    for (target, outcome, message, extra) in entries {
                         let mut one = AuditEntry {
                             target,
                             outcome,
@@ -228,22 +307,22 @@ impl Call<'_> {
                         one.params.remove("targets");
                         one.params.insert("bulk".into(), Value::Bool(true));
                         one.params.extend(extra);
-                        self.operator().record_audit(&one).map(|_| ())
-                    })
-                    .find_map(Result::err)
-                    .map_or(Ok(()), Err),
-                None => {
-                    entry.outcome = OK.into();
-                    self.operator().record_audit(&entry).map(|_| ())
+                        if let Err(e) = self.operator().record_audit(&one) {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                    first_error.map_or(Ok(()), Err)
                 }
+                None => self.operator().set_audit_outcome(id, OK, None).map(|_| ()),
             },
-            Err(e) => {
-                self.record(&mut entry, Err(e));
-                Ok(())
-            }
+            Err(e) => self
+                .operator()
+                .set_audit_outcome(id, e.code, Some(&e.message))
+                .map(|_| ()),
         };
         if let (Err(e), Ok(Value::Object(answer))) = (audited, &mut result) {
-            // The action is done: its answer stands, saying the record failed.
+            // The action is done: its answer stands, saying its entry stays PENDING (or a
+            // bulk target's entry is missing).
             answer.insert("audit_error".into(), Value::from(e.to_string()));
         }
         result

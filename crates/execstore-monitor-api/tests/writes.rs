@@ -5,8 +5,10 @@
 use std::sync::Arc;
 
 use execstore::executions::Status;
-use execstore::operator::{AuditQuery, MemoryOperatorStore, OperatorStore};
-use execstore::{Execution, ExecutionStore, MemoryStore};
+use execstore::operator::{
+    AuditEntry, AuditQuery, MemoryOperatorStore, OperatorStore, SavedView, OK, PENDING, PENDING_MEANS,
+};
+use execstore::{Execution, ExecutionStore, MemoryStore, StoreError};
 use execstore_monitor_api::{ApiRequest, ApiResponse, MonitorApi, Role, Secret, TokenEntry, Tokens};
 use serde_json::{json, Map, Value};
 
@@ -180,7 +182,7 @@ fn the_audit_records_successes_failures_and_refusals_without_tokens() {
         r#"{"reason": "hm"}"#,
     );
     assert_eq!(r.status, 401);
-    // A bulk action: one entry per target.
+    // A bulk action: the request's entry, then one entry per target.
     let r = f.call(
         "POST",
         "/api/control/terminate",
@@ -202,21 +204,24 @@ fn the_audit_records_successes_failures_and_refusals_without_tokens() {
                "reason": "incident 7", "outcome": "NOT_FOUND", "message": got[0]["message"], "params": {"bulk": true}}),
         json!({"at": NOW, "actor": "ada", "role": "admin", "action": "control.terminate", "target": "run",
                "reason": "incident 7", "outcome": "ok", "message": null, "params": {"bulk": true, "expected_version": 2}}),
+        json!({"at": NOW, "actor": "ada", "role": "admin", "action": "control.terminate", "target": "",
+               "reason": "incident 7", "outcome": "ok", "message": null,
+               "params": {"targets": [{"id": "run", "expected_version": 2}, {"id": "nope"}]}}),
         json!({"at": NOW, "actor": "anonymous", "role": "", "action": "executions.terminate", "target": "run",
-               "reason": "hm", "outcome": "UNAUTHORIZED", "message": got[2]["message"], "params": {}}),
+               "reason": "hm", "outcome": "UNAUTHORIZED", "message": got[3]["message"], "params": {}}),
         json!({"at": NOW, "actor": "otto", "role": "act", "action": "executions.purge", "target": "run",
                "reason": "cleanup", "outcome": "FORBIDDEN", "message": "otto has the role act: executions.purge needs admin", "params": {}}),
         json!({"at": NOW, "actor": "otto", "role": "act", "action": "executions.resume", "target": "run",
-               "reason": "retry", "outcome": "CONFLICT", "message": got[4]["message"], "params": {"expected_version": 1}}),
+               "reason": "retry", "outcome": "CONFLICT", "message": got[5]["message"], "params": {"expected_version": 1}}),
         json!({"at": NOW, "actor": "otto", "role": "act", "action": "executions.suspend", "target": "run",
                "reason": "customer asked", "outcome": "ok", "message": null, "params": {"expected_version": 1}}),
     ];
     assert_eq!(got, want);
     assert!(got[0]["message"].as_str().is_some_and(|m| !m.is_empty()));
     assert!(
-        got[4]["message"].as_str().is_some_and(|m| m.contains("version")),
+        got[5]["message"].as_str().is_some_and(|m| m.contains("version")),
         "{}",
-        got[4]
+        got[5]
     );
     let all = serde_json::to_string(&got).expect("json");
     for secret in ["adm1n", "act0r", "r3ader", "guessed-token"] {
@@ -229,7 +234,7 @@ fn the_audit_records_successes_failures_and_refusals_without_tokens() {
     assert_eq!(r.body["items"].as_array().map(Vec::len), Some(4));
     let next = r.body["next"].as_str().expect("a next page").to_owned();
     let r = f.call("GET", &format!("/api/audit?limit=4&cursor={next}"), None, "");
-    assert_eq!(r.body["items"].as_array().map(Vec::len), Some(2));
+    assert_eq!(r.body["items"].as_array().map(Vec::len), Some(3));
     assert_eq!(r.body["next"], Value::Null);
     let r = f.call("GET", "/api/audit?actor=otto", None, "");
     assert_eq!(r.body["items"].as_array().map(Vec::len), Some(3));
@@ -250,6 +255,184 @@ fn the_audit_records_successes_failures_and_refusals_without_tokens() {
     ] {
         assert_eq!(f.call("GET", bad, None, "").status, 400, "{bad}");
     }
+}
+
+/// An operator store that fails: every write refused (`records: false`), or entries recorded
+/// but never completed (`records: true`: the outcome's update fails).
+struct Failing {
+    records: bool,
+    inner: MemoryOperatorStore,
+}
+
+fn down() -> StoreError {
+    StoreError::Backend {
+        message: "the audit table is gone".into(),
+        retryable: false,
+        source: None,
+    }
+}
+
+impl OperatorStore for Failing {
+    fn record_audit(&self, entry: &AuditEntry) -> Result<i64, StoreError> {
+        if self.records {
+            self.inner.record_audit(entry)
+        } else {
+            Err(down())
+        }
+    }
+    fn set_audit_outcome(&self, _: i64, _: &str, _: Option<&str>) -> Result<bool, StoreError> {
+        Err(down())
+    }
+    fn list_audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        self.inner.list_audit(query)
+    }
+    fn list_views(&self) -> Result<Vec<SavedView>, StoreError> {
+        self.inner.list_views()
+    }
+    fn put_view(&self, view: &SavedView) -> Result<(), StoreError> {
+        self.inner.put_view(view)
+    }
+    fn delete_view(&self, name: &str) -> Result<bool, StoreError> {
+        self.inner.delete_view(name)
+    }
+}
+
+fn with_operator(f: Fixture, records: bool) -> (Fixture, Arc<Failing>) {
+    let failing = Arc::new(Failing {
+        records,
+        inner: MemoryOperatorStore::new(),
+    });
+    let api = f.api.clone().with_operator(failing.clone());
+    (Fixture { api, ..f }, failing)
+}
+
+#[test]
+fn no_action_is_made_when_its_audit_entry_cannot_be_recorded_first() {
+    let (f, failing) = with_operator(fixture(), false);
+    let why = r#"{"reason": "incident 9"}"#;
+    let refused = |r: &ApiResponse| {
+        assert_eq!(
+            (r.status, code(r)),
+            (503, &json!("AUDIT_UNAVAILABLE")),
+            "{}",
+            r.body
+        );
+        let message = r.body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("not made") && message.contains("gone"),
+            "{message}"
+        );
+    };
+    refused(&f.call("POST", "/api/executions/run/suspend", Some(ACT), why));
+    refused(&f.call("POST", "/api/executions/done/purge", Some(ADMIN), why));
+    refused(&f.call(
+        "POST",
+        "/api/control/terminate",
+        Some(ADMIN),
+        r#"{"reason": "x", "targets": [{"id": "run"}, {"id": "done"}]}"#,
+    ));
+    refused(&f.call(
+        "POST",
+        "/api/control/terminate/matching?status=RUNNING",
+        Some(ADMIN),
+        r#"{"reason": "x"}"#,
+    ));
+    refused(&f.call(
+        "PUT",
+        "/api/views/mine",
+        Some(ACT),
+        r#"{"reason": "x", "query": "status=FAILED"}"#,
+    ));
+    assert_eq!(
+        f.status("run"),
+        Some(Status::Running),
+        "not suspended or terminated"
+    );
+    assert_eq!(f.status("done"), Some(Status::Done), "not purged");
+    assert!(failing.list_views().expect("views").is_empty(), "no view saved");
+    assert!(failing.list_audit(&AuditQuery::new()).expect("audit").is_empty());
+}
+
+#[test]
+fn an_action_whose_outcome_cannot_be_recorded_stays_pending_and_says_so() {
+    let (f, failing) = with_operator(fixture(), true);
+    let r = f.call(
+        "POST",
+        "/api/executions/run/suspend",
+        Some(ACT),
+        r#"{"reason": "incident 9"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body["audit_error"].as_str().is_some_and(|m| m.contains("gone")),
+        "{}",
+        r.body
+    );
+    assert_eq!(f.status("run"), Some(Status::Suspended), "the action is made");
+    let entries = failing.list_audit(&AuditQuery::new()).expect("audit");
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        (
+            entries[0].outcome.as_str(),
+            entries[0].action.as_str(),
+            entries[0].target.as_str()
+        ),
+        (PENDING, "executions.suspend", "run")
+    );
+    // The API says what PENDING means.
+    let r = f.call("GET", "/api/executions/run/audit", None, "");
+    assert_eq!(r.body["items"][0]["outcome"], json!(PENDING));
+    assert_eq!(r.body["items"][0]["note"], json!(PENDING_MEANS));
+}
+
+#[test]
+fn input_the_log_cannot_hold_as_is_is_recorded_as_it_can_and_refused_by_the_handler() {
+    // Before anything runs the entry is recorded: a body too large for the log, or a NUL in
+    // the target, must not turn the handler's 400 into a refusal by the log.
+    let f = fixture();
+    // Over the API's 256 KiB of event data, and the log's 16 KiB of parameters.
+    let big = json!({"reason": "big", "event": {"name": "A", "data": {"x": "y".repeat(300_000)}}});
+    let r = f.call("POST", "/api/executions/run/send", Some(ACT), &big.to_string());
+    assert_eq!(
+        (r.status, code(&r)),
+        (400, &json!("INVALID_INPUT")),
+        "{:.300}",
+        r.body.to_string()
+    );
+    let r = f.call(
+        "POST",
+        "/api/executions/a%00b/suspend?x=%00",
+        Some(ACT),
+        r#"{"reason": "nul", "k\u0000": "v\u0000"}"#,
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    let got = f.entries();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[1]["outcome"], json!("INVALID_INPUT"));
+    assert_eq!(got[1]["params"]["event"]["omitted"], json!(true));
+    assert_eq!(got[0]["target"], json!("a\u{fffd}b"));
+    assert_eq!(
+        got[0]["params"],
+        json!({"x": "\u{fffd}", "k\u{fffd}": "v\u{fffd}"})
+    );
+    assert_ne!(got[0]["outcome"], json!(PENDING));
+}
+
+#[test]
+fn a_completed_write_has_its_outcome_and_no_note() {
+    let f = fixture();
+    let r = f.call(
+        "PUT",
+        "/api/views/first",
+        Some(ACT),
+        r#"{"reason": "r", "query": "a=1"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let entries = f.audit.list_audit(&AuditQuery::new()).expect("audit");
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].outcome, OK);
+    let r = f.call("GET", "/api/audit", None, "");
+    assert_eq!(r.body["items"][0]["note"], Value::Null);
 }
 
 #[test]

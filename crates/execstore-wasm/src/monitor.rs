@@ -276,14 +276,17 @@ impl MonitorApi {
         let authorization = optional_text(authorization, "authorization")?;
         let body = optional_text(body, "body")?.unwrap_or_default();
         let now = js_sys::Date::now() / 1000.0;
-        let answer = match stores(store, workspaces) {
-            Ok(stores) => self.api.handle_stores(
-                stores,
-                &ApiRequest::from_target(&method, &target, authorization.as_deref())
-                    .with_body(body.as_bytes()),
-                now,
-            ),
-            Err(e) => closed(e),
+        let request =
+            ApiRequest::from_target(&method, &target, authorization.as_deref()).with_body(body.as_bytes());
+        // A SQLite store keeps the audit log and saved views in its own tables; a memory
+        // store, and a workspace image alone, in this API's memory.
+        let operator = store.map(Store::operator).transpose().map(Option::flatten);
+        let answer = match (stores(store, workspaces), operator) {
+            (Ok(stores), Ok(Some(operator))) => {
+                self.api.handle_with_operator(stores, &*operator, &request, now)
+            }
+            (Ok(stores), Ok(None)) => self.api.handle_stores(stores, &request, now),
+            (Err(e), _) | (_, Err(e)) => closed(e),
         };
         let out = js_sys::Object::new();
         js_sys::Reflect::set(&out, &"status".into(), &answer.status.into())?;

@@ -275,7 +275,7 @@ export interface MonitorApiOptions {
   prefix?: string | null;
   /** The token writes need (`Authorization: Bearer <token>`), one admin named "token"; none: read-only, writes answer 403. */
   token?: string;
-  /** Named tokens with roles instead of `token` (docs/operators.md): writes are allowed to what each role allows, and the audit log (kept in this API's memory) records the name. */
+  /** Named tokens with roles instead of `token` (docs/operators.md): writes are allowed to what each role allows, and the audit log (kept in the store's own tables for a SQLite store, in this API's memory for a memory store) records the name. */
   tokens?: MonitorApiToken[];
 }
 

@@ -106,3 +106,54 @@ mod workspace_memory {
 
     execstore::workspace_conformance_tests!(wasm ephemeral: async { harness() });
 }
+
+/// The operator records' suite (the monitor's audit log and saved views) in wasm32: the core's
+/// memory store (a memory `Store`'s monitor), and the SQLite adapter's tables beside an
+/// execution store on the same in-memory database (a `sqliteMemory` or `sqliteFromBytes`
+/// `Store`'s monitor, `Store::operator`).
+mod operator_memory {
+    struct Memory(execstore::operator::MemoryOperatorStore);
+
+    impl execstore::conformance::operator::OperatorHarness for Memory {
+        fn store(&self) -> &dyn execstore::operator::OperatorStore {
+            &self.0
+        }
+        fn reopen(&mut self) -> bool {
+            false
+        }
+    }
+
+    execstore::operator_conformance_tests!(wasm ephemeral: async {
+        Memory(execstore::operator::MemoryOperatorStore::new())
+    });
+}
+
+mod operator_sqlite_memory {
+    use execstore_sqlite::{SqliteOperatorStore, SqliteOptions, SqliteStore};
+
+    /// The operator store on the execution store's own database, as the package makes it.
+    struct SqliteMemory {
+        _executions: SqliteStore,
+        operator: SqliteOperatorStore,
+    }
+
+    impl execstore::conformance::operator::OperatorHarness for SqliteMemory {
+        fn store(&self) -> &dyn execstore::operator::OperatorStore {
+            &self.operator
+        }
+        fn reopen(&mut self) -> bool {
+            false
+        }
+    }
+
+    fn harness() -> SqliteMemory {
+        let executions = SqliteStore::open_in_memory(SqliteOptions::new()).expect("open");
+        let operator = SqliteOperatorStore::on(executions.db()).expect("operator tables");
+        SqliteMemory {
+            _executions: executions,
+            operator,
+        }
+    }
+
+    execstore::operator_conformance_tests!(wasm ephemeral: async { harness() });
+}

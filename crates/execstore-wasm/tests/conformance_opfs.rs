@@ -141,3 +141,52 @@ mod workspace_memory {
 
     execstore::workspace_conformance_tests!(wasm ephemeral: async { harness() });
 }
+
+/// The operator records' suite (the monitor's audit log and saved views) on the OPFS store's
+/// own database, as a `Store.openOpfs` store's monitor keeps them: each check on a fresh
+/// store of its own; the reopen check closes the database and opens its files again.
+mod operator_opfs {
+    use execstore::operator::OperatorStore;
+    use execstore_sqlite::SqliteOperatorStore;
+    use execstore_wasm::opfs::OpfsStore;
+
+    struct OpfsOperator {
+        operator: Option<SqliteOperatorStore>,
+        store: OpfsStore,
+    }
+
+    impl OpfsOperator {
+        fn attach(&mut self) {
+            let db = self.store.store().expect("the OPFS store is open").db();
+            self.operator = Some(SqliteOperatorStore::on(db).expect("operator tables"));
+        }
+    }
+
+    impl execstore::conformance::operator::OperatorHarness for OpfsOperator {
+        fn store(&self) -> &dyn OperatorStore {
+            self.operator.as_ref().expect("attached")
+        }
+        fn reopen(&mut self) -> bool {
+            // The operator store holds the database's handle: let it go first.
+            self.operator = None;
+            self.store.reopen().expect("reopen the OPFS database");
+            self.attach();
+            true
+        }
+    }
+
+    async fn fresh() -> OpfsOperator {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("operator-{}-{n}", js_sys::Date::now());
+        let store = super::open(&name, 0.0).await.expect("open a fresh OPFS store");
+        let mut h = OpfsOperator {
+            operator: None,
+            store,
+        };
+        h.attach();
+        h
+    }
+
+    execstore::operator_conformance_tests!(wasm durable: fresh());
+}

@@ -9,8 +9,8 @@
 
 use execstore::kit::migration::Migration;
 use execstore::operator::{
-    check_entry, check_query, check_view, check_view_name, parse_params, AuditEntry, AuditQuery,
-    OperatorStore, SavedView,
+    check_entry, check_outcome, check_query, check_view, check_view_name, outcome_already_set, parse_params,
+    AuditEntry, AuditQuery, OperatorStore, SavedView, PENDING,
 };
 use execstore::{Result, StoreError};
 use postgres::types::ToSql;
@@ -128,6 +128,25 @@ impl OperatorStore for PgOperatorStore {
             ],
         )?;
         Ok(row.get(0))
+    }
+
+    fn set_audit_outcome(&self, id: i64, outcome: &str, message: Option<&str>) -> Result<bool> {
+        check_outcome(id, outcome, message)?;
+        self.writable()?;
+        let mut conn = self.db.conn()?;
+        // One statement: the update of a PENDING entry, or else the entry's outcome as it is.
+        let row = conn.query_one(
+            "WITH done AS (UPDATE execstore_audit SET outcome = $2, message = $3 \
+               WHERE id = $1 AND outcome = $4 RETURNING id) \
+             SELECT (SELECT count(*) FROM done) > 0, \
+               (SELECT outcome FROM execstore_audit WHERE id = $1)",
+            &[&id, &outcome, &message, &PENDING],
+        )?;
+        match (row.get::<_, bool>(0), row.get::<_, Option<String>>(1)) {
+            (true, _) => Ok(true),
+            (false, Some(set)) => Err(outcome_already_set(id, &set)),
+            (false, None) => Ok(false),
+        }
     }
 
     fn list_audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {

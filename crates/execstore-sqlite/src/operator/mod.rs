@@ -13,8 +13,8 @@ mod tests;
 
 use execstore::kit::migration::Migration;
 use execstore::operator::{
-    check_entry, check_query, check_view, check_view_name, parse_params, AuditEntry, AuditQuery,
-    OperatorStore, SavedView,
+    check_entry, check_outcome, check_query, check_view, check_view_name, outcome_already_set, parse_params,
+    AuditEntry, AuditQuery, OperatorStore, SavedView, PENDING,
 };
 use execstore::{Result, StoreError};
 use rusqlite::{params, types::Value as SqlValue, Connection, TransactionBehavior};
@@ -172,6 +172,36 @@ impl OperatorStore for SqliteOperatorStore {
             ])
             .db()?;
             Ok(conn.last_insert_rowid())
+        })
+    }
+
+    fn set_audit_outcome(&self, id: i64, outcome: &str, message: Option<&str>) -> Result<bool> {
+        check_outcome(id, outcome, message)?;
+        self.write(|conn| {
+            let n = conn
+                .prepare_cached(
+                    "UPDATE execstore_audit SET outcome = ?2, message = ?3 WHERE id = ?1 AND outcome = ?4",
+                )
+                .db()?
+                .execute(params![id, outcome, message, PENDING])
+                .db()?;
+            if n > 0 {
+                return Ok(true);
+            }
+            let now: Option<String> = conn
+                .prepare_cached("SELECT outcome FROM execstore_audit WHERE id = ?1")
+                .db()?
+                .query_row([id], |r| r.get(0))
+                .map(Some)
+                .or_else(|e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                    e => Err(e),
+                })
+                .db()?;
+            match now {
+                None => Ok(false),
+                Some(set) => Err(outcome_already_set(id, &set)),
+            }
         })
     }
 

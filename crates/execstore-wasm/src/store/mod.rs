@@ -2,12 +2,14 @@
 //! OPFS store.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
+use execstore::operator::OperatorStore;
 use execstore::{
     executions::{BatchItem, DueTimer, ListQuery, Status, TraceStep, DEFAULT_LIST_LIMIT},
     Effects, Execution, ExecutionStore, MemoryStore,
 };
-use execstore_sqlite::{SqliteOptions, SqliteStore};
+use execstore_sqlite::{SqliteOperatorStore, SqliteOptions, SqliteStore};
 use js_sys::{Array, ArrayBuffer, Function, Object, Reflect, Uint8Array};
 use serde::Deserialize;
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -34,12 +36,25 @@ enum Backend {
 /// throws a `StoreError` (an `Error` with `code`) on failure; bad input changes nothing.
 #[wasm_bindgen]
 pub struct Store {
+    /// The operator's records (the monitor's audit log and saved views) in the SQLite
+    /// database's own tables, opened by the first monitor request that needs them. Declared
+    /// before `backend` so it is dropped first: it holds the database's handle.
+    operator: RefCell<Option<Arc<SqliteOperatorStore>>>,
     backend: Backend,
 }
 
 mod options;
 
 use options::*;
+
+impl Store {
+    fn with(backend: Backend) -> Store {
+        Store {
+            operator: RefCell::new(None),
+            backend,
+        }
+    }
+}
 
 #[wasm_bindgen]
 impl Store {
@@ -57,9 +72,7 @@ impl Store {
             Some(n) => MemoryStore::with_trace_max(Some(n)),
             None => MemoryStore::new(),
         };
-        Ok(Store {
-            backend: Backend::Memory(store),
-        })
+        Ok(Store::with(Backend::Memory(store)))
     }
 
     /// A SQLite database (SQLite compiled to wasm, the same adapter and SQL as native) kept
@@ -71,9 +84,7 @@ impl Store {
         let options: LocalOptions = self::options(&options)?;
         let store = SqliteStore::open_in_memory(sqlite_options(options.trace_max, options.prefix))
             .map_err(WasmError::from)?;
-        Ok(Store {
-            backend: Backend::SqliteMemory(store),
-        })
+        Ok(Store::with(Backend::SqliteMemory(store)))
     }
 
     /// Opens (creating if needed) the SQLite store `name` kept in the browser's Origin
@@ -101,9 +112,7 @@ impl Store {
             },
         )
         .await?;
-        Ok(Store {
-            backend: Backend::Opfs(store),
-        })
+        Ok(Store::with(Backend::Opfs(store)))
     }
 
     /// A SQLite store in wasm memory loaded from a database file's bytes (a `Uint8Array` or
@@ -123,9 +132,7 @@ impl Store {
         let js: BytesOptions = self::options(&options)?;
         let sqlite = sqlite_options(js.trace_max, js.prefix).read_only(js.read_only);
         let store = ImageStore::load(&bytes, wal.as_deref(), sqlite)?;
-        Ok(Store {
-            backend: Backend::Image(store),
-        })
+        Ok(Store::with(Backend::Image(store)))
     }
 
     /// Imports a SQLite database file's bytes as the OPFS store `name` and opens it (in a
@@ -157,9 +164,7 @@ impl Store {
             replace,
         )
         .await?;
-        Ok(Store {
-            backend: Backend::Opfs(store),
-        })
+        Ok(Store::with(Backend::Opfs(store)))
     }
 
     /// `"memory"`, `"sqlite-memory"`, `"opfs"`, or `"closed"`.
@@ -177,7 +182,29 @@ impl Store {
     /// Closes the store: an OPFS store's database, its files and its lock are released, so
     /// another worker or tab can open it. Every later call throws. Closing twice is fine.
     pub fn close(&mut self) {
+        self.operator = RefCell::new(None);
         self.backend = Backend::Closed;
+    }
+
+    /// The operator's records kept in this store: a SQLite store's own `execstore_audit` and
+    /// `execstore_views` tables (created on first use unless the store is read-only), so the
+    /// in-browser and edge monitors keep them with the data; `None` for a memory store (the
+    /// monitor keeps them in its memory).
+    pub(crate) fn operator(&self) -> Result<Option<Arc<dyn OperatorStore>>, WasmError> {
+        let db = match &self.backend {
+            Backend::Memory(_) => return Ok(None),
+            Backend::SqliteMemory(s) => s.db(),
+            Backend::Opfs(s) => s.store()?.db(),
+            Backend::Image(s) => s.store()?.db(),
+            Backend::Closed => return Err(backend("the store is closed")),
+        };
+        let mut cached = self.operator.borrow_mut();
+        if let Some(operator) = cached.as_ref() {
+            return Ok(Some(operator.clone() as Arc<dyn OperatorStore>));
+        }
+        let operator = Arc::new(SqliteOperatorStore::on(db)?);
+        *cached = Some(operator.clone());
+        Ok(Some(operator as Arc<dyn OperatorStore>))
     }
 
     pub(crate) fn inner(&self) -> Result<&dyn ExecutionStore, WasmError> {

@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::error::StoreError;
-use crate::operator::{AuditEntry, AuditQuery, OperatorStore, SavedView, MAX_REASON_CHARS, OK};
+use crate::operator::{AuditEntry, AuditQuery, OperatorStore, SavedView, MAX_REASON_CHARS, OK, PENDING};
 
 /// What the suite needs from a backend's test.
 pub trait OperatorHarness {
@@ -338,10 +338,97 @@ pub fn params_keep_their_types(h: &mut dyn OperatorHarness) {
     assert_eq!(got.params, e.params);
 }
 
+/// An entry recorded `PENDING` before its action gets its outcome once, and only once; the
+/// other entries are untouched, an unknown id is `false`, bad arguments change nothing.
+pub fn pending_entries_get_their_outcome_once(h: &mut dyn OperatorHarness) {
+    let s = h.store();
+    let pending = |target: &str| AuditEntry {
+        outcome: PENDING.into(),
+        ..entry(T0, "alice", "terminate", target)
+    };
+    let a = s.record_audit(&pending("e1")).expect("record");
+    let b = s.record_audit(&pending("e2")).expect("record");
+    let c = s.record_audit(&pending("e3")).expect("record");
+    assert!(s.set_audit_outcome(a, OK, None).expect("set a"));
+    assert!(s
+        .set_audit_outcome(b, "CONFLICT", Some("version 3 expected, found 4"))
+        .expect("set b"));
+    assert!(!s.set_audit_outcome(c + 1000, OK, None).expect("unknown id"));
+    // Once set, an outcome stays.
+    match s.set_audit_outcome(a, "CONFLICT", Some("later")) {
+        Err(StoreError::InvalidInput { field, .. }) => assert_eq!(field, "id"),
+        other => panic!("a second outcome: {other:?}"),
+    }
+    // Bad arguments: typed errors, nothing changes.
+    for (id, outcome, field) in [(0, OK, "id"), (c, "", "outcome"), (c, PENDING, "outcome")] {
+        match s.set_audit_outcome(id, outcome, None) {
+            Err(StoreError::InvalidInput { field: f, .. }) => assert_eq!(f, field),
+            other => panic!("{id} {outcome:?}: {other:?}"),
+        }
+    }
+    let long = "m".repeat(100_000);
+    assert!(matches!(
+        s.set_audit_outcome(c, "CONFLICT", Some(&long)),
+        Err(StoreError::InvalidInput { .. })
+    ));
+    let all = list(s, AuditQuery::new());
+    assert_eq!(ids(&all), [c, b, a]);
+    assert_eq!((all[2].outcome.as_str(), all[2].message.as_deref()), (OK, None));
+    assert_eq!(
+        (all[1].outcome.as_str(), all[1].message.as_deref()),
+        ("CONFLICT", Some("version 3 expected, found 4"))
+    );
+    assert_eq!(
+        all[0],
+        AuditEntry {
+            id: c,
+            ..pending("e3")
+        },
+        "untouched"
+    );
+    // The rest of an entry is as recorded.
+    assert_eq!(
+        AuditEntry {
+            outcome: PENDING.into(),
+            message: None,
+            ..all[1].clone()
+        },
+        AuditEntry {
+            id: b,
+            ..pending("e2")
+        }
+    );
+}
+
 /// One `#[test]` per check of the operator suite for a backend's test crate; `durable` adds
-/// the reopen check.
+/// the reopen check. `wasm ephemeral:` / `wasm durable:` make one async
+/// `#[wasm_bindgen_test]` per check instead (the harness is a future), for the suites run
+/// under `cargo test --target wasm32-unknown-unknown` (crates/execstore-wasm/tests).
 #[macro_export]
 macro_rules! operator_conformance_tests {
+    (wasm ephemeral: $harness:expr) => {
+        $crate::operator_conformance_tests!(@wasm $harness;
+            audit_round_trips_newest_first,
+            audit_filters_and_pages,
+            bad_input_changes_nothing,
+            views_put_list_delete,
+            params_keep_their_types,
+            pending_entries_get_their_outcome_once,
+        );
+    };
+    (wasm durable: $harness:expr) => {
+        $crate::operator_conformance_tests!(wasm ephemeral: $harness);
+        $crate::operator_conformance_tests!(@wasm $harness; reopen_keeps_everything,);
+    };
+    (@wasm $harness:expr; $($check:ident,)*) => {
+        $(
+            #[::wasm_bindgen_test::wasm_bindgen_test]
+            async fn $check() {
+                let mut h = $harness.await;
+                $crate::conformance::operator::$check(&mut h);
+            }
+        )*
+    };
     (ephemeral: $harness:expr) => {
         $crate::operator_conformance_tests!(@checks $harness;
             audit_round_trips_newest_first,
@@ -349,6 +436,7 @@ macro_rules! operator_conformance_tests {
             bad_input_changes_nothing,
             views_put_list_delete,
             params_keep_their_types,
+            pending_entries_get_their_outcome_once,
         );
     };
     (durable: $harness:expr) => {

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::{
-    check_entry, check_query, check_view, check_view_name, AuditEntry, AuditQuery, OperatorStore, SavedView,
+    check_entry, check_outcome, check_query, check_view, check_view_name, outcome_already_set, AuditEntry,
+    AuditQuery, OperatorStore, SavedView, PENDING,
 };
 use crate::error::Result;
 
@@ -38,6 +39,20 @@ impl OperatorStore for MemoryOperatorStore {
         let id = inner.audit.last().map_or(1, |e| e.id + 1);
         inner.audit.push(AuditEntry { id, ..entry.clone() });
         Ok(id)
+    }
+
+    fn set_audit_outcome(&self, id: i64, outcome: &str, message: Option<&str>) -> Result<bool> {
+        check_outcome(id, outcome, message)?;
+        let mut inner = self.inner();
+        let Some(entry) = inner.audit.iter_mut().find(|e| e.id == id) else {
+            return Ok(false);
+        };
+        if entry.outcome != PENDING {
+            return Err(outcome_already_set(id, &entry.outcome));
+        }
+        entry.outcome = outcome.to_owned();
+        entry.message = message.map(str::to_owned);
+        Ok(true)
     }
 
     fn list_audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {

@@ -38,6 +38,15 @@ pub const MAX_PARAMS_BYTES: usize = 16 * 1024;
 /// The outcome of an action that succeeded.
 pub const OK: &str = "ok";
 
+/// The outcome an entry is recorded with before its action runs; set to the real outcome
+/// ([`OperatorStore::set_audit_outcome`]) once the action has ended. An entry still
+/// `PENDING` after its process is gone records an action whose outcome is unknown: it may
+/// or may not have been made ([`PENDING_MEANS`]).
+pub const PENDING: &str = "PENDING";
+
+/// What a [`PENDING`] entry means, as every surface shows it.
+pub const PENDING_MEANS: &str = "outcome unknown (the process stopped before it was recorded)";
+
 /// One audit entry: one write the monitor was asked to make.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AuditEntry {
@@ -55,7 +64,8 @@ pub struct AuditEntry {
     pub target: String,
     /// Why, as the operator wrote it (empty when the request carried none and was refused).
     pub reason: String,
-    /// How it ended: [`OK`], or the error's code (`CONFLICT`, `FORBIDDEN`...).
+    /// How it ended: [`OK`], or the error's code (`CONFLICT`, `FORBIDDEN`...); [`PENDING`]
+    /// while the action runs, and for good if the process stopped before recording it.
     pub outcome: String,
     /// The error's message, when it failed.
     pub message: Option<String>,
@@ -130,6 +140,12 @@ pub trait OperatorStore: Send + Sync {
     /// every id recorded before in this store.
     fn record_audit(&self, entry: &AuditEntry) -> Result<i64>;
 
+    /// Sets the outcome (and the error's message, `None` for a success) of the entry `id`,
+    /// recorded [`PENDING`] before its action ran; `false` if there is no entry `id`. Only a
+    /// `PENDING` entry changes: an entry whose outcome is already set is refused
+    /// ([`StoreError::InvalidInput`], field `id`), so a record, once complete, stays as it was.
+    fn set_audit_outcome(&self, id: i64, outcome: &str, message: Option<&str>) -> Result<bool>;
+
     /// The entries `query` selects, newest (largest id) first.
     fn list_audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>>;
 
@@ -147,6 +163,9 @@ pub trait OperatorStore: Send + Sync {
 impl<T: OperatorStore + ?Sized> OperatorStore for std::sync::Arc<T> {
     fn record_audit(&self, entry: &AuditEntry) -> Result<i64> {
         (**self).record_audit(entry)
+    }
+    fn set_audit_outcome(&self, id: i64, outcome: &str, message: Option<&str>) -> Result<bool> {
+        (**self).set_audit_outcome(id, outcome, message)
     }
     fn list_audit(&self, query: &AuditQuery) -> Result<Vec<AuditEntry>> {
         (**self).list_audit(query)
@@ -217,6 +236,33 @@ pub fn check_entry(entry: &AuditEntry) -> Result<String> {
         return Err(StoreError::invalid("params", "must not hold a NUL character"));
     }
     Ok(params)
+}
+
+/// Checks [`OperatorStore::set_audit_outcome`]'s arguments: a positive id, an outcome that
+/// is a recorded one (not empty, not [`PENDING`]), a message within bounds.
+pub fn check_outcome(id: i64, outcome: &str, message: Option<&str>) -> Result<()> {
+    if id < 1 {
+        return Err(StoreError::invalid("id", format!("{id} is not a positive id")));
+    }
+    check_chars("outcome", outcome, MAX_NAME_CHARS, false)?;
+    if outcome == PENDING {
+        return Err(StoreError::invalid(
+            "outcome",
+            "PENDING is the outcome before the action, not one to set",
+        ));
+    }
+    if let Some(message) = message {
+        check_bytes("message", message, MAX_TEXT_BYTES)?;
+    }
+    Ok(())
+}
+
+/// The refusal of [`OperatorStore::set_audit_outcome`] on an entry whose outcome is set.
+pub fn outcome_already_set(id: i64, outcome: &str) -> StoreError {
+    StoreError::invalid(
+        "id",
+        format!("audit entry {id} already has the outcome {outcome:?}: only a PENDING entry is completed"),
+    )
 }
 
 /// Checks a listing's query.
