@@ -70,6 +70,10 @@ impl WorkspaceStore {
     }
 }
 
+/// `search_log`'s answer: the envelopes' JSON, how many were examined, the last seq examined
+/// and where to go on.
+type LogSearchAnswer = (Vec<String>, usize, Option<i64>, Option<i64>);
+
 /// The workspace log of the row `backend` of execstore-any's table at `location` (the path or
 /// DSN as given), on the system clock (the caller's instants come with each call).
 fn open_workspaces(
@@ -233,7 +237,7 @@ impl WorkspaceStore {
         limit: usize,
         scan: usize,
         now: f64,
-    ) -> PyResult<(Vec<String>, usize, Option<i64>, Option<i64>)> {
+    ) -> PyResult<LogSearchAnswer> {
         let ws = wref(tenant, workspace);
         let filter = execstore::workspace::parse_log_where(where_, now).py_err(py)?;
         let search = execstore::workspace::LogSearch {
