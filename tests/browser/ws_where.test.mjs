@@ -74,6 +74,18 @@ test("where over the workspace log and runs", async (t) => {
     assertCalm(p);
   });
 
+  await t.test("at phone size in the dark theme: the box fits, no horizontal scroll", async () => {
+    const p = await page(b, { size: "phone", theme: "dark" });
+    await p.goto(`${url}${link({ tenant: "acme", ws: "prod", where: "event.service exists" })}`);
+    await p.waitForSelector(".ws-log tbody tr");
+    await p.waitForFunction(() => !document.querySelector("#ws-where-scan").hidden);
+    const box = await p.$eval("#ws-where", (el) => el.getBoundingClientRect().toJSON());
+    assert.ok(box.width > 100 && box.right <= 390, `the box fits the screen: ${JSON.stringify(box)}`);
+    assert.equal(await p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), true, "no horizontal scroll");
+    await p.screenshot({ path: join(artifacts, "monitor-workspaces-log-where-phone-dark.png") });
+    assertCalm(p);
+  });
+
   await t.test("a bad query: its error under the box, naming the position", async () => {
     const p = await page(b);
     await p.goto(`${url}${link({ tenant: "acme", ws: "prod" })}`);
