@@ -50,7 +50,10 @@ fn a_page_costs_its_scan_not_the_log() {
         ("event.customer = \"c-17\"", false),
     ] {
         let filter = parse_log_where(text, 0.0).unwrap();
-        let search = LogSearch { newest_first, ..LogSearch::new(filter) };
+        let search = LogSearch {
+            newest_first,
+            ..LogSearch::new(filter)
+        };
         let mut times = Vec::new();
         let mut page = None;
         for _ in 0..5 {

@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use execstore::conformance::workspace::{
-    bad_searches_are_refused, log_search_matches_the_reference, run_search_matches_the_reference, SimpleHarness,
+    bad_searches_are_refused, log_search_matches_the_reference, run_search_matches_the_reference,
+    SimpleHarness,
 };
 use execstore::workspace::{
-    Envelope, EvaluationError, Lease, LogQuery, MemoryWorkspaceStorage, RuleProgress, Run, RunPolicy, RunQuery,
-    StoredRule, Timestamp, WorkspaceCapabilities, WorkspaceInfo, WorkspaceRef, WorkspaceStorage, WorkspaceTx,
+    Envelope, EvaluationError, Lease, LogQuery, MemoryWorkspaceStorage, RuleProgress, Run, RunPolicy,
+    RunQuery, StoredRule, Timestamp, WorkspaceCapabilities, WorkspaceInfo, WorkspaceRef, WorkspaceStorage,
+    WorkspaceTx,
 };
 use execstore::Result;
 
