@@ -5,11 +5,11 @@
 // Under it: the error of a bad query, inline, and a "scan" note when a path of the query
 // is not a declared search attribute (the store reads every execution to answer it).
 // Stored data reaches the page only as option values and text, never as HTML.
+// `makeWhereBox` makes the same box for another listing (the workspace log and runs).
 
 import { clear, h } from "./dom.js";
 
 let box = null;
-let suggestSeq = 0;
 
 /** The part of `text` being typed: a path (after the start, `and`, `or` or `(`), or a
  * value after `path op`; `null` when neither. */
@@ -29,20 +29,34 @@ export function typing(text) {
 /** The box, built once. `navigate` is the page's `navigate(changes, options)`; `api` its client. */
 export function whereBox(navigate, api) {
   if (box) return box.root;
-  const input = h("input", {
-    type: "search", id: "where", list: "where-suggestions", autocomplete: "off", spellcheck: "false",
+  box = makeWhereBox({
+    id: "where",
+    navigate,
+    suggest: (path) => api.get("api/suggest", { path }),
     placeholder: 'context.customer_id = "c-17" and status = running and updated > -1h',
-    "aria-label": "Where: a query over status, definition, state, times and context paths",
-    "aria-describedby": "where-help where-error where-scan",
-  });
-  const list = h("datalist", { id: "where-suggestions" });
-  const error = h("p", { id: "where-error", class: "where-error", role: "alert", hidden: true });
-  const scan = h("p", { id: "where-scan", class: "where-scan", role: "status", hidden: true });
-  const help = h("span", {
-    id: "where-help", class: "muted",
-    title: "Terms joined by and / or, grouped by ( ): status = running, definition = orders, state = order.pay, " +
+    label: "Where: a query over status, definition, state, times and context paths",
+    syntax: "status = running, definition = orders, state = order.pay, " +
       "created > -1h (or ISO-8601, epoch seconds), context.total >= 100, context.customer ^= c-1, context.note exists, " +
-      "status in (failed, cancelled). Documented in docs/search.md.",
+      "status in (failed, cancelled)",
+  });
+  return box.root;
+}
+
+/** A where box for any listing: `id` names its elements (`ID`, `ID-error`, `ID-scan`, ...);
+ * `navigate({ where, cursor })` applies a query; `suggest(path)` answers `{ paths, values }`
+ * as `/api/suggest` does. Returns `{ root, input, sync(r), showError(e), note(text) }`. */
+export function makeWhereBox({ id, navigate, suggest, placeholder, label, syntax }) {
+  const input = h("input", {
+    type: "search", id, list: `${id}-suggestions`, autocomplete: "off", spellcheck: "false",
+    placeholder, "aria-label": label,
+    "aria-describedby": `${id}-help ${id}-error ${id}-scan`,
+  });
+  const list = h("datalist", { id: `${id}-suggestions` });
+  const error = h("p", { id: `${id}-error`, class: "where-error", role: "alert", hidden: true });
+  const scan = h("p", { id: `${id}-scan`, class: "where-scan", role: "status", hidden: true });
+  const help = h("span", {
+    id: `${id}-help`, class: "muted",
+    title: `Terms joined by and / or, grouped by ( ): ${syntax}. Documented in docs/search.md.`,
   }, "Enter applies (hover for the syntax)");
   let applied = "";
   const apply = () => {
@@ -62,9 +76,9 @@ export function whereBox(navigate, api) {
   let debounce;
   input.addEventListener("input", () => {
     clearTimeout(debounce);
-    debounce = setTimeout(() => suggest(api, input, list), 150);
+    debounce = setTimeout(() => suggestInto(suggest, input, list), 150);
   });
-  input.addEventListener("focus", () => suggest(api, input, list));
+  input.addEventListener("focus", () => suggestInto(suggest, input, list));
   const root = h(
     "div",
     { class: "filters where-filter" },
@@ -73,11 +87,36 @@ export function whereBox(navigate, api) {
     error,
     scan,
   );
-  box = { root, input, list, error, scan, setApplied: (t) => { applied = t; } };
-  return root;
+  const ctl = {
+    root, input, list, error, scan,
+    setApplied: (t) => { applied = t; },
+    /** Shows route `r`'s query in the box (unless it is being edited). */
+    sync(r) {
+      if (document.activeElement !== input) input.value = r.where || "";
+      applied = r.where || "";
+      if (!r.where) ctl.showError(null);
+    },
+    /** The error of the last listing if it was the query's (a 400 naming the query), else clears it. */
+    showError(e) {
+      const mine = e && e.status === 400 && /^(invalid input: )?where/.test(e.message || "");
+      error.hidden = !mine;
+      error.textContent = mine ? `Query error: ${e.message.replace(/^invalid input: where: /, "")}` : "";
+      input.setAttribute("aria-invalid", mine ? "true" : "false");
+      if (mine) ctl.note("");
+      return mine;
+    },
+    /** A line under the box (how far a search scanned, ...); empty hides it. */
+    note(text) {
+      scan.hidden = !text;
+      scan.textContent = text || "";
+    },
+  };
+  return ctl;
 }
 
-async function suggest(api, input, list) {
+let suggestSeq = 0;
+
+async function suggestInto(fetchSuggestions, input, list) {
   const seq = ++suggestSeq;
   const text = input.value;
   const at = typing(text);
@@ -86,7 +125,7 @@ async function suggest(api, input, list) {
     return;
   }
   try {
-    const answer = await api.get("api/suggest", { path: at.kind === "path" ? at.prefix : at.path });
+    const answer = await fetchSuggestions(at.kind === "path" ? at.prefix : at.path);
     if (seq !== suggestSeq) return;
     const options = at.kind === "path"
       ? answer.paths.map((p) => ({ value: at.head + p.path + " ", label: `${p.path}${p.declared ? "" : " (scan)"} · ${p.count}` }))
@@ -99,30 +138,21 @@ async function suggest(api, input, list) {
   }
 }
 
-/** Shows route `r`'s query in the box (unless it is being edited). */
+/** Shows route `r`'s query in the executions' box (unless it is being edited). */
 export function syncWhereBox(r) {
-  if (!box) return;
-  if (document.activeElement !== box.input) box.input.value = r.where || "";
-  box.setApplied(r.where || "");
-  if (!r.where) showWhereError(null);
+  if (box) box.sync(r);
 }
 
 /** The error of the last listing if it was the query's (a 400 naming the query), else clears it. */
 export function showWhereError(e) {
-  if (!box) return;
-  const mine = e && e.status === 400 && /^(invalid input: )?where/.test(e.message || "");
-  box.error.hidden = !mine;
-  box.error.textContent = mine ? `Query error: ${e.message.replace(/^invalid input: where: /, "")}` : "";
-  box.input.setAttribute("aria-invalid", mine ? "true" : "false");
-  if (mine) showScan([]);
+  if (box) box.showError(e);
 }
 
 /** The listing's `scan`: the paths it answered by reading every execution. */
 export function showScan(paths) {
   if (!box) return;
   const n = (paths || []).length;
-  box.scan.hidden = !n;
-  box.scan.textContent = n
+  box.note(n
     ? `scan: ${paths.join(", ")} ${n === 1 ? "is not a search attribute" : "are not search attributes"}; the store reads every execution to answer (execstore attributes declare PATH indexes it).`
-    : "";
+    : "");
 }

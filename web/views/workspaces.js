@@ -16,6 +16,7 @@ import { replayedText, wsAction, wsResult } from "../recover.js";
 import { actionCtx, api } from "../shell.js";
 import * as savedViews from "../saved-views.js";
 import { timeText, when } from "../format.js";
+import { makeWhereBox } from "../where.js";
 
 const TABS = ["log", "runs", "dead-letters", "leases", "cursors", "rules"];
 const TAB_TITLES = {
@@ -72,6 +73,7 @@ function parse(search) {
     scope: p.get("scope") || "",
     cursor: p.get("cursor") || "",
     history: p.get("history") || "",
+    where: p.get("where") || "",
   };
 }
 
@@ -81,7 +83,7 @@ function search(r) {
   if (r.tenant) p.set("tenant", r.tenant);
   if (r.ws) p.set("ws", r.ws);
   if (r.tenant && r.ws && r.tab !== "log") p.set("tab", r.tab);
-  for (const k of ["env", "type", "seq", "status", "rule", "scope", "cursor", "history"]) if (r[k]) p.set(k, r[k]);
+  for (const k of ["env", "type", "seq", "status", "rule", "scope", "cursor", "history", "where"]) if (r[k]) p.set(k, r[k]);
   if ([50, 200, 500].includes(r.last)) p.set("last", String(r.last));
   return `?${p}`;
 }
@@ -168,7 +170,7 @@ export function show() {
   view.route = parse(location.search);
   const r = view.route;
   const main = $("#main");
-  const key = `${r.tenant}\u0000${r.ws}\u0000${r.tab}\u0000${r.type}\u0000${r.seq}\u0000${r.last}`;
+  const key = `${r.tenant}\u0000${r.ws}\u0000${r.tab}\u0000${r.type}\u0000${r.seq}\u0000${r.last}\u0000${r.where}`;
   if (key !== view.tail.key) stopTail();
   view.selected = -1;
   document.title = r.tenant ? `${r.tenant}/${r.ws} · ${TAB_TITLES[r.tab]} · execstore` : "Workspaces · execstore";
@@ -290,7 +292,7 @@ function envelopeRow(e) {
   const tr = h("tr", { class: e.id === r.env ? "open" : null, dataset: { seq: String(e.seq) } },
     h("td", { class: "num" }, String(e.seq)),
     h("td", { class: "when" }, timeEl(e.ts)),
-    h("td", { class: "type" }, link(here({ type: r.type, seq: r.seq, last: r.last, env: e.id }), e.event.type || "(no type)", { class: "env-link" })),
+    h("td", { class: "type" }, link(here({ type: r.type, seq: r.seq, last: r.last, where: r.where, env: e.id }), e.event.type || "(no type)", { class: "env-link" })),
     h("td", { class: "id" }, (e.actor && (e.actor.name || e.actor.id || e.actor.kind)) || "–"),
     h("td", { class: "id" }, e.causation ? `run ${e.causation.run_id || "?"}` : ""),
     h("td", { class: "data" }, short(fields)));
@@ -304,11 +306,12 @@ function showLog(body) {
     const typeInput = h("input", { type: "search", id: "ws-type", placeholder: "event types, comma separated", value: r.type || null, "aria-label": "Filter by event type" });
     const seqInput = h("input", { type: "number", id: "ws-seq", min: "0", placeholder: "seq", value: r.seq || null, "aria-label": "Jump to seq" });
     const lastSelect = h("select", { id: "ws-last", "aria-label": "How many of the last" }, [50, 100, 200, 500].map((n) => h("option", { value: String(n), selected: n === r.last }, `last ${n}`)));
-    typeInput.addEventListener("change", () => go({ ...here({}), type: typeInput.value.trim(), last: r.last }, { replace: true }));
+    typeInput.addEventListener("change", () => go({ ...here({}), type: typeInput.value.trim(), last: r.last, where: view.route.where }, { replace: true }));
     seqInput.addEventListener("change", () => go({ ...here({}), type: r.type, seq: seqInput.value.trim(), last: r.last }));
-    lastSelect.addEventListener("change", () => go({ ...here({}), type: r.type, last: Number(lastSelect.value) }, { replace: true }));
+    lastSelect.addEventListener("change", () => go({ ...here({}), type: r.type, last: Number(lastSelect.value), where: view.route.where }, { replace: true }));
     const pause = h("button", { type: "button", id: "ws-pause", class: "small", title: "Pause or resume the tail (key: space)" }, "Pause");
     pause.addEventListener("click", () => togglePause());
+    view.logWhere = logWhereBox();
     root = h("div", { class: "ws-log" },
       h("div", { class: "filters" },
         h("label", null, "Type ", typeInput),
@@ -316,12 +319,14 @@ function showLog(body) {
         lastSelect,
         pause,
         h("span", { class: "muted", id: "ws-tail-state", "aria-live": "polite" })),
+      view.logWhere.root,
       h("div", { class: "split" },
         h("div", { class: "table-wrap", id: "ws-tail" }),
         h("aside", { class: "detail", id: "ws-env", hidden: true })));
     clear(body, root);
   }
-  const key = `${r.tenant}\u0000${r.ws}\u0000${r.tab}\u0000${r.type}\u0000${r.seq}\u0000${r.last}`;
+  view.logWhere.sync(r);
+  const key = `${r.tenant}\u0000${r.ws}\u0000${r.tab}\u0000${r.type}\u0000${r.seq}\u0000${r.last}\u0000${r.where}`;
   if (view.tail.key !== key) {
     view.tail.key = key;
     view.tail.items = [];
@@ -331,6 +336,59 @@ function showLog(body) {
     renderTail();
   }
   showEnvelope();
+}
+
+/** The log's where box: a query over the envelopes (docs/search.md), kept in the URL. */
+function logWhereBox() {
+  return makeWhereBox({
+    id: "ws-where",
+    navigate: ({ where }) => { const r = view.route; go(here({ type: r.type, last: r.last, where })); },
+    suggest: (path) => ctx.api.get(`${wsPath()}/suggest`, { of: "log", path }),
+    placeholder: 'event.service = "auth" and event.amount > 10',
+    label: "Where: a query over the envelopes' seq, type, time, actor, causation and event fields",
+    syntax: "event.service = auth, event.amount > 10, event.note exists, type = shop:paid, at > -1h, " +
+      "seq > 100, causation.run_id exists, actor.name = web",
+  });
+}
+
+/** `api.get`, a bad query's 400 shown under `box` (and cleared on success). */
+async function whereGet(box, path, params) {
+  try {
+    const page = await ctx.api.get(path, params);
+    if (box) box.showError(null);
+    return page;
+  } catch (e) {
+    if (box) box.showError(e);
+    throw e;
+  }
+}
+
+/** A search page of the log: its matches (older pages go before them) and how far it scanned. */
+function showLogSearch(page, items) {
+  stopTail();
+  view.tail.items = items;
+  view.tail.last = items.length ? items[items.length - 1].seq : 0;
+  $("#ws-head") && ($("#ws-head").textContent = `head seq ${page.head_seq}`);
+  renderTail();
+  const s = page.search;
+  const all = view.tail.items.length;
+  const more = page.next_before
+    ? h("button", { type: "button", id: "ws-where-more", class: "small", onclick: () => olderMatches(page.next_before) }, `Older ▲ (scan below seq ${page.next_before})`)
+    : null;
+  view.logWhere.note(s.scanned_to === null
+    ? "scanned nothing: the log is empty"
+    : `scanned down to seq ${s.scanned_to} (${s.scanned} envelopes): ${s.matches} matches on this page, ${all} shown${s.done ? "; the whole log is scanned" : ""}`);
+  const state = $("#ws-tail-state");
+  if (state) clear(state, "a search: the tail does not follow ", more);
+}
+
+async function olderMatches(before) {
+  const r = view.route;
+  const key = view.tail.key;
+  const params = { where: r.where, last: r.last, before, type: r.type };
+  const page = await load($("#ws-tail"), () => whereGet(view.logWhere, `${wsPath()}/log`, params), { quiet: true });
+  if (!page || view.tail.key !== key) return;
+  showLogSearch(page, page.items.concat(view.tail.items));
 }
 
 async function loadTail() {
@@ -344,8 +402,13 @@ async function loadTail() {
   } else {
     params.last = r.last;
   }
-  const page = await load(tail, () => ctx.api.get(`${wsPath()}/log`, params));
+  if (r.where) params.where = r.where;
+  const page = await load(tail, () => whereGet(view.logWhere, `${wsPath()}/log`, params));
   if (!page) return;
+  if (r.where) {
+    showLogSearch(page, page.items);
+    return;
+  }
   view.tail.items = page.items;
   view.tail.last = page.items.length ? page.items[page.items.length - 1].seq : 0;
   if (!r.seq) view.tail.last = Math.max(view.tail.last, r.type ? page.head_seq : 0);
@@ -531,7 +594,17 @@ async function showRuns(body) {
   const status = h("select", { id: "ws-status", "aria-label": "Status" }, h("option", { value: "" }, "any status"), RUN_STATUSES.map((s) => h("option", { value: s, selected: s === r.status }, s)));
   const rule = h("input", { type: "search", id: "ws-rule", placeholder: "rule", value: r.rule || null, "aria-label": "Rule" });
   const scope = h("input", { type: "search", id: "ws-scope", placeholder: "scope key", value: r.scope || null, "aria-label": "Scope" });
-  const apply = () => go(here({ status: status.value, rule: rule.value.trim(), scope: scope.value.trim() }), { replace: true });
+  const apply = () => go(here({ status: status.value, rule: rule.value.trim(), scope: scope.value.trim(), where: r.where }), { replace: true });
+  const runsWhere = makeWhereBox({
+    id: "ws-runs-where",
+    navigate: ({ where }) => go(here({ status: r.status, rule: r.rule, scope: r.scope, where })),
+    suggest: (path) => ctx.api.get(`${wsPath()}/suggest`, { of: "runs", path }),
+    placeholder: 'scope.customer = "c-17" and event.service = auth',
+    label: "Where: a query over the runs' rule, status, scope, times and the event that fired them",
+    syntax: "scope.customer = c-17, status = dead, rule exists, event.service = auth (the firing event), " +
+      "due < -5m, attempts >= 3, fired_seq > 100",
+  });
+  runsWhere.sync(r);
   status.addEventListener("change", apply);
   rule.addEventListener("change", apply);
   scope.addEventListener("change", apply);
@@ -546,9 +619,12 @@ async function showRuns(body) {
     done: (b) => `${b.retried} dead run(s) retried: pending, due now, with a fresh retry budget.`,
   });
   clear(body, wsResult(), h("div", { class: "filters" }, status, rule, scope, retryDead,
-    h("span", { class: "muted" }, "Due now, or held by an earlier run of its scope (rules ordered by scope), by the stored rules' policy.")), list, pager);
-  const page = await load(list, () => ctx.api.get(`${wsPath()}/runs`, { status: r.status, rule: r.rule, scope: r.scope, cursor: r.cursor }));
+    h("span", { class: "muted" }, "Due now, or held by an earlier run of its scope (rules ordered by scope), by the stored rules' policy.")), runsWhere.root, list, pager);
+  const page = await load(list, () => whereGet(runsWhere, `${wsPath()}/runs`, { status: r.status, rule: r.rule, scope: r.scope, cursor: r.cursor, where: r.where || undefined }));
   if (!page) return;
+  if (page.search) {
+    runsWhere.note(`scanned ${page.search.scanned} runs: ${page.search.matches} matches${page.search.done ? "; every run examined" : "; Next ▶ scans on"}`);
+  }
   if (!page.items.length) { clear(list, empty("No runs", "No run matches these filters.")); return; }
   clear(list, grid([
     { label: "Run", class: "id", cell: (i) => h("span", { class: "mono", title: i.run.id }, i.run.id) },
@@ -568,9 +644,9 @@ async function showRuns(body) {
     }) : null) }]),
   ], page.items, { rowProps: (i) => ({ class: i.due ? "due-row" : i.held_by ? "held-row" : null }) }));
   clear(pager,
-    h("button", { type: "button", disabled: !r.cursor, onclick: () => go(here({ status: r.status, rule: r.rule, scope: r.scope })) }, "« First"),
+    h("button", { type: "button", disabled: !r.cursor, onclick: () => go(here({ status: r.status, rule: r.rule, scope: r.scope, where: r.where })) }, "« First"),
     h("span", { class: "where" }, `${page.items.length} shown`),
-    h("button", { type: "button", id: "ws-next", disabled: !page.next_cursor, onclick: () => go(here({ status: r.status, rule: r.rule, scope: r.scope, cursor: page.next_cursor })) }, "Next ▶"));
+    h("button", { type: "button", id: "ws-next", disabled: !page.next_cursor, onclick: () => go(here({ status: r.status, rule: r.rule, scope: r.scope, where: r.where, cursor: page.next_cursor })) }, "Next ▶"));
 }
 
 // --- Dead letters, leases, cursors -------------------------------------------------------------

@@ -41,6 +41,15 @@ pub struct LogArgs {
     /// The last N that match, oldest first (the tail).
     #[arg(long, value_name = "N")]
     pub last: Option<usize>,
+    /// Only envelopes matching this query (docs/search.md: `event.service = auth`,
+    /// `event.amount > 10`, `type = shop:paid`, `at > -1h`). One page examines at most
+    /// --scan envelopes (from --after, or down from --before with --last) and says where
+    /// to go on.
+    #[arg(long = "where", value_name = "QUERY")]
+    pub filter: Option<String>,
+    /// With --where: how many envelopes one page examines at most (default 10000).
+    #[arg(long, value_name = "N", requires = "filter")]
+    pub scan: Option<usize>,
 }
 
 /// `execstore runs`.
@@ -60,6 +69,17 @@ pub struct RunsArgs {
     /// At most N, newest first.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
+    /// Only runs matching this query (docs/search.md: `scope.customer = c-17`,
+    /// `status = dead`, `rule exists`, `event.service = auth` for the event that fired
+    /// it). One page examines at most --scan runs and says where to go on (--cursor).
+    #[arg(long = "where", value_name = "QUERY")]
+    pub filter: Option<String>,
+    /// With --where: how many runs one page examines at most (default 10000).
+    #[arg(long, value_name = "N", requires = "filter")]
+    pub scan: Option<usize>,
+    /// With --where: go on from where a page stopped (the cursor it printed).
+    #[arg(long, value_name = "CURSOR", requires = "filter")]
+    pub cursor: Option<i64>,
 }
 
 /// `execstore due-runs`.

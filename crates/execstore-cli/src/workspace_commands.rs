@@ -3,7 +3,11 @@
 
 use std::io::Write;
 
-use execstore::workspace::{Envelope, LogQuery, RunPolicy, RunQuery, WorkspaceStorage};
+use execstore::workspace::search::SCAN_ROWS;
+use execstore::workspace::{
+    parse_log_where, parse_run_where, Envelope, LogQuery, LogSearch, Run, RunPolicy, RunQuery, RunSearch,
+    WorkspaceStorage,
+};
 use serde_json::{json, Value};
 
 use crate::error::Result;
@@ -113,6 +117,9 @@ fn envelope_rows(envelopes: &[Envelope], out: &mut dyn Write) -> Result<()> {
 
 /// `execstore log`: the window reflexr's `read` gives, the whole of it unless limited.
 pub fn log(storage: &dyn WorkspaceStorage, args: &LogArgs, json: bool, out: &mut dyn Write) -> Result<()> {
+    if let Some(text) = &args.filter {
+        return log_where(storage, args, text, json, out);
+    }
     let query = LogQuery {
         after_seq: args.after,
         before_seq: args.before,
@@ -127,6 +134,62 @@ pub fn log(storage: &dyn WorkspaceStorage, args: &LogArgs, json: bool, out: &mut
     envelope_rows(&envelopes, out)
 }
 
+/// `log --where`: one page of the search, then where it got (on stderr with --json, so the
+/// output stays the records).
+fn log_where(
+    storage: &dyn WorkspaceStorage,
+    args: &LogArgs,
+    text: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut filter = parse_log_where(text, crate::time::now())?;
+    if !args.types.is_empty() {
+        let list: Vec<String> = args
+            .types
+            .iter()
+            .map(|t| Value::from(t.as_str()).to_string())
+            .collect();
+        filter = filter.and(parse_log_where(&format!("type in ({})", list.join(", ")), 0.0)?);
+    }
+    let search = LogSearch {
+        filter,
+        after_seq: args.after,
+        before_seq: args.before,
+        newest_first: args.last.is_some(),
+        limit: args.last.or(args.limit).unwrap_or(50),
+        scan: args.scan.unwrap_or(SCAN_ROWS),
+    };
+    let page = storage.search_log(&args.ws.reference(), &search)?;
+    let mut envelopes = page.envelopes;
+    if search.newest_first {
+        envelopes.reverse();
+    }
+    let note = match (page.scanned_to, page.next) {
+        (None, _) => "scanned nothing: the window is empty".to_owned(),
+        (Some(to), next) => {
+            let more = match next {
+                Some(n) if search.newest_first => format!("; go on with --before {n}"),
+                Some(n) => format!("; go on with --after {n}"),
+                None => "; the window is done".to_owned(),
+            };
+            format!(
+                "scanned up to seq {to} ({} envelopes), {} matches{more}",
+                page.scanned,
+                envelopes.len()
+            )
+        }
+    };
+    if json {
+        write_records(out, envelopes.iter().map(Envelope::to_json))?;
+        eprintln!("{note}");
+        return Ok(());
+    }
+    envelope_rows(&envelopes, out)?;
+    writeln!(out, "{note}")?;
+    Ok(())
+}
+
 /// `execstore runs`: newest first.
 pub fn runs(storage: &dyn WorkspaceStorage, args: &RunsArgs, json: bool, out: &mut dyn Write) -> Result<()> {
     let query = RunQuery {
@@ -135,10 +198,44 @@ pub fn runs(storage: &dyn WorkspaceStorage, args: &RunsArgs, json: bool, out: &m
         scope_key: args.scope.clone(),
         limit: args.limit,
     };
-    let runs = storage.runs(&args.ws.reference(), &query)?;
+    let (runs, note) = match &args.filter {
+        Some(text) => {
+            let mut filter = parse_run_where(text, crate::time::now())?;
+            for (column, value) in query.filters() {
+                let value = Value::from(value).to_string();
+                filter = filter.and(parse_run_where(&format!("{column} = {value}"), 0.0)?);
+            }
+            let search = RunSearch {
+                filter,
+                cursor: args.cursor,
+                limit: args.limit.unwrap_or(50),
+                scan: args.scan.unwrap_or(SCAN_ROWS),
+            };
+            let page = storage.search_runs(&args.ws.reference(), &search)?;
+            let more = match page.next {
+                Some(n) => format!("; go on with --cursor {n}"),
+                None => "; every run examined".to_owned(),
+            };
+            let note = format!("scanned {} runs, {} matches{more}", page.scanned, page.runs.len());
+            (page.runs, Some(note))
+        }
+        None => (storage.runs(&args.ws.reference(), &query)?, None),
+    };
     if json {
-        return write_records(out, runs.iter().map(|r| r.to_json()));
+        write_records(out, runs.iter().map(|r| r.to_json()))?;
+        if let Some(note) = note {
+            eprintln!("{note}");
+        }
+        return Ok(());
     }
+    run_table(&runs, out)?;
+    if let Some(note) = note {
+        writeln!(out, "{note}")?;
+    }
+    Ok(())
+}
+
+fn run_table(runs: &[Run], out: &mut dyn Write) -> Result<()> {
     let mut table = Table::new(&[
         ("ID", 36),
         ("RULE", 30),
@@ -149,7 +246,7 @@ pub fn runs(storage: &dyn WorkspaceStorage, args: &RunsArgs, json: bool, out: &m
         ("NEXT ATTEMPT", 0),
         ("ERROR", 40),
     ]);
-    for r in &runs {
+    for r in runs {
         table.row(vec![
             r.id().to_owned(),
             r.rule().to_owned(),

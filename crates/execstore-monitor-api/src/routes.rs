@@ -96,6 +96,7 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("GET", "/api/workspaces/{t}/{w}/log", |c, a| c.log(a[0], a[1])),
     row("GET", "/api/workspaces/{t}/{w}/envelopes/{id}", |c, a| c.envelope(a[0], a[1], a[2])),
     row("GET", "/api/workspaces/{t}/{w}/runs", |c, a| c.runs(a[0], a[1])),
+    row("GET", "/api/workspaces/{t}/{w}/suggest", |c, a| c.ws_suggest(a[0], a[1])),
     row("GET", "/api/workspaces/{t}/{w}/dead-letters", |c, a| c.dead_letters(a[0], a[1])),
     row("GET", "/api/workspaces/{t}/{w}/leases", |c, a| c.leases(a[0], a[1])),
     row("GET", "/api/workspaces/{t}/{w}/cursors", |c, a| c.cursors(a[0], a[1])),

@@ -138,7 +138,7 @@ impl Call<'_> {
 
 /// Every path of a JSON object below `at`, to [`DEPTH`] keys (objects are walked, their
 /// leaves and arrays named).
-fn walk(value: &Value, at: &mut Path, out: &mut Vec<String>) {
+pub(crate) fn walk(value: &Value, at: &mut Path, out: &mut Vec<String>) {
     let Value::Object(map) = value else { return };
     for (key, v) in map {
         if key
@@ -157,7 +157,7 @@ fn walk(value: &Value, at: &mut Path, out: &mut Vec<String>) {
 }
 
 /// The most frequent scalar values, most frequent first, as the `where` language writes them.
-fn frequent(values: impl Iterator<Item = Value>) -> Vec<Value> {
+pub(crate) fn frequent(values: impl Iterator<Item = Value>) -> Vec<Value> {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for v in values {
         let text = match v {

@@ -70,6 +70,10 @@ impl WorkspaceStore {
     }
 }
 
+/// `search_log`'s answer: the envelopes' JSON, how many were examined, the last seq examined
+/// and where to go on.
+type LogSearchAnswer = (Vec<String>, usize, Option<i64>, Option<i64>);
+
 /// The workspace log of the row `backend` of execstore-any's table at `location` (the path or
 /// DSN as given), on the system clock (the caller's instants come with each call).
 fn open_workspaces(
@@ -215,6 +219,75 @@ impl WorkspaceStore {
         };
         self.call(py, |s| s.runs(&ws, &query))
             .map(|rs| rs.iter().map(Run::to_json).collect())
+    }
+
+    /// One page of a `where` search of the log (docs/search.md): the envelopes' JSON, how
+    /// many envelopes were examined, the last seq examined and where to go on.
+    #[pyo3(signature = (tenant, workspace, where_, after_seq, before_seq, newest_first, limit, scan, now))]
+    #[allow(clippy::too_many_arguments)]
+    fn search_log(
+        &self,
+        py: Python<'_>,
+        tenant: &str,
+        workspace: &str,
+        where_: &str,
+        after_seq: i64,
+        before_seq: Option<i64>,
+        newest_first: bool,
+        limit: usize,
+        scan: usize,
+        now: f64,
+    ) -> PyResult<LogSearchAnswer> {
+        let ws = wref(tenant, workspace);
+        let filter = execstore::workspace::parse_log_where(where_, now).py_err(py)?;
+        let search = execstore::workspace::LogSearch {
+            filter,
+            after_seq,
+            before_seq,
+            newest_first,
+            limit,
+            scan,
+        };
+        self.call(py, |s| s.search_log(&ws, &search)).map(|page| {
+            (
+                page.envelopes.iter().map(|e| e.to_json()).collect(),
+                page.scanned,
+                page.scanned_to,
+                page.next,
+            )
+        })
+    }
+
+    /// One page of a `where` search of the runs, newest first: the runs' JSON, how many runs
+    /// were examined and the cursor to go on with.
+    #[pyo3(signature = (tenant, workspace, where_, cursor, limit, scan, now))]
+    #[allow(clippy::too_many_arguments)]
+    fn search_runs(
+        &self,
+        py: Python<'_>,
+        tenant: &str,
+        workspace: &str,
+        where_: &str,
+        cursor: Option<i64>,
+        limit: usize,
+        scan: usize,
+        now: f64,
+    ) -> PyResult<(Vec<String>, usize, Option<i64>)> {
+        let ws = wref(tenant, workspace);
+        let filter = execstore::workspace::parse_run_where(where_, now).py_err(py)?;
+        let search = execstore::workspace::RunSearch {
+            filter,
+            cursor,
+            limit,
+            scan,
+        };
+        self.call(py, |s| s.search_runs(&ws, &search)).map(|page| {
+            (
+                page.runs.iter().map(Run::to_json).collect(),
+                page.scanned,
+                page.next,
+            )
+        })
     }
 
     #[pyo3(signature = (tenant, workspace, rule))]

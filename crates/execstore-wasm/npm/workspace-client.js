@@ -145,6 +145,8 @@ export class OpfsWorkspaceClient {
   envelope(ref, eventId) { return this.#call("envelope", [ref, eventId]); }
   run(ref, runId) { return this.#call("run", [ref, runId]); }
   runs(ref, query) { return this.#call("runs", [ref, query]); }
+  searchLog(ref, query) { return this.#call("searchLog", [ref, query]); }
+  searchRuns(ref, query) { return this.#call("searchRuns", [ref, query]); }
   deadLetters(ref, rule) { return this.#call("deadLetters", [ref, rule]); }
   progress(ref) { return this.#call("progress", [ref]); }
   schedules(ref) { return this.#call("schedules", [ref]); }

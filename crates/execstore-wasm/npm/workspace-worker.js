@@ -21,7 +21,7 @@ const loading = import("./index.js");
 
 /** The store methods a page may call (`transaction` and `subscribe` have ops of their own). */
 const METHODS = new Set([
-  "capabilities", "headSeq", "read", "ruleHistory", "envelope", "run", "runs", "deadLetters",
+  "capabilities", "headSeq", "read", "ruleHistory", "envelope", "run", "runs", "searchLog", "searchRuns", "deadLetters",
   "progress", "schedules", "storedRules", "workspaces", "workspaceInfo", "dueRuns",
   "acquireLease", "releaseLease", "leases", "cursor", "saveCursor", "cursors",
 ]);

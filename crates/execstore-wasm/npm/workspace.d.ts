@@ -81,6 +81,42 @@ export interface Run {
 }
 
 /** A filter on runs, newest first. */
+/** A `where` search of the log or the runs (docs/search.md, "The workspace log and runs"):
+ * one page examines at most `scan` rows (10,000 unless told). */
+export interface SearchQuery {
+  /** The query, e.g. `event.service = "auth"` or `scope.customer = "c-17" and status = dead`. */
+  where: string;
+  /** The log: only envelopes after this seq (0). */
+  after_seq?: number;
+  /** The log: only envelopes before this seq. */
+  before_seq?: number | null;
+  /** The log: walk down from the top of the window. */
+  newest_first?: boolean;
+  /** The runs: where a previous page stopped (its `next`). */
+  cursor?: number | null;
+  /** At most this many matches (50). */
+  limit?: number;
+  /** At most this many rows examined (10,000; at most 100,000). */
+  scan?: number;
+}
+
+/** One page of `searchLog`: the matches in scan order, how many envelopes were examined,
+ * the last seq examined, and the next page's `after_seq` (or `before_seq` newest first). */
+export interface LogSearchPage {
+  items: Envelope[];
+  scanned: number;
+  scanned_to: number | null;
+  next: number | null;
+}
+
+/** One page of `searchRuns`: the matches newest first, how many runs were examined, and the
+ * next page's `cursor` (null when every run was examined). */
+export interface RunSearchPage {
+  items: Run[];
+  scanned: number;
+  next: number | null;
+}
+
 export interface RunQuery {
   rule?: string | null;
   status?: RunStatus | null;
@@ -230,6 +266,8 @@ export declare class WorkspaceStore {
   envelope(ref: WorkspaceRef, eventId: string): Envelope | null;
   run(ref: WorkspaceRef, runId: string): Run | null;
   runs(ref: WorkspaceRef, query?: RunQuery): Run[];
+  searchLog(ref: WorkspaceRef, query: SearchQuery): LogSearchPage;
+  searchRuns(ref: WorkspaceRef, query: SearchQuery): RunSearchPage;
   deadLetters(ref: WorkspaceRef, rule?: string | null): EvaluationError[];
   /** `[rule, progress]` pairs, in the order the rules first saved one. */
   progress(ref: WorkspaceRef): [string, JsonObject][];
@@ -275,6 +313,8 @@ export declare class OpfsWorkspaceStore {
   envelope(ref: WorkspaceRef, eventId: string): Promise<Envelope | null>;
   run(ref: WorkspaceRef, runId: string): Promise<Run | null>;
   runs(ref: WorkspaceRef, query?: RunQuery): Promise<Run[]>;
+  searchLog(ref: WorkspaceRef, query: SearchQuery): Promise<LogSearchPage>;
+  searchRuns(ref: WorkspaceRef, query: SearchQuery): Promise<RunSearchPage>;
   deadLetters(ref: WorkspaceRef, rule?: string | null): Promise<EvaluationError[]>;
   progress(ref: WorkspaceRef): Promise<[string, JsonObject][]>;
   schedules(ref: WorkspaceRef): Promise<[string, string][]>;

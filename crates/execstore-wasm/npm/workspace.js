@@ -307,6 +307,12 @@ export class WorkspaceStore {
   runs(ref, query) {
     return this.#raw.runs(ref, query);
   }
+  searchLog(ref, query) {
+    return this.#raw.searchLog(ref, query);
+  }
+  searchRuns(ref, query) {
+    return this.#raw.searchRuns(ref, query);
+  }
   deadLetters(ref, rule) {
     return this.#raw.deadLetters(ref, rule);
   }

@@ -10,6 +10,9 @@ mod chain;
 mod records;
 mod recover;
 mod runs;
+mod search;
+#[cfg(test)]
+mod search_tests;
 
 pub(crate) use runs::policy as stored_policy;
 pub(crate) use runs::{decode_offset as decode_runs_cursor, encode_offset as encode_runs_cursor};
@@ -142,7 +145,7 @@ impl Call<'_> {
     }
 
     pub(crate) fn log(&self, t: &str, w: &str) -> ApiResult {
-        let params = self.ws_params(&["after", "before", "type", "limit", "last"])?;
+        let params = self.ws_params(&["after", "before", "type", "limit", "last", "where", "scan"])?;
         let (ws, head, _) = self.workspace(t, w)?;
         let page = |name: &str| -> Result<Option<usize>, ApiError> {
             params
@@ -161,6 +164,10 @@ impl Call<'_> {
             return Err(ApiError::bad_request("give at most one of limit and last"));
         }
         let types = list(&params, "type");
+        if let Some(filter) = search::log_where(&params)? {
+            let filter = search::and_terms(filter, search::type_terms(&types));
+            return self.log_search(&ws, head, &params, filter, (limit, last));
+        }
         let mut query = LogQuery::new().after(params.seq("after")?.unwrap_or(0));
         if let Some(before) = params.seq("before")? {
             query = query.before(before);

@@ -72,12 +72,21 @@ fn start_order(runs: &mut [Run]) {
 impl Call<'_> {
     pub(crate) fn runs(&self, t: &str, w: &str) -> ApiResult {
         let params = self.ws_params(&[
-            "status", "rule", "scope", "limit", "cursor", "ordered", "blocking", "disabled",
+            "status", "rule", "scope", "limit", "cursor", "ordered", "blocking", "disabled", "where", "scan",
         ])?;
         let (ws, _, _) = self.workspace(t, w)?;
         let storage = self.ws()?;
         let limit = params.limit()?;
         let status = params.get("status").map(RunStatus::parse).transpose()?;
+        if let Some(filter) = super::search::run_where(&params)? {
+            let more = super::search::run_terms(status, params.get("rule"), params.get("scope"));
+            let filter = super::search::and_terms(filter, more);
+            let (runs, next_cursor, info) = self.run_search(&ws, &params, filter, limit)?;
+            let items = self.run_items(storage, &ws, &params, runs)?;
+            return Ok(
+                json!({ "items": items, "next_cursor": next_cursor, "search": info, "now": self.now }),
+            );
+        }
         let offset = match params.get("cursor") {
             None => 0,
             Some(c) => decode_offset(c)?,
@@ -102,7 +111,21 @@ impl Call<'_> {
         let more = runs.len() > offset + limit;
         runs.truncate(offset + limit);
         let runs: Vec<Run> = runs.into_iter().skip(offset).collect();
-        let policy = policy(storage, std::slice::from_ref(&ws), &params)?;
+        let items = self.run_items(storage, &ws, &params, runs)?;
+        let next_cursor = more.then(|| encode_offset(offset + limit));
+        Ok(json!({ "items": items, "next_cursor": next_cursor, "now": self.now }))
+    }
+
+    /// The listing's items for `runs`: each with whether it is due, what holds it, its lease.
+    fn run_items(
+        &self,
+        storage: &dyn WorkspaceStorage,
+        ws: &WorkspaceRef,
+        params: &Params,
+        runs: Vec<Run>,
+    ) -> Result<Vec<Value>, ApiError> {
+        let ws = ws.clone();
+        let policy = policy(storage, std::slice::from_ref(&ws), params)?;
         let now = Timestamp::from_secs_f64(self.now).map_err(ApiError::from)?;
         let leases: HashMap<String, (String, Timestamp)> = storage
             .leases(&ws)?
@@ -155,8 +178,7 @@ impl Call<'_> {
                 "blocking": policy.blocks(run.rule()),
             }));
         }
-        let next_cursor = more.then(|| encode_offset(offset + limit));
-        Ok(json!({ "items": items, "next_cursor": next_cursor, "now": self.now }))
+        Ok(items)
     }
 
     pub(crate) fn due_runs(&self) -> ApiResult {

@@ -10,6 +10,7 @@
 
 mod rows;
 mod schema;
+mod search;
 mod sql;
 mod storage;
 mod tx;

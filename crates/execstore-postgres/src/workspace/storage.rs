@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use execstore::kit::filter::Filter;
 use execstore::workspace::{
-    Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, StoredRule,
+    Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, RunRow, StoredRule,
     Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef,
 };
 use execstore::Result;
@@ -326,5 +327,28 @@ impl WorkspaceDriver for PgWorkspaceDriver {
         let left = deadline.saturating_duration_since(Instant::now());
         self.listener
             .wait(mark, left, |payload| announces(payload, workspace, after_seq))
+    }
+
+    fn log_candidates(
+        &self,
+        workspace: &WorkspaceRef,
+        filter: &Filter,
+        after: i64,
+        upto: i64,
+        newest_first: bool,
+        limit: usize,
+    ) -> Result<Vec<Envelope>> {
+        self.search_candidates(workspace, filter, (after, upto), newest_first, limit)
+    }
+
+    fn run_rows(
+        &self,
+        workspace: &WorkspaceRef,
+        filter: &Filter,
+        before: Option<i64>,
+        scan: usize,
+        with_event: bool,
+    ) -> Result<Vec<RunRow>> {
+        self.search_run_rows(workspace, filter, before, scan, with_event)
     }
 }

@@ -154,6 +154,28 @@ class WorkspaceStore:
         scope_key: str | None,
         limit: int | None,
     ) -> list[str]: ...
+    def search_log(
+        self,
+        tenant: str,
+        workspace: str,
+        where_: str,
+        after_seq: int,
+        before_seq: int | None,
+        newest_first: bool,
+        limit: int,
+        scan: int,
+        now: float,
+    ) -> tuple[list[str], int, int | None, int | None]: ...
+    def search_runs(
+        self,
+        tenant: str,
+        workspace: str,
+        where_: str,
+        cursor: int | None,
+        limit: int,
+        scan: int,
+        now: float,
+    ) -> tuple[list[str], int, int | None]: ...
     def dead_letters(self, tenant: str, workspace: str, rule: str | None) -> list[str]: ...
     def progress(self, tenant: str, workspace: str) -> list[tuple[str, str]]: ...
     def schedules(self, tenant: str, workspace: str) -> list[tuple[str, str]]: ...

@@ -35,8 +35,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 import weakref
 from collections import deque
+from dataclasses import dataclass
 from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
@@ -61,7 +63,7 @@ from reflexr.workspace import Entry, RunPolicy, WorkspaceRef
 from execstore._checks import text as _text
 from execstore._core import AlreadyExistsError, ConflictError, WorkspaceStore, WorkspaceTxn
 
-__all__ = ["MemoryStorage", "PostgresStorage", "SqliteStorage"]
+__all__ = ["LogSearchPage", "MemoryStorage", "PostgresStorage", "RunSearchPage", "SqliteStorage"]
 
 Clock = Callable[[], datetime]
 _T = TypeVar("_T")
@@ -136,6 +138,28 @@ def _entry(entry: object) -> str:
             "traceparent": entry.traceparent,
         }
     )
+
+
+@dataclass(frozen=True)
+class LogSearchPage:
+    """One page of ``search_log``: the matches, how many envelopes were examined, the last
+    seq examined (None: none), and where to go on (the next ``after_seq``, or ``before_seq``
+    newest first; None when the window is done)."""
+
+    envelopes: list[Envelope]
+    scanned: int
+    scanned_to: int | None
+    next: int | None
+
+
+@dataclass(frozen=True)
+class RunSearchPage:
+    """One page of ``search_runs``: the matches (newest first), how many runs were examined,
+    and the ``cursor`` to go on with (None when every run was examined)."""
+
+    runs: list[Run]
+    scanned: int
+    next: int | None
 
 
 def _envelopes(texts: list[str]) -> list[Envelope]:
@@ -300,6 +324,59 @@ class _Storage:
             _opt_int(limit, "limit"),
         )
         return [Run.model_validate_json(t) for t in await self._run(self._core.runs, *args)]
+
+    async def search_log(
+        self,
+        workspace: WorkspaceRef,
+        where: str,
+        *,
+        after_seq: int = 0,
+        before_seq: int | None = None,
+        newest_first: bool = False,
+        limit: int = 50,
+        scan: int = 10_000,
+    ) -> LogSearchPage:
+        """Return one page of the envelopes matching ``where`` (docs/search.md, e.g.
+        ``event.service = "auth"``), having examined at most ``scan`` envelopes of the window
+        ``after_seq < seq < before_seq`` (from its top down if ``newest_first``); the page says
+        how far it got and the ``after_seq`` (or ``before_seq``) to go on with. A bad query
+        raises ``InvalidInput`` naming the position. Relative times (``at > -1h``) are read
+        against this process's clock."""
+        args = (
+            *_ref(workspace),
+            _str(where, "where"),
+            _int(after_seq, "after_seq"),
+            _opt_int(before_seq, "before_seq"),
+            bool(newest_first),
+            _int(limit, "limit"),
+            _int(scan, "scan"),
+            time.time(),
+        )
+        texts, scanned, scanned_to, following = await self._run(self._core.search_log, *args)
+        return LogSearchPage(_envelopes(texts), scanned, scanned_to, following)
+
+    async def search_runs(
+        self,
+        workspace: WorkspaceRef,
+        where: str,
+        *,
+        cursor: int | None = None,
+        limit: int = 50,
+        scan: int = 10_000,
+    ) -> RunSearchPage:
+        """Return one page of the runs matching ``where``, newest first (``scope.customer =
+        "c-17"``, ``status = dead``, ``event.service = "auth"`` for the event that fired a
+        run), having examined at most ``scan`` runs from ``cursor``; ``next`` goes on."""
+        args = (
+            *_ref(workspace),
+            _str(where, "where"),
+            _opt_int(cursor, "cursor"),
+            _int(limit, "limit"),
+            _int(scan, "scan"),
+            time.time(),
+        )
+        texts, scanned, following = await self._run(self._core.search_runs, *args)
+        return RunSearchPage([Run.model_validate_json(t) for t in texts], scanned, following)
 
     async def dead_letters(
         self, workspace: WorkspaceRef, *, rule: str | None = None

@@ -11,6 +11,7 @@
 mod due;
 mod reads;
 mod schema;
+mod search;
 mod sql;
 #[cfg(test)]
 mod tests;

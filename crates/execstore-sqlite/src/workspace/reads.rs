@@ -4,15 +4,16 @@
 
 use std::time::Duration;
 
+use execstore::kit::filter::Filter;
 use execstore::workspace::{
-    Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, StoredRule,
+    Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, RunRow, StoredRule,
     Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef,
 };
 use execstore::Result;
 use rusqlite::{params, OptionalExtension, ToSql};
 
 use super::tx::SqliteTx;
-use super::{due, sql, SqliteWorkspaceDriver};
+use super::{due, search, sql, SqliteWorkspaceDriver};
 use crate::db::error::Db;
 
 /// The statement of a window of the log: its filters in the query, newest first for `last`
@@ -286,5 +287,30 @@ impl WorkspaceDriver for SqliteWorkspaceDriver {
     fn wait_for_append(&self, workspace: &WorkspaceRef, after_seq: i64, timeout: Duration) -> Result<bool> {
         self.inner
             .wait_for_commit(timeout, || Ok(self.head_seq(workspace)? > after_seq))
+    }
+
+    fn log_candidates(
+        &self,
+        workspace: &WorkspaceRef,
+        filter: &Filter,
+        after: i64,
+        upto: i64,
+        newest_first: bool,
+        limit: usize,
+    ) -> Result<Vec<Envelope>> {
+        let conn = self.inner.reader()?;
+        search::log_candidates(&conn, workspace, filter, (after, upto), newest_first, limit)
+    }
+
+    fn run_rows(
+        &self,
+        workspace: &WorkspaceRef,
+        filter: &Filter,
+        before: Option<i64>,
+        scan: usize,
+        with_event: bool,
+    ) -> Result<Vec<RunRow>> {
+        let conn = self.inner.reader()?;
+        search::run_rows(&conn, workspace, filter, before, scan, with_event)
     }
 }

@@ -161,3 +161,32 @@ fn pragmas_of_the_connections() {
     let reader = s.0.driver().inner.reader().unwrap();
     assert_eq!(pragma(&reader, "query_only"), "1");
 }
+
+/// The search's SQL narrows the rows it hands the matcher: only envelopes that may match
+/// leave the database (the contract's answer is the matcher's either way, so only this shows
+/// the SQL doing its part), within the window of seqs asked for.
+#[test]
+fn search_narrows_in_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(&dir);
+    let w = fill(&s);
+    let conn = s.0.driver().inner.reader().unwrap();
+    let f = |text: &str| execstore::workspace::parse_log_where(text, 0.0).unwrap();
+    let got =
+        super::search::log_candidates(&conn, &w, &f("type = t:b and event.n = 1"), (0, 200), false, 1000)
+            .unwrap();
+    assert_eq!(got.len(), 50);
+    assert!(got.iter().all(|e| e.event_type() == "t:b"));
+    let got =
+        super::search::log_candidates(&conn, &w, &f("event.n = 2 or event.n > 5"), (0, 200), false, 1000)
+            .unwrap();
+    assert!(got.is_empty(), "no envelope has n = 2 or above 5: {}", got.len());
+    let got = super::search::log_candidates(&conn, &w, &f("event.type ^= \"t:c\""), (100, 140), true, 1000)
+        .unwrap();
+    let seqs: Vec<i64> = got.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, vec![139, 135, 131, 127, 123, 119, 115, 111, 107, 103]);
+    let got =
+        super::search::log_candidates(&conn, &w, &f("event.n exists and seq > 190"), (0, 200), false, 3)
+            .unwrap();
+    assert_eq!(got.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![191, 192, 193]);
+}

@@ -39,6 +39,32 @@ pub(super) struct JsLogQuery {
     pub(super) last: Option<usize>,
 }
 
+/// `searchLog`'s and `searchRuns`'s query: `where` and the page's bounds.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct JsSearch {
+    #[serde(rename = "where")]
+    pub(super) where_: Option<String>,
+    pub(super) after_seq: i64,
+    pub(super) before_seq: Option<i64>,
+    pub(super) newest_first: bool,
+    pub(super) cursor: Option<i64>,
+    pub(super) limit: Option<usize>,
+    pub(super) scan: Option<usize>,
+}
+
+impl JsSearch {
+    /// The query text, required.
+    pub(super) fn text(&self) -> Result<&str, WasmError> {
+        self.where_.as_deref().ok_or_else(|| {
+            WasmError::Store(StoreError::invalid(
+                "where",
+                "is required: a query such as event.service = \"auth\"",
+            ))
+        })
+    }
+}
+
 #[derive(Deserialize, Default)]
 #[serde(default)]
 pub(super) struct JsRunQuery {

@@ -16,7 +16,7 @@ use wasm_bindgen::JsValue;
 use super::opfs::OpfsWorkspace;
 use super::shapes::{
     envelopes, non_negative, optional, out, pairs, ref_out, retag, runs, time, wref, JsLogQuery, JsPolicy,
-    JsRunQuery,
+    JsRunQuery, JsSearch,
 };
 use super::{Busy, DateClock, JsResult, RawWorkspaceTx};
 use crate::convert;
@@ -206,6 +206,59 @@ impl RawWorkspaceStore {
         };
         let got = self.inner()?.runs(&w, &q).map_err(WasmError::from)?;
         runs(&got)
+    }
+
+    /// One page of a `where` search of the log: `{items, scanned, scanned_to, next}`.
+    #[wasm_bindgen(js_name = searchLog, unchecked_return_type = "unknown")]
+    pub fn search_log(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "unknown")] workspace: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "unknown")] query: JsValue,
+    ) -> JsResult<JsValue> {
+        let w = wref(&workspace)?;
+        let q: JsSearch = optional(&query, "query")?;
+        let now = js_sys::Date::now() / 1000.0;
+        let filter = execstore::workspace::parse_log_where(q.text()?, now).map_err(WasmError::from)?;
+        let search = execstore::workspace::LogSearch {
+            filter,
+            after_seq: q.after_seq,
+            before_seq: q.before_seq,
+            newest_first: q.newest_first,
+            limit: q.limit.unwrap_or(50),
+            scan: q.scan.unwrap_or(execstore::workspace::search::SCAN_ROWS),
+        };
+        let page = self.inner()?.search_log(&w, &search).map_err(WasmError::from)?;
+        out(&serde_json::json!({
+            "items": page.envelopes.iter().map(|e| e.to_value()).collect::<Vec<_>>(),
+            "scanned": page.scanned,
+            "scanned_to": page.scanned_to,
+            "next": page.next,
+        }))
+    }
+
+    /// One page of a `where` search of the runs, newest first: `{items, scanned, next}`.
+    #[wasm_bindgen(js_name = searchRuns, unchecked_return_type = "unknown")]
+    pub fn search_runs(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "unknown")] workspace: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "unknown")] query: JsValue,
+    ) -> JsResult<JsValue> {
+        let w = wref(&workspace)?;
+        let q: JsSearch = optional(&query, "query")?;
+        let now = js_sys::Date::now() / 1000.0;
+        let filter = execstore::workspace::parse_run_where(q.text()?, now).map_err(WasmError::from)?;
+        let search = execstore::workspace::RunSearch {
+            filter,
+            cursor: q.cursor,
+            limit: q.limit.unwrap_or(50),
+            scan: q.scan.unwrap_or(execstore::workspace::search::SCAN_ROWS),
+        };
+        let page = self.inner()?.search_runs(&w, &search).map_err(WasmError::from)?;
+        out(&serde_json::json!({
+            "items": page.runs.iter().map(Run::doc).collect::<Vec<_>>(),
+            "scanned": page.scanned,
+            "next": page.next,
+        }))
     }
 
     /// Dead letters, oldest first, of one rule or all.

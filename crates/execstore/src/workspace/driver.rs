@@ -25,9 +25,11 @@ use super::model::{
     Envelope, EvaluationError, Lease, RuleProgress, Run, ScopeState, StoredRule, WorkspaceInfo, WorkspaceRef,
 };
 use super::policy::RunPolicy;
+use super::search::RunRow;
 use super::storage::{LogQuery, RunQuery, WorkspaceCapabilities};
 use super::time::Timestamp;
 use crate::error::Result;
+use crate::kit::filter::Filter;
 
 /// A workspace backend's storage code, behind [`WorkspaceFront`](super::WorkspaceFront).
 ///
@@ -93,6 +95,46 @@ pub trait WorkspaceDriver: Send + Sync + 'static {
     fn cursors(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, i64)>>;
     /// Blocks until the log may have grown past `after_seq`, or `timeout` passes.
     fn wait_for_append(&self, workspace: &WorkspaceRef, after_seq: i64, timeout: Duration) -> Result<bool>;
+    /// Up to `limit` envelopes with `after < seq <= upto`, oldest first (newest first if
+    /// `newest_first`), that may match `filter` (a checked filter over
+    /// [`LOG_ROOTS`](super::LOG_ROOTS)): every match among them, and perhaps others, which
+    /// the front rules out with the reference matcher. The default hands over every envelope
+    /// of the window; a SQL driver narrows them in its query.
+    fn log_candidates(
+        &self,
+        workspace: &WorkspaceRef,
+        filter: &Filter,
+        after: i64,
+        upto: i64,
+        newest_first: bool,
+        limit: usize,
+    ) -> Result<Vec<Envelope>> {
+        let _ = filter;
+        let query = LogQuery {
+            after_seq: after,
+            before_seq: Some(upto.saturating_add(1)),
+            types: None,
+            limit: (!newest_first).then_some(limit),
+            last: newest_first.then_some(limit),
+        };
+        let mut found = self.read(workspace, &query)?;
+        if newest_first {
+            found.reverse();
+        }
+        Ok(found)
+    }
+    /// The window of at most `scan` runs, newest first, whose positions are below `before`
+    /// (all, if `None`): each row's position, and the run (with the envelope at its
+    /// `fired_seq` when `with_event`) unless the driver ruled it out for `filter` (a checked
+    /// filter over [`RUN_ROOTS`](super::RUN_ROOTS)). A driver may hand over every run.
+    fn run_rows(
+        &self,
+        workspace: &WorkspaceRef,
+        filter: &Filter,
+        before: Option<i64>,
+        scan: usize,
+        with_event: bool,
+    ) -> Result<Vec<RunRow>>;
 }
 
 /// One open transaction of a [`WorkspaceDriver`]: every read sees its own writes; a call that

@@ -11,6 +11,7 @@ use super::model::{
     WorkspaceRef,
 };
 use super::policy::RunPolicy;
+use super::search::{reads_event, search_log_with, search_runs_with, LogPage, LogSearch, RunPage, RunSearch};
 use super::storage::{
     check_cursor, check_entries, check_lease, LogQuery, RunQuery, WorkspaceCapabilities, WorkspaceStorage,
     WorkspaceTx,
@@ -274,6 +275,30 @@ impl<S: AsWorkspaceFront> WorkspaceStorage for S {
 
     fn wait_for_append(&self, workspace: &WorkspaceRef, after_seq: i64, timeout: Duration) -> Result<bool> {
         checked!(workspace; self.front().driver.wait_for_append(workspace, after_seq, timeout))
+    }
+
+    fn search_log(&self, workspace: &WorkspaceRef, search: &LogSearch) -> Result<LogPage> {
+        workspace.check()?;
+        search.check()?;
+        let driver = &self.front().driver;
+        let head = driver.head_seq(workspace)?;
+        search_log_with(search, head, &mut |after, upto, newest_first, n| {
+            driver.log_candidates(workspace, &search.filter, after, upto, newest_first, n)
+        })
+    }
+
+    fn search_runs(&self, workspace: &WorkspaceRef, search: &RunSearch) -> Result<RunPage> {
+        workspace.check()?;
+        search.check()?;
+        let with_event = reads_event(&search.filter);
+        let rows = self.front().driver.run_rows(
+            workspace,
+            &search.filter,
+            search.cursor,
+            search.scan,
+            with_event,
+        )?;
+        Ok(search_runs_with(search, rows))
     }
 }
 

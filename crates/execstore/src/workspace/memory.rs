@@ -9,9 +9,11 @@ use super::model::{
     WorkspaceInfo, WorkspaceRef,
 };
 use super::policy::RunPolicy;
+use super::search::RunRow;
 use super::storage::{LogQuery, RunQuery, WorkspaceCapabilities};
 use super::time::{Clock, Timestamp};
 use crate::error::Result;
+use crate::kit::filter::Filter;
 use indexmap::IndexMap;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -434,6 +436,40 @@ impl WorkspaceDriver for MemoryWorkspaceDriver {
                 })
                 .take(query.limit.unwrap_or(usize::MAX))
                 .cloned()
+                .collect()
+        })
+    }
+
+    fn run_rows(
+        &self,
+        workspace: &WorkspaceRef,
+        _filter: &Filter,
+        before: Option<i64>,
+        scan: usize,
+        with_event: bool,
+    ) -> Result<Vec<RunRow>> {
+        // A run's position is its place in the map (from 1); an update keeps it.
+        self.with(workspace, |d| {
+            let Some(d) = d else { return Vec::new() };
+            let end = before.map_or(d.runs.len(), |b| (b.max(1) as usize - 1).min(d.runs.len()));
+            (0..end)
+                .rev()
+                .take(scan)
+                .filter_map(|i| {
+                    let (_, run) = d.runs.get_index(i)?;
+                    let fired = with_event
+                        .then(|| {
+                            usize::try_from(run.fired_seq() - 1)
+                                .ok()
+                                .and_then(|s| d.log.get(s))
+                        })
+                        .flatten()
+                        .cloned();
+                    Some(RunRow {
+                        position: i as i64 + 1,
+                        candidate: Some((run.clone(), fired)),
+                    })
+                })
                 .collect()
         })
     }

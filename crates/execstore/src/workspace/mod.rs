@@ -21,6 +21,7 @@ mod memory;
 mod model;
 mod policy;
 pub mod recover;
+pub mod search;
 mod storage;
 mod subscribe;
 mod time;
@@ -35,6 +36,9 @@ pub use model::{
     ScopeState, StoredRule, StoredRuleStatus, WorkspaceInfo, WorkspaceRef, RULE_ARCHIVED, RULE_INSTALLED,
 };
 pub use policy::RunPolicy;
+pub use search::{
+    parse_log_where, parse_run_where, LogPage, LogSearch, RunPage, RunRow, RunSearch, LOG_ROOTS, RUN_ROOTS,
+};
 pub use storage::{
     check_cursor, check_entries, check_lease, LogQuery, RunQuery, WorkspaceCapabilities, WorkspaceStorage,
     WorkspaceTx, MAX_BATCH, MAX_READ,

@@ -5,6 +5,7 @@ use super::model::{
     WorkspaceInfo, WorkspaceRef,
 };
 use super::policy::RunPolicy;
+use super::search::{search_log_with, search_runs_with, LogPage, LogSearch, RunPage, RunRow, RunSearch};
 use super::time::Timestamp;
 use crate::error::{Result, StoreError};
 use crate::kit::validate::check_id;
@@ -295,6 +296,67 @@ pub trait WorkspaceStorage: Send + Sync {
     /// interval (at once with [`WorkspaceCapabilities::cross_process_wakeups`]). Callers read
     /// again after it returns; `true` means it was woken rather than timed out.
     fn wait_for_append(&self, workspace: &WorkspaceRef, after_seq: i64, timeout: Duration) -> Result<bool>;
+
+    /// One page of a search of the log (docs/search.md): the envelopes matching
+    /// `search.filter`, having examined at most `search.scan` of them, how far it got and
+    /// where to go on. A bad search is [`StoreError::InvalidInput`]. The default reads
+    /// windows of the log through [`WorkspaceStorage::read`]; backends built on the front
+    /// narrow them in their own queries.
+    fn search_log(&self, workspace: &WorkspaceRef, search: &LogSearch) -> Result<LogPage> {
+        workspace.check()?;
+        search.check()?;
+        let head = self.head_seq(workspace)?;
+        search_log_with(search, head, &mut |after, upto, newest_first, n| {
+            let mut query = LogQuery::new().after(after).before(upto.saturating_add(1));
+            query = if newest_first {
+                query.last(n)
+            } else {
+                query.limit(n)
+            };
+            let mut found = self.read(workspace, &query)?;
+            if newest_first {
+                found.reverse();
+            }
+            Ok(found)
+        })
+    }
+
+    /// One page of a search of the runs, newest first: the runs matching `search.filter`
+    /// (`event.` paths read the envelope at each run's `fired_seq`), having examined at most
+    /// `search.scan` runs, and where to go on. The default pages through
+    /// [`WorkspaceStorage::runs`] (its cursor counts the runs examined before).
+    fn search_runs(&self, workspace: &WorkspaceRef, search: &RunSearch) -> Result<RunPage> {
+        workspace.check()?;
+        search.check()?;
+        let skip = usize::try_from(search.cursor.unwrap_or(0)).unwrap_or(usize::MAX);
+        let want = skip.saturating_add(search.scan).min(MAX_READ);
+        let runs = self.runs(
+            workspace,
+            &RunQuery {
+                limit: Some(want),
+                ..RunQuery::default()
+            },
+        )?;
+        let with_event = super::search::reads_event(&search.filter);
+        let mut rows = Vec::new();
+        for (i, run) in runs.into_iter().enumerate().skip(skip) {
+            let fired = if with_event {
+                self.read(
+                    workspace,
+                    &LogQuery::new().after((run.fired_seq() - 1).max(0)).limit(1),
+                )?
+                .into_iter()
+                .find(|e| e.seq == run.fired_seq())
+            } else {
+                None
+            };
+            rows.push(RunRow {
+                position: i64::try_from(i + 1).unwrap_or(i64::MAX),
+                candidate: Some((run, fired)),
+            });
+        }
+        Ok(search_runs_with(search, rows))
+    }
 }
 
 /// Checks a lease's arguments.

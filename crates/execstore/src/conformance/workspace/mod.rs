@@ -171,6 +171,9 @@ macro_rules! workspace_conformance_tests {
             bad_input_changes_nothing,
             malformed_keys_are_refused_alike,
             recover_runs_letters_leases_rules,
+            log_search_matches_the_reference,
+            run_search_matches_the_reference,
+            bad_searches_are_refused,
         );
     };
     (wasm ephemeral: $harness:expr) => {
@@ -305,9 +308,11 @@ mod due;
 mod log;
 mod records;
 mod recover;
+mod search;
 
 pub use concurrency::*;
 pub use due::*;
 pub use log::*;
 pub use records::*;
 pub use recover::recover_runs_letters_leases_rules;
+pub use search::*;
