@@ -274,17 +274,6 @@ impl<S: ExecutionStore + ?Sized + 'static> AsyncExecutionStore<S> {
         self.call(move |s| s.wait_for_work(work, timeout)).await
     }
 
-    /// [`ExecutionStore::status_counts`].
-    pub async fn status_counts(
-        &self,
-        definition_id: Option<&str>,
-        roots_only: bool,
-    ) -> Result<Vec<(Status, u64)>> {
-        let definition_id = definition_id.map(str::to_owned);
-        self.call(move |s| s.status_counts(definition_id.as_deref(), roots_only))
-            .await
-    }
-
     /// [`ExecutionStore::count_by_status`].
     pub async fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {
         let query = query.clone();
