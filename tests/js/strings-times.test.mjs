@@ -115,6 +115,12 @@ const STORE = {
   declareAttribute: [(s) => [s], (s) => [`context.${s}`]],
   dropAttribute: [(s) => [s], (s) => [`context.${s}`]],
   pendingOutbox: [],
+  send: [
+    (s) => [s, { id: "e", kind: "K" }],
+    (s) => [LOSSY[1], { id: s, kind: "K" }],
+    (s) => [LOSSY[1], { id: "e", kind: s }],
+    (s) => [LOSSY[1], { id: "e", kind: "K", data: { [s]: 1 } }],
+  ],
   ackOutbox: [],
   ackOutboxMany: [],
   pendingSpawns: [],

@@ -42,7 +42,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use execstore::workspace::{Clock, SystemClock, WorkspaceCapabilities};
 use execstore::{
     executions::{
-        BatchItem, Capabilities, DueTimer, ExecutionPage, ListQuery, OutboxEntry, SpawnEntry, TraceStep,
+        control::Sent, BatchItem, Capabilities, DueTimer, Event, ExecutionPage, ListQuery, OutboxEntry,
+        SearchAttribute, SpawnEntry, TraceStep,
     },
     Effects, Execution, ExecutionStore, StoreError,
 };
@@ -446,17 +447,38 @@ impl ExecutionStore for ComponentStore {
         self.call(|api, store, h| api.call_purge(store, h, execution_id, expected_version))
     }
 
-    fn status_counts(
+    fn count_by_status(
         &self,
-        definition_id: Option<&str>,
-        roots_only: bool,
+        query: &ListQuery,
     ) -> execstore::Result<Vec<(execstore::executions::Status, u64)>> {
-        let counts =
-            self.call(|api, store, h| api.call_status_counts(store, h, definition_id, roots_only))?;
+        let query = to_wit::list_query(query);
+        let counts = self.call(|api, store, h| api.call_count_by_status(store, h, &query))?;
         Ok(counts
             .into_iter()
             .map(|c| (from_wit::status(c.status), c.count))
             .collect())
+    }
+
+    fn attributes(&self) -> execstore::Result<Vec<SearchAttribute>> {
+        let all = self.call(|api, store, h| api.call_attributes(store, h))?;
+        Ok(all
+            .into_iter()
+            .map(|a| SearchAttribute { path: a.path })
+            .collect())
+    }
+
+    fn declare_attribute(&self, path: &str) -> execstore::Result<SearchAttribute> {
+        let a = self.call(|api, store, h| api.call_declare_attribute(store, h, path))?;
+        Ok(SearchAttribute { path: a.path })
+    }
+
+    fn drop_attribute(&self, path: &str) -> execstore::Result<bool> {
+        self.call(|api, store, h| api.call_drop_attribute(store, h, path))
+    }
+
+    fn enqueue_outbox(&self, target_id: &str, event: &Event) -> execstore::Result<i64> {
+        let event = to_wit::event(event);
+        self.call(|api, store, h| api.call_enqueue_outbox(store, h, target_id, &event))
     }
 
     fn change_token(&self) -> execstore::Result<String> {
@@ -474,6 +496,25 @@ impl ComponentStore {
         let mut arg = to_wit::execution(exe);
         arg.context = context_json.to_owned();
         self.call(|api, store, h| api.call_save(store, h, &arg))
+    }
+
+    /// The component's own checked `send` (`control::send` inside it), as a host in another
+    /// language calls it; the trait's [`ExecutionStore::enqueue_outbox`] is the unchecked
+    /// write the native `control::send` goes through.
+    pub fn send(
+        &self,
+        execution_id: &str,
+        event: &Event,
+        expected_version: Option<i64>,
+    ) -> execstore::Result<Sent> {
+        let event = to_wit::event(event);
+        let sent =
+            self.call(|api, store, h| api.call_send(store, h, execution_id, &event, expected_version))?;
+        Ok(Sent {
+            seq: sent.seq,
+            target_id: sent.target_id,
+            event_id: sent.event_id,
+        })
     }
 
     /// Saves `exe` with its `children` sent as given, repeated keys included (the trait's

@@ -275,13 +275,9 @@ impl wit::GuestStore for ComponentStore {
         out(self.inner.purge(&execution_id, expected_version), |purged| purged)
     }
 
-    fn status_counts(
-        &self,
-        definition_id: Option<String>,
-        roots_only: bool,
-    ) -> Result<Vec<wit::StatusCount>, wit::StoreError> {
+    fn count_by_status(&self, query: wit::ListQuery) -> Result<Vec<wit::StatusCount>, wit::StoreError> {
         out(
-            self.inner.status_counts(definition_id.as_deref(), roots_only),
+            from_wit::list_query(query).and_then(|q| self.inner.count_by_status(&q)),
             |counts| {
                 counts
                     .into_iter()
@@ -290,6 +286,46 @@ impl wit::GuestStore for ComponentStore {
                         count,
                     })
                     .collect()
+            },
+        )
+    }
+
+    fn attributes(&self) -> Result<Vec<wit::SearchAttribute>, wit::StoreError> {
+        out(self.inner.attributes(), |all| {
+            all.into_iter()
+                .map(|a| wit::SearchAttribute { path: a.path })
+                .collect()
+        })
+    }
+
+    fn declare_attribute(&self, path: String) -> Result<wit::SearchAttribute, wit::StoreError> {
+        out(self.inner.declare_attribute(&path), |a| wit::SearchAttribute {
+            path: a.path,
+        })
+    }
+
+    fn drop_attribute(&self, path: String) -> Result<bool, wit::StoreError> {
+        out(self.inner.drop_attribute(&path), |dropped| dropped)
+    }
+
+    fn enqueue_outbox(&self, target_id: String, event: wit::Event) -> Result<i64, wit::StoreError> {
+        let event = from_wit::event("event", event).map_err(|e| to_wit::error(&e))?;
+        out(self.inner.enqueue_outbox(&target_id, &event), |seq| seq)
+    }
+
+    fn send(
+        &self,
+        execution_id: String,
+        event: wit::Event,
+        expected_version: Option<i64>,
+    ) -> Result<wit::Sent, wit::StoreError> {
+        let event = from_wit::event("event", event).map_err(|e| to_wit::error(&e))?;
+        out(
+            execstore::executions::control::send(&*self.inner, &execution_id, &event, expected_version),
+            |sent| wit::Sent {
+                seq: sent.seq,
+                target_id: sent.target_id,
+                event_id: sent.event_id,
             },
         )
     }

@@ -112,7 +112,7 @@ enum Call {
     AppendTrace(String, JsonObject),
     IdsWithPrefix(String),
     Purge(String, i64),
-    StatusCounts(Option<String>, bool),
+    CountByStatus(ListQuery),
     RelayOutbox(usize, u8),
     RelaySpawns(usize, u8),
     SweepTimers(f64, usize),
@@ -181,14 +181,13 @@ impl Call {
                 let stored = model.load(&id).ok().flatten().map_or(0, |e| e.version);
                 Call::Purge(id, stored + i64::from(u.int_in_range(-1i8..=1)?))
             }
-            23 => Call::StatusCounts(
+            23 => {
+                let mut query = ListQuery::new().roots_only(u.arbitrary()?);
                 if u.arbitrary()? {
-                    Some(pick_str(u, pools::DEFINITIONS)?)
-                } else {
-                    None
-                },
-                u.arbitrary()?,
-            ),
+                    query = query.definition(pick_str(u, pools::DEFINITIONS)?);
+                }
+                Call::CountByStatus(query)
+            }
             _ => match u.int_in_range(0..=2)? {
                 0 => Call::RelayOutbox(limit(u)?, u.arbitrary()?),
                 1 => Call::RelaySpawns(limit(u)?, u.arbitrary()?),
@@ -238,9 +237,7 @@ impl Call {
             Call::AppendTrace(id, step) => outcome(store.append_trace(id, step)),
             Call::IdsWithPrefix(prefix) => outcome(store.ids_with_prefix(prefix)),
             Call::Purge(id, version) => outcome(store.purge(id, *version)),
-            Call::StatusCounts(definition, roots_only) => {
-                outcome(store.status_counts(definition.as_deref(), *roots_only))
-            }
+            Call::CountByStatus(query) => outcome(store.count_by_status(query)),
             Call::RelayOutbox(limit, pattern) => {
                 let mut offered = Vec::new();
                 let result = store.relay_outbox(*limit, &mut |entries| {

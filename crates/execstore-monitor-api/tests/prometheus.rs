@@ -142,7 +142,7 @@ fn prometheus_parses_the_text_and_reads_the_stores_figures() {
     assert_eq!(log_family["type"], "counter");
 
     // The store's own counts, by status and by definition and status.
-    for (status, n) in store.status_counts(None, false).unwrap() {
+    for (status, n) in store.count_by_status(&ListQuery::new()).unwrap() {
         assert_eq!(
             value(
                 &families,
@@ -154,7 +154,10 @@ fn prometheus_parses_the_text_and_reads_the_stores_figures() {
         );
     }
     for definition in [WEIRD_DEFINITION, "plain"] {
-        for (status, n) in store.status_counts(Some(definition), false).unwrap() {
+        for (status, n) in store
+            .count_by_status(&ListQuery::new().definition(definition))
+            .unwrap()
+        {
             assert_eq!(
                 value(
                     &families,

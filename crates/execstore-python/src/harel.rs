@@ -430,6 +430,25 @@ impl HarelStore {
         self.run(py, |s| s.drop_attribute(path))
     }
 
+    /// `control::send`: the event `event_json` (harel's `Event` as pydantic writes it) for
+    /// the execution `execution_id`, through the outbox; returns the entry's seq. Refused,
+    /// writing nothing: an unknown id (`NotFoundError`), another version than
+    /// `expected_version` (`ConflictError`), an execution not `RUNNING`, one of harel's
+    /// control kinds, a bad or too large event (`InvalidInputError`).
+    #[pyo3(signature = (execution_id, event_json, expected_version=None))]
+    fn send(
+        &self,
+        py: Python<'_>,
+        execution_id: &str,
+        event_json: &str,
+        expected_version: Option<i64>,
+    ) -> PyResult<i64> {
+        self.run(py, |s| {
+            let event = parse_event(event_json)?;
+            Ok(execstore::executions::control::send(s, execution_id, &event, expected_version)?.seq)
+        })
+    }
+
     /// Whether `execution_id` already processed `event_id`.
     fn is_processed(&self, py: Python<'_>, execution_id: &str, event_id: &str) -> PyResult<bool> {
         self.run(py, |s| s.is_processed(execution_id, event_id))

@@ -417,7 +417,7 @@ fn corrupt_rows_are_corrupt_not_panics() {
     let page = store.list_executions(&ListQuery::new()).unwrap();
     let ids: Vec<&str> = page.items.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, ["fine"]);
-    let counts = store.status_counts(None, false).unwrap();
+    let counts = store.count_by_status(&ListQuery::new()).unwrap();
     assert_eq!(counts.iter().map(|(_, n)| n).sum::<u64>(), 1, "{counts:?}");
     let unreadable = store.unreadable_executions(10).unwrap();
     assert_eq!(unreadable.len(), 1, "{unreadable:?}");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use execstore::workspace::{Entry, LogQuery, ManualClock, Timestamp, WorkspaceRef, WorkspaceStorage};
-use execstore::{Execution, ExecutionStore, StoreError};
+use execstore::{executions::ListQuery, Execution, ExecutionStore, StoreError};
 use execstore_sqlite::{
     has_execution_tables, has_workspace_tables, SqliteOptions, SqliteStore, SqliteWorkspaceOptions,
     SqliteWorkspaceStorage,
@@ -234,7 +234,7 @@ fn both_contracts_share_a_file() {
     assert_eq!(ws.head_seq(&w).unwrap(), 40);
     assert_eq!(
         store
-            .status_counts(None, false)
+            .count_by_status(&ListQuery::new())
             .unwrap()
             .iter()
             .map(|(_, n)| n)

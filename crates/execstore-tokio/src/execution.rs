@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use execstore::{
     executions::{
-        BatchItem, Capabilities, DueTimer, Event, ExecutionPage, ListQuery, OutboxEntry, SpawnEntry, Status,
-        TraceStep, Work,
+        control::{self, Sent},
+        BatchItem, Capabilities, DueTimer, Event, ExecutionPage, ListQuery, OutboxEntry, SearchAttribute,
+        SpawnEntry, Status, TraceStep, Work,
     },
     Effects, Execution, ExecutionStore, Result,
 };
@@ -147,6 +148,35 @@ impl<S: ExecutionStore + ?Sized + 'static> AsyncExecutionStore<S> {
         self.call(move |s| s.enqueue_outbox(&target_id, &event)).await
     }
 
+    /// [`control::send`]: `event` for the execution `id` through the outbox, as an engine
+    /// would receive it (checked: an unknown id is `NotFound`, another version than
+    /// `expected_version` a `Conflict`, an execution not `RUNNING` or a bad event
+    /// `InvalidInput`; nothing is written then).
+    pub async fn send(&self, id: &str, event: &Event, expected_version: Option<i64>) -> Result<Sent> {
+        let (id, event) = (id.to_owned(), event.clone());
+        self.call(move |s| control::send(s, &id, &event, expected_version))
+            .await
+    }
+
+    /// [`ExecutionStore::attributes`].
+    pub async fn attributes(&self) -> Result<Vec<SearchAttribute>> {
+        self.call(|s| s.attributes()).await
+    }
+
+    /// [`ExecutionStore::declare_attribute`]: builds the path's index (which may take a while
+    /// on a large store; the call holds a blocking-pool thread until it ends, even if its
+    /// future is dropped).
+    pub async fn declare_attribute(&self, path: &str) -> Result<SearchAttribute> {
+        let path = path.to_owned();
+        self.call(move |s| s.declare_attribute(&path)).await
+    }
+
+    /// [`ExecutionStore::drop_attribute`].
+    pub async fn drop_attribute(&self, path: &str) -> Result<bool> {
+        let path = path.to_owned();
+        self.call(move |s| s.drop_attribute(&path)).await
+    }
+
     /// [`ExecutionStore::ack_outbox`].
     pub async fn ack_outbox(&self, seq: i64) -> Result<()> {
         self.call(move |s| s.ack_outbox(seq)).await
@@ -242,17 +272,6 @@ impl<S: ExecutionStore + ?Sized + 'static> AsyncExecutionStore<S> {
     /// even if its future is dropped: keep `timeout` short (a second or so) and loop.
     pub async fn wait_for_work(&self, work: Work, timeout: Duration) -> Result<bool> {
         self.call(move |s| s.wait_for_work(work, timeout)).await
-    }
-
-    /// [`ExecutionStore::status_counts`].
-    pub async fn status_counts(
-        &self,
-        definition_id: Option<&str>,
-        roots_only: bool,
-    ) -> Result<Vec<(Status, u64)>> {
-        let definition_id = definition_id.map(str::to_owned);
-        self.call(move |s| s.status_counts(definition_id.as_deref(), roots_only))
-            .await
     }
 
     /// [`ExecutionStore::count_by_status`].

@@ -123,9 +123,12 @@ async fn every_execution_store_method_works() {
     assert_eq!(s.read_trace("p-1").await.expect("trace").len(), 2);
     assert_eq!(s.ids_with_prefix("b-").await.expect("ids"), ["b-1", "b-2"]);
     let token = s.change_token().await.expect("token");
-    let counts = s.status_counts(None, false).await.expect("counts");
+    let counts = s.count_by_status(&ListQuery::new()).await.expect("counts");
     assert_eq!(counts.iter().map(|(_, n)| n).sum::<u64>(), 3);
-    assert!(s.status_counts(Some(""), false).await.is_err(), "checked input");
+    assert!(
+        s.count_by_status(&ListQuery::new().definition("")).await.is_err(),
+        "checked input"
+    );
     let b = ListQuery::new().search("b-");
     let counted = s.count_by_status(&b).await.expect("counts of a filter");
     assert_eq!(counted.iter().map(|(_, n)| n).sum::<u64>(), 2);

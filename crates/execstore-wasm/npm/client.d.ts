@@ -1,6 +1,6 @@
 import type {
-  BatchItem, BatchOutcome, Capabilities, DueTimer, Effects, Execution, ExecutionInput, ExecutionPage,
-  ListQuery, LoadedForEvent, OpfsOptions, OutboxEntry, SearchAttribute, SpawnEntry, StatusCounts, TraceStep,
+  BatchItem, BatchOutcome, Capabilities, DueTimer, Effects, Event, Execution, ExecutionInput, ExecutionPage,
+  ListQuery, LoadedForEvent, OpfsOptions, OutboxEntry, SearchAttribute, Sent, SpawnEntry, StatusCounts, TraceStep,
 } from "./index.js";
 
 /**
@@ -30,6 +30,8 @@ export declare class OpfsStoreClient {
   declareAttribute(path: string): Promise<SearchAttribute>;
   dropAttribute(path: string): Promise<boolean>;
   pendingOutbox(after?: number | null, limit?: number): Promise<OutboxEntry[]>;
+  /** Sends `event` to the execution through the outbox; resolves with what was enqueued. */
+  send(executionId: string, event: Event, expectedVersion?: number | null): Promise<Sent>;
   ackOutbox(seq: number): Promise<void>;
   ackOutboxMany(seqs: number[]): Promise<number>;
   pendingSpawns(after?: number | null, limit?: number): Promise<SpawnEntry[]>;

@@ -75,6 +75,7 @@ export class OpfsStoreClient {
   declareAttribute(path) { return this.#call("declareAttribute", [path]); }
   dropAttribute(path) { return this.#call("dropAttribute", [path]); }
   pendingOutbox(after, limit) { return this.#call("pendingOutbox", [after, limit]); }
+  send(executionId, event, expectedVersion) { return this.#call("send", [executionId, event, expectedVersion]); }
   ackOutbox(seq) { return this.#call("ackOutbox", [seq]); }
   ackOutboxMany(seqs) { return this.#call("ackOutboxMany", [seqs]); }
   pendingSpawns(after, limit) { return this.#call("pendingSpawns", [after, limit]); }

@@ -5,7 +5,7 @@ export type {
   AlreadyExistsError, ApiAnswer, BackendError, BatchItem, BytesOptions, BatchOutcome, Capabilities, ChildState, ConflictError, CorruptError, DueTimer,
   Effects, Emit, Event, Execution, ExecutionInput, ExecutionPage, ExecutionSummary, InvalidInputError,
   ImportOptions, JsonObject, JsonValue, ListQuery, LoadedForEvent, LockedError, MemoryOptions, MonitorApiOptions, MonitorApiToken, NotFoundError, OpfsOptions,
-  OutboxEntry, SearchAttribute, Spawn, SpawnEntry, SqliteMemoryOptions, Status, StatusCounts, StoreError, StoreErrorCode,
+  OutboxEntry, SearchAttribute, Sent, Spawn, SpawnEntry, SqliteMemoryOptions, Status, StatusCounts, StoreError, StoreErrorCode,
   StoreKind, TimerOp, TraceStep,
 } from "./wasm/execstore.js";
 // The workspace log (reflexr's Storage): `import { WorkspaceStore } from "execstore"`.

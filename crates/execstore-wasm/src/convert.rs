@@ -108,6 +108,19 @@ fn non_finite(value: &JsValue, path: String, depth: usize) -> Option<(String, f6
         })
 }
 
+/// Refuses a NaN or infinite number anywhere inside the JS value `value` (the argument
+/// `field`), naming where: for a document whose numbers `JSON.stringify` would otherwise turn
+/// into `null` without a word (an event's `data`).
+pub(crate) fn finite_everywhere(value: &JsValue, field: &str) -> Result<(), WasmError> {
+    match non_finite(value, field.to_owned(), 0) {
+        Some((path, n)) => Err(invalid(
+            path,
+            format!("must be a finite number, not {}", js_number(n)),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Refuses a NaN or infinite number at any of `keys` of the JS object `value` (the argument
 /// or item `field`) that parsed as none (`.1` true). `JSON.stringify` writes such a number as
 /// `null`, which an optional field takes as "not set": `created_after: NaN` would be no

@@ -185,6 +185,16 @@ export interface OutboxEntry {
   event: Event;
 }
 
+/** What `send` enqueued. */
+export interface Sent {
+  /** The outbox entry's seq (its ack key). */
+  seq: number;
+  /** The execution it is addressed to. */
+  target_id: string;
+  /** The event's id, the relay's dedupe key. */
+  event_id: string;
+}
+
 /** A pending child creation. */
 export interface SpawnEntry {
   seq: number;

@@ -78,6 +78,9 @@ async def main(dsn: Optional[str]) -> None:
     exe = Execution(id="y", definition_id="d")
     await astore.save(exe)
     loaded: Optional[Execution] = await astore.load("y")
+    if loaded is not None and loaded.status == Status.RUNNING:
+        seq: int = await astore.send("y", Event(kind="Go"), expected_version=loaded.version)
+        print(seq)
     print(loaded, await astore.ids_with_prefix("y"), exe.version)
     await astore.close()
     with SqliteTransport(":memory:", clock=lambda: 100.0, prefix="harel") as transport:

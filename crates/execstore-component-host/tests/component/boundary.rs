@@ -196,3 +196,85 @@ fn nan_and_infinite_times_are_invalid_input_and_change_nothing() {
         }
     }
 }
+
+/// `send`: the component's own checked call and the core's `control::send` over the host's
+/// `enqueue_outbox` both put one entry in the outbox; refusals cross as typed errors and
+/// write nothing.
+#[test]
+fn send_crosses_the_boundary_and_refusals_change_nothing() {
+    for backend in [Backend::Memory, Backend::SqliteMemory] {
+        if backend == Backend::SqliteMemory && !has_sqlite() {
+            continue;
+        }
+        let store = open(backend);
+        let mut run = Execution::new("run", "orders");
+        run.status = execstore::executions::Status::Running;
+        store.save(&mut run).expect("save");
+        let mut event = Event::new("evt-1", "Pay");
+        event.data.insert("amount".into(), 12.5.into());
+        let sent = store.send("run", &event, Some(1)).expect("the component's send");
+        assert_eq!(
+            (sent.target_id.as_str(), sent.event_id.as_str()),
+            ("run", "evt-1")
+        );
+        let through_host =
+            execstore::executions::control::send(&store, "run", &Event::new("evt-2", "Pay"), None)
+                .expect("control::send over the host");
+        assert!(through_host.seq > sent.seq);
+        let outbox = store.pending_outbox(None, 10).expect("outbox");
+        assert_eq!(outbox.len(), 2);
+        assert_eq!(outbox[0].event, event);
+        assert_eq!(outbox[0].target_id.as_deref(), Some("run"));
+        assert_eq!(store.load("run").unwrap().unwrap().version, 1, "no step written");
+
+        let refusals: [(&str, Event, Option<i64>, &str); 4] = [
+            ("nope", Event::new("e", "Pay"), None, "NOT_FOUND"),
+            ("run", Event::new("e", "Pay"), Some(9), "CONFLICT"),
+            ("run", Event::new("e", "Cancel"), None, "INVALID_INPUT"),
+            ("run", Event::new("", "Pay"), None, "INVALID_INPUT"),
+        ];
+        for (id, event, expected, code) in refusals {
+            match store.send(id, &event, expected) {
+                Err(e) => assert_eq!(e.code(), code, "{id} {event:?}"),
+                Ok(s) => panic!("{id} {event:?}: sent {s:?}"),
+            }
+        }
+        assert_eq!(store.pending_outbox(None, 10).unwrap().len(), 2, "nothing more");
+    }
+}
+
+/// The search attributes cross the boundary: declared, listed, used by `where` (no scan),
+/// dropped; a bad path is `invalid-input`.
+#[test]
+fn search_attributes_cross_the_boundary() {
+    for backend in [Backend::Memory, Backend::SqliteMemory] {
+        if backend == Backend::SqliteMemory && !has_sqlite() {
+            continue;
+        }
+        let store = open(backend);
+        for (id, customer) in [("a", "c-1"), ("b", "c-2")] {
+            let mut exe = Execution::new(id, "orders");
+            exe.context.insert("customer".into(), customer.into());
+            store.save(&mut exe).expect("save");
+        }
+        let declared = store.declare_attribute("context.customer").expect("declare");
+        assert_eq!(declared.path, "context.customer");
+        assert_eq!(store.attributes().unwrap(), vec![declared]);
+        let filter = execstore::executions::parse_where(r#"context.customer = "c-2""#, 0.0).unwrap();
+        let page = store
+            .list_executions(&execstore::executions::ListQuery::new().filter(filter))
+            .unwrap();
+        assert_eq!(
+            page.items.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+            ["b"]
+        );
+        assert!(page.scan.is_empty(), "declared: answered without a scan");
+        match store.declare_attribute("status") {
+            Err(StoreError::InvalidInput { .. }) => {}
+            other => panic!("expected InvalidInput, got {other:?}"),
+        }
+        assert!(store.drop_attribute("context.customer").unwrap());
+        assert!(!store.drop_attribute("context.customer").unwrap());
+        assert!(store.attributes().unwrap().is_empty());
+    }
+}

@@ -27,3 +27,14 @@ mod sqlite_memory {
 #[test]
 #[ignore = "EXECSTORE_COMPONENT_FEATURES does not name sqlite: the component has no SQLite to test"]
 fn sqlite_memory_conformance() {}
+
+/// Not in the macro (a backend that cannot write an outbox entry alone refuses it): the
+/// component hosts `enqueue-outbox`, so the core's `send` runs through it.
+#[test]
+fn send_through_the_outbox() {
+    use execstore::conformance::executions::{send_through_the_outbox as check, Harness};
+    check(crate::support::Harness::new(execstore_component_host::Backend::Memory).store());
+    if crate::support::has_sqlite() {
+        check(crate::support::Harness::new(execstore_component_host::Backend::SqliteMemory).store());
+    }
+}

@@ -204,7 +204,7 @@ fn executions(
 ) -> Result<ExecutionFigures, ApiError> {
     let mut figures = ExecutionFigures {
         // One aggregate query on the SQL backends (the status index).
-        by_status: status_map(store.status_counts(None, false)?),
+        by_status: status_map(store.count_by_status(&ListQuery::new())?),
         ..ExecutionFigures::default()
     };
     let since = now - RATE_WINDOW;
@@ -253,7 +253,7 @@ fn executions(
         for definition in definitions.iter().take(MAX_DEFINITIONS) {
             // One aggregate each over the definition index; it reads each execution's
             // document for its status.
-            let counts = status_map(store.status_counts(Some(definition), false)?);
+            let counts = status_map(store.count_by_status(&ListQuery::new().definition(definition))?);
             if counts.values().any(|n| *n > 0) {
                 figures.by_definition.insert(definition.clone(), counts);
             }

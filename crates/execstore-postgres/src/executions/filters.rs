@@ -173,69 +173,29 @@ pub(crate) fn where_clause(terms: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{drop_store, PgOptions, PgStore};
+    use super::super::test_support::{analyze, explain, fill, on_own_prefix};
+    use super::super::PgStore;
     use execstore::{
-        executions::{BatchItem, ListQuery, Status},
-        Effects, Execution, ExecutionStore,
+        executions::{ListQuery, Status},
+        ExecutionStore,
     };
-
-    /// The server from `EXECSTORE_PG_URL`; without it the test fails, unless
-    /// `EXECSTORE_PG_OPTIONAL=1`, which prints a SKIPPED line (as the crate's other tests do).
-    fn server_url() -> Option<String> {
-        match std::env::var("EXECSTORE_PG_URL") {
-            Ok(url) if !url.is_empty() => Some(url),
-            _ if std::env::var("EXECSTORE_PG_OPTIONAL").as_deref() == Ok("1") => {
-                use std::io::Write as _;
-                let line = "SKIPPED: executions::filters::tests: EXECSTORE_PG_URL is not set \
-                            (EXECSTORE_PG_OPTIONAL=1)\n";
-                let _ = std::io::stderr().write_all(line.as_bytes());
-                None
-            }
-            _ => panic!("EXECSTORE_PG_URL is not set: this test needs a PostgreSQL server"),
-        }
-    }
 
     /// Each time window and the search are answered from the migration's indexes, with the
     /// planner's own choices (no setting changed, statistics gathered) on 6,000 executions:
     /// the plan of the statement the store runs names the index and has no sequential scan.
     #[test]
     fn time_windows_and_search_use_indexes() {
-        let Some(url) = server_url() else { return };
-        let prefix = format!("lfplan{}", std::process::id());
-        let store = PgStore::open(&url, PgOptions::new().prefix(prefix.clone())).unwrap();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            check_plans(&url, &prefix, &store)
-        }));
-        drop(store);
-        let _ = drop_store(&url, Some(&prefix));
-        if let Err(panic) = result {
-            std::panic::resume_unwind(panic);
-        }
+        on_own_prefix("filters", "lfplan", check_plans);
     }
 
     fn check_plans(url: &str, prefix: &str, store: &PgStore) {
-        for chunk in 0..60 {
-            let mut batch: Vec<BatchItem> = (0..100)
-                .map(|i| {
-                    let n = chunk * 100 + i;
-                    let mut exe = Execution::new(format!("e{n:05}"), format!("d{}", n % 5));
-                    exe.status = Status::ALL[n % Status::ALL.len()];
-                    exe.active_path = Some(format!("root.s{}.t{}", n % 97, n % 3));
-                    exe.created_at = Some(1e9 + n as f64);
-                    exe.updated_at = Some(2e9 + n as f64);
-                    exe.finished_at = (n % 2 == 0).then_some(3e9 + n as f64);
-                    exe.context.insert("filler".into(), "x".repeat(300).into());
-                    BatchItem::new(exe, Effects::new())
-                })
-                .collect();
-            for r in store.commit_batch(&mut batch).unwrap() {
-                r.unwrap();
-            }
-        }
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        client
-            .batch_execute(&format!("ANALYZE {prefix}_executions, {prefix}_execstore_keys"))
-            .unwrap();
+        let mut client = fill(url, prefix, store, |exe, n| {
+            exe.status = Status::ALL[n % Status::ALL.len()];
+            exe.active_path = Some(format!("root.s{}.t{}", n % 97, n % 3));
+            exe.created_at = Some(1e9 + n as f64);
+            exe.updated_at = Some(2e9 + n as f64);
+            exe.finished_at = (n % 2 == 0).then_some(3e9 + n as f64);
+        });
         let idx = |name: &str| format!("{prefix}_execstore_k_{name}");
         let q = ListQuery::new;
         let cases: Vec<(&str, ListQuery, Vec<String>)> = vec![
@@ -284,10 +244,7 @@ mod tests {
             let after = query.validated_after().unwrap();
             let statuses: Vec<&str> = query.status.iter().flatten().map(|s| s.as_str()).collect();
             let f = store.sql.list_filtered(&query, after.as_deref(), &statuses, 51);
-            let args: Vec<&(dyn postgres::types::ToSql + Sync)> = f.args.iter().map(|a| a.as_sql()).collect();
-            let rows = client.query(&format!("EXPLAIN {}", f.sql), &args).unwrap();
-            let plan: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
-            let plan = plan.join("\n");
+            let plan = explain(&mut client, &f);
             for index in &indexes {
                 assert!(plan.contains(index.as_str()), "{what}: {index} not used:\n{plan}");
             }
@@ -307,36 +264,16 @@ mod tests {
     /// undeclared, the same filter reads every document (a sequential scan).
     #[test]
     fn declared_attributes_use_their_indexes() {
-        let Some(url) = server_url() else { return };
-        let prefix = format!("attrplan{}", std::process::id());
-        let store = PgStore::open(&url, PgOptions::new().prefix(prefix.clone())).unwrap();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            check_attribute_plans(&url, &prefix, &store)
-        }));
-        drop(store);
-        let _ = drop_store(&url, Some(&prefix));
-        if let Err(panic) = result {
-            std::panic::resume_unwind(panic);
-        }
+        on_own_prefix("filters", "attrplan", check_attribute_plans);
     }
 
     fn check_attribute_plans(url: &str, prefix: &str, store: &PgStore) {
-        for chunk in 0..60 {
-            let mut batch: Vec<BatchItem> = (0..100)
-                .map(|i| {
-                    let n = chunk * 100 + i;
-                    let mut exe = Execution::new(format!("e{n:05}"), format!("d{}", n % 5));
-                    exe.status = Status::ALL[n % Status::ALL.len()];
-                    let ctx = serde_json::json!({"customer": format!("c-{}", n % 600), "total": n, "filler": "x".repeat(300)});
-                    exe.context = ctx.as_object().unwrap().clone();
-                    BatchItem::new(exe, Effects::new())
-                })
-                .collect();
-            for r in store.commit_batch(&mut batch).unwrap() {
-                r.unwrap();
-            }
-        }
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let mut client = fill(url, prefix, store, |exe, n| {
+            exe.status = Status::ALL[n % Status::ALL.len()];
+            exe.context
+                .insert("customer".into(), format!("c-{}", n % 600).into());
+            exe.context.insert("total".into(), n.into());
+        });
         let w = |text: &str| ListQuery::new().filter(execstore::executions::parse_where(text, 0.0).unwrap());
         let cases = [
             ("equals", w("context.customer = c-17"), "_j"),
@@ -352,22 +289,16 @@ mod tests {
                 "_j",
             ),
         ];
-        let explain = |client: &mut postgres::Client, query: &ListQuery| {
+        let plan_of = |client: &mut postgres::Client, query: &ListQuery| {
             let after = query.validated_after().unwrap();
             let statuses: Vec<&str> = query.status.iter().flatten().map(|s| s.as_str()).collect();
-            let f = store.sql.list_filtered(query, after.as_deref(), &statuses, 51);
-            let args: Vec<&(dyn postgres::types::ToSql + Sync)> = f.args.iter().map(|a| a.as_sql()).collect();
-            let rows = client.query(&format!("EXPLAIN {}", f.sql), &args).unwrap();
-            rows.iter()
-                .map(|r| r.get::<_, String>(0))
-                .collect::<Vec<_>>()
-                .join("\n")
+            explain(
+                client,
+                &store.sql.list_filtered(query, after.as_deref(), &statuses, 51),
+            )
         };
-        client
-            .batch_execute(&format!("ANALYZE {prefix}_executions, {prefix}_execstore_keys"))
-            .unwrap();
         for (what, query, _) in &cases[..3] {
-            let plan = explain(&mut client, query);
+            let plan = plan_of(&mut client, query);
             assert!(
                 plan.contains(&format!("Seq Scan on {prefix}_executions")),
                 "{what}: undeclared:\n{plan}"
@@ -379,11 +310,9 @@ mod tests {
             .collect();
         store.declare_attribute("context.customer").unwrap();
         store.declare_attribute("context.total").unwrap();
-        client
-            .batch_execute(&format!("ANALYZE {prefix}_executions"))
-            .unwrap();
+        analyze(&mut client, prefix);
         for ((what, query, suffix), items) in cases.iter().zip(expected) {
-            let plan = explain(&mut client, query);
+            let plan = plan_of(&mut client, query);
             assert!(
                 plan.contains(&format!("{prefix}_execstore_attr_")) && plan.contains(suffix),
                 "{what}: the attribute's index is not used:\n{plan}"

@@ -29,6 +29,8 @@ mod schema;
 mod search;
 mod sql;
 mod store;
+#[cfg(test)]
+mod test_support;
 
 pub(crate) use schema::SCHEMA_LOCK;
 

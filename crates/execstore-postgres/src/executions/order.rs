@@ -173,27 +173,12 @@ pub(crate) fn summaries(rows: &[postgres::Row]) -> Result<Vec<ExecutionSummary>>
 
 #[cfg(test)]
 mod tests {
-    use super::super::{drop_store, PgOptions, PgStore};
+    use super::super::test_support::{explain, fill, on_own_prefix};
+    use super::super::PgStore;
     use execstore::{
-        executions::{encode_updated_cursor, BatchItem, ListOrder, ListQuery, Status},
-        Effects, Execution, ExecutionStore,
+        executions::{encode_updated_cursor, ListOrder, ListQuery, Status},
+        ExecutionStore,
     };
-
-    /// The server from `EXECSTORE_PG_URL`; without it the test fails, unless
-    /// `EXECSTORE_PG_OPTIONAL=1`, which prints a SKIPPED line (as the crate's other tests do).
-    fn server_url() -> Option<String> {
-        match std::env::var("EXECSTORE_PG_URL") {
-            Ok(url) if !url.is_empty() => Some(url),
-            _ if std::env::var("EXECSTORE_PG_OPTIONAL").as_deref() == Ok("1") => {
-                use std::io::Write as _;
-                let line = "SKIPPED: executions::order::tests: EXECSTORE_PG_URL is not set \
-                            (EXECSTORE_PG_OPTIONAL=1)\n";
-                let _ = std::io::stderr().write_all(line.as_bytes());
-                None
-            }
-            _ => panic!("EXECSTORE_PG_URL is not set: this test needs a PostgreSQL server"),
-        }
-    }
 
     /// The listing by `updated_at` walks the keys' `(updated_at, id)` index backwards (first
     /// page, after a cursor, in the NULL tail, with a window), with the planner's own choices
@@ -202,39 +187,14 @@ mod tests {
     /// is the planner's to read as it likes: a range of the same index, sorted or not.)
     #[test]
     fn updated_order_walks_the_index() {
-        let Some(url) = server_url() else { return };
-        let prefix = format!("loplan{}", std::process::id());
-        let store = PgStore::open(&url, PgOptions::new().prefix(prefix.clone())).unwrap();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            check_plans(&url, &prefix, &store)
-        }));
-        drop(store);
-        let _ = drop_store(&url, Some(&prefix));
-        if let Err(panic) = result {
-            std::panic::resume_unwind(panic);
-        }
+        on_own_prefix("order", "loplan", check_plans);
     }
 
     fn check_plans(url: &str, prefix: &str, store: &PgStore) {
-        for chunk in 0..60 {
-            let mut batch: Vec<BatchItem> = (0..100)
-                .map(|i| {
-                    let n = chunk * 100 + i;
-                    let mut exe = Execution::new(format!("e{n:05}"), format!("d{}", n % 5));
-                    exe.status = Status::ALL[n % Status::ALL.len()];
-                    exe.updated_at = (n % 100 != 0).then(|| 2e9 + ((n * 7919) % 6000) as f64);
-                    exe.context.insert("filler".into(), "x".repeat(300).into());
-                    BatchItem::new(exe, Effects::new())
-                })
-                .collect();
-            for r in store.commit_batch(&mut batch).unwrap() {
-                r.unwrap();
-            }
-        }
-        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        client
-            .batch_execute(&format!("ANALYZE {prefix}_executions, {prefix}_execstore_keys"))
-            .unwrap();
+        let mut client = fill(url, prefix, store, |exe, n| {
+            exe.status = Status::ALL[n % Status::ALL.len()];
+            exe.updated_at = (n % 100 != 0).then(|| 2e9 + ((n * 7919) % 6000) as f64);
+        });
         let index = format!("{prefix}_execstore_k_updated");
         let q = || ListQuery::new().order(ListOrder::UpdatedDesc).limit(50);
         let cases = [
@@ -254,11 +214,10 @@ mod tests {
         ];
         for (what, query) in cases {
             let after = query.validated_updated_after().unwrap();
-            let f = store.sql.list_by_updated(&query, after.as_ref(), &[], 51);
-            let args: Vec<&(dyn postgres::types::ToSql + Sync)> = f.args.iter().map(|a| a.as_sql()).collect();
-            let rows = client.query(&format!("EXPLAIN {}", f.sql), &args).unwrap();
-            let plan: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
-            let plan = plan.join("\n");
+            let plan = explain(
+                &mut client,
+                &store.sql.list_by_updated(&query, after.as_ref(), &[], 51),
+            );
             assert!(plan.contains(&index), "{what}: {index} not used:\n{plan}");
             assert!(!plan.contains("Seq Scan"), "{what}: a sequential scan:\n{plan}");
             if what != "in the tail" {

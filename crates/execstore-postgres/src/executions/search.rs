@@ -11,9 +11,17 @@
 //!
 //! The filter is one condition following `execstore::kit::filter::eval` term for term, over
 //! the listing keys `k` (id, status, times, active path) and the execution `e` (definition,
-//! parent, context), spelled as the indexes are. An index is built inside the declaring
-//! transaction (`CREATE INDEX`, not `CONCURRENTLY`): writers wait for the build; then the
-//! table is analyzed, so the planner knows the indexed values.
+//! parent, context), spelled as the indexes are.
+//!
+//! Declaring builds each index with `CREATE INDEX CONCURRENTLY`, outside any transaction, so
+//! commits to the table go on while it builds (a plain `CREATE INDEX` holds a lock that makes
+//! every writer wait for the whole build: 70-80 s at 1,000,000 executions). Then the table is
+//! analyzed, so the planner knows the indexed values, and only then is the attribute
+//! recorded: a declaration that fails (or dies) midway leaves no row saying it is indexed. A
+//! failed concurrent build leaves an `INVALID` index behind: the failing call drops it, and a
+//! later declaration of the same path drops one it finds (from a process killed while
+//! building) before building again, so declaring twice stays idempotent and never keeps an
+//! index PostgreSQL does not use.
 
 use execstore::executions::search::{attribute_path, MAX_ATTRIBUTES};
 use execstore::executions::SearchAttribute;
@@ -23,6 +31,7 @@ use execstore::{Result, StoreError};
 use super::filters::Arg;
 use super::rows::prefix_upper_bound;
 use super::PgStore;
+use crate::db::Db as _;
 
 /// The document as `jsonb` (harel's text may hold `\u0000`, which `jsonb` refuses), over
 /// the column of `table` (`"e."` in the listing, `""` in the index).
@@ -78,40 +87,112 @@ impl PgStore {
         Ok(rows.iter().map(|r| SearchAttribute { path: r.get(0) }).collect())
     }
 
+    /// Refuses a new path past [`MAX_ATTRIBUTES`]; whether `canonical` is recorded already.
+    fn check_room(&self, canonical: &str) -> Result<bool> {
+        let table = self.attributes_table();
+        let known = !self
+            .query(
+                &format!("SELECT 1 FROM {table} WHERE path = $1::text"),
+                &[&canonical],
+            )?
+            .is_empty();
+        if !known {
+            let count: i64 = self
+                .query_one(&format!("SELECT COUNT(*) FROM {table}"), &[])?
+                .get(0);
+            if count >= MAX_ATTRIBUTES as i64 {
+                return Err(StoreError::invalid(
+                    "path",
+                    format!("the store already keeps {MAX_ATTRIBUTES} search attributes"),
+                ));
+            }
+        }
+        Ok(known)
+    }
+
     pub(crate) fn declare(&self, text: &str) -> Result<SearchAttribute> {
         let path = attribute_path(text)?;
         let canonical = path.to_string();
         let index = index_name(&self.sql.pfx, &canonical);
-        let table = self.attributes_table();
-        self.write(|tx, s| {
-            let known = tx.query_opt(&format!("SELECT path FROM {table} WHERE path = $1::text"), &[&canonical])?;
-            if known.is_none() {
+        let known = self.check_room(&canonical)?;
+        let (j, t) = exprs("", &path);
+        let executions = &self.sql.executions;
+        let builds = [
+            (
+                format!("{index}_j"),
+                format!("({j}, (id COLLATE \"C\")) WHERE {j} IS NOT NULL"),
+            ),
+            (
+                format!("{index}_t"),
+                format!("({t}, (id COLLATE \"C\")) WHERE {j} IS NOT NULL"),
+            ),
+        ];
+        let mut conn = self.conn()?;
+        let built = (|| {
+            for (name, columns) in &builds {
+                // Left INVALID by a build that failed or was killed: PostgreSQL keeps it
+                // (writers maintain it) but never reads it, and IF NOT EXISTS would keep it.
+                if invalid_index(&mut conn.client, name)? {
+                    conn.client
+                        .batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"))
+                        .db()?;
+                }
+                // One statement a call: CONCURRENTLY cannot run inside a transaction block.
+                conn.client
+                    .batch_execute(&format!(
+                        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {executions} {columns}"
+                    ))
+                    .db()?;
+            }
+            // The planner knows an expression index's values only from the table's statistics.
+            conn.client.batch_execute(&format!("ANALYZE {executions}")).db()
+        })();
+        if let Err(e) = built {
+            // Undo what this call left: an INVALID index of a failed build, and for a path not
+            // declared before, any index it built (no row will name it).
+            for (name, _) in &builds {
+                if !known || invalid_index(&mut conn.client, name).unwrap_or(true) {
+                    let _ = conn
+                        .client
+                        .batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"));
+                }
+            }
+            return Err(e);
+        }
+        drop(conn);
+        if !known {
+            let table = self.attributes_table();
+            let recorded = self.write(|tx, _| {
                 let count: i64 = tx.query_one(&format!("SELECT COUNT(*) FROM {table}"), &[])?.get(0);
                 if count >= MAX_ATTRIBUTES as i64 {
-                    return Err(StoreError::invalid(
-                        "path",
-                        format!("the store already keeps {MAX_ATTRIBUTES} search attributes"),
-                    ));
+                    // Declarations made at the same time filled the store meanwhile.
+                    let mine = tx.query_opt(&format!("SELECT 1 FROM {table} WHERE path = $1::text"), &[&canonical])?;
+                    if mine.is_none() {
+                        return Err(StoreError::invalid(
+                            "path",
+                            format!("the store already keeps {MAX_ATTRIBUTES} search attributes"),
+                        ));
+                    }
                 }
                 tx.execute(
                     &format!("INSERT INTO {table} (path, index_name) VALUES ($1::text, $2::text) ON CONFLICT DO NOTHING"),
                     &[&canonical, &index],
                 )?;
+                Ok(())
+            });
+            if let Err(e) = recorded {
+                if self.check_room(&canonical).map(|known| !known).unwrap_or(false) {
+                    let mut conn = self.conn()?;
+                    for (name, _) in &builds {
+                        let _ = conn
+                            .client
+                            .batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"));
+                    }
+                }
+                return Err(e);
             }
-            let (j, t) = exprs("", &path);
-            let executions = &s.executions;
-            tx.execute(
-                &format!("CREATE INDEX IF NOT EXISTS {index}_j ON {executions} ({j}, (id COLLATE \"C\")) WHERE {j} IS NOT NULL"),
-                &[],
-            )?;
-            tx.execute(
-                &format!("CREATE INDEX IF NOT EXISTS {index}_t ON {executions} ({t}, (id COLLATE \"C\")) WHERE {j} IS NOT NULL"),
-                &[],
-            )?;
-            // The planner knows an expression index's values only from the table's statistics.
-            tx.execute(&format!("ANALYZE {executions}"), &[])?;
-            Ok(SearchAttribute { path: canonical })
-        })
+        }
+        Ok(SearchAttribute { path: canonical })
     }
 
     pub(crate) fn undeclare(&self, text: &str) -> Result<bool> {
@@ -130,6 +211,18 @@ impl PgStore {
             Ok(true)
         })
     }
+}
+
+/// Whether the index `name` (in the session's search path) exists and is `INVALID`: left by
+/// a `CREATE INDEX CONCURRENTLY` that failed or was killed.
+fn invalid_index(client: &mut postgres::Client, name: &str) -> Result<bool> {
+    let row = client
+        .query_opt(
+            "SELECT NOT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass($1::text)",
+            &[&name],
+        )
+        .db()?;
+    Ok(row.is_some_and(|r| r.get::<_, bool>(0)))
 }
 
 /// `e` ordered by bytes, as Rust and SQLite order text (an equality keeps the column's own

@@ -321,25 +321,3 @@ impl Stmts {
         }
     }
 }
-
-impl Stmts {
-    /// The per-status count for one shape of filter (`status_counts`). Its parameter: the
-    /// definition id (if `definition`). The expressions are spelled as the indexes are.
-    pub(crate) fn status_counts(&self, definition: bool, roots_only: bool) -> String {
-        let mut sql = format!("SELECT k.status, COUNT(*)::int8 FROM {} k", self.keys);
-        let mut conditions = Vec::new();
-        if definition {
-            sql.push_str(&format!(" JOIN {} e ON {KEYS_JOIN}", self.executions));
-            conditions.push("e.definition_id = $1".to_owned());
-        }
-        if roots_only {
-            conditions.push("k.root".to_owned());
-        }
-        if !conditions.is_empty() {
-            sql.push_str(" WHERE ");
-            sql.push_str(&conditions.join(" AND "));
-        }
-        sql.push_str(" GROUP BY 1");
-        sql
-    }
-}

@@ -351,32 +351,6 @@ impl ExecutionStore for PgStore {
         listener.wait(mark, timeout, |_| true)
     }
 
-    fn status_counts(&self, definition_id: Option<&str>, roots_only: bool) -> Result<Vec<(Status, u64)>> {
-        if let Some(definition_id) = definition_id {
-            check_id("definition_id", definition_id)?;
-        }
-        let sql = self.sql.status_counts(definition_id.is_some(), roots_only);
-        let rows = match definition_id {
-            Some(definition_id) => self.query(&sql, &[&definition_id])?,
-            None => self.query(&sql, &[])?,
-        };
-        let mut counts = [0u64; Status::ALL.len()];
-        for row in &rows {
-            // A row without a status reads as PENDING, as in the listing.
-            let status = match col::<Option<String>>(row, 0)? {
-                Some(s) => s
-                    .parse::<Status>()
-                    .map_err(|e| corrupt("an execution's status".to_owned(), e))?,
-                None => Status::Pending,
-            };
-            let n: i64 = col(row, 1)?;
-            if let Some(slot) = Status::ALL.iter().position(|s| *s == status) {
-                counts[slot] += u64::try_from(n).unwrap_or(0);
-            }
-        }
-        Ok(Status::ALL.into_iter().zip(counts).collect())
-    }
-
     fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {
         self.count_filtered(query)
     }

@@ -30,6 +30,27 @@ def time(field: str, value: Optional[float]) -> None:
         raise invalid_input(field, f"{value} is not a finite number of seconds")
 
 
+def finite(field: str, value: object, depth: int = 0) -> None:
+    """Refuses a NaN or infinite float, or a str (a key too) holding a lone surrogate, anywhere
+    inside the JSON-like `value` (dicts, lists, tuples), naming where: pydantic writes such a
+    float as ``null``, so it would be stored as another value."""
+    if depth > 128:
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise invalid_input(field, f"must be a finite number, not {value}")
+    elif isinstance(value, str):
+        text(field, value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str):
+                text(field, key)
+            finite(f"{field}.{key}", item, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            finite(f"{field}[{i}]", item, depth + 1)
+
+
 def string(name: str, value: object) -> str:
     """`value` if it is a str of well-formed text (see :func:`text`); a TypeError otherwise."""
     if not isinstance(value, str):

@@ -41,6 +41,7 @@ from harel.engine.store import OutboxEntry, SpawnEntry, Step, StoreConflict, Tim
 from harel.engine.transport import Lease
 from harel.spec.states import Event
 
+from execstore._checks import finite as _finite
 from execstore._checks import integer as _int
 from execstore._checks import number as _float
 from execstore._checks import string as _str
@@ -404,6 +405,27 @@ class _Store:
         exe.version = version
         return seqs
 
+    def send(self, execution_id: str, event: Event, expected_version: Optional[int] = None) -> int:
+        """Sends `event` to the execution `execution_id` as an engine would receive it: one
+        outbox entry addressed to it, which harel's relay delivers like any emit (the execution
+        itself is not written); returns the entry's seq. Raises, writing nothing:
+        NotFoundError for an unknown id, StoreConflict when the stored version is not
+        `expected_version`, InvalidInputError for an execution not RUNNING, one of harel's
+        control kinds (Start, Cancel, ...), an empty kind or id, a NaN or infinite number or a
+        lone surrogate in the event, an event too large."""
+        _str("execution_id", execution_id)
+        if not isinstance(event, Event):
+            raise TypeError(f"event must be a harel Event, got {type(event).__name__}")
+        _text("event.id", event.id)
+        _text("event.kind", event.kind)
+        _finite("event.data", event.data)
+        if expected_version is not None:
+            _int("expected_version", expected_version)
+        try:
+            return self._h.send(execution_id, event.model_dump_json(), expected_version)
+        except ConflictError as e:
+            raise StoreConflict(execution_id, expected=expected_version or 0, found=e.found) from None
+
     def ack_outbox(self, seq: int) -> None:
         self._h.ack_outbox(_int("seq", seq))
 
@@ -598,6 +620,9 @@ class _AsyncStore:
         step: Optional[Step] = None,
     ) -> list[int]:
         return await self._call(self._s.commit, exe, emits, processed_event_id, timers, spawns, trace, step)
+
+    async def send(self, execution_id: str, event: Event, expected_version: Optional[int] = None) -> int:
+        return await self._call(self._s.send, execution_id, event, expected_version)
 
     async def ack_outbox(self, seq: int) -> None:
         await self._call(self._s.ack_outbox, seq)

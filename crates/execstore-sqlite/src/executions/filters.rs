@@ -154,13 +154,10 @@ mod tests {
     fn plan(store: &SqliteStore, query: &ListQuery) -> Vec<String> {
         let after = query.validated_after().unwrap();
         let statuses: Vec<&str> = query.status.iter().flatten().map(|s| s.as_str()).collect();
-        let f = store.sql.list_filtered(query, after.as_deref(), &statuses, 51);
-        let conn = store.lock().unwrap();
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {}", f.sql)).unwrap();
-        let rows = stmt
-            .query_map(rusqlite::params_from_iter(f.args), |row| row.get::<_, String>(3))
-            .unwrap();
-        rows.collect::<rusqlite::Result<_>>().unwrap()
+        super::super::tests::filtered_plan(
+            store,
+            store.sql.list_filtered(query, after.as_deref(), &statuses, 51),
+        )
     }
 
     /// Each time window and the search are answered from an index (a `SEARCH`, never a

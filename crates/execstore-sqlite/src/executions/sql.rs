@@ -195,24 +195,3 @@ impl Stmts {
         sql
     }
 }
-
-impl Stmts {
-    /// The per-status count for one shape of filter (`status_counts`). Its parameter: the
-    /// definition id (if `definition`). The expressions are spelled as the indexes are.
-    pub(crate) fn status_counts(&self, definition: bool, roots_only: bool) -> String {
-        let mut sql = self.status_counts_select.clone();
-        let mut conditions = Vec::new();
-        if definition {
-            conditions.push("definition_id = ?1");
-        }
-        if roots_only {
-            conditions.push("json_extract(data,'$.parent_id') IS NULL");
-        }
-        if !conditions.is_empty() {
-            sql.push_str(" WHERE ");
-            sql.push_str(&conditions.join(" AND "));
-        }
-        sql.push_str(" GROUP BY 1");
-        sql
-    }
-}

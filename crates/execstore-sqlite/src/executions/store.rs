@@ -325,11 +325,6 @@ impl ExecutionStore for SqliteStore {
     }
 
     /// Rows whose document is not JSON are left out of the counts, as from the listing.
-    fn status_counts(&self, definition_id: Option<&str>, roots_only: bool) -> Result<Vec<(Status, u64)>> {
-        self.tolerating_unreadable(|skip| self.count_statuses(definition_id, roots_only, skip))
-    }
-
-    /// Rows whose document is not JSON are left out of the counts, as from the listing.
     fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {
         self.tolerating_unreadable(|skip| self.count_filtered(query, skip))
     }
@@ -537,40 +532,4 @@ fn read_summaries(rows: &mut rusqlite::Rows<'_>) -> Result<Vec<ExecutionSummary>
         });
     }
     Ok(items)
-}
-
-impl SqliteStore {
-    fn count_statuses(
-        &self,
-        definition_id: Option<&str>,
-        roots_only: bool,
-        skip: bool,
-    ) -> Result<Vec<(Status, u64)>> {
-        if let Some(definition_id) = definition_id {
-            check_id("definition_id", definition_id)?;
-        }
-        let sql = self.maybe_skipping(self.sql.status_counts(definition_id.is_some(), roots_only), skip);
-        let conn = self.read()?;
-        let mut stmt = conn.prepare_cached(&sql).db()?;
-        let mut rows = match definition_id {
-            Some(definition_id) => stmt.query([definition_id]),
-            None => stmt.query([]),
-        }
-        .db()?;
-        let mut counts = [0u64; Status::ALL.len()];
-        while let Some(row) = rows.next().db()? {
-            // A row without a status reads as PENDING, as in the listing.
-            let status = match row.get::<_, Option<String>>(0).db()? {
-                Some(s) => s
-                    .parse::<Status>()
-                    .map_err(|e| corrupt("an execution's status".to_owned(), e))?,
-                None => Status::Pending,
-            };
-            let n: i64 = row.get(1).db()?;
-            if let Some(slot) = Status::ALL.iter().position(|s| *s == status) {
-                counts[slot] += u64::try_from(n).unwrap_or(0);
-            }
-        }
-        Ok(Status::ALL.into_iter().zip(counts).collect())
-    }
 }

@@ -68,6 +68,17 @@ fn pragmas_read_back_on_the_store_connection() {
     assert_eq!(pragma(&store, "journal_mode"), "memory");
 }
 
+/// The query plan of a listing's statement `f`, one line per step (the listing tests of
+/// filters.rs and order.rs).
+pub(crate) fn filtered_plan(store: &SqliteStore, f: super::filters::Filtered) -> Vec<String> {
+    let conn = store.lock().unwrap();
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {}", f.sql)).unwrap();
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(f.args), |row| row.get::<_, String>(3))
+        .unwrap();
+    rows.collect::<rusqlite::Result<_>>().unwrap()
+}
+
 fn plan(store: &SqliteStore, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Vec<String> {
     let conn = store.lock().unwrap();
     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();

@@ -461,6 +461,30 @@ impl Store {
         Ok(convert::to_js(&entries)?)
     }
 
+    /// Sends `event` to the execution `executionId` as an engine would receive it: one
+    /// outbox entry addressed to it, which a relay delivers like any emit (the execution
+    /// itself is not written). Returns `{seq, target_id, event_id}`. Refused, changing
+    /// nothing: an unknown id (`NOT_FOUND`), a stored version other than `expectedVersion`
+    /// (`CONFLICT`), an execution not `RUNNING`, one of harel's own control kinds (`Start`,
+    /// `Cancel`, ...), an empty kind or id, a NaN or infinite number in the event, a lone
+    /// surrogate, an event too large (`INVALID_INPUT`).
+    #[wasm_bindgen(unchecked_return_type = "Sent")]
+    pub fn send(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string", js_name = executionId)] execution_id: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Event")] event: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number | null", js_name = expectedVersion)]
+        expected_version: JsValue,
+    ) -> JsResult<JsValue> {
+        let id = convert::string(&execution_id, "executionId")?;
+        let expected = convert::opt_integer(&expected_version, "expectedVersion")?;
+        convert::finite_everywhere(&event, "event")?;
+        let event: execstore::executions::Event = object(&event, "event", Unknown::Keep)?;
+        let sent = execstore::executions::control::send(self.inner()?, &id, &event, expected)
+            .map_err(WasmError::from)?;
+        Ok(convert::to_js(&sent)?)
+    }
+
     /// Removes the delivered outbox entry `seq`; `NOT_FOUND` if there is none.
     #[wasm_bindgen(js_name = ackOutbox)]
     pub fn ack_outbox(&self, #[wasm_bindgen(unchecked_param_type = "number")] seq: JsValue) -> JsResult<()> {
@@ -603,10 +627,9 @@ impl Store {
     ) -> JsResult<JsValue> {
         let definition = convert::opt_string(&definition_id, "definitionId")?;
         let roots_only = convert::opt_bool(&roots_only, "rootsOnly", false)?;
-        let counts = self
-            .inner()?
-            .status_counts(definition.as_deref(), roots_only)
-            .map_err(WasmError::from)?;
+        let mut query = ListQuery::new().roots_only(roots_only);
+        query.definition_id = definition;
+        let counts = self.inner()?.count_by_status(&query).map_err(WasmError::from)?;
         let out = Object::new();
         for (status, n) in counts {
             Reflect::set(&out, &status.as_str().into(), &(n as f64).into())?;

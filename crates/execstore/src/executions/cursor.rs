@@ -13,20 +13,23 @@ pub fn encode_cursor(last_id: &str) -> String {
     URL_SAFE_NO_PAD.encode(format!("{CURSOR_TAG}{last_id}"))
 }
 
-/// The id a cursor resumes after; anything not made by [`encode_cursor`] is refused.
+/// The id a cursor resumes after; anything not made by [`encode_cursor`] is refused (a
+/// cursor of the updated order too).
 pub fn decode_cursor(cursor: &str) -> Result<String> {
-    let bad = |why: &str| {
-        StoreError::invalid(
-            "cursor",
-            format!("{cursor:?} is not a cursor of this store ({why})"),
-        )
-    };
-    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad("not base64url"))?;
-    let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8"))?;
-    match text.strip_prefix(CURSOR_TAG) {
-        Some(id) if !id.is_empty() => Ok(id.to_owned()),
-        _ => Err(bad("unknown format")),
+    match decode_order_cursor(cursor)? {
+        OrderKey {
+            updated: false, id, ..
+        } => Ok(id),
+        OrderKey { .. } => Err(bad(cursor, "unknown format")),
     }
+}
+
+/// The refusal of `cursor`, saying `why`.
+fn bad(cursor: &str, why: &str) -> StoreError {
+    StoreError::invalid(
+        "cursor",
+        format!("{cursor:?} is not a cursor of this store ({why})"),
+    )
 }
 
 const UPDATED_TAG: &str = "updated:";
@@ -51,12 +54,7 @@ pub(crate) struct OrderKey {
 /// Decodes a cursor of any order; anything not made by [`encode_cursor`] or
 /// [`encode_updated_cursor`] is refused.
 pub(crate) fn decode_order_cursor(cursor: &str) -> Result<OrderKey> {
-    let bad = |why: &str| {
-        StoreError::invalid(
-            "cursor",
-            format!("{cursor:?} is not a cursor of this store ({why})"),
-        )
-    };
+    let bad = |why: &str| bad(cursor, why);
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad("not base64url"))?;
     let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8"))?;
     if let Some(id) = text.strip_prefix(CURSOR_TAG) {

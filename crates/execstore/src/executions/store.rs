@@ -309,36 +309,6 @@ pub trait ExecutionStore: Send + Sync {
         Ok(false)
     }
 
-    /// How many executions have each status, for a monitor's overview: one entry per status,
-    /// in [`crate::executions::Status::ALL`] order (zeros included), counting the executions of
-    /// `definition_id` (all when `None`) and, with `roots_only`, only those without a parent,
-    /// as [`ExecutionStore::list_executions`] filters. A definition id that cannot be one
-    /// (empty, too long) is [`crate::StoreError::InvalidInput`]. This default pages through
-    /// the listing; a backend overrides it with one aggregate query.
-    fn status_counts(
-        &self,
-        definition_id: Option<&str>,
-        roots_only: bool,
-    ) -> Result<Vec<(crate::executions::Status, u64)>> {
-        use crate::executions::Status;
-        if let Some(definition_id) = definition_id {
-            crate::kit::validate::check_id("definition_id", definition_id)?;
-        }
-        let mut counts = [0u64; Status::ALL.len()];
-        let mut query = ListQuery::new()
-            .roots_only(roots_only)
-            .limit(crate::kit::validate::MAX_PAGE);
-        query.definition_id = definition_id.map(str::to_owned);
-        for page in paging::execution_pages(self, query) {
-            for summary in &page?.items {
-                if let Some(slot) = Status::ALL.iter().position(|s| *s == summary.status) {
-                    counts[slot] += 1;
-                }
-            }
-        }
-        Ok(Status::ALL.into_iter().zip(counts).collect())
-    }
-
     /// How many executions have each status among exactly those `query` selects, ignoring
     /// its status filter, cursor, page size and order (see [`ListQuery::count_filter`]):
     /// one entry per status, in [`crate::executions::Status::ALL`] order (zeros included),
@@ -545,13 +515,6 @@ macro_rules! forward_execution_store {
             fn wait_for_work(&self, work: Work, timeout: Duration) -> Result<bool> {
                 (**self).wait_for_work(work, timeout)
             }
-            fn status_counts(
-                &self,
-                definition_id: Option<&str>,
-                roots_only: bool,
-            ) -> Result<Vec<(crate::executions::Status, u64)>> {
-                (**self).status_counts(definition_id, roots_only)
-            }
             fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(crate::executions::Status, u64)>> {
                 (**self).count_by_status(query)
             }
@@ -656,7 +619,7 @@ mod tests {
         fn purge(&self, execution_id: &str, expected_version: i64) -> Result<bool> {
             self.0.purge(execution_id, expected_version)
         }
-        fn status_counts(&self, _: Option<&str>, _: bool) -> Result<Vec<(crate::executions::Status, u64)>> {
+        fn count_by_status(&self, _: &ListQuery) -> Result<Vec<(crate::executions::Status, u64)>> {
             Ok(vec![(crate::executions::Status::Running, 42)])
         }
         fn change_token(&self) -> Result<String> {
@@ -667,7 +630,7 @@ mod tests {
     fn check(store: &dyn ExecutionStore, what: &str) {
         assert_eq!(store.change_token().unwrap(), "own", "{what}");
         assert_eq!(
-            store.status_counts(None, false).unwrap(),
+            store.count_by_status(&ListQuery::new()).unwrap(),
             [(crate::executions::Status::Running, 42)],
             "{what}"
         );

@@ -265,8 +265,8 @@ pub fn listing_filters_and_pagination(store: &dyn ExecutionStore) {
     assert!(after.iter().all(|s| s.id.as_str() > format!("{ns}010").as_str()) && !after.is_empty());
 }
 
-/// `status_counts` counts what the listing returns, per status, under the same definition
-/// and roots-only filters; a definition with nothing stored counts zeros; a bad definition id
+/// `count_by_status` counts what the listing returns, per status, under the same definition
+/// and roots-only filters (what a monitor's overview asks); a definition with nothing stored counts zeros; a bad definition id
 /// is refused.
 pub fn status_counts_match_the_listing(store: &dyn ExecutionStore) {
     let ns = scope("counts");
@@ -293,7 +293,9 @@ pub fn status_counts_match_the_listing(store: &dyn ExecutionStore) {
                 .roots_only(roots_only)
                 .limit(7),
         );
-        let counts = store.status_counts(Some(definition), roots_only).unwrap();
+        let counts = store
+            .count_by_status(&ListQuery::new().definition(definition).roots_only(roots_only))
+            .unwrap();
         let statuses: Vec<Status> = counts.iter().map(|(s, _)| *s).collect();
         assert_eq!(statuses, Status::ALL, "one entry per status, in order");
         assert_eq!(counts.iter().map(|(_, n)| n).sum::<u64>(), listed.len() as u64);
@@ -302,15 +304,20 @@ pub fn status_counts_match_the_listing(store: &dyn ExecutionStore) {
             assert_eq!(n, expected, "{status} of {definition} (roots only: {roots_only})");
         }
     }
-    let nothing = store.status_counts(Some(&format!("{ns}none")), false).unwrap();
+    let nothing = store
+        .count_by_status(&ListQuery::new().definition(format!("{ns}none")))
+        .unwrap();
     assert!(nothing.iter().all(|(_, n)| *n == 0));
     // Other checks may share the store: every status counts at least ours.
-    let everything = store.status_counts(None, false).unwrap();
-    let ours = store.status_counts(Some(&d1), false).unwrap();
+    let everything = store.count_by_status(&ListQuery::new()).unwrap();
+    let ours = store.count_by_status(&ListQuery::new().definition(&d1)).unwrap();
     for ((status, all), (_, mine)) in everything.iter().zip(&ours) {
         assert!(all >= mine, "{status}: {all} in the store, {mine} of {d1}");
     }
-    assert_eq!(code(store.status_counts(Some(""), false)), "INVALID_INPUT");
+    assert_eq!(
+        code(store.count_by_status(&ListQuery::new().definition(""))),
+        "INVALID_INPUT"
+    );
 }
 
 /// `change_token` moves with each kind of write a monitor shows: a new execution, a commit

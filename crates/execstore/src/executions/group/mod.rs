@@ -485,14 +485,6 @@ impl<S: ExecutionStore> ExecutionStore for GroupCommit<S> {
     }
 
     // The monitor's reads: the inner store's cheap ones, not the defaults' scans.
-    fn status_counts(
-        &self,
-        definition_id: Option<&str>,
-        roots_only: bool,
-    ) -> Result<Vec<(crate::executions::Status, u64)>> {
-        self.inner.status_counts(definition_id, roots_only)
-    }
-
     fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(crate::executions::Status, u64)>> {
         self.inner.count_by_status(query)
     }
