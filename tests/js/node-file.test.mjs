@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { Store } from "execstore";
+import { Store, WorkspaceStore } from "execstore";
 
 import { binMissing, cliJson, demo, tempDir } from "./native.mjs";
 
@@ -228,6 +228,66 @@ describe("Store.openFile", () => {
     for (let i = 0; i < 25; i++) assert.equal(store.load(`c-${i}`).version, 1, `c-${i} recovered`);
     store.close();
     assert.equal(existsSync(`${db}-wal`), false);
+  });
+});
+
+describe("WorkspaceStore.openFile", () => {
+  let tmp;
+  before(() => {
+    tmp = tempDir();
+  });
+  after(() => tmp.cleanup());
+
+  const entry = (id) => ({ id, actor: { kind: "source", name: "monitor" }, event: { type: "oncall:error", n: id } });
+
+  test("transactions on two workspaces share the file's one connection, in turn, and persist", async () => {
+    const db = join(tmp.dir, "workspaces.db");
+    const store = await WorkspaceStore.openFile(db);
+    assert.equal(store.kind, "file");
+    assert.equal(store.capabilities().durable, true);
+    const a = { tenant_id: "acme", workspace_id: "a" };
+    const b = { tenant_id: "acme", workspace_id: "b" };
+    // Both at once: the second waits for the first instead of failing on the busy connection.
+    const slow = store.transaction(a, async (tx) => {
+      tx.append([entry("a-1")]);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      return tx.append([entry("a-2")]);
+    });
+    const quick = store.transaction(b, async (tx) => tx.append([entry("b-1")]));
+    const [[a2], [b1]] = await Promise.all([slow, quick]);
+    assert.equal(a2.seq, 2);
+    assert.equal(b1.seq, 1);
+    const locked = await rejected(WorkspaceStore.openFile(db, { waitMs: 0 }));
+    assert.equal(locked.code, "LOCKED");
+    const execs = await rejected(Store.openFile(db, { waitMs: 0 }));
+    assert.equal(execs.code, "LOCKED", "one store at a time on a file in Node, of either kind");
+    store.close();
+
+    const again = await WorkspaceStore.openFile(db);
+    assert.deepEqual(again.read(a).map((e) => e.id), ["a-1", "a-2"]);
+    assert.deepEqual(again.read(b).map((e) => e.id), ["b-1"]);
+    again.close();
+    // The execution store opens the same file (both kinds live in one file) once it is free.
+    const execStore = await Store.openFile(db);
+    commitOne(execStore, "beside-workspaces");
+    execStore.close();
+    const both = await WorkspaceStore.openFile(db);
+    assert.equal(both.headSeq(a), 2);
+    both.close();
+  });
+
+  test("bad paths and options are INVALID_INPUT", async () => {
+    mkdirSync(join(tmp.dir, "dir.db"));
+    for (const [path, options, field] of [
+      [join(tmp.dir, "dir.db"), undefined, "path"],
+      [join(tmp.dir, "x.db"), { synchronous: "extra" }, "options.synchronous"],
+      [join(tmp.dir, "x.db"), { prefix: "harel" }, "options.prefix"],
+    ]) {
+      const error = await rejected(WorkspaceStore.openFile(path, options));
+      assert.equal(error.code, "INVALID_INPUT", error.message);
+      assert.equal(error.field, field, error.message);
+    }
+    assert.equal(existsSync(join(tmp.dir, "x.db")), false);
   });
 });
 

@@ -15,4 +15,5 @@ export type {
   DueRun, Entry, Envelope, EvaluationError, Lease, LogQuery, Run, RunPolicy, RunQuery, RunStatus, StoredRule,
   StoredRuleInput, SubscribeOptions, Subscription, TimeInput, WorkspaceCapabilities, WorkspaceEvent, WorkspaceInfo,
   WorkspaceOpfsOptions, WorkspaceRef, WorkspaceStoreError,
+  WorkspaceFileOptions,
 } from "./workspace.js";
