@@ -1,5 +1,5 @@
-//! The JS `Store` class: every operation of the contract over a memory, SQLite-in-memory or
-//! OPFS store.
+//! The JS `Store` class: every operation of the contract over a memory, SQLite-in-memory,
+//! OPFS or (Node) file store.
 
 use std::cell::RefCell;
 
@@ -31,8 +31,8 @@ enum Backend {
     Closed,
 }
 
-/// An execution store. Make one with `Store.memory()`, `Store.sqliteMemory()` or
-/// `await Store.openOpfs(name)` (in a dedicated worker). Every method is synchronous and
+/// An execution store. Make one with `Store.memory()`, `Store.sqliteMemory()`,
+/// `await Store.openOpfs(name)` (in a dedicated worker) or `await Store.openFile(path)` (Node). Every method is synchronous and
 /// throws a `StoreError` (an `Error` with `code`) on failure; bad input changes nothing.
 #[wasm_bindgen]
 pub struct Store {
