@@ -1,5 +1,6 @@
 // W1-style commits (shared/bench/WORKLOAD.md phases 0 and 1) through the npm package
-// `execstore`: in Node over Store.memory() and Store.sqliteMemory(), in headless Chromium
+// `execstore`: in Node over Store.memory(), Store.sqliteMemory() and a SQLite file on the local
+// disk (Store.openFile, synchronous "full": an fsync per commit, as native), in headless Chromium
 // over an OPFS store in a dedicated worker (one commit per step, and the same steps with
 // commitBatch of one round at a time), beside `execstore bench` (native, same machine, same
 // run) when the binary is given. One JSON line per run.
@@ -10,7 +11,9 @@
 // (one emit, the processed id, a timer schedule/cancel, a spawn every 10th round, a trace
 // step). commit_events_per_s = N*K / phase-1 wall time, as `execstore bench` reports it.
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { w1 } from "./w1-workload.mjs";
@@ -67,6 +70,16 @@ if (args.native) {
 const { Store } = await import("execstore");
 for (const [name, open] of [["memory", () => Store.memory()], ["sqlite-memory", () => Store.sqliteMemory()]]) {
   results.push({ impl: `wasm-${name}`, where: `node ${process.version}`, ...w1(open(), args) });
+}
+{
+  const dir = mkdtempSync(join(tmpdir(), "execstore-w1-"));
+  try {
+    const store = await Store.openFile(join(dir, "w1.db"));
+    results.push({ impl: "wasm-node-file", where: `node ${process.version}`, ...w1(store, args) });
+    store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 if (args.browser) {
   for (const result of await inBrowser(args)) results.push(result);

@@ -6,11 +6,13 @@
 #                  wasm_install_build installs; Debian's chromium and chromium-driver.
 #   wasm_test      the core's behaviour suite compiled to wasm32 and run by `cargo test
 #                  --target wasm32-unknown-unknown` with wasm-bindgen's test runner as the
-#                  target's runner: under Node (memory, SQLite in wasm) and in headless
+#                  target's runner: under Node (memory, SQLite in wasm, in memory and in a
+#                  file through Node's fs: Store.openFile) and in headless
 #                  Chromium through chromedriver (OPFS in a dedicated worker); then builds the package (`npm run build:wasm`) and the native
 #                  `execstore` (native_cli, scripts/lib/cargo.sh: demo files, and the native
 #                  monitor the edge handler's answers are compared with), and runs
-#                  `node --test tests/js/` (the package in Node, its TypeScript declarations,
+#                  `node --test tests/js/` (the package in Node, its store files and their
+#                  SIGKILL trials (EXECSTORE_NODE_FILE_KILLS), its TypeScript declarations,
 #                  the edge handler web/edge/ in Node, and Playwright + Chromium: OPFS through
 #                  the main-thread clients (the execution store's, the workspace log's),
 #                  reload, LOCKED, Store.importOpfs, the in-browser monitor web/local.html).
@@ -180,7 +182,7 @@ wasm_test() {
 	# wasm-bindgen's runner runs each test binary where the binary asks to be run
 	# (`wasm_bindgen_test_configure!`): Node, or a dedicated worker in headless Chromium
 	# (through chromedriver, with --no-sandbox among its default arguments).
-	_wasm_say "behaviour suites in wasm32: under Node (memory, SQLite in wasm); in headless Chromium (OPFS in a dedicated worker; the workspace log on SQLite in OPFS, sahpool)"
+	_wasm_say "behaviour suites in wasm32: under Node (memory, SQLite in wasm, a file through Node's fs); in headless Chromium (OPFS in a dedicated worker; the workspace log on SQLite in OPFS, sahpool)"
 	CARGO_TARGET_DIR="$target_dir" CHROMEDRIVER=/usr/bin/chromedriver \
 		CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 		cargo test --target "$WASM_RUST_TARGET" -p execstore-wasm \

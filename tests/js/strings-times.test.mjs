@@ -11,6 +11,8 @@
 // Run: node --test tests/js/  (needs `npm run build:wasm`)
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { MonitorApi, Store, WorkspaceImage, WorkspaceStore, WorkspaceTx } from "execstore";
@@ -148,6 +150,7 @@ const STORE_STATIC = {
   sqliteFromBytes: [(s) => [new Uint8Array(0), { prefix: s }]],
   openOpfs: [(s) => [s]],
   importOpfs: [(s) => [s, new Uint8Array(0)]],
+  openFile: [(s) => [s, { waitMs: 0 }], (s) => [join(tmpdir(), "execstore-lone-prefix.db"), { prefix: s, waitMs: 0 }]],
 };
 
 describe("lone surrogates through Store", () => {
@@ -291,6 +294,7 @@ const WORKSPACE_STORE = {
 const WORKSPACE_STORE_STATIC = {
   memory: [],
   openOpfs: [(s) => [s, { waitMs: 0 }]],
+  openFile: [(s) => [s, { waitMs: 0 }]],
 };
 
 /** Per method of `WorkspaceTx` (called inside a transaction that then commits). */

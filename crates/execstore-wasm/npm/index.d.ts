@@ -7,6 +7,7 @@ export type {
   ImportOptions, JsonObject, JsonValue, ListQuery, LoadedForEvent, LockedError, MemoryOptions, MonitorApiOptions, MonitorApiToken, NotFoundError, OpfsOptions,
   OutboxEntry, SearchAttribute, Sent, Spawn, SpawnEntry, SqliteMemoryOptions, Status, StatusCounts, StoreError, StoreErrorCode,
   StoreKind, TimerOp, TraceStep,
+  FileOptions,
 } from "./wasm/execstore.js";
 // The workspace log (reflexr's Storage): `import { WorkspaceStore } from "execstore"`.
 export { OpfsWorkspaceStore, WorkspaceStore, WorkspaceTx } from "./workspace.js";
@@ -14,4 +15,5 @@ export type {
   DueRun, Entry, Envelope, EvaluationError, Lease, LogQuery, Run, RunPolicy, RunQuery, RunStatus, StoredRule,
   StoredRuleInput, SubscribeOptions, Subscription, TimeInput, WorkspaceCapabilities, WorkspaceEvent, WorkspaceInfo,
   WorkspaceOpfsOptions, WorkspaceRef, WorkspaceStoreError,
+  WorkspaceFileOptions,
 } from "./workspace.js";

@@ -243,6 +243,14 @@ export interface WorkspaceOpfsOptions {
   readOnly?: boolean;
 }
 
+/** Options of `WorkspaceStore.openFile` (Node). */
+export interface WorkspaceFileOptions {
+  /** How long to wait for a file another process (or store) holds, in ms (default 5000; `0`: at once), then `LOCKED`. */
+  waitMs?: number;
+  /** `"full"` (the default): every commit is fsynced before it resolves. `"normal"`: synced at checkpoints; a killed process loses nothing, a power loss may lose the last commits (never half of one). */
+  synchronous?: "full" | "normal";
+}
+
 /** A tenant's workspaces: the workspace log. */
 export declare class WorkspaceStore {
   private constructor();
@@ -254,7 +262,13 @@ export declare class WorkspaceStore {
    * another tab or worker keeps it past `options.waitMs`.
    */
   static openOpfs(name: string, options?: WorkspaceOpfsOptions): Promise<OpfsWorkspaceStore>;
-  readonly kind: "memory" | "closed";
+  /**
+   * The workspace store file at `path` on the local file system (Node only), owned by this
+   * process until `close()`. Rejects with `LOCKED` if another process or store keeps it past
+   * `options.waitMs`; a directory, a non-SQLite or read-only file is `INVALID_INPUT`.
+   */
+  static openFile(path: string, options?: WorkspaceFileOptions): Promise<WorkspaceStore>;
+  readonly kind: "memory" | "file" | "closed";
   close(): void;
   capabilities(): WorkspaceCapabilities;
   /** Runs `fn` in a transaction: commits when it resolves, rolls back when it throws. */

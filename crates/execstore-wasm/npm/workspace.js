@@ -230,7 +230,18 @@ export class WorkspaceStore {
     return OpfsWorkspaceStore.open(name, options);
   }
 
-  /** `"memory"` or `"closed"`. */
+  /**
+   * Opens (creating if needed) the workspace store file at `path` on the local file system
+   * (Node only): a SQLite file with reflexr's tables, owned by this process until `close()`
+   * (another opener waits up to `options.waitMs`, then `LOCKED`), as `Store.openFile`'s.
+   * Transactions share the file's one connection: they run one at a time, whatever their
+   * workspace.
+   */
+  static async openFile(path, options) {
+    return new WorkspaceStore(await RawWorkspaceStore.openFile(path, options));
+  }
+
+  /** `"memory"`, `"file"` or `"closed"`. */
   get kind() {
     return this.#raw.kind;
   }
@@ -254,13 +265,15 @@ export class WorkspaceStore {
     if (typeof fn !== "function") throw invalid("fn", "must be a function");
     this.#raw.isBusy(ref); // checks `ref` (INVALID_INPUT) before anything waits
     const key = keyOf(ref);
-    const before = this.#queues.get(key) ?? Promise.resolve();
+    // A file's one connection: one queue for every workspace.
+    const queue = this.#raw.oneConnection ? "" : key;
+    const before = this.#queues.get(queue) ?? Promise.resolve();
     let release;
     const mine = new Promise((resolve) => {
       release = resolve;
     });
     const tail = before.then(() => mine);
-    this.#queues.set(key, tail);
+    this.#queues.set(queue, tail);
     try {
       await before;
       const head = await runTransaction(this.#raw, ref, fn);
@@ -268,7 +281,7 @@ export class WorkspaceStore {
       return head.result;
     } finally {
       release();
-      if (this.#queues.get(key) === tail) this.#queues.delete(key);
+      if (this.#queues.get(queue) === tail) this.#queues.delete(queue);
     }
   }
 

@@ -6,9 +6,11 @@
 //! `INVALID_INPUT` and changes nothing.
 //!
 //! The seams: `shapes` (the JS shapes in and out), `tx` (a transaction), `store` (the store's
-//! operations, on memory or OPFS) and `opfs` (a store in a SQLite file in OPFS, its lease
-//! let go and taken back as other tabs ask for it).
+//! operations, on memory, OPFS or a file) and `opfs` (a store in a SQLite file in OPFS, its lease
+//! let go and taken back as other tabs ask for it), `file` (a SQLite file on Node's file
+//! system).
 
+mod file;
 mod opfs;
 mod shapes;
 mod store;

@@ -99,16 +99,16 @@ pub struct RawOpfsLease {
 }
 
 impl RawWorkspaceStore {
-    /// Whether the storage has one connection that every transaction shares (OPFS), so one
+    /// Whether the storage has one connection that every transaction shares (OPFS, a file), so one
     /// transaction at a time, whatever its workspace.
     pub(super) fn one_connection(&self) -> bool {
-        matches!(self.backend, Some(Backend::Opfs(_)))
+        matches!(self.backend, Some(Backend::Opfs(_) | Backend::File(_)))
     }
 
     fn opfs(&self) -> Result<&OpfsWorkspace, WasmError> {
         match &self.backend {
             Some(Backend::Opfs(o)) => Ok(o),
-            Some(Backend::Memory(_)) => Err(backend("not an OPFS store")),
+            Some(Backend::Memory(_) | Backend::File(_)) => Err(backend("not an OPFS store")),
             None => Err(backend("the store is closed")),
         }
     }
@@ -175,7 +175,7 @@ impl RawWorkspaceStore {
     pub fn held(&self) -> bool {
         match &self.backend {
             Some(Backend::Opfs(o)) => o.storage.is_some(),
-            Some(Backend::Memory(_)) => true,
+            Some(Backend::Memory(_) | Backend::File(_)) => true,
             None => false,
         }
     }
@@ -196,7 +196,7 @@ impl RawWorkspaceStore {
                 o.lease = None;
                 Ok(())
             }
-            Some(Backend::Memory(_)) => Err(backend("not an OPFS store").into()),
+            Some(Backend::Memory(_) | Backend::File(_)) => Err(backend("not an OPFS store").into()),
             None => Err(backend("the store is closed").into()),
         }
     }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::JsValue;
 
+use super::file::FileWorkspace;
 use super::opfs::OpfsWorkspace;
 use super::shapes::{
     envelopes, non_negative, optional, out, pairs, ref_out, retag, runs, time, wref, JsLogQuery, JsPolicy,
@@ -28,6 +29,8 @@ pub(super) enum Backend {
     Memory(MemoryWorkspaceStorage),
     /// SQLite in an OPFS pool, while this agent holds the store's lease (or between leases).
     Opfs(OpfsWorkspace),
+    /// SQLite in a file on the local file system (Node), owned by this process.
+    File(FileWorkspace),
 }
 
 /// The synchronous workspace storage under the package's `WorkspaceStore` (use that).
@@ -42,6 +45,7 @@ impl RawWorkspaceStore {
         match &self.backend {
             Some(Backend::Memory(m)) => Ok(m),
             Some(Backend::Opfs(o)) => o.storage(),
+            Some(Backend::File(f)) => Ok(&f.storage),
             None => Err(backend("the store is closed")),
         }
     }
@@ -57,12 +61,13 @@ impl RawWorkspaceStore {
         }
     }
 
-    /// `"memory"`, `"opfs"` or `"closed"`.
+    /// `"memory"`, `"opfs"`, `"file"` or `"closed"`.
     #[wasm_bindgen(getter)]
     pub fn kind(&self) -> String {
         match &self.backend {
             Some(Backend::Memory(_)) => "memory",
             Some(Backend::Opfs(_)) => "opfs",
+            Some(Backend::File(_)) => "file",
             None => "closed",
         }
         .into()
