@@ -144,8 +144,8 @@ export interface ListQuery {
   finished_before?: number | null;
   /** Keep ids starting with it, and executions in that state (active path equal to it or below it at a `.`). */
   search?: string | null;
-  /** "id" (the default) or "updated": most recently updated first (a cursor is good for its own order only). */
-  order?: "id" | "updated" | null;
+  /** "id" (the default), "updated": most recently updated first, or "created": newest created first (a cursor is good for its own order only). */
+  order?: "id" | "updated" | "created" | null;
   /** Keep what this query finds (docs/search.md), e.g. `context.customer_id = "c-17" and updated > -1h`. */
   where?: string | null;
 }
@@ -167,6 +167,7 @@ export interface ExecutionSummary {
   parent_id: string | null;
   finished_at: number | null;
   updated_at: number | null;
+  created_at: number | null;
 }
 
 /** One page of `listExecutions`. */
