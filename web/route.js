@@ -15,6 +15,8 @@ export function setViewIds(ids) {
   viewIds = ids;
 }
 export const PAGE_SIZES = [25, 50, 100, 200];
+/** The history section's modes besides its default, the timeline (views/history.js MODES). */
+export const HISTORY_MODES = ["waterfall", "json"];
 
 export function parseRoute(search) {
   const p = new URLSearchParams(search);
@@ -32,6 +34,10 @@ export function parseRoute(search) {
     due: p.get("due") === "1",
     actor: p.get("actor") || "",
     target: p.get("target") || "",
+    // The history section's mode and kind filter: part of the route, so that every
+    // navigation, a reload, back/forward and a copied link keep them.
+    history: HISTORY_MODES.includes(p.get("history")) ? p.get("history") : "",
+    kind: p.get("kind") || "",
     ...filters.parseFilters(p),
   };
 }
@@ -51,6 +57,8 @@ export function routeSearch(r) {
   if (r.actor) p.set("actor", r.actor);
   if (r.target) p.set("target", r.target);
   if (r.id) p.set("id", r.id);
+  if (r.history) p.set("history", r.history);
+  if (r.kind) p.set("kind", r.kind);
   const s = p.toString();
   return s ? `?${s}` : location.pathname;
 }
