@@ -32,8 +32,21 @@ export function init(c) {
 // ---------------------------------------------------------------------------------------------
 // Colours from the page's CSS variables (light or dark, whichever is in effect)
 
+let probe = null;
+
+/**
+ * The colour variable `name` in the theme in effect, as a canvas takes it (`rgb(...)`), or ""
+ * if the page has none: style.css writes each as `light-dark(light, dark)`, which only an
+ * element's style resolves.
+ */
 function cssVar(name) {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  if (!probe || !probe.isConnected) {
+    probe = h("span", { hidden: true, "aria-hidden": "true" });
+    document.body.append(probe);
+  }
+  probe.style.color = `var(${name}, transparent)`;
+  const colour = getComputedStyle(probe).color;
+  return colour === "rgba(0, 0, 0, 0)" ? "" : colour;
 }
 
 const PALETTE = ["--accent", "--s-done", "--s-suspended", "--s-cancelled", "--s-cancelling", "--s-failed", "--s-pending", "--good"];
