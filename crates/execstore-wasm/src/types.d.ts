@@ -278,6 +278,16 @@ export interface MonitorApiOptions {
   token?: string;
   /** Named tokens with roles instead of `token` (docs/operators.md): writes are allowed to what each role allows, and the audit log (kept in this API's memory) records the name. */
   tokens?: MonitorApiToken[];
+  /** Keep a ring of metrics samples for `GET /api/metrics`, taken by `sampleMetrics()` (call it every period, as the in-browser monitor's worker does); none: `/api/metrics` answers the current figures alone (`live: false`). */
+  metrics?: MonitorApiMetrics;
+}
+
+/** `MonitorApiOptions.metrics`: the ring's period and size (defaults: one sample every 10 s, 360 kept). */
+export interface MonitorApiMetrics {
+  /** Seconds between two samples, 1 to 86400. */
+  periodSeconds?: number;
+  /** Samples kept, 2 to 100000. */
+  keep?: number;
 }
 
 /** One of `MonitorApiOptions.tokens`. */
