@@ -98,6 +98,12 @@ test("the history's mode survives navigation, reload, back/forward and a copied 
   await other.goto(copied);
   await waitForHistory(other, a.id, "json");
   await other.screenshot({ path: join(artifacts, "monitor-history-mode-kept.png") });
+  // Another view: the mode is the executions view's, not written into another view's URL
+  // (the workspaces view's own `history` names a rule).
+  await p.click('nav.views a[data-view="workspaces"]');
+  await p.waitForFunction(() => new URL(location.href).searchParams.get("view") === "workspaces");
+  assert.equal(search(p).get("history"), null);
+  assert.equal(search(p).get("kind"), null);
   assert.deepEqual(p.problems.errors, []);
   assert.deepEqual(other.problems.errors, []);
 });
