@@ -310,8 +310,8 @@ async function load({ quiet = false } = {}) {
     meta = null;
     root = h("section", { class: "view-page metrics-view" },
       h("div", { class: "view-head" }, h("h1", null, "Metrics"),
-        h("p", { class: "muted" }, "Trends of the store: executions, queues and timers, and each workspace's log. ",
-          h("a", { href: "metrics", id: "prometheus-link" }, "Prometheus text"), " at /metrics (native monitor)."),
+        h("p", { class: "muted" }, "Trends of the store: executions, queues and timers, and each workspace's log.",
+          h("span", { id: "prometheus-link" }, " ", h("a", { href: "metrics" }, "Prometheus text"), " at /metrics.")),
         h("span", { class: "muted", id: "metrics-summary", "aria-live": "polite" })),
       h("div", { id: "metrics-grid", class: "metrics-grid" }));
     clear(main, root);
