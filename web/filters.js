@@ -6,8 +6,9 @@
 // [from, until): `from` inclusive, `until` exclusive, either end open. Or, instead of
 // `from`/`until`, `window` names a preset (15m, 1h, 1d, 7d): the last so long before now,
 // over `time` (updated unless chosen), recomputed at each read so it slides with the clock.
-// `order=id` lists by id instead of most recently updated first. Stored data never reaches
-// these controls; values are set as properties, never parsed as HTML.
+// `order=id` lists by id, `order=created` newest created first, instead of most recently
+// updated first. Stored data never reaches these controls; values are set as properties,
+// never parsed as HTML.
 
 import { h } from "./dom.js";
 import { now } from "./format.js";
@@ -20,6 +21,9 @@ export const PRESETS = [
   ["7d", "last week", 7 * 86400],
 ];
 const PRESET_SECONDS = new Map(PRESETS.map(([value, , seconds]) => [value, seconds]));
+
+/** The list's orders besides the default (most recently updated first), as in the URL. */
+export const ORDERS = ["created", "id"];
 
 /** The times an execution has that the list can filter by. */
 export const TIME_FIELDS = ["created", "updated", "finished"];
@@ -40,7 +44,7 @@ export function parseFilters(p) {
     until: isoOrEmpty(p.get("until")),
     find: p.get("find") || "",
     window: PRESET_SECONDS.has(window) ? window : "",
-    order: p.get("order") === "id" ? "id" : "",
+    order: ORDERS.includes(p.get("order")) ? p.get("order") : "",
     where: p.get("where") || "",
   };
 }
@@ -128,6 +132,7 @@ export function filterControls(navigate) {
     h("option", { value: "custom" }, "custom…"));
   const order = h("select", { id: "order", "aria-label": "Order" },
     h("option", { value: "" }, "recently updated first"),
+    h("option", { value: "created" }, "newest created first"),
     h("option", { value: "id" }, "by id"));
   const from = h("input", { type: "datetime-local", step: "1", id: "time-from", "aria-label": "From (inclusive)" });
   const until = h("input", { type: "datetime-local", step: "1", id: "time-until", "aria-label": "Until (exclusive)" });

@@ -13,9 +13,14 @@
 //   reopen. It costs the file's size in memory; the page never writes, so the copy never
 //   goes stale. A file with both is stored twice in OPFS (the store, and the bytes).
 //
+// Metrics: the API keeps a ring of samples (`MonitorApi` with `metrics`), and this worker
+// takes one every `metricsPeriod` seconds (default 10) of whatever is open, as the native
+// monitor's sampler does on the server, so `/api/metrics` answers the ring (`live: true`) and
+// the Metrics view charts the trends since the page opened the store.
+//
 // Messages in (each answered in order, with its `id`):
-//   {op: "open", packageUrl, name, prefix, label, holds}       reopen what was imported earlier
-//   {op: "import", packageUrl, name, bytes, wal, prefix, label}   import a file, then open it
+//   {op: "open", packageUrl, name, prefix, label, holds, metricsPeriod}       reopen what was imported earlier
+//   {op: "import", packageUrl, name, bytes, wal, prefix, label, metricsPeriod}   import a file, then open it
 //   {op: "api", method, target, authorization}              one API request -> {status, body}
 // Messages out: {id, ok: true, result} | {id, ok: false, error} (the error as a plain object,
 // so its `code` and fields survive the structured clone). `open` and `import` answer
@@ -23,6 +28,8 @@
 
 /** The OPFS directory of the workspace images' bytes (beside sahpool's `execstore/`). */
 const IMAGES_DIR = "execstore-monitor-images";
+/** Seconds between two metrics samples unless the page asks otherwise (the native default). */
+const METRICS_PERIOD = 10;
 
 let pkg = null;
 let store = null;
@@ -41,7 +48,12 @@ function plain(error) {
   return out;
 }
 
+/** The metrics sampler's interval, while a store is open. */
+let sampler = null;
+
 function closeStores() {
+  clearInterval(sampler);
+  sampler = null;
   store?.close();
   workspaces?.close();
   store = null;
@@ -53,7 +65,31 @@ const lacks = (error, what) => error?.code === "NOT_FOUND" && error.what === wha
 
 /** Read-only: the page never writes (no token), and the store is opened for reading. */
 function monitorApi(MonitorApi, message) {
-  return new MonitorApi({ store: message.label || message.name, backend: "opfs", prefix: message.prefix || null });
+  const periodSeconds = Number(message.metricsPeriod) || METRICS_PERIOD;
+  return new MonitorApi({ store: message.label || message.name, backend: "opfs", prefix: message.prefix || null, metrics: { periodSeconds } });
+}
+
+/** Takes a metrics sample of what is open into the API's ring (a failed read: the next one tries again). */
+function sample() {
+  if (api === null) return;
+  try {
+    if (store && workspaces) api.sampleMetricsBoth(store, workspaces);
+    else if (store) api.sampleMetrics(store);
+    else if (workspaces) api.sampleMetricsWorkspaces(workspaces);
+  } catch (error) {
+    console.warn(`execstore monitor: a metrics sample failed: ${error?.message ?? error}`);
+  }
+}
+
+/** Samples now and every period from now on, each in turn with the requests (the queue). */
+function startSampler() {
+  clearInterval(sampler);
+  const period = api?.metricsPeriod;
+  if (!period) return;
+  sample();
+  sampler = setInterval(() => {
+    queue = queue.then(sample);
+  }, period * 1000);
 }
 
 async function imagesDir() {
@@ -109,6 +145,7 @@ async function run(message) {
         workspaces = WorkspaceImage.fromBytes(bytes, { wal: await getFile(dir, `${message.name}.db-wal`) });
       }
       api = monitorApi(MonitorApi, message);
+      startSampler();
       return { kind: store?.kind ?? "memory", holds: holds() };
     }
     case "import": {
@@ -138,6 +175,7 @@ async function run(message) {
       await putFile(dir, `${message.name}.db-wal`, image ? message.wal : null);
       workspaces = image;
       api = monitorApi(MonitorApi, message);
+      startSampler();
       return { kind: store?.kind ?? "memory", holds: holds(), importMs: performance.now() - started };
     }
     case "api": {

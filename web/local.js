@@ -20,6 +20,9 @@ const $ = (sel) => document.querySelector(sel);
 const packageUrl = new URL($('meta[name="execstore-package"]').content, location.href).href;
 /** The page's directory: the UI asks for "api/..." relative to it. */
 const baseDir = new URL(".", location.href).pathname;
+/** Seconds between two metrics samples: `?metrics_period=N` when the page is opened (the
+ * worker's default, 10, otherwise). */
+const metricsPeriod = Number(new URLSearchParams(location.search).get("metrics_period")) || undefined;
 
 function readMeta() {
   try {
@@ -140,7 +143,7 @@ async function importFiles(fileList) {
     const bytes = await db.arrayBuffer();
     const walBytes = wal ? await wal.arrayBuffer() : undefined;
     ({ holds } = await link.request(
-      { op: "import", packageUrl, name: STORE_NAME, bytes, wal: walBytes, prefix, label: db.name },
+      { op: "import", packageUrl, name: STORE_NAME, bytes, wal: walBytes, prefix, label: db.name, metricsPeriod },
       walBytes ? [bytes, walBytes] : [bytes],
     ));
   } catch (error) {
@@ -192,7 +195,7 @@ async function main() {
     return;
   }
   try {
-    await link.request({ op: "open", packageUrl, name: STORE_NAME, prefix: meta.prefix, label: meta.file, holds: meta.holds });
+    await link.request({ op: "open", packageUrl, name: STORE_NAME, prefix: meta.prefix, label: meta.file, holds: meta.holds, metricsPeriod });
     begin();
   } catch (error) {
     showImporter(`The store imported earlier (${meta.file}) could not be opened: ${explain(error)}`, "error");

@@ -15,12 +15,15 @@ export function setViewIds(ids) {
   viewIds = ids;
 }
 export const PAGE_SIZES = [25, 50, 100, 200];
+/** The history section's modes besides its default, the timeline (views/history.js MODES). */
+export const HISTORY_MODES = ["waterfall", "json"];
 
 export function parseRoute(search) {
   const p = new URLSearchParams(search);
   const limit = Number(p.get("limit"));
+  const view = viewIds.includes(p.get("view")) ? p.get("view") : "executions";
   return {
-    view: viewIds.includes(p.get("view")) ? p.get("view") : "executions",
+    view,
     status: (p.get("status") || "").split(",").filter((s) => STATUSES.includes(s)),
     definition: p.get("definition") || "",
     roots: p.get("roots") === "1",
@@ -32,6 +35,12 @@ export function parseRoute(search) {
     due: p.get("due") === "1",
     actor: p.get("actor") || "",
     target: p.get("target") || "",
+    // The history section's mode and kind filter (the executions view's detail): part of
+    // the route, so that every navigation, a reload, back/forward and a copied link keep
+    // them. Another view's URL may use these names for its own (the workspaces view's
+    // `history` is a rule's).
+    history: view === "executions" && HISTORY_MODES.includes(p.get("history")) ? p.get("history") : "",
+    kind: view === "executions" ? p.get("kind") || "" : "",
     ...filters.parseFilters(p),
   };
 }
@@ -51,6 +60,8 @@ export function routeSearch(r) {
   if (r.actor) p.set("actor", r.actor);
   if (r.target) p.set("target", r.target);
   if (r.id) p.set("id", r.id);
+  if (r.view === "executions" && r.history) p.set("history", r.history);
+  if (r.view === "executions" && r.kind) p.set("kind", r.kind);
   const s = p.toString();
   return s ? `?${s}` : location.pathname;
 }

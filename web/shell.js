@@ -119,7 +119,7 @@ export function execLink(id, text = id, extra = {}, cls = "") {
   return h(
     "a",
     {
-      href: linkTo({ ...keepListFilters(), id }),
+      href: linkTo({ ...keepListFilters(), history: state.route.history, kind: state.route.kind, id }),
       class: cls ? `exec-link ${cls}` : "exec-link",
       title: id,
       onclick: (e) => {

@@ -265,6 +265,7 @@ pub mod from_wit {
             .order(match query.order {
                 wit::ListOrder::Id => execstore::executions::ListOrder::Id,
                 wit::ListOrder::UpdatedDesc => execstore::executions::ListOrder::UpdatedDesc,
+                wit::ListOrder::CreatedDesc => execstore::executions::ListOrder::CreatedDesc,
             });
         out.search = query.search;
         if let Some(statuses) = query.status {
@@ -293,6 +294,7 @@ pub mod from_wit {
                 parent_id: s.parent_id,
                 finished_at: s.finished_at,
                 updated_at: s.updated_at,
+                created_at: s.created_at,
             })
             .collect();
         execstore::executions::ExecutionPage::default()
@@ -505,6 +507,7 @@ pub mod to_wit {
             order: match query.order {
                 execstore::executions::ListOrder::Id => wit::ListOrder::Id,
                 execstore::executions::ListOrder::UpdatedDesc => wit::ListOrder::UpdatedDesc,
+                execstore::executions::ListOrder::CreatedDesc => wit::ListOrder::CreatedDesc,
             },
             filter: query.filter.as_ref().map(|f| f.to_string()),
         }
@@ -525,6 +528,7 @@ pub mod to_wit {
                     parent_id: s.parent_id.clone(),
                     finished_at: s.finished_at,
                     updated_at: s.updated_at,
+                    created_at: s.created_at,
                 })
                 .collect(),
             next_cursor: page.next_cursor.clone(),

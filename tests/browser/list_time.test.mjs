@@ -109,6 +109,19 @@ test("the list's order, counts, presets and time modes", async (t) => {
     await waitForRows(p, [...fulfilment].sort((x, y) => (x.id < y.id ? -1 : 1)).map((e) => e.id));
     assert.equal(new URL(p.url()).searchParams.get("order"), "id");
     await waitForCounts(p, fulfilment.length);
+    // Newest created first: the rows in that order, the time column the created one, and
+    // the order kept by a reload.
+    const byCreated = [...fulfilment].sort((x, y) => (y.created_at ?? -Infinity) - (x.created_at ?? -Infinity) || (x.id < y.id ? 1 : -1));
+    assert.ok(byCreated.every((e) => typeof e.created_at === "number"), "the API's summaries carry created_at");
+    await p.selectOption("#order", "created");
+    await waitForRows(p, byCreated.map((e) => e.id));
+    assert.equal(new URL(p.url()).searchParams.get("order"), "created");
+    assert.deepEqual(await p.$$eval(".executions-grid thead th", (ths) => ths.map((th) => th.textContent).filter((t) => /Created|Updated/.test(t))), ["Created"]);
+    await waitForCounts(p, fulfilment.length);
+    await p.reload();
+    await waitForRows(p, byCreated.map((e) => e.id));
+    assert.equal(await p.inputValue("#order"), "created");
+    await p.selectOption("#order", "id");
     await p.screenshot({ path: join(artifacts, "monitor-list-counts-follow.png") });
     assert.deepEqual(p.problems.errors, []);
   });

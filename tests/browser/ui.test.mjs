@@ -10,7 +10,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { apiGet, artifacts, browser, demo, page, run, serve, SIZES, stopServer, tempDir, THEMES } from "./helpers.mjs";
+import { apiGet, artifacts, browser, demo, page, repo, run, serve, SIZES, stopServer, tempDir, THEMES } from "./helpers.mjs";
 
 /** Fails the test if the page raised an error, logged one (a failed request, say) or opened a dialog. */
 function assertCalm(p) {
@@ -329,16 +329,36 @@ test("the monitor for everyone", { concurrency: 4 }, async (t) => {
   }
 
   await t.test("the dark-mode toggle overrides the OS setting and is kept", async () => {
+    // Each theme variable is written once in style.css (its light and dark values side by
+    // side), not once per way of choosing dark.
+    const css = readFileSync(join(repo, "web/style.css"), "utf8");
+    const declared = [...css.matchAll(/(--[\w-]+)\s*:/g)].map((m) => m[1]);
+    assert.ok(declared.includes("--panel"));
+    assert.deepEqual([...new Set(declared.filter((v, i) => declared.indexOf(v) !== i))], [], "a variable written twice");
+    /** Every theme variable of the page, resolved as a colour in the theme in effect. */
+    const palette = (q) => q.evaluate((names) => {
+      const probe = document.body.appendChild(document.createElement("span"));
+      const out = {};
+      for (const name of names) {
+        probe.style.color = `var(${name})`;
+        out[name] = getComputedStyle(probe).color;
+      }
+      probe.remove();
+      return out;
+    }, [...new Set(declared)].filter((n) => n !== "--mono"));
     const p = await page(b, { theme: "light" });
     await p.goto(url);
     await p.waitForSelector("#theme");
     const bg = () => p.evaluate(() => getComputedStyle(document.body).backgroundColor);
     const light = await bg();
+    const lightPalette = await palette(p);
     assert.equal(await p.getAttribute("#theme", "aria-pressed"), "false");
     await p.click("#theme");
     assert.equal(await p.getAttribute("html", "data-theme"), "dark");
     const dark = await bg();
     assert.notEqual(dark, light);
+    const darkPalette = await palette(p);
+    assert.notDeepEqual(darkPalette, lightPalette);
     await p.reload();
     await p.waitForSelector("#theme");
     assert.equal(await p.getAttribute("html", "data-theme"), "dark", "kept for the next visit");
@@ -350,9 +370,11 @@ test("the monitor for everyone", { concurrency: 4 }, async (t) => {
     await q.goto(url);
     await q.waitForSelector("#theme");
     assert.equal(await q.evaluate(() => getComputedStyle(document.body).backgroundColor), dark);
+    assert.deepEqual(await palette(q), darkPalette, "the OS's dark is the toggle's dark, every variable");
     await q.click("#theme");
     assert.equal(await q.getAttribute("html", "data-theme"), "light");
     assert.equal(await q.evaluate(() => getComputedStyle(document.body).backgroundColor), light);
+    assert.deepEqual(await palette(q), lightPalette, "the toggle's light over an OS in dark, every variable");
     assertCalm(q);
     await q.context().close();
   });

@@ -117,6 +117,46 @@ describe("the edge handler", { skip: binMissing() }, () => {
     assert.equal(info.backend, "sqlite");
   });
 
+  test("/api/metrics: a stateless handler keeps no ring, each answer is the current snapshot alone", async () => {
+    for (let i = 0; i < 2; i++) {
+      const a = await call(handler, "/api/metrics");
+      assert.equal(a.status, 200);
+      assert.equal(a.body.live, false);
+      assert.equal(a.body.period, null);
+      assert.equal(a.body.keep, 1);
+      assert.equal(a.body.samples.length, 1, "no history builds up between requests");
+      const counts = a.body.samples[0].executions.by_status;
+      assert.equal(Object.values(counts).reduce((x, y) => x + y, 0), 300);
+    }
+  });
+
+  test("MonitorApi with metrics: sampleMetrics fills the ring /api/metrics answers; bad options are INVALID_INPUT", async () => {
+    const store = execstore.Store.sqliteFromBytes(readFileSync(db));
+    const api = new execstore.MonitorApi({ metrics: { periodSeconds: 1, keep: 3 } });
+    assert.equal(api.metricsPeriod, 1);
+    assert.equal(new execstore.MonitorApi({}).metricsPeriod, undefined, "no ring");
+    assert.equal(new execstore.MonitorApi({}).sampleMetrics(store), false, "no ring, no sample");
+    assert.equal(api.sampleMetrics(store), true);
+    assert.equal(api.sampleMetrics(store), false, "less than half a period after the last");
+    let body = JSON.parse(api.handle(store, "GET", "/api/metrics").body);
+    assert.deepEqual([body.live, body.period, body.keep, body.samples.length], [true, 1, 3, 1]);
+    for (let i = 0; i < 4; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 550));
+      assert.equal(api.sampleMetrics(store), true);
+    }
+    body = JSON.parse(api.handle(store, "GET", "/api/metrics").body);
+    assert.equal(body.samples.length, 3, "the last `keep` samples");
+    const at = body.samples.map((s) => s.at);
+    assert.ok(at[0] < at[1] && at[1] < at[2], `oldest first: ${at}`);
+    const since = JSON.parse(api.handle(store, "GET", `/api/metrics?since=${at[1]}`).body);
+    assert.deepEqual(since.samples.map((s) => s.at), [at[2]]);
+    for (const metrics of [{ periodSeconds: 0 }, { periodSeconds: 1, keep: 1 }, { period: 5 }, "often"]) {
+      assert.throws(() => new execstore.MonitorApi({ metrics }), (e) => e.code === "INVALID_INPUT", JSON.stringify(metrics));
+    }
+    store.close();
+    assert.throws(() => api.sampleMetrics(store), (e) => typeof e.code === "string");
+  });
+
   test("400 and 404 are JSON errors", async () => {
     for (const [path, status, code] of [
       ["/api/executions?limit=abc", 400, "BAD_REQUEST"],

@@ -4,7 +4,8 @@
 // worker by the wasm MonitorApi). The list and its counts match the file (as the native CLI
 // reads it), a detail opens with the stored timeline, a reload reopens the store from OPFS,
 // a bad file is refused and leaves the imported store as it was, the status chart's labels
-// are all distinguishable. Prints the time from the import to the list's first render.
+// are all distinguishable, and the worker samples the metrics into the API's ring on a timer
+// (the Metrics view charts it). Prints the time from the import to the list's first render.
 // Run: node --test tests/js/  (needs `npm run build:wasm`, `cargo build -p execstore-cli`, Chromium)
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -145,5 +146,36 @@ describe("the in-browser monitor (web/local.html)", { skip }, () => {
         assert.equal(l.clipped, false, `${width}px: ${l.text} fits its column`);
       }
     }
+  });
+
+  test("the worker samples the metrics on a timer: the Metrics view charts the ring, as the native monitor's", async () => {
+    await page.setViewportSize({ width: 1400, height: 900 });
+    // One sample a second (`?metrics_period=1`), from the moment the store is reopened.
+    await page.goto(`${server.url}/web/local.html?metrics_period=1`);
+    await page.waitForSelector(".executions-grid tbody tr", { timeout: 30000 });
+    // Samples are taken while another view is shown: the worker's timer, not the view's reads.
+    await page.waitForTimeout(3500);
+    await page.click('nav.views a[data-view="metrics"]');
+    await page.waitForSelector('[data-chart="queues"] canvas', { timeout: 30000 });
+    const summary = () => page.$eval("#metrics-summary", (el) => ({ live: el.dataset.live, text: el.textContent }));
+    await page.waitForFunction(() => document.querySelector("#metrics-summary")?.dataset.live !== undefined);
+    const first = await summary();
+    assert.equal(first.live, "true", `the in-browser monitor keeps a ring: ${first.text}`);
+    const count = (text) => Number(/: (\d+) samples? so far/.exec(text)?.[1]);
+    assert.match(first.text, /^Sampled by the monitor every 1 s, the last 360 kept in memory: \d+ samples? so far\.$/);
+    assert.ok(count(first.text) >= 3, `the samples of before the view opened: ${first.text}`);
+    // The ring grows while the view is open (it reads only the new samples, `since`).
+    await page.waitForFunction(
+      (n) => Number(/: (\d+) samples? so far/.exec(document.querySelector("#metrics-summary").textContent)?.[1]) >= n + 2,
+      count(first.text),
+      { timeout: 15000 },
+    );
+    // The figures are the file's: its 300 executions by status, as the list's counts.
+    const card = await page.$eval('[data-chart="exec-status"]', (el) => ({ points: Number(el.dataset.points), latest: JSON.parse(el.dataset.latest) }));
+    assert.equal(card.latest.reduce((a, b) => a + b, 0), 300, JSON.stringify(card));
+    assert.ok(card.points >= 5, `a point per sample: ${card.points}`);
+    assert.equal(await page.isVisible("#prometheus-link"), false, "no /metrics in the browser");
+    await page.screenshot({ path: join(ARTIFACTS, "monitor-local-metrics.png"), fullPage: true });
+    assert.deepEqual(problems, []);
   });
 });

@@ -82,7 +82,7 @@ for (const [kind, open] of BACKENDS) {
         items: [
           {
             id: "order-1", definition_id: "orders", status: "RUNNING", outcome: null, active_path: null,
-            version: 1, parent_id: null, finished_at: null, updated_at: null,
+            version: 1, parent_id: null, finished_at: null, updated_at: null, created_at: null,
           },
         ],
         next_cursor: null,
@@ -150,6 +150,22 @@ for (const [kind, open] of BACKENDS) {
       assert.equal(bad.field, "cursor");
     });
 
+    test("listing newest created first, its cursor refused by the updated order", () => {
+      const store = open();
+      [5, 9, 1, 9, 3].forEach((t, i) =>
+        store.save({ id: `c-${i}`, definition_id: "d", version: 0, created_at: t, updated_at: 10 - i }));
+      const seen = [];
+      let cursor = null;
+      do {
+        const page = store.listExecutions({ order: "created", limit: 2, cursor });
+        seen.push(...page.items.map((s) => [s.id, s.created_at]));
+        cursor = page.next_cursor;
+      } while (cursor !== null);
+      assert.deepEqual(seen, [["c-3", 9], ["c-1", 9], ["c-0", 5], ["c-4", 3], ["c-2", 1]]);
+      const created = store.listExecutions({ order: "created", limit: 2 }).next_cursor;
+      assert.equal(thrown(() => store.listExecutions({ order: "updated", cursor: created })).code, "INVALID_INPUT");
+    });
+
     test("listing most recently updated first, its cursor refused by the id order", () => {
       const store = open();
       [5, 9, 1, 9, 3].forEach((t, i) => store.save({ id: `u-${i}`, definition_id: "d", version: 0, updated_at: t }));
@@ -168,7 +184,7 @@ for (const [kind, open] of BACKENDS) {
       assert.deepEqual(walk({ order: "id" }), walk({}));
       const cursor = store.listExecutions({ order: "updated", limit: 2 }).next_cursor;
       assert.equal(thrown(() => store.listExecutions({ cursor })).code, "INVALID_INPUT");
-      const bad = thrown(() => store.listExecutions({ order: "created" }));
+      const bad = thrown(() => store.listExecutions({ order: "newest" }));
       assert.equal(bad.code, "INVALID_INPUT");
       assert.equal(bad.field, "order");
     });

@@ -384,6 +384,11 @@ const TOKEN = "t0ken";
 /** Per entry point: `(s, ctx) => arguments` for each string argument. */
 const MONITOR = {
   writable: [],
+  // The metrics sampler's: no string argument.
+  metricsPeriod: [],
+  sampleMetrics: [],
+  sampleMetricsBoth: [],
+  sampleMetricsWorkspaces: [],
   handle: [
     (s, c) => [c.store, `GET${s}`, "/api/executions"],
     (s, c) => [c.store, "GET", `/api/executions/${s}`],

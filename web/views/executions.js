@@ -212,7 +212,10 @@ function renderTable(previousVersions) {
     { label: "Outcome", class: "outcome", cell: (e) => e.outcome || h("span", { class: "muted" }, "–") },
     { label: "Active state", class: "path mono", cell: (e) => e.active_path || h("span", { class: "muted" }, "–") },
     { label: "Ver", class: "num", cell: (e) => e.version },
-    { label: "Updated", class: "when", cell: (e) => (e.updated_at ? timeEl(e.updated_at) : h("span", { class: "muted" }, "–")) },
+    // The time the list is ordered by: created in the created order, else updated.
+    r.order === "created"
+      ? { label: "Created", class: "when", cell: (e) => (e.created_at ? timeEl(e.created_at) : h("span", { class: "muted" }, "–")) }
+      : { label: "Updated", class: "when", cell: (e) => (e.updated_at ? timeEl(e.updated_at) : h("span", { class: "muted" }, "–")) },
   ];
   const pick = actions.selectColumn(actionCtx(), page.items);
   if (pick) columns.unshift(pick);

@@ -2,12 +2,15 @@
 // (records.js: every step with what it changed), a waterfall (steps and armed timers on one
 // time axis) and the raw JSON of the archive bundle (`GET /api/executions/{id}/bundle`: what
 // `purge --archive` writes, so a download is also a backup). The steps can be filtered by
-// event kind. The mode and the kinds are kept in the URL (`history=`, `kind=`) so a view of
-// the history can be linked to; stored data reaches the page as text only.
+// event kind. The mode and the kinds are part of the route (`history=`, `kind=` in the URL,
+// route.js), so a view of the history can be linked to and every navigation keeps it; stored
+// data reaches the page as text only.
 
 import { clear, h, span, toSeconds } from "../dom.js";
 import { copyText, emptyBox, now, timeText } from "../format.js";
 import * as records from "../records.js";
+import { routeSearch } from "../route.js";
+import { state } from "../shell.js";
 
 export const MODES = [
   { id: "timeline", label: "Timeline" },
@@ -23,23 +26,21 @@ let bundleCache = { key: "", body: null };
 
 const kindOf = (step) => (typeof step.event_kind === "string" && step.event_kind ? step.event_kind : NO_EVENT);
 
-/** The mode and kinds the URL names. */
+/** The mode and kinds the route names. */
 function prefs() {
-  const p = new URLSearchParams(location.search);
-  const mode = MODES.some((m) => m.id === p.get("history")) ? p.get("history") : "timeline";
-  const kinds = new Set((p.get("kind") || "").split(",").filter(Boolean));
+  const r = state.route;
+  const mode = MODES.some((m) => m.id === r.history) ? r.history : "timeline";
+  const kinds = new Set((r.kind || "").split(",").filter(Boolean));
   return { mode, kinds };
 }
 
-/** Writes the mode and kinds into the URL, in place (the rest of the route is untouched). */
+/**
+ * Writes the mode and kinds into the route and the URL, in place (no history entry; the rest
+ * of the route is untouched), so every later navigation keeps them.
+ */
 function savePrefs({ mode, kinds }) {
-  const p = new URLSearchParams(location.search);
-  if (mode === "timeline") p.delete("history");
-  else p.set("history", mode);
-  if (kinds.size) p.set("kind", [...kinds].join(","));
-  else p.delete("kind");
-  const s = p.toString();
-  history.replaceState(history.state, "", s ? `?${s}` : location.pathname);
+  state.route = { ...state.route, history: mode === "timeline" ? "" : mode, kind: [...kinds].join(",") };
+  history.replaceState(history.state, "", routeSearch(state.route));
 }
 
 /**

@@ -1,13 +1,13 @@
 // Metrics (`?view=metrics`): the store's trends as charts, from `/api/metrics`. The native
-// monitor samples every period while it runs and keeps a ring in memory (docs/metrics.md);
-// a monitor that keeps none (the edge, the in-browser monitor) answers the current figures
-// only, and this view keeps those it reads while it stays open. Charts are uPlot's
+// monitor samples every period while it runs and keeps a ring in memory (docs/metrics.md), as
+// does the in-browser monitor's worker; a monitor that keeps none (the edge) answers the
+// current figures only, and this view keeps those it reads while it stays open and says so. Charts are uPlot's
 // (web/vendor/), coloured from style.css's variables so they follow the theme, sized to
 // their card so they fit a phone. Each card also says its latest values as text.
 
 import uPlot from "../vendor/uPlot.esm.js";
 import { $, clear, h } from "../dom.js";
-import { api, errorBox, loadingLater } from "../shell.js";
+import { api, errorBox, loadingLater, state } from "../shell.js";
 
 /** How often the view reads while shown (at most; a longer sampling period reads less). */
 const POLL_MS = 5000;
@@ -32,8 +32,21 @@ export function init(c) {
 // ---------------------------------------------------------------------------------------------
 // Colours from the page's CSS variables (light or dark, whichever is in effect)
 
+let probe = null;
+
+/**
+ * The colour variable `name` in the theme in effect, as a canvas takes it (`rgb(...)`), or ""
+ * if the page has none: style.css writes each as `light-dark(light, dark)`, which only an
+ * element's style resolves.
+ */
 function cssVar(name) {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  if (!probe || !probe.isConnected) {
+    probe = h("span", { hidden: true, "aria-hidden": "true" });
+    document.body.append(probe);
+  }
+  probe.style.color = `var(${name}, transparent)`;
+  const colour = getComputedStyle(probe).color;
+  return colour === "rgba(0, 0, 0, 0)" ? "" : colour;
 }
 
 const PALETTE = ["--accent", "--s-done", "--s-suspended", "--s-cancelled", "--s-cancelling", "--s-failed", "--s-pending", "--good"];
@@ -274,9 +287,11 @@ function render(root) {
     draw(spec, card, samples);
   }
   const period = meta && meta.period ? `every ${fmt(meta.period, "s")}` : null;
-  $("#metrics-summary", root).textContent = meta && meta.live
-    ? `Sampled by the server ${period}, the last ${meta.keep.toLocaleString()} kept in memory: ${samples.length} sample${samples.length === 1 ? "" : "s"} so far.`
-    : `This monitor keeps no samples: the figures are read every ${POLL_MS / 1000} s while this page is open (${samples.length} so far).`;
+  const summary = $("#metrics-summary", root);
+  summary.dataset.live = meta && meta.live ? "true" : "false";
+  summary.textContent = meta && meta.live
+    ? `Sampled by the monitor ${period}, the last ${meta.keep.toLocaleString()} kept in memory: ${samples.length} sample${samples.length === 1 ? "" : "s"} so far.`
+    : `This monitor keeps no history (at the edge each read is a single snapshot): the charts hold what this page read, every ${POLL_MS / 1000} s since it opened (${samples.length} so far).`;
   if (!specs.length) clear(grid, h("div", { class: "state empty" }, h("strong", null, "No figures yet")));
 }
 
@@ -295,8 +310,8 @@ async function load({ quiet = false } = {}) {
     meta = null;
     root = h("section", { class: "view-page metrics-view" },
       h("div", { class: "view-head" }, h("h1", null, "Metrics"),
-        h("p", { class: "muted" }, "Trends of the store: executions, queues and timers, and each workspace's log. ",
-          h("a", { href: "metrics", id: "prometheus-link" }, "Prometheus text"), " at /metrics (native monitor)."),
+        h("p", { class: "muted" }, "Trends of the store: executions, queues and timers, and each workspace's log.",
+          h("span", { id: "prometheus-link" }, " ", h("a", { href: "metrics" }, "Prometheus text"), " at /metrics.")),
         h("span", { class: "muted", id: "metrics-summary", "aria-live": "polite" })),
       h("div", { id: "metrics-grid", class: "metrics-grid" }));
     clear(main, root);
@@ -315,7 +330,8 @@ async function load({ quiet = false } = {}) {
     const newest = samples.length ? samples[samples.length - 1].at : -Infinity;
     for (const s of answer.samples || []) if (s.at > newest) samples.push(s);
     if (samples.length > keep) samples = samples.slice(samples.length - keep);
-    $("#prometheus-link", root).hidden = !live;
+    // `/metrics` is the native server's (the in-browser monitor, over OPFS, serves none).
+    $("#prometheus-link", root).hidden = !live || state.info?.backend === "opfs";
     render(root);
   } catch (e) {
     if (mine !== seq) return;

@@ -165,8 +165,9 @@ pub struct ListArgs {
     #[arg(long = "where", value_name = "QUERY")]
     pub filter: Option<String>,
 
-    /// The order of the pages: `id` (harel's own) or `updated` (most recently updated first;
-    /// a cursor is good for the order it was printed in only).
+    /// The order of the pages: `id` (harel's own), `updated` (most recently updated first) or
+    /// `created` (newest created first); a cursor is good for the order it was printed in
+    /// only.
     #[arg(long, value_name = "ORDER", default_value = "id", value_parser = parse_order)]
     pub order: ListOrder,
 }

@@ -1,5 +1,6 @@
-//! `execstore list --order`: `id` (the default, harel's) or `updated` (most recently updated
-//! first), pages following the cursor, and a cursor of one order refused by the other.
+//! `execstore list --order`: `id` (the default, harel's), `updated` (most recently updated
+//! first) or `created` (newest created first), pages following the cursor, and a cursor of
+//! one order refused by the others.
 
 mod common;
 
@@ -10,12 +11,14 @@ use execstore::{Execution, ExecutionStore};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
 
-/// `x00`..`x07`, updated at (i * 3 % 8) seconds after 2026-01-01, `x07` never (no time).
+/// `x00`..`x07`, updated at (i * 3 % 8) seconds after 2026-01-01, `x07` never (no time);
+/// created at (i * 5 % 8) seconds after it, `x00` never.
 fn write_store(path: &Path) {
     let store = SqliteStore::open(path, SqliteOptions::new()).unwrap();
     for i in 0..8usize {
         let mut exe = Execution::new(format!("x{i:02}"), "orders");
         exe.updated_at = (i < 7).then(|| 1_767_225_600.0 + ((i * 3) % 8) as f64);
+        exe.created_at = (i > 0).then(|| 1_767_225_600.0 + ((i * 5) % 8) as f64);
         store.save(&mut exe).unwrap();
     }
 }
@@ -65,8 +68,32 @@ fn list_orders_by_id_or_by_update() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cursor"), "{err}");
-    let out = execstore(d, &["--db", "s.db", "list", "--order", "created"]);
+    let out = execstore(d, &["--db", "s.db", "list", "--order", "newest"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("order"), "{err}");
+}
+
+#[test]
+fn list_orders_by_creation() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_store(&d.join("s.db"));
+    // Seconds: x01 5, x02 2, x03 7, x04 4, x05 1, x06 6, x07 3; x00 none.
+    let by_created = x(&[3, 6, 1, 4, 7, 2, 5, 0]);
+    assert_eq!(page(d, &["--order", "created", "--all"]).0, by_created);
+    let (first, cursor) = page(d, &["--order", "created", "--limit", "3"]);
+    assert_eq!(first, x(&[3, 6, 1]));
+    let cursor = cursor.expect("more pages");
+    let (second, _) = page(d, &["--order", "created", "--limit", "3", "--cursor", &cursor]);
+    assert_eq!(second, x(&[4, 7, 2]));
+    for other in ["id", "updated"] {
+        let out = execstore(
+            d,
+            &["--db", "s.db", "list", "--order", other, "--cursor", &cursor],
+        );
+        assert!(!out.status.success(), "{other}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("cursor"), "{err}");
+    }
 }

@@ -1,4 +1,5 @@
-//! `GET /api/executions`' order (most recently updated first unless `order=id`) and
+//! `GET /api/executions`' order (most recently updated first unless `order=id` or
+//! `order=created`) and
 //! `GET /api/counts` following every filter of the list.
 
 use execstore::{executions::Status, Execution, ExecutionStore, MemoryStore};
@@ -102,7 +103,7 @@ fn the_list_is_most_recently_updated_first_unless_told() {
     let cursor = page["next_cursor"].as_str().unwrap();
     for target in [
         format!("/api/executions?order=id&cursor={cursor}"),
-        "/api/executions?order=created".to_owned(),
+        "/api/executions?order=newest".to_owned(),
         "/api/executions?order=updated_at".to_owned(),
         format!(
             "/api/executions?cursor={}",
@@ -110,6 +111,48 @@ fn the_list_is_most_recently_updated_first_unless_told() {
                 .as_str()
                 .unwrap()
         ),
+    ] {
+        let (status, body) = get(&s, &target);
+        assert_eq!(status, 400, "{target}: {body}");
+        assert_eq!(body["error"]["code"], "INVALID_INPUT", "{target}: {body}");
+    }
+}
+
+/// `order=created` lists newest created first, at every page size and with filters, says so,
+/// and its cursor is refused by the other orders (and theirs by it).
+#[test]
+fn the_list_is_newest_created_first_when_told() {
+    let s = store();
+    let by_created = x(&(0..12).rev().collect::<Vec<_>>());
+    let first = ok(&s, "/api/executions?order=created");
+    assert_eq!(first["order"], "created");
+    assert_eq!(ids(first["items"].as_array().unwrap()), by_created);
+    assert_eq!(first["items"][0]["created_at"], T0 + 660.0);
+    for limit in [1, 2, 5, 12] {
+        assert_eq!(
+            ids(&walk(&s, "order=created", limit)),
+            by_created,
+            "pages of {limit}"
+        );
+    }
+    assert_eq!(ids(&walk(&s, "order=created&status=DONE", 2)), x(&[10, 7, 4, 1]));
+    let window = format!(
+        "order=created&updated_after={}&definition=orders",
+        T0 + 4.0 * 3600.0
+    );
+    assert_eq!(ids(&walk(&s, &window, 2)), x(&[8, 6, 4, 2]));
+    let created = ok(&s, "/api/executions?order=created&limit=3")["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let updated = ok(&s, "/api/executions?limit=3")["next_cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for target in [
+        format!("/api/executions?order=id&cursor={created}"),
+        format!("/api/executions?order=updated&cursor={created}"),
+        format!("/api/executions?order=created&cursor={updated}"),
     ] {
         let (status, body) = get(&s, &target);
         assert_eq!(status, 400, "{target}: {body}");

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use execstore::workspace::{Clock, Timestamp, WorkspaceStorage};
 use execstore::ExecutionStore;
+use execstore_monitor_api::metrics::MetricsConfig;
 use execstore_monitor_api::{ApiRequest, MonitorApi as Api, Role, Secret, Stores, TokenEntry, Tokens};
 use js_sys::{ArrayBuffer, Reflect, Uint8Array};
 use serde::Deserialize;
@@ -120,6 +121,18 @@ struct MonitorOptions {
     token: Option<String>,
     /// Named tokens with roles (instead of `token`).
     tokens: Option<Vec<NamedToken>>,
+    /// Keep a ring of metrics samples, taken by `sampleMetrics` (the in-browser monitor's
+    /// worker, on a timer); none: `/api/metrics` answers the current snapshot alone.
+    metrics: Option<MetricsOptions>,
+}
+
+/// `MonitorApiOptions.metrics`: the ring's period and size (defaults: the native monitor's,
+/// one sample every 10 s, 360 kept).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct MetricsOptions {
+    period_seconds: Option<f64>,
+    keep: Option<usize>,
 }
 
 /// One of `MonitorApiOptions.tokens`.
@@ -191,9 +204,11 @@ impl MonitorApi {
             }
             (None, None) => Tokens::none(),
         };
-        Ok(MonitorApi {
-            api: Api::with_tokens(info, tokens),
-        })
+        let mut api = Api::with_tokens(info, tokens);
+        if let Some(metrics) = options.metrics {
+            api = api.with_metrics(metrics_config(metrics)?);
+        }
+        Ok(MonitorApi { api })
     }
 
     /// Whether writes are allowed (a token was given).
@@ -326,5 +341,67 @@ fn closed(e: WasmError) -> execstore_monitor_api::ApiResponse {
     execstore_monitor_api::ApiResponse {
         status: 503,
         body: serde_json::json!({ "error": { "code": e.code(), "message": e.to_string() } }),
+    }
+}
+
+/// The ring's configuration `options` ask for, checked.
+fn metrics_config(options: MetricsOptions) -> Result<MetricsConfig, WasmError> {
+    let mut config = MetricsConfig::default();
+    if let Some(period) = options.period_seconds {
+        config.period_seconds = period;
+    }
+    if let Some(keep) = options.keep {
+        config.keep = keep;
+    }
+    config
+        .check()
+        .map_err(|reason| invalid("options.metrics", reason))?;
+    Ok(config)
+}
+
+// The metrics ring's sampler, for a host that runs no server task: the in-browser monitor's
+// worker calls one of these every period, as the native monitor's sampler does.
+#[wasm_bindgen]
+impl MonitorApi {
+    /// The ring's period in seconds (`options.metrics`), or `undefined` when the API keeps none.
+    #[wasm_bindgen(getter, js_name = metricsPeriod)]
+    pub fn metrics_period(&self) -> Option<f64> {
+        self.api.metrics_config().map(|c| c.period_seconds)
+    }
+
+    /// Takes a metrics sample of `store` now into the ring that `options.metrics` asked for,
+    /// the very sample `GET /api/metrics` answers. Whether one was added: not without a ring,
+    /// nor less than half a period after the last one. A store that cannot be read throws
+    /// (its code as the API would answer it).
+    #[wasm_bindgen(js_name = sampleMetrics)]
+    pub fn sample_metrics(&self, store: &Store) -> Result<bool, JsValue> {
+        self.sample(Some(store), None)
+    }
+
+    /// As `sampleMetrics`, from a file that holds executions and a workspace log.
+    #[wasm_bindgen(js_name = sampleMetricsBoth)]
+    pub fn sample_metrics_both(&self, store: &Store, workspaces: &WorkspaceImage) -> Result<bool, JsValue> {
+        self.sample(Some(store), Some(workspaces))
+    }
+
+    /// As `sampleMetrics`, from a file that holds a workspace log only.
+    #[wasm_bindgen(js_name = sampleMetricsWorkspaces)]
+    pub fn sample_metrics_workspaces(&self, workspaces: &WorkspaceImage) -> Result<bool, JsValue> {
+        self.sample(None, Some(workspaces))
+    }
+}
+
+impl MonitorApi {
+    fn sample(&self, store: Option<&Store>, workspaces: Option<&WorkspaceImage>) -> Result<bool, JsValue> {
+        let stores = stores(store, workspaces)?;
+        let now = js_sys::Date::now() / 1000.0;
+        self.api.sample_metrics(stores, now).map_err(|answer| {
+            let error = &answer.body["error"];
+            let message = error["message"].as_str().unwrap_or("the metrics sample failed");
+            let code = error["code"].as_str().unwrap_or("BACKEND");
+            let e = js_sys::Error::new(message);
+            let _ = Reflect::set(&e, &"code".into(), &code.into());
+            e.into()
+        })
     }
 }

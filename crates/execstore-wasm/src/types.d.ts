@@ -144,8 +144,8 @@ export interface ListQuery {
   finished_before?: number | null;
   /** Keep ids starting with it, and executions in that state (active path equal to it or below it at a `.`). */
   search?: string | null;
-  /** "id" (the default) or "updated": most recently updated first (a cursor is good for its own order only). */
-  order?: "id" | "updated" | null;
+  /** "id" (the default), "updated": most recently updated first, or "created": newest created first (a cursor is good for its own order only). */
+  order?: "id" | "updated" | "created" | null;
   /** Keep what this query finds (docs/search.md), e.g. `context.customer_id = "c-17" and updated > -1h`. */
   where?: string | null;
 }
@@ -167,6 +167,7 @@ export interface ExecutionSummary {
   parent_id: string | null;
   finished_at: number | null;
   updated_at: number | null;
+  created_at: number | null;
 }
 
 /** One page of `listExecutions`. */
@@ -300,6 +301,16 @@ export interface MonitorApiOptions {
   token?: string;
   /** Named tokens with roles instead of `token` (docs/operators.md): writes are allowed to what each role allows, and the audit log (kept in the store's own tables for a SQLite store, in this API's memory for a memory store) records the name. */
   tokens?: MonitorApiToken[];
+  /** Keep a ring of metrics samples for `GET /api/metrics`, taken by `sampleMetrics()` (call it every period, as the in-browser monitor's worker does); none: `/api/metrics` answers the current figures alone (`live: false`). */
+  metrics?: MonitorApiMetrics;
+}
+
+/** `MonitorApiOptions.metrics`: the ring's period and size (defaults: one sample every 10 s, 360 kept). */
+export interface MonitorApiMetrics {
+  /** Seconds between two samples, 1 to 86400. */
+  periodSeconds?: number;
+  /** Samples kept, 2 to 100000. */
+  keep?: number;
 }
 
 /** One of `MonitorApiOptions.tokens`. */

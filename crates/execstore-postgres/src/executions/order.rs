@@ -1,15 +1,18 @@
-//! The listing in [`ListOrder::UpdatedDesc`] and the counts by status of a listing's filter,
-//! over the listing keys (`{pfx}execstore_keys`) and the filter of `filters.rs`.
+//! The listing in a time order ([`ListOrder::UpdatedDesc`], [`ListOrder::CreatedDesc`]) and
+//! the counts by status of a listing's filter, over the listing keys (`{pfx}execstore_keys`)
+//! and the filter of `filters.rs`.
 //!
-//! The order is a backward walk of the keys' `(updated_at, id)` index in two arms: the keys
-//! with an `updated_at` after the cursor's key (a row-value range of the index), then those
-//! without one (`updated_at IS NULL`, a range of the same index by id, descending), each at
-//! most a page of ids; the outer query parses only those rows' documents and orders them with
-//! NULLs last, as every backend does. A cursor inside the NULL tail skips the first arm.
+//! A time order is a backward walk of the keys' `(updated_at, id)` or `(created_at, id)`
+//! index in two arms: the keys with that time after the cursor's key (a row-value range of
+//! the index), then those without one (`IS NULL`, a range of the same index by id,
+//! descending), each at most a page of ids; the outer query parses only those rows'
+//! documents and orders them with NULLs last, as every backend does. A cursor inside the
+//! NULL tail skips the first arm.
 //!
 //! [`ListOrder::UpdatedDesc`]: execstore::executions::ListOrder::UpdatedDesc
+//! [`ListOrder::CreatedDesc`]: execstore::executions::ListOrder::CreatedDesc
 
-use execstore::executions::{ExecutionPage, ExecutionSummary, ListOrder, ListQuery, Status, UpdatedKey};
+use execstore::executions::{ExecutionPage, ExecutionSummary, ListOrder, ListQuery, Status, TimeKey};
 use execstore::Result;
 use postgres::types::ToSql;
 
@@ -18,53 +21,59 @@ use super::rows::{col, corrupt, limit_param};
 use super::sql::Stmts;
 use super::PgStore;
 
+/// The keys' column of a time order's key.
+fn time_column(order: ListOrder) -> &'static str {
+    match order {
+        ListOrder::CreatedDesc => "created_at",
+        _ => "updated_at",
+    }
+}
+
 impl Stmts {
-    /// The listing of `query` by `updated_at` descending, resuming after `after` (the decoded
-    /// cursor), fetching `fetch` rows.
-    pub(crate) fn list_by_updated(
+    /// The listing of `query` in its time order (its time descending), resuming after
+    /// `after` (the decoded cursor), fetching `fetch` rows.
+    pub(crate) fn list_by_time(
         &self,
         query: &ListQuery,
-        after: Option<&UpdatedKey>,
+        after: Option<&TimeKey>,
         statuses: &[&str],
         fetch: i64,
     ) -> Filtered {
+        let time_col = time_column(query.order);
         let mut c = Conditions::default();
         let limit = c.param(Arg::Int(fetch));
         let mut arms = Vec::new();
-        let in_null_tail = after.is_some_and(|key| key.updated_at.is_none());
+        let in_null_tail = after.is_some_and(|key| key.time.is_none());
         if !in_null_tail {
             let from = self.filter_conditions(query, statuses, &mut c);
             match after {
-                Some(UpdatedKey {
-                    updated_at: Some(time),
-                    id,
-                }) => {
+                Some(TimeKey { time: Some(time), id }) => {
                     let time = c.param(Arg::Real(*time));
                     let id = c.param(Arg::Text(id.clone()));
-                    c.terms.push(format!("(k.updated_at, k.id) < ({time}, {id})"));
+                    c.terms.push(format!("(k.{time_col}, k.id) < ({time}, {id})"));
                 }
-                _ => c.terms.push("k.updated_at IS NOT NULL".to_owned()),
+                _ => c.terms.push(format!("k.{time_col} IS NOT NULL")),
             }
             let terms = std::mem::take(&mut c.terms);
             arms.push(format!(
-                "(SELECT k.id FROM {from}{} ORDER BY k.updated_at DESC, k.id DESC LIMIT {limit})",
+                "(SELECT k.id FROM {from}{} ORDER BY k.{time_col} DESC, k.id DESC LIMIT {limit})",
                 where_clause(&terms)
             ));
         }
         let from = self.filter_conditions(query, statuses, &mut c);
-        c.terms.push("k.updated_at IS NULL".to_owned());
-        if let Some(UpdatedKey { id, .. }) = after.filter(|_| in_null_tail) {
+        c.terms.push(format!("k.{time_col} IS NULL"));
+        if let Some(TimeKey { id, .. }) = after.filter(|_| in_null_tail) {
             let id = c.param(Arg::Text(id.clone()));
             c.terms.push(format!("k.id < {id}"));
         }
         arms.push(format!(
-            "(SELECT k.id FROM {from}{} ORDER BY k.updated_at DESC, k.id DESC LIMIT {limit})",
+            "(SELECT k.id FROM {from}{} ORDER BY k.{time_col} DESC, k.id DESC LIMIT {limit})",
             where_clause(&c.terms)
         ));
         Filtered {
             sql: format!(
                 "{select} WHERE (e.id COLLATE \"C\") IN ({arms}) \
-                 ORDER BY doc.updated_at DESC NULLS LAST, (e.id COLLATE \"C\") DESC LIMIT {limit}",
+                 ORDER BY doc.{time_col} DESC NULLS LAST, (e.id COLLATE \"C\") DESC LIMIT {limit}",
                 select = self.list_select,
                 arms = arms.join(" UNION ALL "),
             ),
@@ -98,9 +107,9 @@ impl PgStore {
         }
     }
 
-    /// A page in [`ListOrder::UpdatedDesc`].
-    pub(crate) fn list_page_by_updated(&self, query: &ListQuery) -> Result<ExecutionPage> {
-        let after = query.validated_updated_after()?;
+    /// A page in a time order ([`ListOrder::UpdatedDesc`], [`ListOrder::CreatedDesc`]).
+    pub(crate) fn list_page_by_time(&self, query: &ListQuery) -> Result<ExecutionPage> {
+        let after = query.validated_time_after()?;
         let mut statuses: Vec<&'static str> = Vec::new();
         if let Some(set) = &query.status {
             if set.is_empty() {
@@ -111,11 +120,11 @@ impl PgStore {
             statuses.dedup();
         }
         let fetch = limit_param(query.limit.saturating_add(1));
-        let ordered = self.sql.list_by_updated(query, after.as_ref(), &statuses, fetch);
+        let ordered = self.sql.list_by_time(query, after.as_ref(), &statuses, fetch);
         let args: Vec<&(dyn ToSql + Sync)> = ordered.args.iter().map(|a| a.as_sql()).collect();
         let rows = self.query(&ordered.sql, &args)?;
         Ok(ExecutionPage::from_overfetch_in(
-            ListOrder::UpdatedDesc,
+            query.order,
             summaries(&rows)?,
             query.limit,
         ))
@@ -165,6 +174,7 @@ pub(crate) fn summaries(rows: &[postgres::Row]) -> Result<Vec<ExecutionSummary>>
             parent_id: col(row, 6)?,
             finished_at: col(row, 7)?,
             updated_at: col(row, 8)?,
+            created_at: col(row, 9)?,
             id,
         });
     }
@@ -176,7 +186,7 @@ mod tests {
     use super::super::test_support::{explain, fill, on_own_prefix};
     use super::super::PgStore;
     use execstore::{
-        executions::{encode_updated_cursor, ListOrder, ListQuery, Status},
+        executions::{encode_created_cursor, encode_updated_cursor, ListOrder, ListQuery, Status},
         ExecutionStore,
     };
 
@@ -187,36 +197,52 @@ mod tests {
     /// is the planner's to read as it likes: a range of the same index, sorted or not.)
     #[test]
     fn updated_order_walks_the_index() {
-        on_own_prefix("order", "loplan", check_plans);
+        walks_the_index(ListOrder::UpdatedDesc, "updated");
     }
 
-    fn check_plans(url: &str, prefix: &str, store: &PgStore) {
+    /// The listing by `created_at` walks the keys' `(created_at, id)` index, as the
+    /// `updated` order its own.
+    #[test]
+    fn created_order_walks_the_index() {
+        walks_the_index(ListOrder::CreatedDesc, "created");
+    }
+
+    fn walks_the_index(order: ListOrder, time: &str) {
+        on_own_prefix("order", &format!("lo{time}"), |url, prefix, store| {
+            check_plans(url, prefix, store, order, time)
+        });
+    }
+
+    fn check_plans(url: &str, prefix: &str, store: &PgStore, order: ListOrder, time: &str) {
         let mut client = fill(url, prefix, store, |exe, n| {
             exe.status = Status::ALL[n % Status::ALL.len()];
             exe.updated_at = (n % 100 != 0).then(|| 2e9 + ((n * 7919) % 6000) as f64);
+            exe.created_at = (n % 100 != 0).then(|| 2e9 + ((n * 4999) % 6000) as f64);
         });
-        let index = format!("{prefix}_execstore_k_updated");
-        let q = || ListQuery::new().order(ListOrder::UpdatedDesc).limit(50);
+        let index = format!("{prefix}_execstore_k_{time}");
+        let cursor = |at, id: &str| match order {
+            ListOrder::CreatedDesc => encode_created_cursor(at, id),
+            _ => encode_updated_cursor(at, id),
+        };
+        let q = || ListQuery::new().order(order).limit(50);
+        let window = |q: ListQuery| match order {
+            ListOrder::CreatedDesc => q.created_between(Some(2e9 + 100.0), Some(2e9 + 2000.0)),
+            _ => q.updated_between(Some(2e9 + 100.0), Some(2e9 + 2000.0)),
+        };
         let cases = [
             ("first page", q()),
             (
                 "after a cursor",
-                q().cursor(Some(encode_updated_cursor(Some(2e9 + 3000.0), "e03000"))),
+                q().cursor(Some(cursor(Some(2e9 + 3000.0), "e03000"))),
             ),
-            (
-                "in the tail",
-                q().cursor(Some(encode_updated_cursor(None, "e03000"))),
-            ),
-            (
-                "with a window",
-                q().updated_between(Some(2e9 + 100.0), Some(2e9 + 2000.0)),
-            ),
+            ("in the tail", q().cursor(Some(cursor(None, "e03000")))),
+            ("with a window", window(q())),
         ];
         for (what, query) in cases {
-            let after = query.validated_updated_after().unwrap();
+            let after = query.validated_time_after().unwrap();
             let plan = explain(
                 &mut client,
-                &store.sql.list_by_updated(&query, after.as_ref(), &[], 51),
+                &store.sql.list_by_time(&query, after.as_ref(), &[], 51),
             );
             assert!(plan.contains(&index), "{what}: {index} not used:\n{plan}");
             assert!(!plan.contains("Seq Scan"), "{what}: a sequential scan:\n{plan}");
@@ -232,10 +258,7 @@ mod tests {
             // Every hundredth has no time: 30 of them below e03000.
             let expected = if what == "in the tail" { 30 } else { 50 };
             assert_eq!(page.items.len(), expected, "{what}");
-            assert!(page
-                .items
-                .windows(2)
-                .all(|w| ListOrder::UpdatedDesc.compare(&w[0], &w[1]).is_lt()));
+            assert!(page.items.windows(2).all(|w| order.compare(&w[0], &w[1]).is_lt()));
         }
     }
 }

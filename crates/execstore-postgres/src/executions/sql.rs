@@ -4,13 +4,13 @@ use super::schema::{Sql, Tables};
 
 /// The summary projection of `list_executions`: scalars only, never `data` itself.
 const LIST_COLUMNS: &str = "e.id, e.definition_id, e.version::int8, doc.status, doc.outcome, \
-     doc.active_path, doc.parent_id, doc.finished_at, doc.updated_at";
+     doc.active_path, doc.parent_id, doc.finished_at, doc.updated_at, doc.created_at";
 
 /// The summary's fields, read in one pass over the document: each `->>` on `json` re-parses
 /// the text from its start, and the timestamps come after the context, so six of them cost
 /// over three times this.
 const LIST_FIELDS: &str = "status text, outcome text, active_path text, parent_id text, \
-     finished_at float8, updated_at float8";
+     finished_at float8, updated_at float8, created_at float8";
 
 /// The listing keys of a database without the keys table (one that no execstore of this
 /// version migrated, opened read-only): the same columns, read from each row's document

@@ -80,8 +80,8 @@ impl ExecutionStore for PgStore {
     }
 
     fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
-        if query.order == ListOrder::UpdatedDesc {
-            let page = self.list_page_by_updated(query)?;
+        if query.order != ListOrder::Id {
+            let page = self.list_page_by_time(query)?;
             return self.note_scan(query, page);
         }
         let after = query.validated_after()?;

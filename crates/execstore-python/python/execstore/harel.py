@@ -303,8 +303,8 @@ class _Store:
         language (`'context.customer_id = "c-17" and updated > -1h'`, see docs/search.md). A
         NaN, negative or inverted window, an empty search and a bad query raise
         InvalidInputError; a window that is not a number, TypeError.
-        `order` is "id" (harel's) or "updated" (most recently updated first); another order,
-        or a cursor of the other order, raises InvalidInputError."""
+        `order` is "id" (harel's), "updated" (most recently updated first) or "created" (newest
+        created first); another order, or a cursor of another order, raises InvalidInputError."""
         _str("order", order)
         if definition_id is not None:
             _str("definition_id", definition_id)

@@ -1,54 +1,60 @@
-//! The listing in [`ListOrder::UpdatedDesc`] and the counts by status of a listing's filter:
-//! one statement each, built with their parameters over the filter of `filters.rs`.
+//! The listing in a time order ([`ListOrder::UpdatedDesc`], [`ListOrder::CreatedDesc`]) and
+//! the counts by status of a listing's filter: one statement each, built with their
+//! parameters over the filter of `filters.rs`.
 //!
-//! The order is a walk of migration 2's `(updated_at, id)` expression index backwards, in two
-//! arms: the executions with an `updated_at` after the cursor's key (a row-value range of
-//! the index, most recent first), then those without one (`updated_at IS NULL`, a range of
-//! the same index by id, descending). Each arm reads at most a page of ids; the outer query
-//! reads only those rows' documents and orders them with NULLs last, as every backend does.
-//! A cursor inside the NULL tail skips the first arm.
+//! A time order is a walk of migration 2's `(updated_at, id)` or `(created_at, id)`
+//! expression index backwards, in two arms: the executions with that time after the
+//! cursor's key (a row-value range of the index, most recent first), then those without one
+//! (`IS NULL`, a range of the same index by id, descending). Each arm reads at most a page
+//! of ids; the outer query reads only those rows' documents and orders them with NULLs last,
+//! as every backend does. A cursor inside the NULL tail skips the first arm.
 //!
 //! [`ListOrder::UpdatedDesc`]: execstore::executions::ListOrder::UpdatedDesc
+//! [`ListOrder::CreatedDesc`]: execstore::executions::ListOrder::CreatedDesc
 
-use execstore::executions::{ListQuery, UpdatedKey};
+use execstore::executions::{ListOrder, ListQuery, TimeKey};
 use rusqlite::types::Value;
 
 use super::filters::{Conditions, Filtered, WhereClause};
 use super::sql::Stmts;
 
-const UPDATED: &str = "json_extract(data,'$.updated_at')";
+/// The indexed expression of a time order's key, spelled as migration 2 spells it.
+fn time_column(order: ListOrder) -> &'static str {
+    match order {
+        ListOrder::CreatedDesc => "json_extract(data,'$.created_at')",
+        _ => "json_extract(data,'$.updated_at')",
+    }
+}
 
 impl Stmts {
-    /// The listing of `query` by `updated_at` descending, resuming after `after` (the decoded
-    /// cursor), fetching `fetch` rows.
-    pub(crate) fn list_by_updated(
+    /// The listing of `query` in its time order (its time descending), resuming after
+    /// `after` (the decoded cursor), fetching `fetch` rows.
+    pub(crate) fn list_by_time(
         &self,
         query: &ListQuery,
-        after: Option<&UpdatedKey>,
+        after: Option<&TimeKey>,
         statuses: &[&str],
         fetch: i64,
     ) -> Filtered {
+        let time_col = time_column(query.order);
         let table = &self.executions;
         let mut args = Vec::new();
         let mut arms = Vec::new();
-        let in_null_tail = after.is_some_and(|key| key.updated_at.is_none());
+        let in_null_tail = after.is_some_and(|key| key.time.is_none());
         if !in_null_tail {
             let mut c = Conditions::default();
             self.filter_conditions(query, statuses, &mut c);
             match after {
-                Some(UpdatedKey {
-                    updated_at: Some(time),
-                    id,
-                }) => c.push(
+                Some(TimeKey { time: Some(time), id }) => c.push(
                     // The first term is the index's range; the second leaves out the ties
                     // at or before the cursor's id.
-                    format!("{UPDATED} <= ? AND ({UPDATED} < ? OR id < ?)"),
+                    format!("{time_col} <= ? AND ({time_col} < ? OR id < ?)"),
                     [Value::Real(*time), Value::Real(*time), Value::Text(id.clone())],
                 ),
-                _ => c.push(format!("{UPDATED} IS NOT NULL"), []),
+                _ => c.push(format!("{time_col} IS NOT NULL"), []),
             }
             arms.push(format!(
-                "SELECT id FROM (SELECT id FROM {table}{} ORDER BY {UPDATED} DESC, id DESC LIMIT ?)",
+                "SELECT id FROM (SELECT id FROM {table}{} ORDER BY {time_col} DESC, id DESC LIMIT ?)",
                 c.terms.where_clause()
             ));
             args.extend(c.args);
@@ -56,8 +62,8 @@ impl Stmts {
         }
         let mut c = Conditions::default();
         self.filter_conditions(query, statuses, &mut c);
-        c.push(format!("{UPDATED} IS NULL"), []);
-        if let Some(UpdatedKey { id, .. }) = after.filter(|_| in_null_tail) {
+        c.push(format!("{time_col} IS NULL"), []);
+        if let Some(TimeKey { id, .. }) = after.filter(|_| in_null_tail) {
             c.push("id < ?", [Value::Text(id.clone())]);
         }
         arms.push(format!(
@@ -69,7 +75,7 @@ impl Stmts {
         args.push(Value::Integer(fetch));
         Filtered {
             sql: format!(
-                "{select} WHERE id IN ({arms}) ORDER BY {UPDATED} DESC NULLS LAST, id DESC LIMIT ?",
+                "{select} WHERE id IN ({arms}) ORDER BY {time_col} DESC NULLS LAST, id DESC LIMIT ?",
                 select = self.list_select,
                 arms = arms.join(" UNION ALL "),
             ),
@@ -96,60 +102,62 @@ impl Stmts {
 mod tests {
     use super::super::{SqliteOptions, SqliteStore};
     use execstore::{
-        executions::{encode_updated_cursor, ListOrder, ListQuery, Status},
+        executions::{encode_created_cursor, encode_updated_cursor, ListOrder, ListQuery, Status},
         Execution, ExecutionStore,
     };
 
-    /// The query plan of `query`'s listing by `updated_at`, one line per step.
+    /// The query plan of `query`'s listing in its time order, one line per step.
     fn plan(store: &SqliteStore, query: &ListQuery) -> Vec<String> {
-        let after = query.validated_updated_after().unwrap();
+        let after = query.validated_time_after().unwrap();
         let statuses: Vec<&str> = query.status.iter().flatten().map(|s| s.as_str()).collect();
         super::super::tests::filtered_plan(
             store,
-            store.sql.list_by_updated(query, after.as_ref(), &statuses, 51),
+            store.sql.list_by_time(query, after.as_ref(), &statuses, 51),
         )
     }
 
-    /// The listing by `updated_at` walks the `(updated_at, id)` index (a `SEARCH` of it, never
-    /// a `SCAN` of the table nor a sort of it), first page and after a cursor, on a store of
-    /// 3,000 executions without statistics, and answers in that order.
-    #[test]
-    fn updated_order_walks_the_index() {
+    /// The listing in `order` walks the `(time, id)` index named `index` (a `SEARCH` of it,
+    /// never a `SCAN` of the table nor a sort of it), first page and after a cursor, on a
+    /// store of 3,000 executions without statistics, and answers in that order.
+    fn walks_the_index(order: ListOrder, index: &str) {
         let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
         for i in 0..3000 {
             let mut exe = Execution::new(format!("e{i:05}"), format!("d{}", i % 5));
             exe.status = Status::ALL[i % Status::ALL.len()];
             exe.updated_at = (i % 100 != 0).then(|| 2e9 + ((i * 7919) % 3000) as f64);
+            exe.created_at = (i % 100 != 1).then(|| 2e9 + ((i * 4999) % 3000) as f64);
             store.save(&mut exe).unwrap();
         }
-        let q = || ListQuery::new().order(ListOrder::UpdatedDesc).limit(50);
+        let cursor = |time, id: &str| match order {
+            ListOrder::CreatedDesc => encode_created_cursor(time, id),
+            _ => encode_updated_cursor(time, id),
+        };
+        let q = || ListQuery::new().order(order).limit(50);
+        let window = |q: ListQuery| match order {
+            ListOrder::CreatedDesc => q.created_between(Some(2e9 + 100.0), Some(2e9 + 2000.0)),
+            _ => q.updated_between(Some(2e9 + 100.0), Some(2e9 + 2000.0)),
+        };
         let cases = [
             ("first page", q()),
             (
                 "after a cursor",
-                q().cursor(Some(encode_updated_cursor(Some(2e9 + 1500.0), "e01500"))),
+                q().cursor(Some(cursor(Some(2e9 + 1500.0), "e01500"))),
             ),
-            (
-                "in the tail",
-                q().cursor(Some(encode_updated_cursor(None, "e01500"))),
-            ),
-            (
-                "with a window",
-                q().updated_between(Some(2e9 + 100.0), Some(2e9 + 2000.0)),
-            ),
+            ("in the tail", q().cursor(Some(cursor(None, "e01500")))),
+            ("with a window", window(q())),
         ];
         for (what, query) in cases {
             let p = plan(&store, &query);
             assert!(
-                p.iter().any(|s| s.contains("execstore_executions_by_updated")),
-                "{what}: the updated index is not used: {p:?}"
+                p.iter().any(|s| s.contains(index)),
+                "{what}: {index} is not used: {p:?}"
             );
             // Every read of the table is a range of an index (the first page's walk of the
-            // updated index from its end stops after a page), and the one sort is the outer
+            // index from its end stops after a page), and the one sort is the outer
             // query's, of at most two pages of ids.
             for step in p.iter().filter(|s| s.contains("executions")) {
-                let first_page_walk = what == "first page"
-                    && step == "SCAN executions USING COVERING INDEX execstore_executions_by_updated";
+                let first_page_walk =
+                    what == "first page" && step == &format!("SCAN executions USING COVERING INDEX {index}");
                 assert!(
                     step.starts_with("SEARCH") || first_page_walk,
                     "{what}: a full scan: {step} in {p:?}"
@@ -158,10 +166,24 @@ mod tests {
             let sorts: Vec<usize> = (0..p.len()).filter(|i| p[*i].contains("TEMP B-TREE")).collect();
             assert_eq!(sorts, [p.len() - 1], "{what}: a sort inside an arm: {p:?}");
             let page = store.list_executions(&query).unwrap();
-            assert!(page
-                .items
-                .windows(2)
-                .all(|w| ListOrder::UpdatedDesc.compare(&w[0], &w[1]).is_lt()));
+            assert_eq!(
+                page.items.len(),
+                if what == "in the tail" { 15 } else { 50 },
+                "{what}"
+            );
+            assert!(page.items.windows(2).all(|w| order.compare(&w[0], &w[1]).is_lt()));
         }
+    }
+
+    #[test]
+    fn updated_order_walks_the_index() {
+        walks_the_index(ListOrder::UpdatedDesc, "execstore_executions_by_updated");
+    }
+
+    /// The `created` order answers from migration 2's `(created_at, id)` index, as the
+    /// `updated` order from its own.
+    #[test]
+    fn created_order_walks_the_index() {
+        walks_the_index(ListOrder::CreatedDesc, "execstore_executions_by_created");
     }
 }

@@ -6,7 +6,7 @@ use super::schema::{Sql, Tables};
 const LIST_COLUMNS: &str = "id, definition_id, version, json_extract(data,'$.status'), \
      json_extract(data,'$.outcome'), json_extract(data,'$.active_path'), \
      json_extract(data,'$.parent_id'), json_extract(data,'$.finished_at'), \
-     json_extract(data,'$.updated_at')";
+     json_extract(data,'$.updated_at'), json_extract(data,'$.created_at')";
 
 #[derive(Debug)]
 pub(crate) struct Stmts {

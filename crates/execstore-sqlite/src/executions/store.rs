@@ -392,8 +392,8 @@ impl SqliteStore {
     }
 
     fn list_page(&self, query: &ListQuery, skip: bool) -> Result<ExecutionPage> {
-        if query.order == ListOrder::UpdatedDesc {
-            return self.list_page_by_updated(query, skip);
+        if query.order != ListOrder::Id {
+            return self.list_page_by_time(query, skip);
         }
         let after = query.validated_after()?;
         let mut statuses: Vec<&'static str> = Vec::new();
@@ -439,26 +439,23 @@ impl SqliteStore {
         Ok(ExecutionPage::from_overfetch(items, query.limit))
     }
 
-    /// A page in [`ListOrder::UpdatedDesc`] (see `order.rs`).
-    fn list_page_by_updated(&self, query: &ListQuery, skip: bool) -> Result<ExecutionPage> {
-        let after = query.validated_updated_after()?;
+    /// A page in a time order ([`ListOrder::UpdatedDesc`], [`ListOrder::CreatedDesc`]; see
+    /// `order.rs`).
+    fn list_page_by_time(&self, query: &ListQuery, skip: bool) -> Result<ExecutionPage> {
+        let after = query.validated_time_after()?;
         let statuses = match status_strings(query) {
             Some(statuses) => statuses,
             None => return Ok(ExecutionPage::default()),
         };
         let limit = limit_param(query.limit.saturating_add(1));
-        let ordered = self.sql.list_by_updated(query, after.as_ref(), &statuses, limit);
+        let ordered = self.sql.list_by_time(query, after.as_ref(), &statuses, limit);
         let conn = self.read()?;
         let mut stmt = conn
             .prepare_cached(&self.maybe_skipping(ordered.sql, skip))
             .db()?;
         let mut rows = stmt.query(rusqlite::params_from_iter(ordered.args)).db()?;
         let items = read_summaries(&mut rows)?;
-        Ok(ExecutionPage::from_overfetch_in(
-            ListOrder::UpdatedDesc,
-            items,
-            query.limit,
-        ))
+        Ok(ExecutionPage::from_overfetch_in(query.order, items, query.limit))
     }
 
     /// The counts by status of what `query`'s listing selects (see `order.rs`).
@@ -528,6 +525,7 @@ fn read_summaries(rows: &mut rusqlite::Rows<'_>) -> Result<Vec<ExecutionSummary>
             parent_id: row.get(6).db()?,
             finished_at: row.get(7).db()?,
             updated_at: row.get(8).db()?,
+            created_at: row.get(9).db()?,
             id,
         });
     }

@@ -396,8 +396,9 @@ impl Store {
     }
 
     /// One page of summaries, by id unless `order` is `"updated"` (most recently updated
-    /// first). Pass the page's `next_cursor` as the next query's `cursor`; a cursor this store
-    /// did not make, or made for the other order, is `INVALID_INPUT`.
+    /// first) or `"created"` (newest created first). Pass the page's `next_cursor` as the
+    /// next query's `cursor`; a cursor this store did not make, or made for another order, is
+    /// `INVALID_INPUT`.
     #[wasm_bindgen(js_name = listExecutions, unchecked_return_type = "ExecutionPage")]
     pub fn list_executions(
         &self,

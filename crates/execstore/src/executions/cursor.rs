@@ -42,17 +42,37 @@ pub fn encode_updated_cursor(updated_at: Option<f64>, id: &str) -> String {
     URL_SAFE_NO_PAD.encode(format!("{UPDATED_TAG}{time}:{id}"))
 }
 
-/// A decoded cursor of any order: `updated` for one of the updated order (its time in
-/// `time`), else one of the id order. (Not the query's `ListOrder` itself: the query
-/// module reads cursors, so a cursor knows nothing of queries.)
+const CREATED_TAG: &str = "created:";
+
+/// The cursor that resumes a listing newest created first after the summary
+/// `(created_at, id)`: the updated cursor's key under a tag of its own.
+pub fn encode_created_cursor(created_at: Option<f64>, id: &str) -> String {
+    let time = created_at.map_or_else(|| "-".to_owned(), |t| format!("{:016x}", t.to_bits()));
+    URL_SAFE_NO_PAD.encode(format!("{CREATED_TAG}{time}:{id}"))
+}
+
+/// The order a cursor was made in. (Not the query's `ListOrder` itself: the query module
+/// reads cursors, so a cursor knows nothing of queries.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CursorKind {
+    /// [`encode_cursor`]'s.
+    Id,
+    /// [`encode_updated_cursor`]'s.
+    Updated,
+    /// [`encode_created_cursor`]'s.
+    Created,
+}
+
+/// A decoded cursor of any order: its kind, the time of a time order's key (`None` in the id
+/// order and in a time order's tail of executions without that time) and the id.
 pub(crate) struct OrderKey {
-    pub(crate) updated: bool,
+    pub(crate) kind: CursorKind,
     pub(crate) time: Option<f64>,
     pub(crate) id: String,
 }
 
-/// Decodes a cursor of any order; anything not made by [`encode_cursor`] or
-/// [`encode_updated_cursor`] is refused.
+/// Decodes a cursor of any order; anything not made by [`encode_cursor`],
+/// [`encode_updated_cursor`] or [`encode_created_cursor`] is refused.
 pub(crate) fn decode_order_cursor(cursor: &str) -> Result<OrderKey> {
     let bad = |why: &str| bad(cursor, why);
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad("not base64url"))?;
@@ -62,14 +82,12 @@ pub(crate) fn decode_order_cursor(cursor: &str) -> Result<OrderKey> {
             return Err(bad("unknown format"));
         }
         return Ok(OrderKey {
-            updated: false,
+            kind: CursorKind::Id,
             time: None,
             id: id.to_owned(),
         });
     }
-    let rest = text
-        .strip_prefix(UPDATED_TAG)
-        .ok_or_else(|| bad("unknown format"))?;
+    let (kind, rest) = time_tagged(&text).ok_or_else(|| bad("unknown format"))?;
     let (time, id) = rest.split_once(':').ok_or_else(|| bad("unknown format"))?;
     if id.is_empty() {
         return Err(bad("unknown format"));
@@ -87,8 +105,18 @@ pub(crate) fn decode_order_cursor(cursor: &str) -> Result<OrderKey> {
         _ => return Err(bad("unknown format")),
     };
     Ok(OrderKey {
-        updated: true,
+        kind,
         time,
         id: id.to_owned(),
     })
+}
+
+/// The kind of a time order's cursor text and the key after its tag, or `None`.
+fn time_tagged(text: &str) -> Option<(CursorKind, &str)> {
+    [
+        (UPDATED_TAG, CursorKind::Updated),
+        (CREATED_TAG, CursorKind::Created),
+    ]
+    .into_iter()
+    .find_map(|(tag, kind)| text.strip_prefix(tag).map(|rest| (kind, rest)))
 }

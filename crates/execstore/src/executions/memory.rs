@@ -58,11 +58,12 @@ impl MemoryStore {
         }
     }
 
-    /// A page in [`ListOrder::UpdatedDesc`]: the matching summaries past the cursor's key,
-    /// sorted (a memory store has no index to walk; the order is the one every backend keeps).
-    fn list_by_updated(&self, query: &ListQuery) -> Result<ExecutionPage> {
-        let after = query.validated_updated_after()?;
-        let order = ListOrder::UpdatedDesc;
+    /// A page in a time order ([`ListOrder::UpdatedDesc`], [`ListOrder::CreatedDesc`]): the
+    /// matching summaries past the cursor's key, sorted (a memory store has no index to
+    /// walk; the order is the one every backend keeps).
+    fn list_by_time(&self, query: &ListQuery) -> Result<ExecutionPage> {
+        let after = query.validated_time_after()?;
+        let order = query.order;
         let inner = self.lock();
         let mut items: Vec<ExecutionSummary> = inner
             .executions
@@ -70,7 +71,7 @@ impl MemoryStore {
             .filter(|exe| query.matches_execution(exe))
             .filter(|exe| {
                 after.as_ref().is_none_or(|key| {
-                    order.compare_keys(exe.updated_at, &exe.id, key.updated_at, &key.id)
+                    order.compare_keys(order.time_of_execution(exe), &exe.id, key.time, &key.id)
                         == std::cmp::Ordering::Greater
                 })
             })
@@ -231,8 +232,8 @@ impl ExecutionStore for MemoryStore {
     }
 
     fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
-        if query.order == ListOrder::UpdatedDesc {
-            let page = self.list_by_updated(query)?;
+        if query.order != ListOrder::Id {
+            let page = self.list_by_time(query)?;
             let scan = match &query.filter {
                 Some(f) => scanned_paths(f, &self.lock().declared()),
                 None => Vec::new(),

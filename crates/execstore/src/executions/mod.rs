@@ -26,7 +26,7 @@ pub(crate) mod query;
 pub mod search;
 pub(crate) mod store;
 
-pub use cursor::{decode_cursor, encode_cursor, encode_updated_cursor};
+pub use cursor::{decode_cursor, encode_created_cursor, encode_cursor, encode_updated_cursor};
 pub use group::{GroupCommit, GroupCommitStats, DEFAULT_MAX_BATCH};
 pub use memory::MemoryStore;
 pub use model::{
@@ -34,7 +34,7 @@ pub use model::{
     OutboxEntry, Spawn, SpawnEntry, Status, TimerOp, TraceStep, UnreadableRow,
 };
 pub use query::{
-    search_matches, ListOrder, ListQuery, TimeRange, UpdatedKey, DEFAULT_LIST_LIMIT, MAX_SEARCH_BYTES,
+    search_matches, ListOrder, ListQuery, TimeKey, TimeRange, DEFAULT_LIST_LIMIT, MAX_SEARCH_BYTES,
 };
 pub use search::{parse_where, SearchAttribute};
 pub use store::{BatchItem, Capabilities, ExecutionStore, Work, DEFAULT_TRACE_MAX};

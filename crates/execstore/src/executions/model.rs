@@ -314,6 +314,10 @@ pub struct ExecutionSummary {
     pub finished_at: Option<f64>,
     /// Its latest commit time, when the engine stamped one.
     pub updated_at: Option<f64>,
+    /// When it was created, when the engine stamped it (the key of
+    /// [`crate::executions::ListOrder::CreatedDesc`]).
+    #[serde(default)]
+    pub created_at: Option<f64>,
 }
 
 impl ExecutionSummary {
@@ -329,6 +333,7 @@ impl ExecutionSummary {
             parent_id: exe.parent_id.clone(),
             finished_at: exe.finished_at,
             updated_at: exe.updated_at,
+            created_at: exe.created_at,
         }
     }
 }

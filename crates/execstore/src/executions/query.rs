@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StoreError};
-use crate::executions::cursor::{decode_order_cursor, OrderKey};
+use crate::executions::cursor::{decode_order_cursor, CursorKind, OrderKey};
 use crate::executions::model::{Execution, ExecutionPage, ExecutionSummary, Status};
 use crate::executions::search::{check_filter, execution_matches};
 use crate::kit::filter::Filter;
@@ -100,26 +100,53 @@ pub enum ListOrder {
     /// first). An update that moves `updated_at` backwards (a writer with a clock behind the
     /// others) may show an execution twice.
     UpdatedDesc,
+    /// Newest created first: `created_at` descending, ties by id descending, the executions
+    /// without a `created_at` last (by id descending). The keyset cursor holds the last
+    /// summary's `(created_at, id)`. An execution's `created_at` does not change once
+    /// written, so a walk of the pages returns every execution that existed when it began
+    /// exactly once; one created during the walk shows only if it sorts after the cursor.
+    CreatedDesc,
 }
 
 impl ListOrder {
     /// Every order, for checks and surfaces.
-    pub const ALL: [ListOrder; 2] = [ListOrder::Id, ListOrder::UpdatedDesc];
+    pub const ALL: [ListOrder; 3] = [ListOrder::Id, ListOrder::UpdatedDesc, ListOrder::CreatedDesc];
 
-    /// The order's name in URLs, the CLI and the packages: `id`, `updated`.
+    /// The order's name in URLs, the CLI and the packages: `id`, `updated`, `created`.
     pub fn as_str(self) -> &'static str {
         match self {
             ListOrder::Id => "id",
             ListOrder::UpdatedDesc => "updated",
+            ListOrder::CreatedDesc => "created",
+        }
+    }
+
+    /// The time a summary is ordered by in this order (`updated_at` or `created_at`; none
+    /// in the id order).
+    pub fn time_of(self, summary: &ExecutionSummary) -> Option<f64> {
+        match self {
+            ListOrder::Id => None,
+            ListOrder::UpdatedDesc => summary.updated_at,
+            ListOrder::CreatedDesc => summary.created_at,
+        }
+    }
+
+    /// The time an execution is ordered by in this order (as [`ListOrder::time_of`]).
+    pub fn time_of_execution(self, exe: &Execution) -> Option<f64> {
+        match self {
+            ListOrder::Id => None,
+            ListOrder::UpdatedDesc => exe.updated_at,
+            ListOrder::CreatedDesc => exe.created_at,
         }
     }
 
     /// How two summaries compare in this order (`Less`: `a` is listed first).
     pub fn compare(self, a: &ExecutionSummary, b: &ExecutionSummary) -> std::cmp::Ordering {
-        self.compare_keys(a.updated_at, &a.id, b.updated_at, &b.id)
+        self.compare_keys(self.time_of(a), &a.id, self.time_of(b), &b.id)
     }
 
-    /// How two `(updated_at, id)` keys compare in this order (`Less`: `a` is listed first).
+    /// How two `(time, id)` keys compare in this order, the time being the order's own
+    /// ([`ListOrder::time_of`]; ignored by the id order) (`Less`: `a` is listed first).
     pub fn compare_keys(
         self,
         a_time: Option<f64>,
@@ -130,7 +157,7 @@ impl ListOrder {
         use std::cmp::Ordering;
         match self {
             ListOrder::Id => a_id.cmp(b_id),
-            ListOrder::UpdatedDesc => {
+            ListOrder::UpdatedDesc | ListOrder::CreatedDesc => {
                 let by_time = match (a_time, b_time) {
                     (Some(a), Some(b)) => b.total_cmp(&a),
                     (Some(_), None) => Ordering::Less,
@@ -152,27 +179,28 @@ impl std::fmt::Display for ListOrder {
 impl std::str::FromStr for ListOrder {
     type Err = StoreError;
 
-    /// `id` or `updated` (also the serde names `updated_desc`); anything else is
-    /// [`StoreError::InvalidInput`].
+    /// `id`, `updated` or `created` (also the serde names `updated_desc`, `created_desc`);
+    /// anything else is [`StoreError::InvalidInput`].
     fn from_str(s: &str) -> Result<Self> {
         match s {
             "id" => Ok(ListOrder::Id),
             "updated" | "updated_desc" => Ok(ListOrder::UpdatedDesc),
+            "created" | "created_desc" => Ok(ListOrder::CreatedDesc),
             other => Err(StoreError::invalid(
                 "order",
-                format!("{other:?} is not an order (id, updated)"),
+                format!("{other:?} is not an order (id, updated, created)"),
             )),
         }
     }
 }
 
-/// Where the next page of a [`ListOrder::UpdatedDesc`] listing resumes: strictly after
-/// this key in that order.
+/// Where the next page of a listing in a time order ([`ListOrder::UpdatedDesc`],
+/// [`ListOrder::CreatedDesc`]) resumes: strictly after this key in that order.
 #[derive(Clone, Debug, PartialEq)]
-pub struct UpdatedKey {
-    /// The last summary's `updated_at` (`None`: the walk is in the tail of executions
-    /// without one).
-    pub updated_at: Option<f64>,
+pub struct TimeKey {
+    /// The last summary's time in the order (`updated_at` or `created_at`; `None`: the walk
+    /// is in the tail of executions without one).
+    pub time: Option<f64>,
     /// The last summary's id.
     pub id: String,
 }
@@ -307,27 +335,36 @@ impl ListQuery {
         self
     }
 
-    /// Checks the query (as [`ListQuery::validated_after`]) for a listing in
-    /// [`ListOrder::UpdatedDesc`] and decodes its cursor into the key to resume after. A
-    /// cursor made for another order is [`StoreError::InvalidInput`].
-    pub fn validated_updated_after(&self) -> Result<Option<UpdatedKey>> {
+    /// Checks the query (as [`ListQuery::validated_after`]) for a listing in a time order
+    /// (the query's own, [`ListOrder::UpdatedDesc`] or [`ListOrder::CreatedDesc`]) and
+    /// decodes its cursor into the key to resume after. A cursor made for another order is
+    /// [`StoreError::InvalidInput`].
+    pub fn validated_time_after(&self) -> Result<Option<TimeKey>> {
+        Ok(self
+            .validated_key(self.order)?
+            .map(|OrderKey { time, id, .. }| TimeKey { time, id }))
+    }
+
+    /// Checks the query and decodes its cursor, refusing one made in another order than
+    /// `order`.
+    fn validated_key(&self, order: ListOrder) -> Result<Option<OrderKey>> {
         self.check_filters()?;
-        match &self.cursor {
-            None => Ok(None),
-            Some(cursor) => {
-                let OrderKey { updated, time, id } = decode_order_cursor(cursor)?;
-                if !updated {
-                    return Err(StoreError::invalid(
-                        "cursor",
-                        format!(
-                            "the cursor is of the {} order, the query lists by updated",
-                            ListOrder::Id
-                        ),
-                    ));
-                }
-                Ok(Some(UpdatedKey { updated_at: time, id }))
-            }
+        let Some(cursor) = &self.cursor else {
+            return Ok(None);
+        };
+        let key = decode_order_cursor(cursor)?;
+        let made_in = match key.kind {
+            CursorKind::Id => ListOrder::Id,
+            CursorKind::Updated => ListOrder::UpdatedDesc,
+            CursorKind::Created => ListOrder::CreatedDesc,
+        };
+        if made_in != order {
+            return Err(StoreError::invalid(
+                "cursor",
+                format!("the cursor is of the {made_in} order, the query lists by {order}"),
+            ));
         }
+        Ok(Some(key))
     }
 
     /// The query without what the counts by status ignore (status, cursor, limit and
@@ -355,22 +392,7 @@ impl ListQuery {
     /// inverted window, and an empty, over-long or NUL-holding search are
     /// [`StoreError::InvalidInput`].
     pub fn validated_after(&self) -> Result<Option<String>> {
-        self.check_filters()?;
-        match &self.cursor {
-            None => Ok(None),
-            Some(cursor) => match decode_order_cursor(cursor)? {
-                OrderKey {
-                    updated: false, id, ..
-                } => Ok(Some(id)),
-                OrderKey { .. } => Err(StoreError::invalid(
-                    "cursor",
-                    format!(
-                        "the cursor is of the {} order, the query lists by id",
-                        ListOrder::UpdatedDesc
-                    ),
-                )),
-            },
-        }
+        Ok(self.validated_key(ListOrder::Id)?.map(|key| key.id))
     }
 
     /// Checks the page size, the windows and the search.
@@ -444,6 +466,9 @@ impl ExecutionPage {
                 ListOrder::Id => crate::executions::cursor::encode_cursor(&last.id),
                 ListOrder::UpdatedDesc => {
                     crate::executions::cursor::encode_updated_cursor(last.updated_at, &last.id)
+                }
+                ListOrder::CreatedDesc => {
+                    crate::executions::cursor::encode_created_cursor(last.created_at, &last.id)
                 }
             })
         } else {

@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::conformance::executions::{all_pages, code, scope};
-use crate::executions::{encode_cursor, encode_updated_cursor, ExecutionStore, ListOrder, ListQuery};
+use crate::executions::{
+    encode_created_cursor, encode_cursor, encode_updated_cursor, ExecutionStore, ListOrder, ListQuery,
+};
 use crate::executions::{Execution, ExecutionSummary, Status};
 
 /// A base time no other check of this process uses.
@@ -135,6 +137,80 @@ pub fn list_order_updated_desc(store: &dyn ExecutionStore) {
         "dXBkYXRlZDowMDAwMDAwMDAwMDAwMDAw",
     ] {
         let q = by_updated().cursor(Some(bad.to_owned()));
+        assert_eq!(code(store.list_executions(&q)), "INVALID_INPUT", "{bad}");
+    }
+}
+
+/// The `created` order: newest created first, ties by id descending, executions without a
+/// `created_at` last; the same at every page size and with every filter; the summaries carry
+/// `created_at`; a cursor of another order refused, and one of this order refused by them.
+pub fn list_order_created_desc(store: &dyn ExecutionStore) {
+    let ns = scope("lo-created");
+    let t = own_epoch();
+    // Created at t + (i * 3) % 8 (ties: e00/e08, e01/e09, e02/e10, e03/e11), e12 and e13
+    // without a created_at; updated as `populate` has it.
+    for (i, mut exe) in populate(store, &ns, t).into_iter().enumerate() {
+        exe.created_at = (i < 12).then(|| t + ((i * 3) % 8) as f64);
+        store.save(&mut exe).expect("save");
+    }
+    let by_created = || ListQuery::new().search(&ns).order(ListOrder::CreatedDesc);
+    let all = walked(store, &by_created());
+    assert_eq!(
+        short(&all, &ns),
+        ["e05", "e10", "e02", "e07", "e04", "e09", "e01", "e06", "e11", "e03", "e08", "e00", "e13", "e12"],
+        "created descending, ties by id descending, no created_at last"
+    );
+    assert_eq!(all[0].created_at, Some(t + 7.0), "the summary's created_at");
+    assert_eq!(all[13].created_at, None);
+    // With filters: status, definition, roots only, a time window.
+    let running = walked(store, &by_created().status([Status::Running]));
+    assert_eq!(short(&running, &ns), ["e10", "e07", "e04", "e01", "e13"]);
+    let def_b = walked(store, &by_created().definition(format!("{ns}B")));
+    assert_eq!(
+        short(&def_b, &ns),
+        ["e05", "e07", "e09", "e01", "e11", "e03", "e13"]
+    );
+    let roots = walked(store, &by_created().roots_only(true).status([Status::Done]));
+    assert_eq!(short(&roots, &ns), ["e09", "e06", "e03", "e00", "e12"]);
+    let window = walked(store, &by_created().created_between(Some(t + 2.0), Some(t + 6.0)));
+    assert_eq!(short(&window, &ns), ["e07", "e04", "e09", "e01", "e06"]);
+    let updated = walked(store, &by_created().updated_between(Some(t + 7.0), None));
+    assert_eq!(short(&updated, &ns), ["e07", "e04", "e01", "e11"]);
+    // A cursor is good for its own order only, both ways.
+    let page = store.list_executions(&by_created().limit(3)).expect("first page");
+    let created_cursor = page.next_cursor.expect("more pages");
+    for other in [ListOrder::Id, ListOrder::UpdatedDesc] {
+        let q = ListQuery::new()
+            .search(&ns)
+            .order(other)
+            .cursor(Some(created_cursor.clone()));
+        assert_eq!(code(store.list_executions(&q)), "INVALID_INPUT", "{other}");
+    }
+    let updated_cursor = encode_updated_cursor(Some(t + 3.0), &format!("{ns}e09"));
+    assert_eq!(
+        code(store.list_executions(&by_created().cursor(Some(updated_cursor)))),
+        "INVALID_INPUT"
+    );
+    // The cursor resumes right after the page's last summary, after a tie too.
+    let next = store
+        .list_executions(&by_created().limit(3).cursor(Some(created_cursor)))
+        .expect("second page");
+    assert_eq!(short(&next.items, &ns), ["e07", "e04", "e09"]);
+    let mid = store
+        .list_executions(
+            &by_created()
+                .limit(2)
+                .cursor(Some(encode_created_cursor(Some(t + 3.0), &format!("{ns}e09")))),
+        )
+        .expect("after a tie");
+    assert_eq!(short(&mid.items, &ns), ["e01", "e06"]);
+    let tail = store
+        .list_executions(&by_created().cursor(Some(encode_created_cursor(None, &format!("{ns}e13")))))
+        .expect("the tail");
+    assert_eq!(short(&tail.items, &ns), ["e12"]);
+    // Forged cursors are refused: no key, a time that is not one, no id.
+    for bad in ["Y3JlYXRlZDo", "Y3JlYXRlZDp4eDph", "Y3JlYXRlZDotOg"] {
+        let q = by_created().cursor(Some(bad.to_owned()));
         assert_eq!(code(store.list_executions(&q)), "INVALID_INPUT", "{bad}");
     }
 }

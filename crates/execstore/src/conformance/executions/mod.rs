@@ -35,7 +35,8 @@ pub use recover::{control_redrive, send_through_the_outbox};
 
 pub use list_filters::{list_filters_bad_input_rejected, list_filters_search, list_filters_time_windows};
 pub use list_order::{
-    counts_follow_the_filter, list_order_survives_concurrent_updates, list_order_updated_desc,
+    counts_follow_the_filter, list_order_created_desc, list_order_survives_concurrent_updates,
+    list_order_updated_desc,
 };
 pub use where_filters::{
     where_attributes_declare_list_drop, where_bad_filter_rejected, where_filter_matches_reference,
@@ -128,6 +129,7 @@ macro_rules! conformance_tests {
             list_filters_search,
             list_filters_bad_input_rejected,
             list_order_updated_desc,
+            list_order_created_desc,
             list_order_survives_concurrent_updates,
             counts_follow_the_filter,
             where_filter_matches_reference,
