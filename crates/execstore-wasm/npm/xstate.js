@@ -73,7 +73,8 @@ function actorPaths(root) {
   return { byRef, byPath };
 }
 
-const timerPath = (source, id) => (source === "" ? id : `${source}:${id}`);
+/** A durable timer's path: the delayed event's id, after its actor's path, and its seq (unique). */
+const timerPath = (source, id, seq) => `${source === "" ? id : `${source}:${id}`}#${seq}`;
 
 /** The persisted snapshot the execution holds. */
 function snapshotOf(execution) {
@@ -105,7 +106,16 @@ export class DurableActor {
   #live = null;
   #current = null; // the actor whose actions and emits count (the live one, or the one starting)
   #liveVersion = -1;
-  #byPath = new Map(); // timer path -> {record, object}
+  // The delayed events the live actor's clock holds armed: handle -> {record, fn, source, target}.
+  // XState arms one clock timeout per scheduled event (and, as XState does, a timeout whose id
+  // was scheduled again without a cancel stays armed: it fires too).
+  #armed = new Map();
+  #committed = new Set(); // the records of the last commit
+  #scheduling = null; // the scheduler's arguments while it arms a timeout
+  #injecting = null; // the stored record being armed again on resume
+  #keepArmed = false; // while a resumed scheduler forgets a timeout XState had forgotten
+  #stepNow = 0;
+  #seq = 0;
   #emits = [];
   #actions = [];
   #stepping = false;
@@ -125,7 +135,7 @@ export class DurableActor {
     this.#fqn = `${machine.id}@${options.version}`;
     const stored = store.load(options.id);
     if (stored) this.#adopt(stored);
-    else if (options.resumeOnly) throw new XStateStoreError("NOT_FOUND", `no execution ${options.id}`, { id: options.id });
+    else if (options.create === false) throw new XStateStoreError("NOT_FOUND", `no execution ${options.id}`, { id: options.id });
     else this.#create();
   }
 
@@ -243,13 +253,41 @@ export class DurableActor {
   };
 
   #spawnActor(snapshot) {
-    const clock = { setTimeout: () => ({}), clearTimeout: () => {} };
+    const clock = {
+      setTimeout: (fn, ms) => {
+        const handle = {};
+        const args = this.#scheduling;
+        const record = this.#injecting ?? {
+          id: args?.[4],
+          event: json(args?.[2]),
+          delay: ms,
+          fire_at: this.#stepNow + ms,
+          seq: ++this.#seq,
+        };
+        const object = args ? scheduledOf(args[0], args[4]) : undefined;
+        this.#armed.set(handle, { record, fn, source: args?.[0], target: args?.[1], object });
+        return handle;
+      },
+      clearTimeout: (handle) => {
+        if (!this.#keepArmed) this.#armed.delete(handle);
+      },
+    };
     const options = { clock, inspect: this.#inspect, id: this.#options.id };
     if (snapshot) options.snapshot = snapshot;
     else if ("input" in this.#options) options.input = this.#options.input;
     this.#current = null;
     const actor = createActor(this.#machine, options);
     this.#current = actor;
+    const scheduler = actor.system.scheduler;
+    const schedule = scheduler.schedule;
+    scheduler.schedule = (...args) => {
+      this.#scheduling = args;
+      try {
+        return schedule(...args);
+      } finally {
+        this.#scheduling = null;
+      }
+    };
     actor.on("*", (emitted) => {
       if (this.#current === actor) this.#emits.push(emitted);
     });
@@ -261,7 +299,8 @@ export class DurableActor {
     this.#live = null;
     this.#current = null;
     this.#liveVersion = -1;
-    this.#byPath = new Map();
+    this.#armed = new Map();
+    this.#committed = new Set();
     if (live) {
       try {
         live.stop();
@@ -276,6 +315,10 @@ export class DurableActor {
     const now = this.#now();
     this.#emits = [];
     this.#actions = [];
+    this.#armed = new Map();
+    this.#committed = new Set();
+    this.#seq = 0;
+    this.#stepNow = now;
     this.#stepping = true;
     const actor = this.#spawnActor(null);
     try {
@@ -284,7 +327,6 @@ export class DurableActor {
       this.#stepping = false;
     }
     this.#live = actor;
-    this.#byPath = new Map();
     const execution = {
       id: this.#options.id,
       definition_id: this.#machine.id,
@@ -316,28 +358,44 @@ export class DurableActor {
     try {
       actor = this.#spawnActor(snapshotOf(execution));
       actor.start();
+      // The stored delayed events, armed again in the order XState armed them.
       const { byPath } = actorPaths(actor);
-      for (const s of record.scheduled) {
+      for (const s of [...record.scheduled].sort((a, b) => a.seq - b.seq)) {
         const source = byPath.get(s.source);
         const target = byPath.get(s.target);
         if (!source || !target) continue; // its actor is gone: the event would go nowhere
-        actor.system.scheduler.schedule(source, target, s.event, s.delay, s.id);
+        this.#injecting = s;
+        try {
+          actor.system.scheduler.schedule(source, target, s.event, s.delay, s.id);
+        } finally {
+          this.#injecting = null;
+        }
+        this.#committed.add(s);
+      }
+      // A timeout whose id was scheduled again, or whose twin fired, is armed but no longer
+      // the scheduler's (it cannot be cancelled): as it was, so the scheduler forgets it.
+      const last = new Map();
+      for (const s of record.scheduled) {
+        const key = `${s.source}\u0000${s.id}`;
+        if (!last.has(key) || last.get(key).seq < s.seq) last.set(key, s);
+      }
+      for (const s of last.values()) {
+        if (s.registered !== false || !byPath.has(s.source)) continue;
+        this.#keepArmed = true;
+        try {
+          actor.system.scheduler.cancel(byPath.get(s.source), s.id);
+        } finally {
+          this.#keepArmed = false;
+        }
       }
     } finally {
       this.#stepping = false;
     }
+    this.#seq = record.seq ?? 0;
     this.#emits = [];
     this.#actions = [];
     this.#live = actor;
     this.#liveVersion = execution.version;
-    const { byRef } = actorPaths(actor);
-    this.#byPath = new Map();
-    const byKey = new Map(record.scheduled.map((s) => [timerPath(s.source, s.id), s]));
-    for (const object of Object.values(actor.system.getSnapshot()._scheduledEvents)) {
-      const path = timerPath(byRef.get(object.source) ?? "?", object.id);
-      const kept = byKey.get(path);
-      if (kept) this.#byPath.set(path, { record: kept, object });
-    }
   }
 
   /**
@@ -355,34 +413,35 @@ export class DurableActor {
     }
     if (liveSnapshot.status === "error") persisted.error = { message: String(liveSnapshot.error?.message ?? liveSnapshot.error) };
     const before = execution.context?.[XSTATE_KEY] ?? {};
-    let seq = before.seq ?? 0;
     const { byRef } = actorPaths(actor);
     const scheduled = [];
-    const kept = new Map();
-    for (const object of Object.values(actor.system.getSnapshot()._scheduledEvents)) {
-      const source = byRef.get(object.source);
-      const target = byRef.get(object.target);
-      if (source === undefined || target === undefined) {
-        throw new XStateStoreError("NOT_SERIALIZABLE", `a delayed event (${object.id}) goes to an actor outside the execution`, { event: object.id });
+    for (const [handle, armed] of this.#armed) {
+      const record = armed.record;
+      if (!this.#committed.has(record)) {
+        // armed in this step: where it comes from and goes to, by path in the actor tree
+        const source = byRef.get(armed.source);
+        const target = byRef.get(armed.target);
+        if (source === undefined || target === undefined) {
+          // its actor stopped in this step (XState would deliver it to nobody)
+          this.#armed.delete(handle);
+          continue;
+        }
+        record.source = source;
+        record.target = target;
+        record.path = timerPath(source, record.id, record.seq);
       }
-      const path = timerPath(source, object.id);
-      const old = this.#byPath.get(path);
-      const record =
-        old && old.object === object
-          ? old.record
-          : { source, target, id: object.id, event: json(object.event), delay: object.delay, fire_at: now + object.delay, seq: ++seq };
+      record.registered = armed.object !== undefined && scheduledOf(armed.source, record.id) === armed.object;
       scheduled.push(record);
-      kept.set(path, { record, object });
     }
+    const kept = new Set(scheduled);
     const timers = [];
-    for (const [path, old] of this.#byPath) {
-      const next = kept.get(path);
-      if (!next) timers.push({ action: "cancel", path });
-      else if (next.record !== old.record) timers.push({ action: "schedule", path, fire_at: next.record.fire_at / 1000 });
+    for (const old of this.#committed) {
+      if (!kept.has(old)) timers.push({ action: "cancel", path: old.path });
     }
-    for (const [path, next] of kept) {
-      if (!this.#byPath.has(path)) timers.push({ action: "schedule", path, fire_at: next.record.fire_at / 1000 });
+    for (const record of scheduled) {
+      if (!this.#committed.has(record)) timers.push({ action: "schedule", path: record.path, fire_at: record.fire_at / 1000 });
     }
+    const seq = this.#seq;
     const version = execution.version ?? 0;
     const emits = this.#emits.map((emitted, i) => ({
       target_id: null,
@@ -416,7 +475,7 @@ export class DurableActor {
     this.#emits = [];
     this.#actions = [];
     this.#execution = next;
-    this.#byPath = kept;
+    this.#committed = kept;
     this.#liveVersion = next.version;
     if (finished) this.#drop();
     return next;
@@ -434,6 +493,7 @@ export class DurableActor {
       if (loaded.processed) return { applied: false, reason: "duplicate", execution: this.#execution };
       if (this.#execution.status !== "RUNNING") return { applied: false, reason: "finished", execution: this.#execution };
       this.#ensureLive(this.#execution);
+      this.#stepNow = now;
       const from = json(this.#live.getSnapshot().value);
       this.#emits = [];
       this.#actions = [];
@@ -486,20 +546,22 @@ export class DurableActor {
   fireDue(now = this.#now()) {
     let fired = 0;
     for (;;) {
+      const stored = this.#store.load(this.id);
+      if (!stored) throw new XStateStoreError("NOT_FOUND", `no execution ${this.id}`, { id: this.id });
+      if (stored.version !== this.#execution.version) this.#adopt(stored);
       if (this.#execution.status !== "RUNNING") break;
       const due = recordOf(this.#execution).scheduled.filter((s) => s.fire_at <= now).sort(bySchedule);
       if (!due.length) break;
       const s = due[0];
-      const path = timerPath(s.source, s.id);
-      const result = this.#step(`timer:${path}@${s.fire_at}`, s.event?.type ?? "xstate.timer", s.fire_at, (live) => {
-        const entry = this.#byPath.get(path);
-        if (!entry || entry.record.fire_at !== s.fire_at) return false;
-        const { byPath } = actorPaths(live);
-        const source = byPath.get(entry.record.source);
-        const target = byPath.get(entry.record.target);
-        live.system.scheduler.cancel(source, entry.record.id);
-        target.send(entry.record.event);
-        return true;
+      const result = this.#step(`timer:${s.path}`, s.event?.type ?? "xstate.timer", s.fire_at, () => {
+        for (const [handle, armed] of this.#armed) {
+          if (armed.record.path !== s.path) continue;
+          // what XState's own timeout does when it fires
+          this.#armed.delete(handle);
+          armed.fn();
+          return true;
+        }
+        return false;
       });
       if (!result.applied) break;
       fired += 1;
@@ -511,6 +573,11 @@ export class DurableActor {
   stop() {
     this.#drop();
   }
+}
+
+/** The scheduler's entry for `source`'s delayed event `id` (XState keys it by session id). */
+function scheduledOf(source, id) {
+  return source.system.getSnapshot()._scheduledEvents[`${source.sessionId}.${id}`];
 }
 
 function bySchedule(a, b) {
@@ -551,15 +618,15 @@ export function sweepTimers(store, machines, options = {}) {
         version: entry.version,
         migrate: entry.migrate,
         now: () => now,
-        resumeOnly: true,
+        create: false,
       });
       fired += actor.fireDue(now);
       actor.stop();
       // Timers the record no longer holds (none should be): removed, so the sweep ends.
       const record = recordOf(actor.execution);
-      const live = new Set(record.scheduled.map((s) => `${timerPath(s.source, s.id)}@${s.fire_at / 1000}`));
+      const live = new Set(record.scheduled.map((s) => s.path));
       for (const t of due.filter((t) => t.execution_id === id)) {
-        if (!live.has(`${t.path}@${t.fire_at}`) && store.deleteTimer(id, t.path, t.fire_at)) progressed = true;
+        if (!live.has(t.path) && store.deleteTimer(id, t.path, t.fire_at)) progressed = true;
       }
       progressed = true;
     }
