@@ -45,13 +45,20 @@ export function activePath(value) {
   return parts.join(".");
 }
 
+const definitions = new WeakMap();
+
 /** The definition as JSON (functions dropped), or null when it does not serialize. */
-function definitionJson(machine) {
-  try {
-    return json(machine.definition) ?? null;
-  } catch {
-    return null;
+export function definitionJson(machine) {
+  if (!definitions.has(machine)) {
+    let definition = null;
+    try {
+      definition = json(machine.definition) ?? null;
+    } catch {
+      // a definition that does not serialize is not stored
+    }
+    definitions.set(machine, definition);
   }
+  return definitions.get(machine);
 }
 
 /** Every actor of the tree under `root` by its path: "" for the root, child ids joined by "/". */
@@ -76,7 +83,12 @@ function actorPaths(root) {
 /** A durable timer's path: the delayed event's id, after its actor's path, and its seq (unique). */
 const timerPath = (source, id, seq) => `${source === "" ? id : `${source}:${id}`}#${seq}`;
 
-/** The persisted snapshot the execution holds. */
+/** The persisted snapshot an execution of this module holds (XState's `getPersistedSnapshot()` shape). */
+export function persistedSnapshot(execution) {
+  recordOf(execution);
+  return snapshotOf(execution);
+}
+
 function snapshotOf(execution) {
   const { [XSTATE_KEY]: record, ...context } = execution.context ?? {};
   const snapshot = { ...record.snapshot };
@@ -197,15 +209,19 @@ export class DurableActor {
         throw new XStateStoreError("INVALID_INPUT", "migrate must return a persisted snapshot", { field: "migrate" });
       }
       const record = recordOf(stored);
+      const from = stored.definition_fqn;
       stored = {
         ...stored,
         definition_fqn: this.#fqn,
         status: STATUS[migrated.status] ?? stored.status,
         active_path: activePath(migrated.value),
-        context: this.#context(migrated, { ...record, definition: definitionJson(this.#machine) }),
+        context: this.#context(migrated, { ...record, fqn: this.#fqn }),
       };
-      // The migration is a step of its own: committed (CAS) before anything runs on it.
-      this.#store.commit(stored, { trace: { event_kind: "xstate.migrate", from_fqn: record.fqn ?? null, to_fqn: this.#fqn } });
+      // The migration is a step of its own: committed (CAS) before anything runs on it, its
+      // trace step holding the new definition.
+      this.#store.commit(stored, {
+        trace: { event_kind: "xstate.migrate", from_fqn: from, to_fqn: this.#fqn, definition: definitionJson(this.#machine) },
+      });
     }
     this.#execution = stored;
   }
@@ -332,7 +348,7 @@ export class DurableActor {
       definition_id: this.#machine.id,
       definition_fqn: this.#fqn,
       status: "RUNNING",
-      context: { [XSTATE_KEY]: { snapshot: {}, scheduled: [], seq: 0, fqn: this.#fqn, definition: definitionJson(this.#machine) } },
+      context: { [XSTATE_KEY]: { snapshot: {}, scheduled: [], seq: 0, fqn: this.#fqn } },
       version: 0,
       created_at: now / 1000,
     };
@@ -471,6 +487,7 @@ export class DurableActor {
       timestamp: now / 1000,
     };
     if (emits.length) trace.emitted = emits.map((e) => e.event.kind);
+    if (fromValue === null) trace.definition = definitionJson(this.#machine);
     this.#store.commit(next, { emits, processed_event_id: eventId, timers, trace });
     this.#emits = [];
     this.#actions = [];
