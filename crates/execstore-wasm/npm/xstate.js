@@ -304,6 +304,8 @@ export class DurableActor {
         this.#scheduling = null;
       }
     };
+    // an error is the execution's status (FAILED), not an unhandled error of the process
+    actor.subscribe({ error: () => {} });
     actor.on("*", (emitted) => {
       if (this.#current === actor) this.#emits.push(emitted);
     });
