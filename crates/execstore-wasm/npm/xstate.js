@@ -420,7 +420,7 @@ export class DurableActor {
    * Commits the live actor's state as the step after `execution`: snapshot, emits, timers,
    * dedupe, trace. Sets the new execution on success; a CONFLICT is thrown unchanged.
    */
-  #commitLive(execution, kind, eventId, now, fromValue = undefined) {
+  #commitLive(execution, kind, eventId, now, fromValue = undefined, extra = null) {
     const actor = this.#live;
     const liveSnapshot = actor.getSnapshot();
     let persisted;
@@ -490,6 +490,7 @@ export class DurableActor {
     };
     if (emits.length) trace.emitted = emits.map((e) => e.event.kind);
     if (fromValue === null) trace.definition = definitionJson(this.#machine);
+    if (extra) Object.assign(trace, extra);
     this.#store.commit(next, { emits, processed_event_id: eventId, timers, trace });
     this.#emits = [];
     this.#actions = [];
@@ -504,7 +505,7 @@ export class DurableActor {
    * One step: re-reads the execution (and whether `eventId` was processed), runs `apply` on
    * the live actor and commits; a lost CAS re-reads and runs it again.
    */
-  #step(eventId, kind, now, apply) {
+  #step(eventId, kind, now, apply, extra = null) {
     for (let attempt = 0; attempt < RETRIES; attempt += 1) {
       const loaded = eventId === null ? { execution: this.#store.load(this.id), processed: false } : this.#store.loadForEvent(this.id, eventId);
       if (!loaded.execution) throw new XStateStoreError("NOT_FOUND", `no execution ${this.id}`, { id: this.id });
@@ -525,7 +526,7 @@ export class DurableActor {
       }
       if (go === false) return { applied: false, reason: "not-due", execution: this.#execution };
       try {
-        this.#commitLive(this.#execution, kind, eventId, now, from);
+        this.#commitLive(this.#execution, kind, eventId, now, from, extra);
         return { applied: true, execution: this.#execution };
       } catch (error) {
         this.#drop();
@@ -581,7 +582,7 @@ export class DurableActor {
           return true;
         }
         return false;
-      });
+      }, { fired_at: now / 1000 });
       if (!result.applied) break;
       fired += 1;
     }
