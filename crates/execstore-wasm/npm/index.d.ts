@@ -7,6 +7,7 @@ export type {
   ImportOptions, JsonObject, JsonValue, ListQuery, LoadedForEvent, LockedError, MemoryOptions, MonitorApiOptions, MonitorApiToken, NotFoundError, OpfsOptions,
   OutboxEntry, SearchAttribute, Spawn, SpawnEntry, SqliteMemoryOptions, Status, StatusCounts, StoreError, StoreErrorCode,
   StoreKind, TimerOp, TraceStep,
+  FileOptions,
 } from "./wasm/execstore.js";
 // The workspace log (reflexr's Storage): `import { WorkspaceStore } from "execstore"`.
 export { OpfsWorkspaceStore, WorkspaceStore, WorkspaceTx } from "./workspace.js";

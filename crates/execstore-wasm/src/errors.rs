@@ -5,7 +5,7 @@ use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 
 /// What an operation of the package fails with: a store error, or an OPFS store another
-/// worker or tab owns.
+/// worker or tab owns, or a store file another process owns.
 #[derive(Debug, thiserror::Error)]
 pub enum WasmError {
     /// An error of the store itself (the core's kinds).
@@ -20,6 +20,24 @@ pub enum WasmError {
         /// How long the open waited for it.
         waited_ms: f64,
     },
+    /// The store file is owned by another process (or by another store in this one) and was
+    /// not released within the wait allowed.
+    #[error("the store file {path:?} is open in {} (not released within {waited_ms} ms)", holder(*pid))]
+    FileLocked {
+        /// The file's absolute path.
+        path: String,
+        /// The owner's pid, if known (`None`: a stale lock was being taken over by another opener).
+        pid: Option<u32>,
+        /// How long the open waited for it.
+        waited_ms: f64,
+    },
+}
+
+fn holder(pid: Option<u32>) -> String {
+    match pid {
+        Some(pid) => format!("process {pid}"),
+        None => "another process".to_owned(),
+    }
 }
 
 impl WasmError {
@@ -27,7 +45,7 @@ impl WasmError {
     pub fn code(&self) -> &'static str {
         match self {
             WasmError::Store(e) => e.code(),
-            WasmError::Locked { .. } => "LOCKED",
+            WasmError::Locked { .. } | WasmError::FileLocked { .. } => "LOCKED",
         }
     }
 
@@ -65,6 +83,10 @@ impl WasmError {
             }
             WasmError::Store(_) => {}
             WasmError::Locked { name, .. } => fields.push(("store", name.as_str().into())),
+            WasmError::FileLocked { path, pid, .. } => {
+                fields.push(("store", path.as_str().into()));
+                fields.push(("pid", pid.map_or(JsValue::NULL, |p| f64::from(p).into())));
+            }
         }
         for (key, value) in fields {
             // Setting a property on a fresh Error object cannot fail.

@@ -13,6 +13,10 @@
 //!   `synchronous: "full" | "normal"` chooses what a returned commit survives (see
 //!   [`opfs`]'s "Durability"). `await Store.importOpfs(name, bytes)` makes one from a SQLite
 //!   file's bytes;
+//! * `await Store.openFile(path)`, in Node: the same adapter on a SQLite file on the local
+//!   file system ([`node_file`]), through a VFS over Node's synchronous `fs`; one process
+//!   at a time owns it (a lock file; a second opener gets `LOCKED` or waits a bounded
+//!   time), and the native CLI reads it once it is closed;
 //! * `Store.sqliteFromBytes(bytes)`: the SQLite adapter on a database file's bytes, kept in
 //!   wasm memory (anywhere: Node, edge runtimes, pages).
 //!
@@ -36,6 +40,7 @@ mod errors;
 pub mod image;
 pub mod memcmp;
 mod monitor;
+pub mod node_file;
 pub mod opfs;
 mod store;
 mod workspace;

@@ -417,7 +417,7 @@ impl Drop for WebLock {
 }
 
 /// Resolves after `ms` milliseconds (`setTimeout`).
-async fn sleep_ms(ms: f64) -> Result<(), WasmError> {
+pub(crate) async fn sleep_ms(ms: f64) -> Result<(), WasmError> {
     let js = |e: JsValue| backend(format!("setTimeout: {}", describe(&e)));
     let global = js_sys::global();
     let set_timeout: Function = Reflect::get(&global, &"setTimeout".into())

@@ -218,7 +218,7 @@ export interface Capabilities {
 }
 
 /** Where a store keeps its data. */
-export type StoreKind = "memory" | "sqlite-memory" | "opfs" | "closed";
+export type StoreKind = "memory" | "sqlite-memory" | "opfs" | "file" | "closed";
 
 // ---- Options (JS API: camelCase) ----------------------------------------------------------
 
@@ -247,6 +247,19 @@ export interface OpfsOptions extends SqliteMemoryOptions {
   synchronous?: "full" | "normal";
   /** Open for reading only. */
   readOnly?: boolean;
+}
+
+/** Options of `Store.openFile()` (Node). */
+export interface FileOptions extends SqliteMemoryOptions {
+  /** How long to wait for a file another process (or store) holds, in ms; default 5000, 0 fails at once with LOCKED. */
+  waitMs?: number;
+  /**
+   * The durability of a commit that returned (SQLite's `PRAGMA synchronous` in WAL mode).
+   * "full" (default): the WAL is fsynced on every commit; it survives a power loss too.
+   * "normal": no fsync per commit; it survives the process killed, but a power loss or OS
+   * crash may lose the commits since the last checkpoint (never half of one).
+   */
+  synchronous?: "full" | "normal";
 }
 
 /** Options of `Store.sqliteFromBytes()`. */
@@ -347,11 +360,13 @@ export interface BackendError extends StoreErrorBase {
   code: "BACKEND";
   retryable: boolean;
 }
-/** The OPFS store is open in another worker or tab. */
+/** The OPFS store is open in another worker or tab; the store file (Node) in another process or store. */
 export interface LockedError extends StoreErrorBase {
   code: "LOCKED";
-  /** The store's name. */
+  /** The store's name (OPFS), or the file's absolute path. */
   store: string;
+  /** A store file's owner: its pid (null while another opener takes a stale lock over). */
+  pid?: number | null;
 }
 /** What every operation throws: an `Error` with a stable `code`. */
 export type StoreError =

@@ -16,6 +16,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::convert::{self, object, Unknown};
 use crate::errors::{backend, invalid, WasmError};
 use crate::image::{checked_image, ImageStore};
+use crate::node_file::NodeFileStore;
 use crate::opfs::{opfs_synchronous, OpfsOptions, OpfsStore};
 
 type JsResult<T> = Result<T, JsValue>;
@@ -26,6 +27,7 @@ enum Backend {
     SqliteMemory(SqliteStore),
     Opfs(OpfsStore),
     Image(ImageStore),
+    File(NodeFileStore),
     Closed,
 }
 
@@ -106,6 +108,31 @@ impl Store {
         })
     }
 
+    /// Opens (creating if needed) the SQLite store file at `path` on the local file system;
+    /// Node only (the package's Node entry). The file has the native store's format and
+    /// tables: `execstore --db FILE` reads it once this store is closed, and a file the
+    /// native CLI or harel wrote opens here. One process at a time owns a file (its lock
+    /// file `<path>-lock`; a lock left by a killed process is taken over): another opener
+    /// waits up to `options.waitMs` (default 5000; 0 fails at once) for it to be closed,
+    /// then throws `LOCKED`. Other options: `traceMax`, `prefix`, and `synchronous`,
+    /// `"full"` (the default: a commit that returned is on the device) or `"normal"` (it
+    /// survives the process killed, not a power loss). A directory, a file that is not
+    /// SQLite, a read-only file, or a file holding the store under another prefix:
+    /// `INVALID_INPUT`, and nothing changes.
+    #[wasm_bindgen(js_name = openFile)]
+    pub async fn open_file(
+        #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "FileOptions")] options: JsValue,
+    ) -> JsResult<Store> {
+        let path = convert::string(&path, "path")?;
+        let js: FileJsOptions = self::options(&options)?;
+        let (sqlite, file) = file_options(js)?;
+        let store = NodeFileStore::open(&path, sqlite, file).await?;
+        Ok(Store {
+            backend: Backend::File(store),
+        })
+    }
+
     /// A SQLite store in wasm memory loaded from a database file's bytes (a `Uint8Array` or
     /// `ArrayBuffer`; e.g. a file written by `execstore demo` or harel), for Node, edge
     /// runtimes and pages: the file itself is not touched, changes stay in memory. Options:
@@ -162,20 +189,22 @@ impl Store {
         })
     }
 
-    /// `"memory"`, `"sqlite-memory"`, `"opfs"`, or `"closed"`.
+    /// `"memory"`, `"sqlite-memory"`, `"opfs"`, `"file"`, or `"closed"`.
     #[wasm_bindgen(getter, unchecked_return_type = "StoreKind")]
     pub fn kind(&self) -> String {
         match &self.backend {
             Backend::Memory(_) => "memory",
             Backend::SqliteMemory(_) | Backend::Image(_) => "sqlite-memory",
             Backend::Opfs(_) => "opfs",
+            Backend::File(_) => "file",
             Backend::Closed => "closed",
         }
         .into()
     }
 
     /// Closes the store: an OPFS store's database, its files and its lock are released, so
-    /// another worker or tab can open it. Every later call throws. Closing twice is fine.
+    /// another worker or tab can open it (a store file's lock file is removed, so another
+    /// process can). Every later call throws. Closing twice is fine.
     pub fn close(&mut self) {
         self.backend = Backend::Closed;
     }
@@ -186,6 +215,7 @@ impl Store {
             Backend::SqliteMemory(s) => Ok(s),
             Backend::Opfs(s) => Ok(s.store()?),
             Backend::Image(s) => Ok(s.store()?),
+            Backend::File(s) => Ok(s.store()?),
             Backend::Closed => Err(backend("the store is closed")),
         }
     }

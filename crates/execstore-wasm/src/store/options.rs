@@ -2,6 +2,7 @@
 //! query, a batch item, file bytes and callbacks.
 
 use super::*;
+use crate::node_file::FileOptions;
 
 /// Options of `Store.memory()` and `Store.sqliteMemory()`.
 #[derive(Deserialize, Default)]
@@ -32,6 +33,39 @@ impl Default for OpfsJsOptions {
             read_only: false,
         }
     }
+}
+
+/// Options of `Store.openFile()`.
+#[derive(Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(super) struct FileJsOptions {
+    pub(super) wait_ms: f64,
+    pub(super) trace_max: Option<u32>,
+    pub(super) prefix: Option<String>,
+    pub(super) synchronous: Option<String>,
+}
+
+impl Default for FileJsOptions {
+    fn default() -> Self {
+        FileJsOptions {
+            wait_ms: FileOptions::default().wait_ms,
+            trace_max: None,
+            prefix: None,
+            synchronous: None,
+        }
+    }
+}
+
+/// The SQLite options and the file's of `Store.openFile()`.
+pub(super) fn file_options(js: FileJsOptions) -> Result<(SqliteOptions, FileOptions), WasmError> {
+    let mut file = FileOptions {
+        wait_ms: js.wait_ms,
+        ..FileOptions::default()
+    };
+    if let Some(level) = &js.synchronous {
+        file.synchronous = opfs_synchronous(level, "options.synchronous")?;
+    }
+    Ok((sqlite_options(js.trace_max, js.prefix), file))
 }
 
 /// Options of `Store.sqliteFromBytes()` (less `wal`, taken apart).
