@@ -274,6 +274,13 @@ for (const [name, makeStore] of BACKENDS) {
       const foreign = contents(store);
       assert.equal(thrown(() => createDurableActor(store, counter, { id: "plain", version: "1" })).code, "NOT_XSTATE");
       assert.equal(contents(store), foreign);
+      // a context that is not JSON (a BigInt): the step is refused, nothing committed
+      const big = createMachine({ id: "big", context: { n: 0 }, on: { GO: { actions: assign({ n: () => 10n }) } } });
+      const i = createDurableActor(store, big, { id: "big", version: "1" });
+      const withBig = contents(store);
+      assert.equal(thrown(() => i.send({ type: "GO" }, { id: "go" })).code, "NOT_SERIALIZABLE");
+      assert.equal(contents(store), withBig);
+      assert.equal(store.isProcessed("big", "go"), false);
       void before;
     });
 
