@@ -640,7 +640,9 @@ export function sweepTimers(store, machines, options = {}) {
         now: () => now,
         create: false,
       });
-      fired += actor.fireDue(now);
+      const n = actor.fireDue(now);
+      fired += n;
+      if (n > 0) progressed = true;
       actor.stop();
       // Timers the record no longer holds (none should be): removed, so the sweep ends.
       const record = recordOf(actor.execution);
@@ -648,7 +650,8 @@ export function sweepTimers(store, machines, options = {}) {
       for (const t of due.filter((t) => t.execution_id === id)) {
         if (!live.has(t.path) && store.deleteTimer(id, t.path, t.fire_at)) progressed = true;
       }
-      progressed = true;
+      // a due timer it could not fire (its actor is gone): not offered again in this sweep
+      if (n === 0) skipped.add(id);
     }
     if (!progressed) {
       if (due.length < limit) break;
