@@ -116,8 +116,8 @@ export declare class DurableActor<TMachine extends AnyStateMachine = AnyStateMac
   scheduled(): ScheduledEvent[];
   /** Sends `event` as one committed step (a lost CAS re-reads and runs it again). */
   send(event: EventFromLogic<TMachine>, options?: SendOptions): SendResult;
-  /** Fires this execution's delayed events due at `now` (ms), each as a step at its deadline; how many fired. */
-  fireDue(now?: number): number;
+  /** Fires this execution's delayed events due at `now` (ms), each as a step at its deadline, at most `max`; how many fired. */
+  fireDue(now?: number, max?: number): number;
   /** Drops the in-memory actor (the execution is untouched; a later call resumes it). */
   stop(): void;
 }

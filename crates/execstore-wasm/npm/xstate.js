@@ -561,11 +561,11 @@ export class DurableActor {
 
   /**
    * Fires this execution's delayed events due at `now` (ms; default the clock), soonest
-   * first, each as its own step at its own deadline; returns how many fired.
+   * first, each as its own step at its own deadline, at most `max`; returns how many fired.
    */
-  fireDue(now = this.#now()) {
+  fireDue(now = this.#now(), max = Infinity) {
     let fired = 0;
-    for (;;) {
+    while (fired < max) {
       const stored = this.#store.load(this.id);
       if (!stored) throw new XStateStoreError("NOT_FOUND", `no execution ${this.id}`, { id: this.id });
       if (stored.version !== this.#execution.version) this.#adopt(stored);
@@ -611,52 +611,52 @@ export function createDurableActor(store, machine, options) {
 
 /**
  * Fires every due delayed event of the XState executions in `store` whose machine is in
- * `machines` (by machine id: `{machine, version, migrate?}`), each at its deadline, one step
- * each; returns how many fired. Timers of other definitions are left alone.
+ * `machines` (by machine id: `{machine, version, migrate?}`), one step each, at its deadline,
+ * in deadline order across executions (what a step arms that is due fires in the same
+ * sweep); returns how many fired. Timers of other definitions are left alone.
  */
 export function sweepTimers(store, machines, options = {}) {
   const now = options.now ?? Date.now();
   const limit = options.limit ?? 100;
   const entries = machines instanceof Map ? machines : new Map(Object.entries(machines));
-  let fired = 0;
+  const actors = new Map();
   const skipped = new Set();
+  let fired = 0;
   let after = null;
-  for (;;) {
-    const due = store.dueTimers(now / 1000, after, limit);
-    if (!due.length) break;
-    let progressed = false;
-    for (const id of [...new Set(due.map((t) => t.execution_id))]) {
-      if (skipped.has(id)) continue;
-      const execution = store.load(id);
-      const entry = execution ? entries.get(execution.definition_id) : undefined;
-      if (!execution || !entry || !isPlainObject(execution.context?.[XSTATE_KEY])) {
-        skipped.add(id);
+  try {
+    for (;;) {
+      const due = store.dueTimers(now / 1000, after, limit);
+      if (!due.length) break;
+      const next = due.find((t) => !skipped.has(t.execution_id));
+      if (!next) {
+        if (due.length < limit) break;
+        after = due.at(-1); // a page of skipped executions' timers: the next page
         continue;
       }
-      const actor = new DurableActor(store, entry.machine, {
-        id,
-        version: entry.version,
-        migrate: entry.migrate,
-        now: () => now,
-        create: false,
-      });
-      const n = actor.fireDue(now);
-      fired += n;
-      if (n > 0) progressed = true;
-      actor.stop();
-      // Timers the record no longer holds (none should be): removed, so the sweep ends.
-      const record = recordOf(actor.execution);
-      const live = new Set(record.scheduled.map((s) => s.path));
-      for (const t of due.filter((t) => t.execution_id === id)) {
-        if (!live.has(t.path) && store.deleteTimer(id, t.path, t.fire_at)) progressed = true;
+      const id = next.execution_id;
+      let actor = actors.get(id);
+      if (!actor) {
+        const execution = store.load(id);
+        const entry = execution ? entries.get(execution.definition_id) : undefined;
+        if (!execution || !entry || !isPlainObject(execution.context?.[XSTATE_KEY])) {
+          skipped.add(id);
+          continue;
+        }
+        actor = new DurableActor(store, entry.machine, { id, version: entry.version, migrate: entry.migrate, now: () => now, create: false });
+        actors.set(id, actor);
       }
-      // a due timer it could not fire (its actor is gone): not offered again in this sweep
-      if (n === 0) skipped.add(id);
+      // the execution's earliest due event (the global earliest, or one tied with it)
+      if (actor.fireDue(now, 1) === 1) {
+        fired += 1;
+        continue;
+      }
+      // Due in the store but not firable: a timer its record no longer holds is removed
+      // (none should be); an event whose actor is gone is left for its next step to drop.
+      const paths = new Set(recordOf(actor.execution).scheduled.map((s) => s.path));
+      if (paths.has(next.path) || !store.deleteTimer(id, next.path, next.fire_at)) skipped.add(id);
     }
-    if (!progressed) {
-      if (due.length < limit) break;
-      after = due.at(-1);
-    }
+  } finally {
+    for (const actor of actors.values()) actor.stop();
   }
   return fired;
 }
