@@ -12,7 +12,9 @@ import { fileURLToPath } from "node:url";
 
 import { Store } from "execstore";
 import { createDurableActor, persistedSnapshot, relayEmits, sweepTimers, XStateStoreError } from "execstore/xstate";
-import { assign, createMachine, emit, fromPromise, setup } from "xstate";
+import { assign, cancel, createActor, createMachine, emit, fromPromise, raise, setup } from "xstate";
+
+import { ManualClock } from "./xstate-machines.mjs";
 
 const BACKENDS = [
   ["memory", () => Store.memory()],
@@ -182,6 +184,40 @@ for (const [name, makeStore] of BACKENDS) {
       assert.equal(last.event_kind, "xstate.after.1000.counter.off");
       assert.equal(last.timestamp, 21, "the step is at the timer's deadline, not at the sweep's time");
       assert.deepEqual(last.emitted, ["woke"]);
+      assert.deepEqual(store.dueTimers(1e12, null, 10), []);
+    });
+
+    test("a timeout XState can no longer cancel stays so after a resume (an id armed twice, the first fired)", () => {
+      const m = createMachine({
+        id: "twice",
+        context: { ticks: 0 },
+        on: {
+          ARM: { actions: raise({ type: "T" }, { delay: 100, id: "t" }) },
+          STOP: { actions: cancel("t") },
+          T: { actions: assign({ ticks: ({ context }) => context.ticks + 1 }) },
+        },
+      });
+      const clock = new ManualClock();
+      const plain = createActor(m, { clock }).start();
+      const store = makeStore();
+      let now = 0;
+      const fresh = () => createDurableActor(store, m, { id: "t", version: "1", now: () => now });
+      fresh();
+      const both = (step) => {
+        if (typeof step === "number") {
+          now = step;
+          clock.advance(step);
+          fresh().fireDue(step);
+        } else {
+          plain.send({ type: step });
+          fresh().send({ type: step });
+        }
+      };
+      // ARM at 0 and at 50: the first timeout is no longer the scheduler's; when it fires at
+      // 100 it takes the second's entry with it, so STOP cancels nothing and the second fires
+      for (const step of ["ARM", 50, "ARM", 100, "STOP", 200]) both(step);
+      assert.equal(plain.getSnapshot().context.ticks, 2);
+      assert.deepEqual(persistedSnapshot(store.load("t")).context, { ticks: 2 });
       assert.deepEqual(store.dueTimers(1e12, null, 10), []);
     });
 
