@@ -27,7 +27,7 @@
 #                  Cargo.lock (cargo install: the bindgen and the test runner; no wasm-pack,
 #                  whose install took 2m23s of a fresh run and which only drives these two);
 #                  Node >= 20 and `npm ci` at
-#                  the root (binaryen, playwright-core, typescript; node_modules/execstore
+#                  the root (binaryen, playwright-core, typescript, xstate; node_modules/execstore
 #                  links to crates/execstore-wasm/npm).
 #   wasm_build     the package's wasm (cargo build --release for wasm32, small code, then
 #                  `wasm-bindgen --target web`) into crates/execstore-wasm/npm/wasm, in
@@ -88,7 +88,7 @@ _wasm_node_modules() {
 	' 2>/dev/null; then
 		_wasm_say "node_modules matches package-lock.json"
 	else
-		_wasm_say "npm ci (binaryen, playwright-core, typescript)"
+		_wasm_say "npm ci (binaryen, playwright-core, typescript, xstate)"
 		npm ci --no-audit --no-fund --loglevel=error || return 1
 	fi
 }

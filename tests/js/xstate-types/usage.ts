@@ -1,0 +1,54 @@
+// Compiles under `tsc --strict` against execstore/xstate's declarations (tests/js/xstate-types.test.mjs).
+import { Store } from "execstore";
+import {
+  createDurableActor,
+  relayEmits,
+  sweepTimers,
+  persistedSnapshot,
+  XStateStoreError,
+  type PersistedSnapshot,
+  type ScheduledEvent,
+  type SendResult,
+} from "execstore/xstate";
+import { assign, setup } from "xstate";
+
+const machine = setup({
+  types: { context: {} as { n: number }, events: {} as { type: "INC" } | { type: "SET"; to: number }, input: {} as { start: number } },
+}).createMachine({
+  id: "counter",
+  context: ({ input }) => ({ n: input.start }),
+  on: {
+    INC: { actions: assign({ n: ({ context }) => context.n + 1 }) },
+    SET: { actions: assign({ n: ({ event }) => event.to }) },
+  },
+});
+
+const store = Store.memory();
+const actor = createDurableActor(store, machine, { id: "c-1", version: "1", input: { start: 3 }, now: () => 0 });
+const result: SendResult = actor.send({ type: "SET", to: 5 }, { id: "e-1" });
+if (!result.applied) {
+  const reason: "duplicate" | "finished" | "not-due" = result.reason;
+  void reason;
+}
+const snapshot: PersistedSnapshot = actor.getPersistedSnapshot();
+const again: PersistedSnapshot = persistedSnapshot(result.execution);
+const pending: ScheduledEvent[] = actor.scheduled();
+const fired: number = sweepTimers(store, { counter: { machine, version: "1" } }, { now: 1000 });
+const delivered: Promise<number> = relayEmits(store, async (entry) => {
+  const kind: string = entry.event.kind;
+  void kind;
+});
+try {
+  createDurableActor(store, machine, { id: "c-1", version: "2" });
+} catch (e) {
+  if (e instanceof XStateStoreError && e.code === "VERSION_MISMATCH") {
+    const stored: string | null | undefined = e.stored;
+    void stored;
+  }
+}
+createDurableActor(store, machine, {
+  id: "c-1",
+  version: "2",
+  migrate: (s, { from, to }) => ({ ...s, status: s.status, migrated: `${from}->${to}` }),
+});
+void [snapshot, again, pending, fired, delivered];
