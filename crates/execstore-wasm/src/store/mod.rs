@@ -137,9 +137,7 @@ impl Store {
         let js: FileJsOptions = self::options(&options)?;
         let (sqlite, file) = file_options(js)?;
         let store = NodeFileStore::open(&path, sqlite, file).await?;
-        Ok(Store {
-            backend: Backend::File(store),
-        })
+        Ok(Store::with(Backend::File(store)))
     }
 
     /// A SQLite store in wasm memory loaded from a database file's bytes (a `Uint8Array` or
@@ -225,6 +223,7 @@ impl Store {
             Backend::SqliteMemory(s) => s.db(),
             Backend::Opfs(s) => s.store()?.db(),
             Backend::Image(s) => s.store()?.db(),
+            Backend::File(s) => s.store()?.db(),
             Backend::Closed => return Err(backend("the store is closed")),
         };
         let mut cached = self.operator.borrow_mut();

@@ -18,7 +18,9 @@ pub fn encode_cursor(last_id: &str) -> String {
 pub fn decode_cursor(cursor: &str) -> Result<String> {
     match decode_order_cursor(cursor)? {
         OrderKey {
-            updated: false, id, ..
+            kind: CursorKind::Id,
+            id,
+            ..
         } => Ok(id),
         OrderKey { .. } => Err(bad(cursor, "unknown format")),
     }
