@@ -120,12 +120,18 @@ export function statusPill(status) {
   return h("span", { class: `pill s-${String(status).toLowerCase()}` }, status);
 }
 
-export function table(columns, rows, { rowProps } = {}) {
+/** A grid of `rows` by `columns` (`{label, class, cell(row, i)}`); `cls` adds classes to the
+ * table, `indexed` puts each row's position in its `data-index`. */
+export function table(columns, rows, { rowProps, cls = "", indexed = false } = {}) {
+  const props = (row, i) => {
+    const own = rowProps ? rowProps(row, i) : null;
+    return indexed ? { ...own, dataset: { index: String(i) } } : own;
+  };
   return h(
     "table",
-    { class: "grid" },
+    { class: `grid ${cls}`.trim() },
     h("thead", null, h("tr", null, columns.map((c) => h("th", { class: c.class }, c.label)))),
-    h("tbody", null, rows.map((row, i) => h("tr", rowProps ? rowProps(row, i) : null, columns.map((c) => h("td", { class: c.class }, c.cell(row, i)))))),
+    h("tbody", null, rows.map((row, i) => h("tr", props(row, i), columns.map((c) => h("td", { class: c.class }, c.cell(row, i)))))),
   );
 }
 

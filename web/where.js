@@ -156,3 +156,16 @@ export function showScan(paths) {
     ? `scan: ${paths.join(", ")} ${n === 1 ? "is not a search attribute" : "are not search attributes"}; the store reads every execution to answer (execstore attributes declare PATH indexes it).`
     : "");
 }
+
+/** `api.get(path, params)` for a page filtered by a where box: a bad query's 400 shown under
+ * `box` (and cleared on success), then thrown on. */
+export async function whereGet(api, box, path, params) {
+  try {
+    const page = await api.get(path, params);
+    if (box) box.showError(null);
+    return page;
+  } catch (e) {
+    if (box) box.showError(e);
+    throw e;
+  }
+}

@@ -15,8 +15,8 @@ import { $, clear, h, span, toSeconds } from "../dom.js";
 import { replayedText, wsAction, wsResult } from "../recover.js";
 import { actionCtx, api } from "../shell.js";
 import * as savedViews from "../saved-views.js";
-import { timeText, when } from "../format.js";
-import { makeWhereBox } from "../where.js";
+import { compact, emptyBox, table, timeEl, timeText } from "../format.js";
+import { makeWhereBox, whereGet } from "../where.js";
 
 const TABS = ["log", "runs", "dead-letters", "leases", "cursors", "rules"];
 const TAB_TITLES = {
@@ -35,14 +35,6 @@ const POLL_MS = 2000;
 
 // ---------------------------------------------------------------------------------------------
 // Formatting
-
-/** A time, shown as every time is (format.js's `when`: the header's relative / local / UTC). */
-function timeEl(t) {
-  return when(t);
-}
-
-
-const compact = (v) => (v === undefined ? "" : JSON.stringify(v));
 
 function short(v, max = 120) {
   const s = typeof v === "string" ? v : compact(v);
@@ -224,15 +216,10 @@ async function load(el, fn, { quiet = false } = {}) {
   }
 }
 
-function grid(columns, rows, { rowProps, cls = "" } = {}) {
-  return h("table", { class: `grid ws-grid ${cls}` },
-    h("thead", null, h("tr", null, columns.map((c) => h("th", { class: c.class }, c.label)))),
-    h("tbody", null, rows.map((row, i) => h("tr", { ...(rowProps ? rowProps(row, i) : {}), dataset: { index: String(i) } }, columns.map((c) => h("td", { class: c.class }, c.cell(row, i)))))));
-}
+const grid = (columns, rows, { rowProps, cls = "" } = {}) => table(columns, rows, { rowProps, cls: `ws-grid ${cls}`, indexed: true });
 
-function empty(title, text) {
-  return h("div", { class: "state empty" }, h("strong", null, title), text ? h("p", null, text) : null);
-}
+/** An empty state (format.js's, without an action). */
+const empty = (title, text) => emptyBox(title, text);
 
 // --- Workspaces ------------------------------------------------------------------------------
 
@@ -351,18 +338,6 @@ function logWhereBox() {
   });
 }
 
-/** `api.get`, a bad query's 400 shown under `box` (and cleared on success). */
-async function whereGet(box, path, params) {
-  try {
-    const page = await ctx.api.get(path, params);
-    if (box) box.showError(null);
-    return page;
-  } catch (e) {
-    if (box) box.showError(e);
-    throw e;
-  }
-}
-
 /** A search page of the log: its matches (older pages go before them) and how far it scanned. */
 function showLogSearch(page, items) {
   stopTail();
@@ -386,7 +361,7 @@ async function olderMatches(before) {
   const r = view.route;
   const key = view.tail.key;
   const params = { where: r.where, last: r.last, before, type: r.type };
-  const page = await load($("#ws-tail"), () => whereGet(view.logWhere, `${wsPath()}/log`, params), { quiet: true });
+  const page = await load($("#ws-tail"), () => whereGet(ctx.api, view.logWhere, `${wsPath()}/log`, params), { quiet: true });
   if (!page || view.tail.key !== key) return;
   showLogSearch(page, page.items.concat(view.tail.items));
 }
@@ -403,7 +378,7 @@ async function loadTail() {
     params.last = r.last;
   }
   if (r.where) params.where = r.where;
-  const page = await load(tail, () => whereGet(view.logWhere, `${wsPath()}/log`, params));
+  const page = await load(tail, () => whereGet(ctx.api, view.logWhere, `${wsPath()}/log`, params));
   if (!page) return;
   if (r.where) {
     showLogSearch(page, page.items);
@@ -620,7 +595,7 @@ async function showRuns(body) {
   });
   clear(body, wsResult(), h("div", { class: "filters" }, status, rule, scope, retryDead,
     h("span", { class: "muted" }, "Due now, or held by an earlier run of its scope (rules ordered by scope), by the stored rules' policy.")), runsWhere.root, list, pager);
-  const page = await load(list, () => whereGet(runsWhere, `${wsPath()}/runs`, { status: r.status, rule: r.rule, scope: r.scope, cursor: r.cursor, where: r.where || undefined }));
+  const page = await load(list, () => whereGet(ctx.api, runsWhere, `${wsPath()}/runs`, { status: r.status, rule: r.rule, scope: r.scope, cursor: r.cursor, where: r.where || undefined }));
   if (!page) return;
   if (page.search) {
     runsWhere.note(`scanned ${page.search.scanned} runs: ${page.search.matches} matches${page.search.done ? "; every run examined" : "; Next ▶ scans on"}`);

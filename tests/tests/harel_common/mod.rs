@@ -250,8 +250,11 @@ pub fn summaries(store: &dyn ExecutionStore, query: ListQuery) -> Value {
     for page in execstore::executions::paging::execution_pages(store, query.limit(3)) {
         for item in &page.expect("list_executions").items {
             let mut v = to_value!(item);
-            // execstore's summary adds `updated_at`; harel's has the rest
-            v.as_object_mut().expect("object").shift_remove("updated_at");
+            // execstore's summary adds `updated_at` and `created_at` (for monitors' orders);
+            // harel's has the rest
+            let v_obj = v.as_object_mut().expect("object");
+            v_obj.shift_remove("updated_at");
+            v_obj.shift_remove("created_at");
             items.push(v);
         }
     }
