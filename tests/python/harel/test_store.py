@@ -142,9 +142,10 @@ def test_listing_filters_by_time_and_search(store: SqliteStore) -> None:
 
 
 def test_listing_most_recently_updated_first(store: SqliteStore) -> None:
-    for i, updated in enumerate([5.0, 9.0, 1.0, 9.0, 3.0]):
+    for i, (updated, created) in enumerate([(5.0, 2.0), (9.0, 8.0), (1.0, 4.0), (9.0, 6.0), (3.0, 0.0)]):
         exe = Execution(id=f"u-{i}", definition_id="ud")
         exe.updated_at = updated
+        exe.created_at = created
         store.save(exe)
 
     def walk(**kw: object) -> list[str]:
@@ -163,8 +164,9 @@ def test_listing_most_recently_updated_first(store: SqliteStore) -> None:
     cursor = store.list_executions(definition_id="ud", limit=2, order="updated").next_cursor
     with pytest.raises(execstore.InvalidInputError):
         store.list_executions(definition_id="ud", cursor=cursor)
+    assert walk(order="created") == ["u-1", "u-3", "u-2", "u-0", "u-4"]
     with pytest.raises(execstore.InvalidInputError):
-        store.list_executions(order="created")
+        store.list_executions(order="oldest")
     with pytest.raises(TypeError):
         store.list_executions(order=None)  # type: ignore[arg-type]
 
