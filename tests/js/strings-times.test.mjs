@@ -272,6 +272,8 @@ const WORKSPACE_STORE = {
   run: [...withRef("r"), (s) => [WS, s]],
   runs: [...withRef(), (s) => [WS, { rule: s }], (s) => [WS, { status: s }], (s) => [WS, { scope_key: s }]],
   deadLetters: [...withRef(), (s) => [WS, s]],
+  searchLog: [...withRef({ where: "seq > 0" }), (s) => [WS, { where: s }], (s) => [WS, { where: `event.note = "${s}"` }]],
+  searchRuns: [...withRef({ where: "rule exists" }), (s) => [WS, { where: s }], (s) => [WS, { where: `scope.k = "${s}"` }]],
   progress: withRef(),
   schedules: withRef(),
   storedRules: withRef(),
