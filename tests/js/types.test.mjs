@@ -2,43 +2,24 @@
 // not (so the types say something, they are not `any`), and the public declarations contain
 // no `any`. Run: node --test tests/js/  (needs `npm run build:wasm`, and `npm ci` for tsc)
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-const require = createRequire(import.meta.url);
-const TSC = require.resolve("typescript/bin/tsc");
+import { assertMisusesFail, tscProject } from "./tsc.mjs";
+
 const HERE = fileURLToPath(new URL("./types/", import.meta.url));
 const PACKAGE = fileURLToPath(new URL("../../crates/execstore-wasm/npm/", import.meta.url));
 
 /** Runs tsc on a project of tests/js/types/; its diagnostics ("" when it compiles). */
-function tsc(project) {
-  try {
-    execFileSync(process.execPath, [TSC, "-p", `${HERE}${project}`], { encoding: "utf8", stdio: "pipe" });
-    return "";
-  } catch (error) {
-    return error.stdout + error.stderr;
-  }
-}
+const tsc = (project) => tscProject(HERE, project);
 
 test("a typical use compiles under --strict", () => {
   assert.equal(tsc("tsconfig.json"), "");
 });
 
 test("every misuse is a type error", () => {
-  const output = tsc("tsconfig.misuse.json");
-  const lines = readFileSync(`${HERE}misuse.ts`, "utf8").split("\n");
-  const expected = lines.flatMap((line, i) => (line.endsWith("// error") ? [i + 1] : []));
-  const reported = new Set([...output.matchAll(/misuse\.ts\((\d+),\d+\): error/g)].map((m) => Number(m[1])));
-  assert.ok(expected.length >= 9);
-  for (const line of expected) {
-    assert.ok(reported.has(line), `no type error on misuse.ts line ${line}: ${lines[line - 1]}\n${output}`);
-  }
-  for (const line of reported) {
-    assert.ok(expected.includes(line), `unexpected type error on misuse.ts line ${line}\n${output}`);
-  }
+  assertMisusesFail(HERE);
 });
 
 test("the public declarations contain no `any`", () => {
