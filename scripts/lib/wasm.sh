@@ -13,9 +13,7 @@
 #                  monitor the edge handler's answers are compared with), and runs
 #                  `node --test tests/js/` (the package in Node, its store files and their
 #                  SIGKILL trials (EXECSTORE_NODE_FILE_KILLS), its TypeScript declarations,
-#                  the edge handler web/edge/ in Node, the packed tarball (npm pack, installed
-#                  offline in a temp folder, its README's examples run, npm publish --dry-run:
-#                  npm-pack.test.mjs), and Playwright + Chromium: OPFS through
+#                  the edge handler web/edge/ in Node, and Playwright + Chromium: OPFS through
 #                  the main-thread clients (the execution store's, the workspace log's),
 #                  reload, LOCKED, Store.importOpfs, the in-browser monitor web/local.html).
 #                  Prints the in-browser monitor's time from import to the list's first
@@ -42,6 +40,8 @@
 #                  crates/execstore-wasm/npm/web (generated, never committed): the edge handler
 #                  (`execstore/edge`, WASM_WEB_DIR/edge/handler.js) and the monitor's UI files it
 #                  serves (WASM_WEB_DIR, less the in-browser monitor's local*). wasm_build calls it.
+#                  tests/js/npm-pack.test.mjs packs the package, installs the tarball offline in
+#                  a temp folder, runs its README's examples there and `npm publish --dry-run`.
 #
 #   wasm_bench     (not part of the test command) the wasm file sizes and W1 commits/s in Node
 #                  and Chromium beside native `execstore bench` (bench/js/w1.mjs).
