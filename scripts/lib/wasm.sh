@@ -36,6 +36,13 @@
 #                  it makes wasm that does not load. Measured on W1 in Node: 3-5% less time per event,
 #                  and a quarter smaller (3.8 -> 2.8 MB).
 #
+#   wasm_package_files  what the package ships from elsewhere in the repository, copied into
+#                  crates/execstore-wasm/npm/web (generated, never committed): the edge handler
+#                  (`execstore/edge`, WASM_WEB_DIR/edge/handler.js) and the monitor's UI files it
+#                  serves (WASM_WEB_DIR, less the in-browser monitor's local*). wasm_build calls it.
+#                  tests/js/npm-pack.test.mjs packs the package, installs the tarball offline in
+#                  a temp folder, runs its README's examples there and `npm publish --dry-run`.
+#
 #   wasm_bench     (not part of the test command) the wasm file sizes and W1 commits/s in Node
 #                  and Chromium beside native `execstore bench` (bench/js/w1.mjs).
 #
@@ -54,6 +61,8 @@
 . "$(dirname "${BASH_SOURCE[0]}")/node.sh"
 
 WASM_RUST_TARGET=wasm32-unknown-unknown
+# The monitor's UI (and the edge handler in its edge/): the one path to change if it moves.
+WASM_WEB_DIR=web
 WASM_NODE_MAJOR_MIN=20
 
 _wasm_say() { printf '    %s\n' "$*"; }
@@ -152,6 +161,17 @@ wasm_build() {
 		return 1
 	}
 	mv "$wasm.opt" "$wasm"
+	wasm_package_files
+}
+
+wasm_package_files() {
+	_wasm_skipped && return 0
+	local out=crates/execstore-wasm/npm/web
+	rm -rf "$out" && mkdir -p "$out" || return 1
+	cp -R "$WASM_WEB_DIR"/. "$out"/ || return 1
+	rm -f "$out"/local*
+	# generated, never committed: the repository's .gitignore names it (a .gitignore in the
+	# folder itself would keep it out of `npm pack` too)
 }
 
 wasm_install() {

@@ -1,3 +1,6 @@
+// The classes' `[Symbol.dispose]()` (`using store = Store.memory()`) is declared by TypeScript's
+// esnext.disposable library: referenced here, so that a project whose `lib` is older compiles.
+/// <reference lib="esnext.disposable" />
 // `import { Store } from "execstore"`: the module is loaded at import (top-level await in a
 // browser or worker, synchronously in Node), so `Store` is ready to use.
 export { MonitorApi, Store, WorkspaceImage } from "./wasm/execstore.js";

@@ -33,6 +33,9 @@ function rawOf(tx) {
   return raw;
 }
 
+/** A waiting subscription's keep-alive timer's period (it does nothing when it fires). */
+const KEEP_ALIVE_MS = 1 << 30;
+
 /** How many envelopes a subscription reads at a time. */
 const PAGE = 1000;
 
@@ -115,11 +118,19 @@ function follow(key, options, wakeups, read, closed) {
         }
         if (wakeups.count(key) !== seen || closed()) continue;
         const woken = wakeups.wait(key);
-        await new Promise((resolve) => {
-          wakeSelf = resolve;
-          woken.then(resolve);
-        });
-        wakeSelf = null;
+        // A pending Promise alone does not keep Node's event loop alive: an idle in-memory
+        // store's subscriber would end the process (code 13, an unsettled top-level await).
+        // A timer that never fires holds it while the subscription waits for a commit.
+        const keepAlive = setInterval(() => {}, KEEP_ALIVE_MS);
+        try {
+          await new Promise((resolve) => {
+            wakeSelf = resolve;
+            woken.then(resolve);
+          });
+        } finally {
+          clearInterval(keepAlive);
+          wakeSelf = null;
+        }
       }
     },
     async return() {

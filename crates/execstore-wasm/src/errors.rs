@@ -4,6 +4,8 @@ use execstore::StoreError;
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 
+use crate::wording::js_words;
+
 /// What an operation of the package fails with: a store error, or an OPFS store another
 /// worker or tab owns, or a store file another process owns.
 #[derive(Debug, thiserror::Error)]
@@ -55,8 +57,10 @@ impl WasmError {
     /// `what` and `reason` for `CORRUPT`; `retryable` for `BACKEND`; `store` (its name) for
     /// `LOCKED` (as types.d.ts declares them; the core's tests/error_codes.rs checks that
     /// every kind of `StoreError::CODES` has its arm here and its interface there).
+    /// serde's wording in the message and `reason` (`expected i64`, `struct JsRef`) is put in
+    /// JS's words here, for every error of every method (wording.rs).
     pub fn to_js(&self) -> JsValue {
-        let error = js_sys::Error::new(&self.to_string());
+        let error = js_sys::Error::new(&js_words(&self.to_string()));
         error.set_name("StoreError");
         let mut fields: Vec<(&str, JsValue)> = vec![("code", self.code().into())];
         match self {
@@ -67,7 +71,7 @@ impl WasmError {
             }
             WasmError::Store(StoreError::InvalidInput { field, reason }) => {
                 fields.push(("field", field.as_str().into()));
-                fields.push(("reason", reason.as_str().into()));
+                fields.push(("reason", js_words(reason).into()));
             }
             WasmError::Store(StoreError::NotFound { what, key })
             | WasmError::Store(StoreError::AlreadyExists { what, key }) => {
@@ -76,7 +80,7 @@ impl WasmError {
             }
             WasmError::Store(StoreError::Corrupt { what, reason }) => {
                 fields.push(("what", what.as_str().into()));
-                fields.push(("reason", reason.as_str().into()));
+                fields.push(("reason", js_words(reason).into()));
             }
             WasmError::Store(StoreError::Backend { retryable, .. }) => {
                 fields.push(("retryable", (*retryable).into()));

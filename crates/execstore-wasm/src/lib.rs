@@ -43,6 +43,7 @@ mod monitor;
 pub mod node_file;
 pub mod opfs;
 mod store;
+mod wording;
 mod workspace;
 
 pub use errors::WasmError;
