@@ -1,6 +1,6 @@
 // `execstore/xstate`'s relay: the one loop that moves what XState executions committed for
 // others (child creations, events sent to other executions, emitted events), in bounded pages.
-import { DurableActor, XSTATE_KEY, XStateStoreError, machineRegistry } from "./xstate.js";
+import { DurableActor, XSTATE_KEY, XStateStoreError, machineRegistry, msOf } from "./xstate.js";
 
 const isPlainObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
 
@@ -55,7 +55,7 @@ export async function relay(store, options = {}) {
         result.left += 1;
         continue;
       }
-      const at = typeof context.started_at === "number" ? context.started_at * 1000 : Date.now();
+      const at = typeof context.started_at === "number" ? msOf(context.started_at) : Date.now();
       // created, or (after a crash before the ack) resumed as it is
       const child = new DurableActor(store, entry.machine, {
         id: spawn.child_id,

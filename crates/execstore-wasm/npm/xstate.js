@@ -42,6 +42,9 @@ const INTERNAL = new Set(["xstate.init", CHILD_DONE, CHILD_ERROR]);
 const DONE_PREFIX = "xstate.done.actor.";
 const ERROR_PREFIX = "xstate.error.actor.";
 
+/** Epoch seconds as stored back to ms (to the µs, as the store's seconds hold them). */
+export const msOf = (seconds) => Math.round(seconds * 1e6) / 1e3;
+
 /** An event as it leaves the execution: JSON, an error as `{message}`. */
 function outboundEvent(event) {
   if (typeof event?.type === "string" && event.type.startsWith(ERROR_PREFIX)) {
@@ -695,7 +698,7 @@ export class DurableActor {
       throw new XStateStoreError("INVALID_INPUT", "an outbox entry has an event with a string id and kind", { field: "entry" });
     }
     const data = isPlainObject(event.data) && typeof event.data.type === "string" ? event.data : { ...(event.data ?? {}), type: event.kind };
-    const at = typeof event.sent_at === "number" && Number.isFinite(event.sent_at) ? event.sent_at * 1000 : this.#now();
+    const at = typeof event.sent_at === "number" && Number.isFinite(event.sent_at) ? msOf(event.sent_at) : this.#now();
     const source = typeof event.source_id === "string" ? event.source_id : null;
     return this.#step(event.id, data.type, at, (live) => {
       if (data.type === STOP) {
@@ -715,7 +718,7 @@ export class DurableActor {
       }
       live.send(data);
       return true;
-    });
+    }, { source_id: source });
   }
 
   /** Stops the in-memory actor (the execution is untouched; a later call resumes it). */
