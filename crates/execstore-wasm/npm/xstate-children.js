@@ -123,12 +123,23 @@ function mapInvokes(config, map) {
   return out;
 }
 
+const childrenOf = new WeakMap();
+
 /** Every child machine `machine` can start as a child execution, by machine id (recursively). */
-export function childMachines(machine, found = new Map()) {
+export function childMachines(machine) {
+  let found = childrenOf.get(machine);
+  if (found === undefined) {
+    found = collectChildren(machine, new Map());
+    childrenOf.set(machine, found);
+  }
+  return found;
+}
+
+function collectChildren(machine, found) {
   const visit = (logic) => {
     if (!isMachine(logic) || found.has(logic.id)) return;
     found.set(logic.id, logic);
-    childMachines(logic, found);
+    collectChildren(logic, found);
   };
   for (const logic of Object.values(machine.implementations?.actors ?? {})) visit(logic);
   mapInvokes(machine.config, (src) => {

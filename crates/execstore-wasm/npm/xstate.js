@@ -78,6 +78,33 @@ export function activePath(value) {
 
 const definitions = new WeakMap();
 
+// The durable actor whose XState actor is being created (its children start in the
+// constructor), and the durable actor of each XState system: the stand-ins' hooks find the
+// durable actor they belong to through them, so one runnable machine serves every actor.
+let constructing = null;
+const ON_SPAWN = Symbol("onSpawn");
+const ON_STOP = Symbol("onStop");
+const owners = new WeakMap();
+const HOOKS = {
+  spawn: (scope, child, input) => {
+    const owner = owners.get(scope.system) ?? constructing;
+    if (owner === null) throw new XStateStoreError("INVALID_INPUT", "a child execution starts outside a durable actor");
+    return owner[ON_SPAWN](scope, child, input);
+  },
+  stop: (scope, snapshot) => owners.get(scope.system)?.[ON_STOP](scope, snapshot),
+};
+const runnables = new WeakMap();
+
+/** `machine` with its child machines as child executions (made once per machine). */
+function runnable(machine) {
+  let run = runnables.get(machine);
+  if (run === undefined) {
+    run = withChildExecutions(machine, HOOKS);
+    runnables.set(machine, run);
+  }
+  return run;
+}
+
 /** The definition as JSON (functions dropped), or null when it does not serialize. */
 export function definitionJson(machine) {
   if (!definitions.has(machine)) {
@@ -179,14 +206,7 @@ export class DurableActor {
     this.#machine = machine;
     this.#options = options;
     this.#fqn = `${machine.id}@${options.version}`;
-    this.#runMachine = withChildExecutions(machine, {
-      spawn: (scope, child, input) => this.#onSpawn(scope, child, input),
-      stop: (scope, snapshot) => {
-        if (this.#current !== null && scope.system === this.#current.system) {
-          this.#outbound.push({ target: snapshot.execution, event: { type: STOP } });
-        }
-      },
-    });
+    this.#runMachine = runnable(machine);
     const stored = store.load(options.id);
     if (stored) this.#adopt(stored);
     else if (options.create === false) throw new XStateStoreError("NOT_FOUND", `no execution ${options.id}`, { id: options.id });
@@ -279,7 +299,7 @@ export class DurableActor {
   }
 
   /** A child machine starts: its execution's id, derived from this one's and the child's. */
-  #onSpawn(scope, child, input) {
+  [ON_SPAWN](scope, child, input) {
     const execution = `${this.#options.id}/${scope.self.id}:${++this.#seq}`;
     this.#spawns.push({ execution, childId: scope.self.id, machine: child.id, input: json(input) ?? null, at: this.#stepNow });
     return execution;
@@ -360,7 +380,15 @@ export class DurableActor {
     if (snapshot) options.snapshot = snapshot;
     else if ("input" in this.#options) options.input = this.#options.input;
     this.#current = null;
-    const actor = createActor(this.#runMachine, options);
+    let actor;
+    const outer = constructing;
+    constructing = this;
+    try {
+      actor = createActor(this.#runMachine, options);
+    } finally {
+      constructing = outer;
+    }
+    owners.set(actor.system, this);
     // A child execution's parent is another execution: what XState sends it (sendParent, the
     // done and error events) is recorded by the inspection and goes to the outbox.
     if (link) actor._parent = durableRef(link.id);
@@ -684,6 +712,13 @@ export class DurableActor {
       fired += 1;
     }
     return fired;
+  }
+
+  /** A child's stand-in stopped (by XState, in a step of this execution's). */
+  [ON_STOP](scope, snapshot) {
+    if (this.#current !== null && scope.system === this.#current.system) {
+      this.#outbound.push({ target: snapshot.execution, event: { type: STOP } });
+    }
   }
 
   /**
