@@ -132,3 +132,41 @@ test("a run stopped after any op and run again from the start ends as one uninte
     assert.deepEqual(outcome(store), want, `stopped after op ${stopAt}`);
   }
 });
+
+test("a relay stopped between applying a message and its ack redelivers it, applied once (in process)", async () => {
+  const ops = script();
+  const reference = Store.sqliteMemory();
+  await run(reference, ops);
+  const want = outcome(reference);
+  // the crash window of every message: after the receiving step committed, before the ack
+  let acks = 0;
+  const counting = new Proxy(Store.sqliteMemory(), {
+    get(target, key) {
+      if (key === "ackOutbox") return (seq) => ((acks += 1), target.ackOutbox(seq));
+      const value = target[key];
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  await run(counting, ops);
+  assert.ok(acks >= 15, `${acks} acks`);
+  for (let k = 0; k < acks; k += 1) {
+    const store = Store.sqliteMemory();
+    const stop = new Error("stop");
+    let n = 0;
+    const crashing = new Proxy(store, {
+      get(target, key) {
+        if (key === "ackOutbox") {
+          return (seq) => {
+            if (n++ === k) throw stop;
+            return target.ackOutbox(seq);
+          };
+        }
+        const value = target[key];
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    await assert.rejects(run(crashing, ops), (e) => e === stop);
+    await run(store, ops);
+    assert.deepEqual(outcome(store), want, `stopped before ack ${k}`);
+  }
+});
