@@ -15,6 +15,9 @@ export const CHILD_ERROR = "execstore.child.error";
 /** The control event that stops (cancels) a child execution, sent by its parent. */
 export const STOP = "xstate.stop";
 
+/** Epoch seconds as stored back to ms (to the µs, as the store's seconds hold them). */
+export const msOf = (seconds) => Math.round(seconds * 1e6) / 1e3;
+
 const PROXY = Symbol("execstore.childExecution");
 const EXTERNAL = Symbol("execstore.externalRef");
 

@@ -1,8 +1,77 @@
-// `execstore/xstate`'s relay: the one loop that moves what XState executions committed for
-// others (child creations, events sent to other executions, emitted events), in bounded pages.
-import { DurableActor, XSTATE_KEY, XStateStoreError, machineRegistry, msOf } from "./xstate.js";
+// `execstore/xstate`'s loops over a whole store: the sweep (due delayed events, each a step at
+// its deadline) and the relay (what XState executions committed for others: child creations,
+// events sent to other executions, emitted events), both in bounded pages.
+import { childMachines, msOf } from "./xstate-children.js";
+import { DurableActor, XSTATE_KEY, XStateStoreError } from "./xstate.js";
 
 const isPlainObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+
+/**
+ * Fires every due delayed event of the XState executions in `store` whose machine is in
+ * `machines` (by machine id: `{machine, version, migrate?}`), one step each, at its deadline,
+ * in deadline order across executions (what a step arms that is due fires in the same
+ * sweep); returns how many fired. Timers of other definitions are left alone.
+ */
+export function sweepTimers(store, machines, options = {}) {
+  const now = options.now ?? Date.now();
+  const limit = options.limit ?? 100;
+  const max = options.max ?? Infinity;
+  const entries = machineRegistry(machines);
+  const actors = new Map();
+  const skipped = new Set();
+  let fired = 0;
+  let after = null;
+  try {
+    while (fired < max) {
+      const due = store.dueTimers(now / 1000, after, limit);
+      if (!due.length) break;
+      const next = due.find((t) => !skipped.has(t.execution_id));
+      if (!next) {
+        if (due.length < limit) break;
+        after = due.at(-1); // a page of skipped executions' timers: the next page
+        continue;
+      }
+      const id = next.execution_id;
+      let actor = actors.get(id);
+      if (!actor) {
+        const execution = store.load(id);
+        const entry = execution ? entries.get(execution.definition_id) : undefined;
+        if (!execution || !entry || !isPlainObject(execution.context?.[XSTATE_KEY])) {
+          skipped.add(id);
+          continue;
+        }
+        actor = new DurableActor(store, entry.machine, { id, version: entry.version, migrate: entry.migrate, now: () => now, create: false });
+        actors.set(id, actor);
+      }
+      // the execution's earliest due event (the global earliest, or one tied with it)
+      if (actor.fireDue(now, 1) === 1) {
+        fired += 1;
+        continue;
+      }
+      // Due in the store but not firable: a timer its record no longer holds is removed
+      // (none should be); an event whose actor is gone is left for its next step to drop.
+      const paths = new Set(actor.scheduled().map((s) => s.path));
+      if (paths.has(next.path) || !store.deleteTimer(id, next.path, next.fire_at)) skipped.add(id);
+    }
+  } finally {
+    for (const actor of actors.values()) actor.stop();
+  }
+  return fired;
+}
+
+/**
+ * `machines` (by machine id: `{machine, version, migrate?}`, an object or a Map) with the
+ * child machines each one starts (recursively) under the same version, unless named itself.
+ */
+export function machineRegistry(machines) {
+  const entries = new Map(machines instanceof Map ? machines : Object.entries(machines ?? {}));
+  for (const entry of [...entries.values()]) {
+    for (const [id, machine] of childMachines(entry.machine)) {
+      if (!entries.has(id)) entries.set(id, { machine, version: entry.version, migrate: entry.migrate });
+    }
+  }
+  return entries;
+}
 
 /**
  * Delivers what the store's executions committed for others, oldest first, reading at most

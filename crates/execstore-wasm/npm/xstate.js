@@ -12,9 +12,9 @@ import {
   CHILD_DONE,
   CHILD_ERROR,
   STOP,
-  childMachines,
   durableRef,
   externalTarget,
+  msOf,
   proxiedMachine,
   withChildExecutions,
 } from "./xstate-children.js";
@@ -41,9 +41,6 @@ export class XStateStoreError extends Error {
 const INTERNAL = new Set(["xstate.init", CHILD_DONE, CHILD_ERROR]);
 const DONE_PREFIX = "xstate.done.actor.";
 const ERROR_PREFIX = "xstate.error.actor.";
-
-/** Epoch seconds as stored back to ms (to the µs, as the store's seconds hold them). */
-export const msOf = (seconds) => Math.round(seconds * 1e6) / 1e3;
 
 /** An event as it leaves the execution: JSON, an error as `{message}`. */
 function outboundEvent(event) {
@@ -784,71 +781,4 @@ export function createDurableActor(store, machine, options) {
   return new DurableActor(store, machine, options);
 }
 
-/**
- * Fires every due delayed event of the XState executions in `store` whose machine is in
- * `machines` (by machine id: `{machine, version, migrate?}`), one step each, at its deadline,
- * in deadline order across executions (what a step arms that is due fires in the same
- * sweep); returns how many fired. Timers of other definitions are left alone.
- */
-export function sweepTimers(store, machines, options = {}) {
-  const now = options.now ?? Date.now();
-  const limit = options.limit ?? 100;
-  const max = options.max ?? Infinity;
-  const entries = machineRegistry(machines);
-  const actors = new Map();
-  const skipped = new Set();
-  let fired = 0;
-  let after = null;
-  try {
-    while (fired < max) {
-      const due = store.dueTimers(now / 1000, after, limit);
-      if (!due.length) break;
-      const next = due.find((t) => !skipped.has(t.execution_id));
-      if (!next) {
-        if (due.length < limit) break;
-        after = due.at(-1); // a page of skipped executions' timers: the next page
-        continue;
-      }
-      const id = next.execution_id;
-      let actor = actors.get(id);
-      if (!actor) {
-        const execution = store.load(id);
-        const entry = execution ? entries.get(execution.definition_id) : undefined;
-        if (!execution || !entry || !isPlainObject(execution.context?.[XSTATE_KEY])) {
-          skipped.add(id);
-          continue;
-        }
-        actor = new DurableActor(store, entry.machine, { id, version: entry.version, migrate: entry.migrate, now: () => now, create: false });
-        actors.set(id, actor);
-      }
-      // the execution's earliest due event (the global earliest, or one tied with it)
-      if (actor.fireDue(now, 1) === 1) {
-        fired += 1;
-        continue;
-      }
-      // Due in the store but not firable: a timer its record no longer holds is removed
-      // (none should be); an event whose actor is gone is left for its next step to drop.
-      const paths = new Set(recordOf(actor.execution).scheduled.map((s) => s.path));
-      if (paths.has(next.path) || !store.deleteTimer(id, next.path, next.fire_at)) skipped.add(id);
-    }
-  } finally {
-    for (const actor of actors.values()) actor.stop();
-  }
-  return fired;
-}
-
-/**
- * `machines` (by machine id: `{machine, version, migrate?}`, an object or a Map) with the
- * child machines each one starts (recursively) under the same version, unless named itself.
- */
-export function machineRegistry(machines) {
-  const entries = new Map(machines instanceof Map ? machines : Object.entries(machines ?? {}));
-  for (const entry of [...entries.values()]) {
-    for (const [id, machine] of childMachines(entry.machine)) {
-      if (!entries.has(id)) entries.set(id, { machine, version: entry.version, migrate: entry.migrate });
-    }
-  }
-  return entries;
-}
-
-export { relay, relayEmits } from "./xstate-relay.js";
+export { machineRegistry, relay, relayEmits, sweepTimers } from "./xstate-relay.js";
