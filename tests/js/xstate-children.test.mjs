@@ -3,7 +3,7 @@
 // own (created through a spawn, its own commits, timers and trace); what the parent sends it,
 // its done/error back and its stop travel through the outbox, each applied exactly once
 // (redelivery after a crash is a duplicate); `durableRef` addresses another execution; the
-// relay reads in bounded pages and can stop and go on.
+// relay reads in bounded pages and can stop and go on; the Store's own `send` reaches an XState execution.
 // Run: node --test tests/js/xstate-children.test.mjs
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -223,6 +223,14 @@ for (const [name, makeStore] of BACKENDS) {
       assert.deepEqual(store.load("sink-1").context.got, ["a", "b"]);
       assert.deepEqual(handed, [["nobody", "HELLO"]], "an unknown target goes to the handler");
       assert.deepEqual(store.pendingOutbox(null, 10), []);
+      // the Store's own send (an event from outside, by the execution's id) is delivered the same way, once
+      const sent = store.send("sink-1", { id: "outside-1", kind: "NOTE", data: { text: "c" } });
+      assert.equal(sent.event_id, "outside-1");
+      await relay(store, { machines });
+      assert.deepEqual(store.load("sink-1").context.got, ["a", "b", "c"]);
+      store.send("sink-1", { id: "outside-1", kind: "NOTE", data: { text: "c" } });
+      assert.equal((await relay(store, { machines })).ignored, 1, "the same event id again: a duplicate");
+      assert.deepEqual(store.load("sink-1").context.got, ["a", "b", "c"]);
     });
 
     test("the relay reads in bounded pages, stops at max and goes on from where it stopped", async () => {
