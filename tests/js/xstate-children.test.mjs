@@ -189,6 +189,25 @@ for (const [name, makeStore] of BACKENDS) {
       assert.equal(parent.updated_at, (T0 + 5000) / 1000);
     });
 
+    test("a child's sendParent in its initial state's entry reaches the parent", async () => {
+      const store = makeStore();
+      const kid = createMachine({ id: "kid", entry: sendParent({ type: "HELLO" }), initial: "a", states: { a: {} } });
+      const mom = setup({ actors: { kid } }).createMachine({
+        id: "mom",
+        context: { hellos: 0 },
+        invoke: { id: "k", src: "kid" },
+        on: { HELLO: { actions: assign({ hellos: ({ context }) => context.hellos + 1 }) } },
+      });
+      createDurableActor(store, mom, { id: "m", version: "1" });
+      const result = await relay(store, { machines: { mom: { machine: mom, version: "1" } } });
+      assert.deepEqual(result, { spawned: 1, applied: 1, ignored: 0, delivered: 0, left: 0 });
+      assert.equal(store.load("m/k:1").status, "RUNNING");
+      assert.equal(store.load("m").context.hellos, 1);
+      // resumed later (a new process), the child still knows its parent
+      const again = createDurableActor(store, kid, { id: "m/k:1", version: "1", create: false });
+      assert.equal(again.execution.parent_id, "m");
+    });
+
     test("durableRef: sendTo another execution goes to the outbox and the relay applies it to that execution", async () => {
       const store = makeStore();
       const sink = createMachine({

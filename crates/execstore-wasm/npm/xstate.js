@@ -6,7 +6,7 @@
 // emitted and sent events (outbox), the children it starts (spawns), the delayed events XState
 // scheduled or cancelled (durable timers), the event id (dedupe) and a trace step, CAS on the
 // version. docs/xstate.md is the user's documentation; what is durable and what is not is said there.
-import { createActor } from "xstate";
+import { Actor, createActor } from "xstate";
 
 import {
   CHILD_DONE,
@@ -381,14 +381,14 @@ export class DurableActor {
     const outer = constructing;
     constructing = this;
     try {
-      actor = createActor(this.#runMachine, options);
+      // A child execution's parent is another execution: what XState sends it (sendParent,
+      // the done and error events) is recorded by the inspection and goes to the outbox.
+      if (link) options.execstoreParent = durableRef(link.id);
+      actor = link ? new ChildExecutionActor(this.#runMachine, options) : createActor(this.#runMachine, options);
     } finally {
       constructing = outer;
     }
     owners.set(actor.system, this);
-    // A child execution's parent is another execution: what XState sends it (sendParent, the
-    // done and error events) is recorded by the inspection and goes to the outbox.
-    if (link) actor._parent = durableRef(link.id);
     this.#current = actor;
     const scheduler = actor.system.scheduler;
     const schedule = scheduler.schedule;
@@ -417,7 +417,7 @@ export class DurableActor {
     this.#committed = new Set();
     if (live) {
       try {
-        live._parent = undefined; // a child execution's root is stopped as a root
+        live.execstoreDetached = true; // a child execution's root is stopped as a root
         live.stop();
       } catch {
         // a stopped or failed actor: nothing to stop
@@ -735,7 +735,7 @@ export class DurableActor {
     return this.#step(event.id, data.type, at, (live) => {
       if (data.type === STOP) {
         if (source === null || source !== this.#execution.parent_id) return "not-parent";
-        live._parent = undefined; // stopped as XState stops a child: nothing goes back
+        live.execstoreDetached = true; // stopped as XState stops a child: nothing goes back
         live._stop();
         return true;
       }
@@ -756,6 +756,23 @@ export class DurableActor {
   /** Stops the in-memory actor (the execution is untouched; a later call resumes it). */
   stop() {
     this.#drop();
+  }
+}
+
+/**
+ * The root actor of a child execution: an XState actor with its own system whose parent is
+ * the parent's execution (`options.execstoreParent`, a durable ref) from its first state on,
+ * so a `sendParent` in the initial state's entry finds it; `execstoreDetached` drops it (the
+ * actor is then stopped as a root). XState's constructor assigns `_parent` (undefined, as
+ * it has no parent actor): the accessor keeps the execution's.
+ */
+class ChildExecutionActor extends Actor {
+  get _parent() {
+    return this.execstoreDetached ? undefined : this.options?.execstoreParent;
+  }
+
+  set _parent(_value) {
+    // XState's constructor clears it: the parent is the execution's, from the options
   }
 }
 
