@@ -7,6 +7,7 @@
 // done/error (and `sendParent`) come back through the outbox as events to the stand-in. An
 // address outside the execution (`durableRef(id)`, a child's parent) is an `ExternalRef`: what
 // XState relays to it is recorded and goes to the outbox.
+import { Actor } from "xstate";
 
 /** The event a stand-in receives when its child execution finished (done). */
 export const CHILD_DONE = "execstore.child.done";
@@ -180,4 +181,21 @@ export function durableRef(executionId) {
     on: () => ({ unsubscribe: noop }),
     toJSON: () => ({ xstate$$type: 1, id: executionId }),
   };
+}
+
+/**
+ * The root actor of a child execution: an XState actor with its own system whose parent is
+ * the parent's execution (`options.execstoreParent`, a durable ref) from its first state on,
+ * so a `sendParent` in the initial state's entry finds it; `execstoreDetached` drops it (the
+ * actor is then stopped as a root). XState's constructor assigns `_parent` (undefined, as
+ * it has no parent actor): the accessor keeps the execution's.
+ */
+export class ChildExecutionActor extends Actor {
+  get _parent() {
+    return this.execstoreDetached ? undefined : this.options?.execstoreParent;
+  }
+
+  set _parent(_value) {
+    // XState's constructor clears it: the parent is the execution's, from the options
+  }
 }

@@ -6,10 +6,11 @@
 // emitted and sent events (outbox), the children it starts (spawns), the delayed events XState
 // scheduled or cancelled (durable timers), the event id (dedupe) and a trace step, CAS on the
 // version. docs/xstate.md is the user's documentation; what is durable and what is not is said there.
-import { Actor, createActor } from "xstate";
+import { createActor } from "xstate";
 
 import {
   CHILD_DONE,
+  ChildExecutionActor,
   CHILD_ERROR,
   STOP,
   durableRef,
@@ -756,23 +757,6 @@ export class DurableActor {
   /** Stops the in-memory actor (the execution is untouched; a later call resumes it). */
   stop() {
     this.#drop();
-  }
-}
-
-/**
- * The root actor of a child execution: an XState actor with its own system whose parent is
- * the parent's execution (`options.execstoreParent`, a durable ref) from its first state on,
- * so a `sendParent` in the initial state's entry finds it; `execstoreDetached` drops it (the
- * actor is then stopped as a root). XState's constructor assigns `_parent` (undefined, as
- * it has no parent actor): the accessor keeps the execution's.
- */
-class ChildExecutionActor extends Actor {
-  get _parent() {
-    return this.execstoreDetached ? undefined : this.options?.execstoreParent;
-  }
-
-  set _parent(_value) {
-    // XState's constructor clears it: the parent is the execution's, from the options
   }
 }
 
