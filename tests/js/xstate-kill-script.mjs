@@ -1,9 +1,10 @@
 // The workload of the durable-XState kill test (tests/js/xstate-kill.test.mjs): a fixed,
 // seeded script of events, timer sweeps and relays over three executions (an order with an
-// invoked payment machine, two traffic lights), each op safe to run again (events carry ids,
-// a sweep at an earlier time finds nothing due, the relay delivers into a durable sink by the
-// entry's id). A run killed anywhere and run again from the start ends where one run ends.
-import { createDurableActor, relayEmits, sweepTimers } from "execstore/xstate";
+// invoked payment machine, a child execution of its own, two traffic lights), each op safe to
+// run again (events carry ids, a sweep at an earlier time finds nothing due, the relay applies
+// sends and done events by the entry's id and delivers emits into a durable sink by it). A run
+// killed anywhere and run again from the start ends where one run ends.
+import { createDurableActor, relay, sweepTimers } from "execstore/xstate";
 import { assign, createMachine } from "xstate";
 
 import { light, order, random } from "./xstate-machines.mjs";
@@ -28,6 +29,18 @@ const EXECUTIONS = [
   ["order-1", order, ["ADD", "ADD", "CHECKOUT", "CHARGE", "CHARGE", "CANCEL"]],
   ["light-1", light, ["EMERGENCY", "SKIP", "PED", "RESET", "POWER"]],
   ["light-2", light, ["SKIP", "PED", "POWER"]],
+  ["order-2", order, []],
+];
+
+/** order-2's round trip with its payment child: CHARGE to it, PAYMENT.RETRY back, CHARGE, its done back. */
+const ROUND_TRIP = [
+  ["send", "ADD"],
+  ["send", "CHECKOUT"],
+  ["relay"],
+  ["send", "CHARGE"],
+  ["relay"],
+  ["send", "CHARGE"],
+  ["relay"],
 ];
 
 /** The script: `[kind, time, ...]` ops, the same for every seed-1 run. */
@@ -35,11 +48,15 @@ export function script(length = 80) {
   const rng = random(26);
   const ops = [];
   let t = T0;
+  for (const [i, [kind, type]] of ROUND_TRIP.entries()) {
+    t += 10;
+    ops.push(kind === "send" ? ["send", t, "order-2", type, `rt-${i}`] : [kind, t]);
+  }
   for (let i = 0; i < length; i += 1) {
     t += 50 + Math.floor(rng() * 300);
     const r = rng();
     if (r < 0.55) {
-      const [id, , events] = EXECUTIONS[Math.floor(rng() * EXECUTIONS.length)];
+      const [id, , events] = EXECUTIONS[Math.floor(rng() * 3)];
       ops.push(["send", t, id, events[Math.floor(rng() * events.length)], `ev-${i}`]);
     } else if (r < 0.85) {
       ops.push(["sweep", t]);
@@ -71,8 +88,13 @@ export async function run(store, ops, onOp = () => {}) {
     } else if (kind === "sweep") {
       sweepTimers(store, MACHINES, { now: t });
     } else {
-      await relayEmits(store, (entry) => {
-        theSink.send({ type: entry.event.kind, from: `${entry.event.source_id}:${entry.event.kind}` }, { id: entry.event.id });
+      // small pages: a kill lands between pages too
+      await relay(store, {
+        machines: MACHINES,
+        limit: 2,
+        deliver: (entry) => {
+          theSink.send({ type: entry.event.kind, from: `${entry.event.source_id}:${entry.event.kind}` }, { id: entry.event.id });
+        },
       });
     }
     onOp(i);
@@ -81,7 +103,7 @@ export async function run(store, ops, onOp = () => {}) {
 
 /** What a finished run left: every execution, trace, pending outbox entry and timer. */
 export function outcome(store) {
-  const ids = ["order-1", "light-1", "light-2", "sink"];
+  const ids = ["order-1", "order-2", ...store.idsWithPrefix("order-1/"), ...store.idsWithPrefix("order-2/"), "light-1", "light-2", "sink"];
   return {
     executions: ids.map((id) => {
       const { updated_at, created_at, finished_at, ...rest } = store.load(id) ?? {};
@@ -92,6 +114,7 @@ export function outcome(store) {
     // sink's steps are compared without their times
     traces: ids.map((id) => store.readTrace(id).map((s) => (id === "sink" ? { ...s, timestamp: null } : s))),
     outbox: store.pendingOutbox(null, 10_000),
+    spawns: store.pendingSpawns(null, 10_000),
     timers: store.dueTimers(1e15, null, 10_000),
   };
 }

@@ -1,10 +1,12 @@
 // Durable XState survives SIGKILL: a child process runs the kill script (tests/js/
-// xstate-kill-script.mjs: an order with an invoked child machine, two lights with `after`
-// chains, sweeps, a relay into a durable sink) over a SQLite file (`Store.openFile`) and is
+// xstate-kill-script.mjs: an order with an invoked child machine as a child execution, sendTo
+// it and its sendParent and done back through the outbox, two lights with `after` chains,
+// sweeps, a paged relay, emits into a durable sink) over a SQLite file (`Store.openFile`) and is
 // killed at a random point, 100 times; each time the script is run again from its start in
 // another process (this one), and the file must hold exactly what one uninterrupted run leaves: the same
-// executions and traces (every timer fired once, at a sweep at or after its deadline), an
-// empty outbox, and the sink holding every emitted event exactly once.
+// executions and traces (every timer fired once, at a sweep at or after its deadline; every
+// message between the order and its children applied once), an empty outbox, and the sink
+// holding every emitted event exactly once.
 // Run: node --test tests/js/xstate-kill.test.mjs
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -71,6 +73,22 @@ test(`a durable machine killed at ${KILLS} random points ends as one uninterrupt
   const got = want.executions.at(-1).context.got;
   assert.ok(got.length >= 8, `${got.length} emitted events delivered`);
   assert.deepEqual(want.outbox, []);
+  assert.deepEqual(want.spawns, []);
+  // the order's children ran as child executions, messages going both ways through the outbox
+  const order = reference.readTrace("order-2");
+  const fromChildren = order.filter((s) => typeof s.source_id === "string" && s.source_id.startsWith("order-2/"));
+  const kinds = new Set(fromChildren.map((s) => s.event_kind));
+  assert.ok(kinds.has("PAYMENT.RETRY") && kinds.has("xstate.done.actor.pay"), `from the children: ${[...kinds]}`);
+  assert.equal(reference.load("order-2").active_path, "delivered", "paid (its child done), shipped, delivered");
+  const children = reference.idsWithPrefix("order-2/");
+  assert.ok(children.length >= 1, "a child execution");
+  const toChildren = children.flatMap((id) => reference.readTrace(id).filter((s) => s.source_id === "order-2"));
+  assert.ok(toChildren.some((s) => s.event_kind === "CHARGE"), "the order's sendTo reached its child");
+  // each message applied once: no event id twice in any trace
+  for (const steps of want.traces) {
+    const ids = steps.map((s) => s.event_id).filter((id) => id !== null);
+    assert.equal(new Set(ids).size, ids.length, "each event applied once");
+  }
 
   const rng = random(2026);
   const dir = mkdtempSync(join(tmpdir(), "xstate-kill-"));
@@ -112,5 +130,43 @@ test("a run stopped after any op and run again from the start ends as one uninte
     );
     await run(store, ops);
     assert.deepEqual(outcome(store), want, `stopped after op ${stopAt}`);
+  }
+});
+
+test("a relay stopped between applying a message and its ack redelivers it, applied once (in process)", async () => {
+  const ops = script();
+  const reference = Store.sqliteMemory();
+  await run(reference, ops);
+  const want = outcome(reference);
+  // the crash window of every message: after the receiving step committed, before the ack
+  let acks = 0;
+  const counting = new Proxy(Store.sqliteMemory(), {
+    get(target, key) {
+      if (key === "ackOutbox") return (seq) => ((acks += 1), target.ackOutbox(seq));
+      const value = target[key];
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  await run(counting, ops);
+  assert.ok(acks >= 15, `${acks} acks`);
+  for (let k = 0; k < acks; k += 1) {
+    const store = Store.sqliteMemory();
+    const stop = new Error("stop");
+    let n = 0;
+    const crashing = new Proxy(store, {
+      get(target, key) {
+        if (key === "ackOutbox") {
+          return (seq) => {
+            if (n++ === k) throw stop;
+            return target.ackOutbox(seq);
+          };
+        }
+        const value = target[key];
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    await assert.rejects(run(crashing, ops), (e) => e === stop);
+    await run(store, ops);
+    assert.deepEqual(outcome(store), want, `stopped before ack ${k}`);
   }
 });

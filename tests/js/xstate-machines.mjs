@@ -2,7 +2,7 @@
 // random sequence draws from. Between them: nested and parallel states, guards, `after`,
 // delayed raises and their cancel, `always`, deep history, an invoked child machine with
 // its own `after`, sendTo/sendParent inside the execution, `emit`, final states.
-import { assign, cancel, createMachine, emit, raise, sendParent, sendTo, setup, stateIn } from "xstate";
+import { assign, cancel, createMachine, emit, raise, sendParent, sendTo, setup, spawnChild, stateIn, stopChild } from "xstate";
 
 /** A traffic light: nested states, `after` at two levels, a guard on a counter, emit. */
 export const light = setup({
@@ -204,6 +204,65 @@ export const wizard = createMachine({
   },
 });
 
+/** A ticker: the grandchild a worker invokes (a child execution of a child execution). */
+export const ticker = createMachine({
+  id: "ticker",
+  initial: "ticking",
+  states: { ticking: { after: { 150: "rang" } }, rang: { type: "final" } },
+  output: { rang: true },
+});
+
+/** A worker: the child machine `fleet` spawns by name; sendParent, an invoked grandchild, a crash, a final state. */
+export const worker = setup({ actors: { ticker } }).createMachine({
+  id: "worker",
+  initial: "idle",
+  context: ({ input }) => ({ n: input?.n ?? 0, jobs: 0, ticks: 0 }),
+  states: {
+    idle: { on: { JOB: { target: "busy", actions: assign({ jobs: ({ context }) => context.jobs + 1 }) }, QUIT: "quit" } },
+    busy: {
+      invoke: { id: "tick", src: "ticker", onDone: { actions: assign({ ticks: ({ context }) => context.ticks + 1 }) } },
+      after: { 300: { target: "idle", actions: sendParent(({ context }) => ({ type: "WORKER.DONE", n: context.n })) } },
+      on: {
+        JOB: { actions: assign({ jobs: ({ context }) => context.jobs + 1 }) },
+        CRASH: {
+          actions: () => {
+            throw new Error("worker crashed");
+          },
+        },
+      },
+    },
+    quit: { type: "final" },
+  },
+  output: ({ context }) => ({ n: context.n, jobs: context.jobs }),
+});
+
+/** A fleet: spawned child machines by name, sendTo them, stopChild, their done and error, a final state that stops them. */
+export const fleet = setup({ actors: { worker } }).createMachine({
+  id: "fleet",
+  initial: "running",
+  context: { a: false, b: false, done: 0, quits: 0, failed: 0, errors: [] },
+  states: {
+    running: {
+      on: {
+        SPAWN_A: { guard: ({ context }) => !context.a, actions: [spawnChild("worker", { id: "a", input: { n: 1 } }), assign({ a: true })] },
+        SPAWN_B: { guard: ({ context }) => !context.b, actions: [spawnChild("worker", { id: "b", input: { n: 2 } }), assign({ b: true })] },
+        JOB_A: { guard: ({ context }) => context.a, actions: sendTo("a", { type: "JOB" }) },
+        JOB_B: { guard: ({ context }) => context.b, actions: sendTo("b", { type: "JOB" }) },
+        CRASH_A: { guard: ({ context }) => context.a, actions: sendTo("a", { type: "CRASH" }) },
+        QUIT_B: { guard: ({ context }) => context.b, actions: sendTo("b", { type: "QUIT" }) },
+        STOP_A: { guard: ({ context }) => context.a, actions: [stopChild("a"), assign({ a: false })] },
+        "WORKER.DONE": { actions: assign({ done: ({ context }) => context.done + 1 }) },
+        "xstate.done.actor.b": { actions: [assign({ b: false, quits: ({ context }) => context.quits + 1 }), emit({ type: "fleet.quit" })] },
+        "xstate.error.actor.a": {
+          actions: assign({ a: false, failed: ({ context }) => context.failed + 1, errors: ({ context, event }) => [...context.errors, event.error.message] }),
+        },
+        FINISH: "closed",
+      },
+    },
+    closed: { type: "final" },
+  },
+});
+
 /** Each machine with the events a random sequence sends it. */
 export const MACHINES = [
   { machine: light, events: ["EMERGENCY", "SKIP", "PED", "RESET", "POWER"] },
@@ -211,6 +270,10 @@ export const MACHINES = [
   { machine: order, events: ["ADD", "ADD", "CHECKOUT", "CHARGE", "CHARGE", "CANCEL"] },
   { machine: poller, events: ["START", "FAIL", "PAUSE", "HURRY"] },
   { machine: wizard, events: ["NEXT", "BACK", "SUB", "HELP", "CLOSE", "FINISH"] },
+  {
+    machine: fleet,
+    events: ["SPAWN_A", "SPAWN_B", "SPAWN_A", "SPAWN_B", "JOB_A", "JOB_B", "JOB_A", "JOB_B", "CRASH_A", "QUIT_B", "STOP_A", "FINISH"],
+  },
 ];
 
 /** A seeded generator of numbers in [0, 1) (mulberry32). */

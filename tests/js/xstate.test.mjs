@@ -376,4 +376,9 @@ test("README.md's worked example runs", async () => {
     mod.store.readTrace("order-1").map((s) => s.event_kind),
     ["xstate.init", "PLACE", "xstate.after.60000.order.paying"],
   );
+  // the invoked payment machine ran as a child execution, stopped when the timeout left `paying`
+  const child = mod.store.load("order-1/payment:1");
+  assert.equal(child.parent_id, "order-1");
+  assert.equal(child.status, "CANCELLED");
+  assert.deepEqual(mod.store.pendingOutbox(null, 10), []);
 });

@@ -1,6 +1,6 @@
 // `import { createDurableActor } from "execstore/xstate"`: XState v5 machines run durably over
 // an execstore `Store` (docs/xstate.md). Needs the peer dependency `xstate` (5.x).
-import type { AnyStateMachine, EventFromLogic, InputFrom, StateValue } from "xstate";
+import type { AnyActorRef, AnyStateMachine, EventFromLogic, InputFrom, StateValue } from "xstate";
 import type { Execution, JsonObject, JsonValue, OutboxEntry, Status, Store } from "./index.js";
 
 /** The key of an execution's context that holds what XState needs beside its own context. */
@@ -63,6 +63,12 @@ export interface DurableActorOptions<TMachine extends AnyStateMachine> {
   create?: boolean;
   /** Told about a failed commit of an actor's own result (a promise's), other than a lost CAS. */
   onError?: (error: unknown) => void;
+  /**
+   * A new child execution's parent (`relay` sets it when it creates a child machine's
+   * execution): the execution's `parent_id` and `child_id`, where its `sendParent`, done and
+   * error events go.
+   */
+  parent?: { id: string; child: string };
 }
 
 /** Options of `send`. */
@@ -74,7 +80,7 @@ export interface SendOptions {
 /** What `send` did. */
 export type SendResult =
   | { applied: true; execution: Execution }
-  | { applied: false; reason: "duplicate" | "finished" | "not-due"; execution: Execution };
+  | { applied: false; reason: "duplicate" | "finished" | "not-due" | "stale" | "not-parent"; execution: Execution };
 
 /** The codes of an `XStateStoreError` (a store's own errors are thrown as they are: `StoreError`). */
 export type XStateStoreErrorCode =
@@ -118,6 +124,11 @@ export declare class DurableActor<TMachine extends AnyStateMachine = AnyStateMac
   send(event: EventFromLogic<TMachine>, options?: SendOptions): SendResult;
   /** Fires this execution's delayed events due at `now` (ms), each as a step at its deadline, at most `max`; how many fired. */
   fireDue(now?: number, max?: number): number;
+  /**
+   * Applies an outbox entry addressed to this execution as one step deduped by its event id
+   * (what `relay` does): a child execution's done/error, a stop from its parent, or any event.
+   */
+  receive(entry: OutboxEntry): SendResult;
   /** Drops the in-memory actor (the execution is untouched; a later call resumes it). */
   stop(): void;
 }
@@ -142,11 +153,14 @@ export interface SweepOptions {
   now?: number;
   /** Timers read per page; default 100. */
   limit?: number;
+  /** Fire at most this many (soonest first); default all that are due. */
+  max?: number;
 }
 
 /**
- * Fires every due delayed event of the executions whose machine id is a key of `machines`,
- * each as one step at its own deadline; returns how many fired.
+ * Fires every due delayed event of the executions whose machine id is a key of `machines`
+ * (or of a child machine one of them starts), each as one step at its own deadline; returns
+ * how many fired.
  */
 export declare function sweepTimers(
   store: Store,
@@ -154,35 +168,88 @@ export declare function sweepTimers(
   options?: SweepOptions,
 ): number;
 
-/** An outbox entry this module wrote: an emitted event. */
+/** An outbox entry this module wrote: an emitted event (`target_id` null) or one sent to an execution. */
 export interface EmittedEntry extends OutboxEntry {
   event: OutboxEntry["event"] & {
     /** `executionId/version/index`: stable across redeliveries. */
     id: string;
-    /** The emitted event's type. */
+    /** The event's type. */
     kind: string;
-    /** The emitted event, as JSON. */
+    /** The event, as JSON. */
     data: JsonObject;
-    /** The execution that emitted it. */
+    /** The execution that emitted or sent it. */
     source_id?: string;
+    /** The sending step's time (epoch seconds): the receiving step's time. */
+    sent_at?: number;
   };
 }
 
-/** Options of `relayEmits`. */
+/** Options of `relay`. */
 export interface RelayOptions {
+  /** The machines whose executions (and child machines' executions) this relay applies entries to and creates. */
+  machines?: { [machineId: string]: MachineEntry } | Map<string, MachineEntry>;
+  /**
+   * Gets every other entry (an emit, an event for an id that is no XState execution of the
+   * store), acked after it returned; `false` leaves it pending. Without it they stay pending.
+   */
+  deliver?: (entry: EmittedEntry) => void | boolean | Promise<void | boolean>;
+  /** Entries read per page (spawns and outbox); default 100. */
+  limit?: number;
+  /** Handle at most this many entries, then return (a later call goes on); default all. */
+  max?: number;
+  /** The clock (ms) of a step whose entry has no `sent_at`; default `Date.now()`. */
+  now?: number;
+}
+
+/** What one `relay` call did. */
+export interface RelayResult {
+  /** Child executions created. */
+  spawned: number;
+  /** Entries applied as a step of an XState execution. */
+  applied: number;
+  /** Entries acked without a step (a duplicate, a finished execution, a child no longer there). */
+  ignored: number;
+  /** Entries handed to `deliver` and acked. */
+  delivered: number;
+  /** Entries left pending (no handler, declined, or a machine not in `machines`). */
+  left: number;
+}
+
+/**
+ * Moves what the executions committed for others, in pages of `limit`: creates child
+ * executions, applies entries addressed to XState executions (exactly once, deduped by the
+ * entry's id), hands the rest to `deliver`; acks each after it was applied or delivered.
+ */
+export declare function relay(store: Store, options?: RelayOptions): Promise<RelayResult>;
+
+/** Options of `relayEmits`. */
+export interface RelayEmitsOptions {
   /** Entries read per page; default 100. */
   limit?: number;
 }
 
 /**
- * Delivers the store's pending outbox entries to `deliver`, oldest first, acking each after
- * its delivery; returns how many it delivered. A crash between the two delivers it again.
+ * Delivers the entries `relay` hands to its `deliver` (the emits), acking each after its
+ * delivery; returns how many it delivered. Child creations and events for XState executions
+ * stay pending for `relay`.
+ * @deprecated Use `relay(store, {deliver, machines})`, which also moves children and sends.
  */
 export declare function relayEmits(
   store: Store,
   deliver: (entry: EmittedEntry) => void | Promise<void>,
-  options?: RelayOptions,
+  options?: RelayEmitsOptions,
 ): Promise<number>;
+
+/**
+ * An actor ref for XState's `sendTo` addressing the execution `executionId` (another durable
+ * actor of the store, or an id the relay hands to its `deliver`): the event goes to the outbox.
+ */
+export declare function durableRef(executionId: string): AnyActorRef;
+
+/** `machines` with the child machines each one starts (recursively), under the same version. */
+export declare function machineRegistry(
+  machines: { [machineId: string]: MachineEntry } | Map<string, MachineEntry>,
+): Map<string, MachineEntry>;
 
 /** The persisted snapshot an execution of this module holds. */
 export declare function persistedSnapshot(execution: Execution): PersistedSnapshot;

@@ -1,11 +1,26 @@
 // `execstore/xstate`: XState v5 machines run durably over an execstore `Store`.
 //
-// An execution holds one root actor (and the children it invokes or spawns, persisted inside
-// its snapshot as XState persists them). Every event is one store commit: the new persisted
-// snapshot, the emitted events (outbox), the delayed events XState scheduled or cancelled
-// (durable timers), the event id (dedupe) and a trace step, CAS on the version.
-// docs/xstate.md is the user's documentation; what is durable and what is not is said there.
+// An execution holds one root actor (with its non-machine children, persisted inside its
+// snapshot as XState persists them); a child *machine* it invokes is a child execution of its
+// own (xstate-children.js). Every event is one store commit: the new persisted snapshot, the
+// emitted and sent events (outbox), the children it starts (spawns), the delayed events XState
+// scheduled or cancelled (durable timers), the event id (dedupe) and a trace step, CAS on the
+// version. docs/xstate.md is the user's documentation; what is durable and what is not is said there.
 import { createActor } from "xstate";
+
+import {
+  CHILD_DONE,
+  ChildExecutionActor,
+  CHILD_ERROR,
+  STOP,
+  durableRef,
+  externalTarget,
+  msOf,
+  proxiedMachine,
+  withChildExecutions,
+} from "./xstate-children.js";
+
+export { durableRef };
 
 /** The key of the execution's context that holds what XState needs beside its own context. */
 export const XSTATE_KEY = "$xstate";
@@ -21,6 +36,20 @@ export class XStateStoreError extends Error {
     this.code = code;
     Object.assign(this, details);
   }
+}
+
+// events a child execution's stand-in receives from this module or XState, not sent to the child
+const INTERNAL = new Set(["xstate.init", CHILD_DONE, CHILD_ERROR]);
+const DONE_PREFIX = "xstate.done.actor.";
+const ERROR_PREFIX = "xstate.error.actor.";
+
+/** An event as it leaves the execution: JSON, an error as `{message}`. */
+function outboundEvent(event) {
+  if (typeof event?.type === "string" && event.type.startsWith(ERROR_PREFIX)) {
+    const error = event.error;
+    return { ...event, error: { message: String(error?.message ?? error) } };
+  }
+  return event;
 }
 
 const isConflict = (error) => error !== null && typeof error === "object" && error.code === "CONFLICT";
@@ -46,6 +75,33 @@ export function activePath(value) {
 }
 
 const definitions = new WeakMap();
+
+// The durable actor whose XState actor is being created (its children start in the
+// constructor), and the durable actor of each XState system: the stand-ins' hooks find the
+// durable actor they belong to through them, so one runnable machine serves every actor.
+let constructing = null;
+const ON_SPAWN = Symbol("onSpawn");
+const ON_STOP = Symbol("onStop");
+const owners = new WeakMap();
+const HOOKS = {
+  spawn: (scope, child, input) => {
+    const owner = owners.get(scope.system) ?? constructing;
+    if (owner === null) throw new XStateStoreError("INVALID_INPUT", "a child execution starts outside a durable actor");
+    return owner[ON_SPAWN](scope, child, input);
+  },
+  stop: (scope, snapshot) => owners.get(scope.system)?.[ON_STOP](scope, snapshot),
+};
+const runnables = new WeakMap();
+
+/** `machine` with its child machines as child executions (made once per machine). */
+function runnable(machine) {
+  let run = runnables.get(machine);
+  if (run === undefined) {
+    run = withChildExecutions(machine, HOOKS);
+    runnables.set(machine, run);
+  }
+  return run;
+}
 
 /** The definition as JSON (functions dropped), or null when it does not serialize. */
 export function definitionJson(machine) {
@@ -112,6 +168,7 @@ function recordOf(execution) {
 export class DurableActor {
   #store;
   #machine;
+  #runMachine; // the machine with its child machines replaced by stand-ins of child executions
   #options;
   #fqn;
   #execution = null;
@@ -129,6 +186,8 @@ export class DurableActor {
   #stepNow = 0;
   #seq = 0;
   #emits = [];
+  #outbound = []; // {target, event}: what this step sends out of the execution, in order
+  #spawns = []; // the child executions this step starts
   #actions = [];
   #stepping = false;
   #asyncQueued = false;
@@ -145,6 +204,7 @@ export class DurableActor {
     this.#machine = machine;
     this.#options = options;
     this.#fqn = `${machine.id}@${options.version}`;
+    this.#runMachine = runnable(machine);
     const stored = store.load(options.id);
     if (stored) this.#adopt(stored);
     else if (options.create === false) throw new XStateStoreError("NOT_FOUND", `no execution ${options.id}`, { id: options.id });
@@ -236,9 +296,34 @@ export class DurableActor {
     };
   }
 
+  /** A child machine starts: its execution's id, derived from this one's and the child's. */
+  [ON_SPAWN](scope, child, input) {
+    const execution = `${this.#options.id}/${scope.self.id}:${++this.#seq}`;
+    this.#spawns.push({ execution, childId: scope.self.id, machine: child.id, input: json(input) ?? null, at: this.#stepNow });
+    return execution;
+  }
+
+  /** Whether the execution's parent and child id (a child execution's), else null. */
+  #link() {
+    const e = this.#execution;
+    if (e) return e.parent_id ? { id: e.parent_id, child: e.child_id } : null;
+    const parent = this.#options.parent;
+    return parent ? { id: parent.id, child: parent.child } : null;
+  }
+
   #inspect = (event) => {
     if (this.#current === null || event.rootId !== this.#current.sessionId) return;
-    if (event.type === "@xstate.action") {
+    if (event.type === "@xstate.event") {
+      // an event to an actor outside the execution (a durable ref, the parent, a child execution)
+      const target = event.actorRef;
+      const external = externalTarget(target);
+      if (external !== undefined) {
+        this.#outbound.push({ target: external, event: outboundEvent(event.event) });
+      } else if (proxiedMachine(target?.logic) !== undefined && !INTERNAL.has(event.event?.type)) {
+        const snapshot = target.getSnapshot();
+        if (snapshot.status === "active") this.#outbound.push({ target: snapshot.execution, event: outboundEvent(event.event) });
+      }
+    } else if (event.type === "@xstate.action") {
       const root = event.actorRef.sessionId === event.rootId;
       this.#actions.push(root ? event.action.type : `${event.actorRef.id}/${event.action.type}`);
     } else if (
@@ -288,11 +373,23 @@ export class DurableActor {
         if (!this.#keepArmed) this.#armed.delete(handle);
       },
     };
-    const options = { clock, inspect: this.#inspect, id: this.#options.id };
+    const link = this.#link();
+    const options = { clock, inspect: this.#inspect, id: link ? link.child : this.#options.id };
     if (snapshot) options.snapshot = snapshot;
     else if ("input" in this.#options) options.input = this.#options.input;
     this.#current = null;
-    const actor = createActor(this.#machine, options);
+    let actor;
+    const outer = constructing;
+    constructing = this;
+    try {
+      // A child execution's parent is another execution: what XState sends it (sendParent,
+      // the done and error events) is recorded by the inspection and goes to the outbox.
+      if (link) options.execstoreParent = durableRef(link.id);
+      actor = link ? new ChildExecutionActor(this.#runMachine, options) : createActor(this.#runMachine, options);
+    } finally {
+      constructing = outer;
+    }
+    owners.set(actor.system, this);
     this.#current = actor;
     const scheduler = actor.system.scheduler;
     const schedule = scheduler.schedule;
@@ -321,6 +418,7 @@ export class DurableActor {
     this.#committed = new Set();
     if (live) {
       try {
+        live.execstoreDetached = true; // a child execution's root is stopped as a root
         live.stop();
       } catch {
         // a stopped or failed actor: nothing to stop
@@ -332,6 +430,8 @@ export class DurableActor {
   #create() {
     const now = this.#now();
     this.#emits = [];
+    this.#outbound = [];
+    this.#spawns = [];
     this.#actions = [];
     this.#armed = new Map();
     this.#committed = new Set();
@@ -345,8 +445,11 @@ export class DurableActor {
       this.#stepping = false;
     }
     this.#live = actor;
+    const link = this.#link();
     const execution = {
       id: this.#options.id,
+      parent_id: link?.id ?? null,
+      child_id: link?.child ?? null,
       definition_id: this.#machine.id,
       definition_fqn: this.#fqn,
       status: "RUNNING",
@@ -380,7 +483,7 @@ export class DurableActor {
       const { byPath } = actorPaths(actor);
       for (const s of [...record.scheduled].sort((a, b) => a.seq - b.seq)) {
         const source = byPath.get(s.source);
-        const target = byPath.get(s.target);
+        const target = s.target.startsWith("@") ? durableRef(s.target.slice(1)) : byPath.get(s.target);
         if (!source || !target) continue; // its actor is gone: the event would go nowhere
         this.#injecting = s;
         try {
@@ -411,6 +514,8 @@ export class DurableActor {
     }
     this.#seq = record.seq ?? 0;
     this.#emits = [];
+    this.#outbound = [];
+    this.#spawns = [];
     this.#actions = [];
     this.#live = actor;
     this.#liveVersion = execution.version;
@@ -438,7 +543,8 @@ export class DurableActor {
       if (!this.#committed.has(record)) {
         // armed in this step: where it comes from and goes to, by path in the actor tree
         const source = byRef.get(armed.source);
-        const target = byRef.get(armed.target);
+        const outside = externalTarget(armed.target);
+        const target = outside !== undefined ? `@${outside}` : byRef.get(armed.target);
         if (source === undefined || target === undefined) {
           // its actor stopped in this step (XState would deliver it to nobody)
           this.#armed.delete(handle);
@@ -461,10 +567,19 @@ export class DurableActor {
     }
     const seq = this.#seq;
     const version = execution.version ?? 0;
-    const emits = this.#emits.map((emitted, i) => ({
-      target_id: null,
-      event: { id: `${this.#options.id}/${version + 1}/${i}`, kind: String(emitted.type), data: json(emitted), source_id: this.#options.id },
-    }));
+    // A child started and stopped in this step is neither created nor stopped.
+    const stopped = new Set(this.#outbound.filter((o) => o.event.type === STOP).map((o) => o.target));
+    const born = new Set(this.#spawns.map((s) => s.execution));
+    const spawns = this.#spawns
+      .filter((s) => !stopped.has(s.execution))
+      .map((s) => ({ child_id: s.execution, root_path: s.childId, context: { machine: s.machine, input: s.input, started_at: s.at / 1000 } }));
+    const outbound = this.#outbound.filter((o) => !(born.has(o.target) && stopped.has(o.target)));
+    const entry = (target, event, i) => ({
+      target_id: target,
+      event: { id: `${this.#options.id}/${version + 1}/${i}`, kind: String(event.type), data: json(event), source_id: this.#options.id, sent_at: now / 1000 },
+    });
+    const emits = this.#emits.map((emitted, i) => entry(null, emitted, i));
+    for (const o of outbound) emits.push(entry(o.target, o.event, emits.length));
     const status = STATUS[liveSnapshot.status] ?? "FAILED";
     const finished = status !== "RUNNING";
     const next = {
@@ -488,11 +603,15 @@ export class DurableActor {
       actions: [...this.#actions],
       timestamp: now / 1000,
     };
-    if (emits.length) trace.emitted = emits.map((e) => e.event.kind);
+    if (this.#emits.length) trace.emitted = this.#emits.map((e) => String(e.type));
+    if (outbound.length) trace.sent = outbound.map((o) => ({ to: o.target, kind: String(o.event.type) }));
+    if (spawns.length) trace.spawned = spawns.map((s) => s.child_id);
     if (fromValue === null) trace.definition = definitionJson(this.#machine);
     if (extra) Object.assign(trace, extra);
-    this.#store.commit(next, { emits, processed_event_id: eventId, timers, trace });
+    this.#store.commit(next, { emits, processed_event_id: eventId, timers, spawns, trace });
     this.#emits = [];
+    this.#outbound = [];
+    this.#spawns = [];
     this.#actions = [];
     this.#execution = next;
     this.#committed = kept;
@@ -516,6 +635,8 @@ export class DurableActor {
       this.#stepNow = now;
       const from = json(this.#live.getSnapshot().value);
       this.#emits = [];
+      this.#outbound = [];
+      this.#spawns = [];
       this.#actions = [];
       this.#stepping = true;
       let go;
@@ -524,7 +645,9 @@ export class DurableActor {
       } finally {
         this.#stepping = false;
       }
-      if (go === false) return { applied: false, reason: "not-due", execution: this.#execution };
+      if (go === false || typeof go === "string") {
+        return { applied: false, reason: go === false ? "not-due" : go, execution: this.#execution };
+      }
       try {
         this.#commitLive(this.#execution, kind, eventId, now, from, extra);
         return { applied: true, execution: this.#execution };
@@ -589,10 +712,60 @@ export class DurableActor {
     return fired;
   }
 
+  /** A child's stand-in stopped (by XState, in a step of this execution's). */
+  [ON_STOP](scope, snapshot) {
+    if (this.#current !== null && scope.system === this.#current.system) {
+      this.#outbound.push({ target: snapshot.execution, event: { type: STOP } });
+    }
+  }
+
+  /**
+   * Applies an outbox entry addressed to this execution as one step, deduped by its event
+   * id: a child execution's done or error (to its stand-in, which XState then reports to the
+   * parent as its own child's), a parent's stop (the execution is cancelled), any other event
+   * as `send` would. The step's time is the sending step's (`sent_at`). Used by `relay`.
+   */
+  receive(entry) {
+    const event = entry?.event;
+    if (!isPlainObject(event) || typeof event.id !== "string" || typeof event.kind !== "string") {
+      throw new XStateStoreError("INVALID_INPUT", "an outbox entry has an event with a string id and kind", { field: "entry" });
+    }
+    const data = isPlainObject(event.data) && typeof event.data.type === "string" ? event.data : { ...(event.data ?? {}), type: event.kind };
+    const at = typeof event.sent_at === "number" && Number.isFinite(event.sent_at) ? msOf(event.sent_at) : this.#now();
+    const source = typeof event.source_id === "string" ? event.source_id : null;
+    return this.#step(event.id, data.type, at, (live) => {
+      if (data.type === STOP) {
+        if (source === null || source !== this.#execution.parent_id) return "not-parent";
+        live.execstoreDetached = true; // stopped as XState stops a child: nothing goes back
+        live._stop();
+        return true;
+      }
+      const done = data.type.startsWith(DONE_PREFIX);
+      if (done || data.type.startsWith(ERROR_PREFIX)) {
+        const stand = source === null ? undefined : standIn(live, source);
+        if (stand) {
+          stand.send(done ? { type: CHILD_DONE, output: data.output } : { type: CHILD_ERROR, error: data.error });
+          return true;
+        }
+        if (source !== null && source.startsWith(`${this.id}/`)) return "stale"; // a child no longer running here
+      }
+      live.send(data);
+      return true;
+    }, { source_id: source });
+  }
+
   /** Stops the in-memory actor (the execution is untouched; a later call resumes it). */
   stop() {
     this.#drop();
   }
+}
+
+/** The stand-in of the child execution `execution` in `root`'s tree, if it is still there. */
+function standIn(root, execution) {
+  for (const ref of actorPaths(root).byRef.keys()) {
+    if (proxiedMachine(ref.logic) !== undefined && ref.getSnapshot()?.execution === execution) return ref;
+  }
+  return undefined;
 }
 
 /** The scheduler's entry for `source`'s delayed event `id` (XState keys it by session id). */
@@ -609,75 +782,4 @@ export function createDurableActor(store, machine, options) {
   return new DurableActor(store, machine, options);
 }
 
-/**
- * Fires every due delayed event of the XState executions in `store` whose machine is in
- * `machines` (by machine id: `{machine, version, migrate?}`), one step each, at its deadline,
- * in deadline order across executions (what a step arms that is due fires in the same
- * sweep); returns how many fired. Timers of other definitions are left alone.
- */
-export function sweepTimers(store, machines, options = {}) {
-  const now = options.now ?? Date.now();
-  const limit = options.limit ?? 100;
-  const entries = machines instanceof Map ? machines : new Map(Object.entries(machines));
-  const actors = new Map();
-  const skipped = new Set();
-  let fired = 0;
-  let after = null;
-  try {
-    for (;;) {
-      const due = store.dueTimers(now / 1000, after, limit);
-      if (!due.length) break;
-      const next = due.find((t) => !skipped.has(t.execution_id));
-      if (!next) {
-        if (due.length < limit) break;
-        after = due.at(-1); // a page of skipped executions' timers: the next page
-        continue;
-      }
-      const id = next.execution_id;
-      let actor = actors.get(id);
-      if (!actor) {
-        const execution = store.load(id);
-        const entry = execution ? entries.get(execution.definition_id) : undefined;
-        if (!execution || !entry || !isPlainObject(execution.context?.[XSTATE_KEY])) {
-          skipped.add(id);
-          continue;
-        }
-        actor = new DurableActor(store, entry.machine, { id, version: entry.version, migrate: entry.migrate, now: () => now, create: false });
-        actors.set(id, actor);
-      }
-      // the execution's earliest due event (the global earliest, or one tied with it)
-      if (actor.fireDue(now, 1) === 1) {
-        fired += 1;
-        continue;
-      }
-      // Due in the store but not firable: a timer its record no longer holds is removed
-      // (none should be); an event whose actor is gone is left for its next step to drop.
-      const paths = new Set(recordOf(actor.execution).scheduled.map((s) => s.path));
-      if (paths.has(next.path) || !store.deleteTimer(id, next.path, next.fire_at)) skipped.add(id);
-    }
-  } finally {
-    for (const actor of actors.values()) actor.stop();
-  }
-  return fired;
-}
-
-/**
- * Delivers the store's pending outbox entries (what the executions emitted), oldest first,
- * each to `deliver` and then acked; an entry whose delivery threw stays pending (and the
- * error is rethrown). A crash between delivery and ack delivers it again: `entry.event.id`
- * is stable, the dedupe key of the receiver (a durable actor's `send(event, {id})`).
- */
-export async function relayEmits(store, deliver, options = {}) {
-  const limit = options.limit ?? 100;
-  let delivered = 0;
-  for (;;) {
-    const entries = store.pendingOutbox(null, limit);
-    if (!entries.length) break;
-    for (const entry of entries) {
-      await deliver(entry);
-      store.ackOutbox(entry.seq);
-      delivered += 1;
-    }
-  }
-  return delivered;
-}
+export { machineRegistry, relay, relayEmits, sweepTimers } from "./xstate-relay.js";

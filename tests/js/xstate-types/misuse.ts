@@ -1,6 +1,6 @@
 // Each line ending in "// error" must be a type error (tests/js/xstate-types.test.mjs).
 import { Store } from "execstore";
-import { createDurableActor, sweepTimers } from "execstore/xstate";
+import { createDurableActor, durableRef, relay, sweepTimers } from "execstore/xstate";
 import { setup } from "xstate";
 
 const machine = setup({
@@ -19,4 +19,9 @@ createDurableActor({}, machine, { id: "x", version: "1" }); // error
 sweepTimers(store, { m: { machine } }); // error
 const status: "DONE" = actor.status; // error
 actor.fireDue("now"); // error
+relay(store, { limit: "10" }); // error
+relay(store, { deliver: (entry) => entry.event.kind.length }); // error
+relay(store, { machines: { m: { machine } } }); // error
+durableRef(7); // error
+actor.receive({ type: "GO" }); // error
 void status;

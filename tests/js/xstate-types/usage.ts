@@ -2,15 +2,18 @@
 import { Store } from "execstore";
 import {
   createDurableActor,
+  durableRef,
+  relay,
   relayEmits,
   sweepTimers,
   persistedSnapshot,
   XStateStoreError,
   type PersistedSnapshot,
+  type RelayResult,
   type ScheduledEvent,
   type SendResult,
 } from "execstore/xstate";
-import { assign, setup } from "xstate";
+import { assign, sendTo, setup } from "xstate";
 
 const machine = setup({
   types: { context: {} as { n: number }, events: {} as { type: "INC" } | { type: "SET"; to: number }, input: {} as { start: number } },
@@ -27,7 +30,7 @@ const store = Store.memory();
 const actor = createDurableActor(store, machine, { id: "c-1", version: "1", input: { start: 3 }, now: () => 0 });
 const result: SendResult = actor.send({ type: "SET", to: 5 }, { id: "e-1" });
 if (!result.applied) {
-  const reason: "duplicate" | "finished" | "not-due" = result.reason;
+  const reason: "duplicate" | "finished" | "not-due" | "stale" | "not-parent" = result.reason;
   void reason;
 }
 const snapshot: PersistedSnapshot = actor.getPersistedSnapshot();
@@ -51,4 +54,19 @@ createDurableActor(store, machine, {
   version: "2",
   migrate: (s, { from, to }) => ({ ...s, status: s.status, migrated: `${from}->${to}` }),
 });
-void [snapshot, again, pending, fired, delivered];
+const notifier = setup({}).createMachine({
+  id: "notifier",
+  on: { PING: { actions: sendTo(() => durableRef("c-1"), { type: "INC" }) } },
+});
+const relayed: Promise<RelayResult> = relay(store, {
+  machines: { counter: { machine, version: "1" }, notifier: { machine: notifier, version: "1" } },
+  deliver: (entry) => entry.target_id !== null,
+  limit: 50,
+  max: 1000,
+});
+const one: number = sweepTimers(store, new Map([["counter", { machine, version: "1" }]]), { now: 0, max: 1 });
+for (const entry of store.pendingOutbox(null, 10)) {
+  const received: SendResult = actor.receive(entry);
+  void received;
+}
+void [snapshot, again, pending, fired, delivered, relayed, one];
