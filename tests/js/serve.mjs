@@ -10,11 +10,13 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 // The bare module names a served script may import, resolved as a dev server (or a bundler)
 // does: Chromium applies a page's import map to the page only, not inside a module worker,
-// where execstore/xstate-worker imports `xstate` (examples/xstate-browser).
+// where execstore/xstate-worker imports `xstate` (examples/xstate-browser, bench/xstate).
 const BARE = {
   xstate: "/node_modules/xstate/dist/xstate.esm.js",
   "execstore/xstate-worker": "/node_modules/execstore/xstate-worker.js",
   "execstore/xstate-client": "/node_modules/execstore/xstate-client.js",
+  "execstore/xstate": "/node_modules/execstore/xstate.js",
+  execstore: "/node_modules/execstore/index.js",
 };
 const BARE_IMPORT = /(\bfrom\s*|\bimport\s*\(?\s*)(["'])([^"'./][^"']*)\2/g;
 
