@@ -16,7 +16,7 @@ describe("durable XState in Chromium (OPFS)", { skip: noChromium }, () => {
 
   test("a reload mid-flow resumes the order; its pending `after` fires at its deadline, swept on load; emits relayed once", async () => {
     const store = unique("demo");
-    const TIMEOUT = 2500;
+    const TIMEOUT = 6000; // long enough for a reload on a loaded machine
     const demo = `/examples/xstate-browser/index.html?store=${store}&timeout=${TIMEOUT}`;
     let page = await openPage(demo);
     const placed = await page.evaluate(async () => {
