@@ -7,9 +7,34 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 
+import { Store } from "execstore";
+import { createDurableActor, relayEmits } from "execstore/xstate";
+
+import { orderMachine } from "../../examples/xstate-browser/machines.js";
 import { chromiumSuite, noChromium } from "./chromium.mjs";
 
 const unique = (name) => `${name}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
+
+test("the demo's order machine: paid through its invoked payment machine, shipped, each outcome emitted", async () => {
+  const store = Store.memory();
+  let now = 1_000_000;
+  const order = createDurableActor(store, orderMachine, { id: "o-1", version: "1", input: { timeoutMs: 5000 }, now: () => now });
+  assert.equal(order.send({ type: "PLACE" }).execution.active_path, "cart", "an empty cart is not placed");
+  order.send({ type: "ADD" });
+  order.send({ type: "ADD" });
+  order.send({ type: "PLACE" });
+  assert.deepEqual(Object.keys(order.getPersistedSnapshot().children), ["payment"], "the payment machine is invoked");
+  assert.equal(order.scheduled()[0].fire_at, now + 5000);
+  now += 1000;
+  const paid = order.send({ type: "PAY" }, { id: "pay-1" }).execution;
+  assert.equal(paid.active_path, "paid");
+  assert.equal(paid.context.paid, 10);
+  assert.deepEqual(order.scheduled(), [], "leaving the state cancelled the timeout");
+  assert.equal(order.send({ type: "SHIP" }).execution.status, "DONE");
+  const relayed = [];
+  await relayEmits(store, (entry) => relayed.push([entry.event.kind, entry.event.data.amount ?? null]));
+  assert.deepEqual(relayed, [["order.paid", 10], ["order.shipped", null]]);
+});
 
 describe("durable XState in Chromium (OPFS)", { skip: noChromium }, () => {
   const { openPage } = chromiumSuite();
