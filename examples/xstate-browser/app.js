@@ -24,6 +24,8 @@ async function deliver(entry) {
   }
 }
 
+const clock = (seconds) => new Date(seconds * 1000).toISOString().slice(11, 23);
+
 async function render() {
   const summary = await orders.read(orderId());
   const trace = await orders.trace(orderId());
@@ -32,7 +34,8 @@ async function render() {
   document.getElementById("deadline").textContent = next ? `timeout at ${new Date(next.fire_at).toISOString()}` : "";
   document.getElementById("relayed").textContent = relayed().map((e) => `${e.id}  ${e.kind}`).join("\n");
   document.getElementById("trace").textContent = trace
-    .map((s) => `${s.index}  ${s.event_kind}  ${s.from_path ?? "-"} -> ${s.to_path}${s.fired_at ? `  (fired at ${s.fired_at})` : ""}`)
+    .map((s) => `${s.index}  ${clock(s.timestamp)}  ${s.event_kind.replace(/^xstate\.after\.(\w+)\..*/, "after $1")}  ${s.from_path ?? "-"} -> ${s.to_path}`
+      + (s.fired_at ? `  (its deadline; swept at ${clock(s.fired_at)})` : ""))
     .join("\n");
   window.demo.summary = summary;
 }
