@@ -4,6 +4,7 @@
 // apply a step. Run: node --test tests/js/xstate-browser.test.mjs (needs the wasm build and
 // /usr/bin/chromium).
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -12,6 +13,7 @@ import { createDurableActor, relayEmits } from "execstore/xstate";
 
 import { orderMachine } from "../../examples/xstate-browser/machines.js";
 import { chromiumSuite, noChromium } from "./chromium.mjs";
+import { tscSnippet } from "./tsc.mjs";
 
 const unique = (name) => `${name}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
 
@@ -34,6 +36,43 @@ test("the demo's order machine: paid through its invoked payment machine, shippe
   const relayed = [];
   await relayEmits(store, (entry) => relayed.push([entry.event.kind, entry.event.data.amount ?? null]));
   assert.deepEqual(relayed, [["order.paid", 10], ["order.shipped", null]]);
+});
+
+test("execstore/xstate-client and xstate-worker: a typical use compiles under --strict, misuses do not, no `any`", () => {
+  const diagnostics = tscSnippet(`
+    import { connectXState, type XStateClient } from "execstore/xstate-client";
+    import { serveXState } from "execstore/xstate-worker";
+    import { createMachine } from "xstate";
+    const m = createMachine({ id: "m", initial: "a", states: { a: {} } });
+    serveXState({ machines: { m: { machine: m, version: "1" } }, now: () => Date.now() });
+    // @ts-expect-error a served machine needs its version
+    serveXState({ machines: { m: { machine: m } } });
+    export async function page(worker: Worker): Promise<number> {
+      const c: XStateClient = await connectXState(worker, "orders", { waitMs: 100 });
+      const started = await c.start("o-1", "m", { input: { timeoutMs: 5 } });
+      const version: number = started.execution.version;
+      const sent = await c.send("o-1", { type: "GO", n: 1 }, { id: "e-1" });
+      const applied: boolean = sent.applied;
+      // @ts-expect-error an event has a string type
+      await c.send("o-1", { kind: "GO" });
+      // @ts-expect-error an execution id is a string
+      await c.start(1, "m");
+      const fired: number = await c.sweep({ now: Date.now() });
+      const relayed: number = await c.relay(async (entry) => { const id: string = entry.event.id; return id; });
+      const read = await c.read("o-1");
+      const value = read?.snapshot.value;
+      await c.close();
+      await c.reopen({ waitMs: 10 });
+      c.terminate();
+      return version + Number(applied) + fired + relayed + (value === undefined ? 0 : 1);
+    }
+  `);
+  assert.equal(diagnostics, "");
+  for (const name of ["xstate-client.d.ts", "xstate-worker.d.ts"]) {
+    const text = readFileSync(new URL(`../../crates/execstore-wasm/npm/${name}`, import.meta.url), "utf8");
+    const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/\/\/.*$/gm, "");
+    assert.doesNotMatch(code, /\bany\b/, `${name} declares an any`);
+  }
 });
 
 describe("durable XState in Chromium (OPFS)", { skip: noChromium }, () => {
