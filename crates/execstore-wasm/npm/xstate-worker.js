@@ -15,7 +15,7 @@
 // docs/xstate.md, "In the browser (OPFS)", is the user's documentation.
 
 import { misuse, serve } from "./rpc.js";
-import { createDurableActor, persistedSnapshot, sweepTimers, XStateStoreError } from "./xstate.js";
+import { createDurableActor, persistedSnapshot, sweepTimers, XSTATE_KEY, XStateStoreError } from "./xstate.js";
 
 // Loaded dynamically so that `onmessage` is in place before the wasm download finishes.
 const loading = import("./index.js");
@@ -88,7 +88,9 @@ export function serveXState({ machines, now = () => Date.now() }) {
       case "read": {
         const execution = current.load(message.execution);
         if (!execution) return { result: null };
-        return { result: { execution, snapshot: persistedSnapshot(execution), scheduled: execution.context.$xstate?.scheduled ?? [] } };
+        const snapshot = persistedSnapshot(execution); // NOT_XSTATE for another engine's execution
+        const scheduled = [...execution.context[XSTATE_KEY].scheduled].sort((x, y) => x.fire_at - y.fire_at || x.seq - y.seq);
+        return { result: { execution, snapshot, scheduled } };
       }
       case "trace":
         return { result: current.readTrace(message.execution) };
