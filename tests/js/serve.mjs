@@ -7,6 +7,24 @@ import { extname, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+// The bare module names a served script may import, resolved as a dev server (or a bundler)
+// does: Chromium applies a page's import map to the page only, not inside a module worker,
+// where execstore/xstate-worker imports `xstate` (examples/xstate-browser, bench/xstate).
+const BARE = {
+  xstate: "/node_modules/xstate/dist/xstate.esm.js",
+  "execstore/xstate-worker": "/node_modules/execstore/xstate-worker.js",
+  "execstore/xstate-client": "/node_modules/execstore/xstate-client.js",
+  "execstore/xstate": "/node_modules/execstore/xstate.js",
+  execstore: "/node_modules/execstore/index.js",
+};
+const BARE_IMPORT = /(\bfrom\s*|\bimport\s*\(?\s*)(["'])([^"'./][^"']*)\2/g;
+
+/** `source` (a script) with its bare imports of BARE's names made paths. */
+function resolveBare(source) {
+  return source.replace(BARE_IMPORT, (whole, head, quote, name) =>
+    (name in BARE ? `${head}${quote}${BARE[name]}${quote}` : whole));
+}
 const TYPES = {
   ".html": "text/html; charset=utf-8",
   ".js": "text/javascript; charset=utf-8",
@@ -27,9 +45,11 @@ export async function serveRepository(root = ROOT) {
       return;
     }
     try {
-      const body = await readFile(file);
+      const type = TYPES[extname(file)];
+      const raw = await readFile(file);
+      const body = type?.startsWith("text/javascript") ? resolveBare(raw.toString("utf8")) : raw;
       response.writeHead(200, {
-        "content-type": TYPES[extname(file)] ?? "application/octet-stream",
+        "content-type": type ?? "application/octet-stream",
         "cache-control": "no-store",
       });
       response.end(body);

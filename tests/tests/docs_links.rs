@@ -55,7 +55,16 @@ struct Scan {
 
 /// The folders at the root whose paths the documents name in code.
 const TOP: &[&str] = &[
-    "crates/", "tests/", "web/", "bench/", "scripts/", "wit/", "fuzz/", "docs/", ".ci/",
+    "crates/",
+    "tests/",
+    "web/",
+    "bench/",
+    "scripts/",
+    "wit/",
+    "fuzz/",
+    "docs/",
+    ".ci/",
+    "examples/",
 ];
 
 /// Paths the documents name that a build or a run makes, never committed.
