@@ -9,7 +9,7 @@ import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 
 import { Store } from "execstore";
-import { createDurableActor, relayEmits } from "execstore/xstate";
+import { createDurableActor, relay, relayEmits, XSTATE_KEY } from "execstore/xstate";
 
 import { orderMachine } from "../../examples/xstate-browser/machines.js";
 import { chromiumSuite, noChromium } from "./chromium.mjs";
@@ -28,10 +28,15 @@ test("the demo's order machine: paid through its invoked payment machine, shippe
   assert.deepEqual(Object.keys(order.getPersistedSnapshot().children), ["payment"], "the payment machine is invoked");
   assert.equal(order.scheduled()[0].fire_at, now + 5000);
   now += 1000;
-  const paid = order.send({ type: "PAY" }, { id: "pay-1" }).execution;
+  // PAY goes to the payment machine, a child execution, through the outbox; its done comes
+  // back the same way: the relay carries both.
+  order.send({ type: "PAY" }, { id: "pay-1" });
+  assert.equal(store.load("o-1").active_path, "awaitingPayment", "not paid before the relay ran");
+  await relay(store, { machines: { order: { machine: orderMachine, version: "1" } }, now });
+  const paid = store.load("o-1");
   assert.equal(paid.active_path, "paid");
   assert.equal(paid.context.paid, 10);
-  assert.deepEqual(order.scheduled(), [], "leaving the state cancelled the timeout");
+  assert.deepEqual(paid.context[XSTATE_KEY].scheduled, [], "leaving the state cancelled the timeout");
   assert.equal(order.send({ type: "SHIP" }).execution.status, "DONE");
   const relayed = [];
   await relayEmits(store, (entry) => relayed.push([entry.event.kind, entry.event.data.amount ?? null]));

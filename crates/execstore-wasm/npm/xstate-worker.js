@@ -15,7 +15,7 @@
 // docs/xstate.md, "In the browser (OPFS)", is the user's documentation.
 
 import { misuse, serve } from "./rpc.js";
-import { createDurableActor, persistedSnapshot, sweepTimers, XSTATE_KEY, XStateStoreError } from "./xstate.js";
+import { createDurableActor, persistedSnapshot, relay, sweepTimers, XSTATE_KEY, XStateStoreError } from "./xstate.js";
 
 // Loaded dynamically so that `onmessage` is in place before the wasm download finishes.
 const loading = import("./index.js");
@@ -99,8 +99,24 @@ export function serveXState({ machines, now = () => Date.now() }) {
         // The actors this worker holds read the store again at their next step.
         return { result: fired };
       }
-      case "pending":
-        return { result: current.pendingOutbox(null, message.limit ?? 100) };
+      case "pending": {
+        // What is the page's to deliver (emits, events for no XState execution here), after
+        // the relay has applied what is the executions' own: child creations, sends to
+        // children and to parents, done and error. Those are acked by the relay; the page's
+        // entries stay pending until its `ack`.
+        const limit = message.limit ?? 100;
+        const external = [];
+        await relay(current, {
+          machines: entries,
+          now: now(),
+          limit,
+          deliver: (entry) => {
+            if (external.length < limit) external.push(entry);
+            return false;
+          },
+        });
+        return { result: external };
+      }
       case "ack":
         current.ackOutboxMany(message.seqs);
         return { result: null };
