@@ -77,7 +77,18 @@ fn main() -> ExitCode {
 fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
     let mut out = BufWriter::new(io::stdout().lock());
     let json = cli.json;
-    let prefix = cli.prefix.as_deref();
+    // Without --prefix, a command on an existing store opens the one set of execution
+    // tables it holds (harel's harel_*, the bare names, ...); the demo and the benchmarks
+    // write their own.
+    let resolved = match (&cli.command, &db) {
+        (Command::Demo(_) | Command::Bench(_) | Command::BenchSearch(_), _) | (_, None) => cli.prefix.clone(),
+        // The workspace commands read no execution table: the prefix only words a hint.
+        (command, Some(db)) if is_workspace_command(command) => {
+            targets::resolve_prefix(db, cli.prefix.as_deref()).unwrap_or(None)
+        }
+        (_, Some(db)) => targets::resolve_prefix(db, cli.prefix.as_deref())?,
+    };
+    let prefix = resolved.as_deref();
     match &cli.command {
         Command::Demo(args) => {
             let db = db.unwrap_or_else(|| PathBuf::from(DEMO_DB));
@@ -143,6 +154,23 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
     }
     out.flush().map_err(CliError::Io)?;
     Ok(())
+}
+
+/// The commands that read reflexr's workspace log.
+fn is_workspace_command(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Workspaces
+            | Command::Log(_)
+            | Command::Runs(_)
+            | Command::DueRuns(_)
+            | Command::DeadLetters(_)
+            | Command::Leases(_)
+            | Command::Cursors(_)
+            | Command::Progress(_)
+            | Command::Schedules(_)
+            | Command::Rules(_)
+    )
 }
 
 /// The control commands: the one place the CLI opens an execution store for writing.
