@@ -86,6 +86,20 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
         (command, Some(db)) if is_workspace_command(command) => {
             targets::resolve_prefix(db, cli.prefix.as_deref()).unwrap_or(None)
         }
+        // A writing command lets SQLite's recovery run first (a hot journal a read-only
+        // probe refuses is rolled back), as its own open would.
+        (command, Some(db)) if writes(command) => {
+            if targets::is_file(db)? && targets::existing_file(db).is_ok() {
+                targets::recover_for_writing(db)?;
+            }
+            targets::resolve_prefix(db, cli.prefix.as_deref())?
+        }
+        // The monitor recovers the file itself when it may write: only the choice between
+        // several sets stops it here; any other failure is its own open's to say.
+        (Command::Monitor(_), Some(db)) => match targets::resolve_prefix(db, cli.prefix.as_deref()) {
+            Err(e) if !targets::is_prefix_choice(&e) => cli.prefix.clone(),
+            resolved => resolved?,
+        },
         (_, Some(db)) => targets::resolve_prefix(db, cli.prefix.as_deref())?,
     };
     let prefix = resolved.as_deref();
@@ -154,6 +168,19 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
     }
     out.flush().map_err(CliError::Io)?;
     Ok(())
+}
+
+/// The commands that write to the execution store.
+fn writes(command: &Command) -> bool {
+    match command {
+        Command::Suspend(_)
+        | Command::Resume(_)
+        | Command::Terminate(_)
+        | Command::Purge(_)
+        | Command::PurgeFinished(_) => true,
+        Command::Attributes(args) => args.action.writes(),
+        _ => false,
+    }
 }
 
 /// The commands that read reflexr's workspace log.

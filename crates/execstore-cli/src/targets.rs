@@ -88,7 +88,16 @@ pub fn resolve_prefix(db: &Path, given: Option<&str>) -> anyhow::Result<Option<S
     Ok(target
         .resolve_prefix(given, "pass --prefix NAME")
         .map_err(CliError::Store)
-        .with_context(|| format!("which execution tables of {}?", shown(db, &target)))?)
+        .with_context(|| format!("cannot open the store {}", shown(db, &target)))?)
+}
+
+/// Whether `error` is [`resolve_prefix`]'s refusal to choose between several sets of
+/// execution tables.
+pub fn is_prefix_choice(error: &anyhow::Error) -> bool {
+    matches!(
+        error.downcast_ref::<CliError>(),
+        Some(CliError::Store(execstore::StoreError::InvalidInput { field, .. })) if field == "prefix"
+    )
 }
 
 /// Probes a target: what it holds (execution tables under `prefix`, reflexr's tables).

@@ -223,7 +223,12 @@ pub fn harel_schema(prefix: Option<&str>) -> Result<Vec<String>> {
 /// there, for a tool that opens a database without being told its prefix
 /// (`execstore::kit::names::pick_prefix`). Reads the catalog only.
 pub fn execution_prefixes(url: &str) -> Result<Vec<Option<String>>> {
-    let mut client = Client::connect(url, NoTls).db()?;
+    let how = crate::db::Connect {
+        timeout: std::time::Duration::from_secs(10),
+        read_only: true,
+        search_path: None,
+    };
+    let mut client = crate::db::config(url, &how)?.connect(NoTls).db()?;
     let rows = client
         .query(
             "SELECT c.relname::text FROM pg_catalog.pg_class c \
