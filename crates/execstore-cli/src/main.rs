@@ -9,6 +9,7 @@ mod commands;
 mod control_commands;
 mod demo;
 mod error;
+mod invocation;
 mod monitor;
 mod operator_commands;
 mod search_commands;
@@ -401,8 +402,11 @@ fn run_demo(
             return Err(CliError::Store(e)).context("writing the demo failed");
         }
     };
+    // What runs where the user is: `execstore` on PATH, `cargo run ... --` after cargo run,
+    // or the binary's path.
     let hint = format!(
-        "execstore list --db {}{}",
+        "{} list --db {}{}",
+        invocation::invocation(),
         shell_word(&db.display().to_string()),
         prefix
             .map(|p| format!(" --prefix {}", shell_word(p)))

@@ -148,3 +148,63 @@ fn two_sets_of_tables_are_listed_in_the_error() {
     let listed = ok(dir.path(), &["--db", db, "--prefix", "harel", "list"]);
     assert!(listed.contains("first-harel"), "{listed}");
 }
+
+/// The demo's "try:" line, as printed.
+fn try_line(text: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix("try: "))
+        .unwrap_or_else(|| panic!("no try: line in {text}"))
+        .to_owned()
+}
+
+/// Runs the demo with `env` (and without `CARGO` unless given), returns its "try:" line.
+fn demo_hint(dir: &Path, env: &[(&str, &str)]) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_execstore"));
+    command
+        .args(["demo", "--no-serve", "--executions", "20", "--force"])
+        .current_dir(dir)
+        .env_remove("EXECSTORE_DB")
+        .env_remove("CARGO")
+        .env("PATH", "/usr/bin:/bin");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    try_line(&String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn the_demo_prints_a_command_that_runs_where_the_user_is() {
+    let dir = tempfile::tempdir().unwrap();
+    // Not on PATH, not run by cargo: the binary's path, which runs as printed.
+    let hint = demo_hint(dir.path(), &[]);
+    assert!(!hint.starts_with("execstore "), "{hint}");
+    let out = Command::new("sh")
+        .args(["-c", &hint])
+        .current_dir(dir.path())
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{hint}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ID"), "{hint} listed nothing");
+    // Run by cargo (`cargo run` sets CARGO; the binary is in target/<profile>/).
+    let hint = demo_hint(dir.path(), &[("CARGO", "cargo")]);
+    let profile = Path::new(env!("CARGO_BIN_EXE_execstore"))
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|p| p.to_str())
+        .unwrap()
+        .to_owned();
+    let expected = match profile.as_str() {
+        "debug" => "cargo run -p execstore-cli -- list --db execstore-demo.db".to_owned(),
+        "release" => "cargo run --release -p execstore-cli -- list --db execstore-demo.db".to_owned(),
+        other => format!("cargo run --profile {other} -p execstore-cli -- list --db execstore-demo.db"),
+    };
+    assert_eq!(hint, expected);
+    // On PATH: the bare name.
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_execstore")).parent().unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin_dir.display());
+    let hint = demo_hint(dir.path(), &[("PATH", &path)]);
+    assert_eq!(hint, "execstore list --db execstore-demo.db");
+}
