@@ -358,6 +358,10 @@ fn run_demo(
         return Err(CliError::Input(format!("{} is a directory", db.display())).into());
     }
     if db_files(db).iter().any(|f| f.exists()) {
+        // Run a second time: a store already there (the first run's) is shown as it is.
+        if !args.force && db.is_file() && targets::holds(db, prefix).is_ok_and(|h| h.executions) {
+            return show_existing_demo(db, prefix, args, json, out);
+        }
         if !args.force {
             return Err(CliError::Input(format!(
                 "{} already exists; pass --force to replace it",
@@ -402,16 +406,7 @@ fn run_demo(
             return Err(CliError::Store(e)).context("writing the demo failed");
         }
     };
-    // What runs where the user is: `execstore` on PATH, `cargo run ... --` after cargo run,
-    // or the binary's path.
-    let hint = format!(
-        "{} list --db {}{}",
-        invocation::invocation(),
-        shell_word(&db.display().to_string()),
-        prefix
-            .map(|p| format!(" --prefix {}", shell_word(p)))
-            .unwrap_or_default()
-    );
+    let hint = demo_hint(db, prefix);
     if json {
         let mut value = serde_json::json!({
             "db": db.display().to_string(),
@@ -656,6 +651,53 @@ fn write_demo_workspaces(db: &Path, seed: u64, now: f64) -> execstore::Result<de
 
 /// What the demo serves: the store it wrote, and its workspace log (read-only, on the
 /// system clock).
+/// The demo's "try:" command: what runs where the user is (`execstore` on PATH, `cargo run
+/// ... --` after cargo run, or the binary's path).
+fn demo_hint(db: &Path, prefix: Option<&str>) -> String {
+    format!(
+        "{} list --db {}{}",
+        invocation::invocation(),
+        shell_word(&db.display().to_string()),
+        prefix
+            .map(|p| format!(" --prefix {}", shell_word(p)))
+            .unwrap_or_default()
+    )
+}
+
+/// `demo` on a store that is already there (without --force): says so, changes nothing, and
+/// serves the monitor over it (unless --no-serve), so that the first command can be run
+/// twice.
+fn show_existing_demo(
+    db: &Path,
+    prefix: Option<&str>,
+    args: &DemoArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    if json {
+        let value = serde_json::json!({
+            "db": db.display().to_string(),
+            "prefix": prefix,
+            "existing": true,
+        });
+        serde_json::to_writer_pretty(&mut *out, &value).map_err(CliError::from)?;
+        writeln!(out).map_err(CliError::Io)?;
+    } else {
+        writeln!(
+            out,
+            "{} already exists: showing it as it is (--force writes a fresh demo)\n\ntry: {}",
+            db.display(),
+            demo_hint(db, prefix)
+        )
+        .map_err(CliError::Io)?;
+    }
+    out.flush().map_err(CliError::Io)?;
+    if args.no_serve {
+        return Ok(());
+    }
+    run_monitor(db, prefix, &args.serve, out)
+}
+
 fn demo_served(store: SqliteStore, db: &Path) -> anyhow::Result<monitor::Served> {
     let workspaces = targets::open_workspaces(db, true, Arc::new(execstore::workspace::SystemClock))?;
     let operator = targets::open_operator(db, false)?;

@@ -186,8 +186,15 @@ fn the_demo_prints_a_command_that_runs_where_the_user_is() {
         .env("PATH", "/usr/bin:/bin")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{hint}: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("ID"), "{hint} listed nothing");
+    assert!(
+        out.status.success(),
+        "{hint}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("ID"),
+        "{hint} listed nothing"
+    );
     // Run by cargo (`cargo run` sets CARGO; the binary is in target/<profile>/).
     let hint = demo_hint(dir.path(), &[("CARGO", "cargo")]);
     let profile = Path::new(env!("CARGO_BIN_EXE_execstore"))
@@ -207,4 +214,36 @@ fn the_demo_prints_a_command_that_runs_where_the_user_is() {
     let path = format!("{}:/usr/bin:/bin", bin_dir.display());
     let hint = demo_hint(dir.path(), &[("PATH", &path)]);
     assert_eq!(hint, "execstore list --db execstore-demo.db");
+}
+
+/// README's first command, run twice: the second run shows the store the first wrote instead
+/// of failing, and changes nothing.
+#[test]
+fn the_demo_runs_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = execstore(dir.path(), &["demo", "--no-serve", "--executions", "20"]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let db = dir.path().join("execstore-demo.db");
+    let before = std::fs::read(&db).unwrap();
+    let again = execstore(dir.path(), &["demo", "--no-serve", "--executions", "20"]);
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(text.contains("already exists: showing it as it is"), "{text}");
+    assert!(
+        try_line(&text).ends_with(" list --db execstore-demo.db"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        before,
+        "the second run changed the file"
+    );
 }
