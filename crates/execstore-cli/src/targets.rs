@@ -85,10 +85,10 @@ pub fn resolve_prefix(db: &Path, given: Option<&str>) -> anyhow::Result<Option<S
             return Ok(None);
         }
     }
-    Ok(target
+    target
         .resolve_prefix(given, "pass --prefix NAME")
         .map_err(CliError::Store)
-        .with_context(|| format!("cannot open the store {}", shown(db, &target)))?)
+        .with_context(|| format!("cannot open the store {}", shown(db, &target)))
 }
 
 /// Whether `error` is [`resolve_prefix`]'s refusal to choose between several sets of
