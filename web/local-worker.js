@@ -66,7 +66,9 @@ const lacks = (error, what) => error?.code === "NOT_FOUND" && error.what === wha
 /** Read-only: the page never writes (no token), and the store is opened for reading. */
 function monitorApi(MonitorApi, message) {
   const periodSeconds = Number(message.metricsPeriod) || METRICS_PERIOD;
-  return new MonitorApi({ store: message.label || message.name, backend: "opfs", prefix: message.prefix || null, metrics: { periodSeconds } });
+  // The prefix the store opened (found in the file when none was chosen).
+  const prefix = store?.prefix ?? (message.prefix || null);
+  return new MonitorApi({ store: message.label || message.name, backend: "opfs", prefix, metrics: { periodSeconds } });
 }
 
 /** Takes a metrics sample of what is open into the API's ring (a failed read: the next one tries again). */
@@ -176,7 +178,7 @@ async function run(message) {
       workspaces = image;
       api = monitorApi(MonitorApi, message);
       startSampler();
-      return { kind: store?.kind ?? "memory", holds: holds(), importMs: performance.now() - started };
+      return { kind: store?.kind ?? "memory", holds: holds(), prefix: store?.prefix ?? null, importMs: performance.now() - started };
     }
     case "api": {
       if (api === null) {

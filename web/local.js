@@ -118,7 +118,7 @@ function begin() {
 
 function explain(error) {
   if (error.code === "NOT_FOUND" && error.what === "table") {
-    return `This file has no table ${error.key} and no workspace log: is it an execstore, harel or reflexr store? A file written by harel 0.9 needs the prefix "harel".`;
+    return `This file has no table ${error.key} and no workspace log: is it an execstore, harel or reflexr store? Try another table prefix.`;
   }
   if (error.code === "INVALID_INPUT" && error.field === "bytes") return `This is not a SQLite database file (${error.reason}).`;
   if (error.code === "LOCKED") return "The store is open in another tab of this monitor: close it, then try again.";
@@ -138,11 +138,12 @@ async function importFiles(fileList) {
   const prefix = $("#prefix").value;
   setState(`Importing ${db.name} (${size(db.size)})${wal ? ` with ${wal.name}` : ""}…`, "loading");
   let holds;
+  let found;
   performance.mark("execstore:import-start");
   try {
     const bytes = await db.arrayBuffer();
     const walBytes = wal ? await wal.arrayBuffer() : undefined;
-    ({ holds } = await link.request(
+    ({ holds, prefix: found } = await link.request(
       { op: "import", packageUrl, name: STORE_NAME, bytes, wal: walBytes, prefix, label: db.name, metricsPeriod },
       walBytes ? [bytes, walBytes] : [bytes],
     ));
@@ -150,7 +151,8 @@ async function importFiles(fileList) {
     setState(`Could not import ${db.name}: ${explain(error)}`, "error");
     return;
   }
-  writeMeta({ file: db.name, prefix, holds });
+  // The prefix the file's tables were found under, so that the reopen after a reload opens them.
+  writeMeta({ file: db.name, prefix: found ?? prefix, holds });
   if (started) {
     // A fresh UI (filters, caches) over the new store: reopened from OPFS after the reload.
     location.replace(location.pathname);

@@ -6,6 +6,7 @@
 // sidecar and of a harel-prefixed file.
 // Run: node --test tests/js/  (needs `npm run build:wasm` and `cargo build -p execstore-cli`)
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, readFileSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -279,7 +280,7 @@ describe("the edge handler", { skip: binMissing() }, () => {
     assert.throws(() => createHandler({ execstore, bytes: readFileSync(db), files, tokens: [{ name: "x", role: "boss", token: "t" }] }), /role/);
   });
 
-  test("Store.sqliteFromBytes: a -wal sidecar's commits are recovered; a harel file needs its prefix; garbage is refused", async () => {
+  test("Store.sqliteFromBytes: a -wal sidecar's commits are recovered; a harel file's prefix is found; garbage is refused", async () => {
     // A monitor with a token keeps the file open read-write: an ack lands in the -wal file
     // and stays there until it exits. Copy both while it runs.
     const live = join(tmp.dir, "live.db");
@@ -305,20 +306,34 @@ describe("the edge handler", { skip: binMissing() }, () => {
 
     const harel = demo(tmp.dir, { name: "harel.db", executions: 40, prefix: "harel" });
     const bytes = readFileSync(harel);
-    const wrong = (() => {
-      try {
-        Store.sqliteFromBytes(bytes, { readOnly: true });
-      } catch (e) {
-        return e;
-      }
-    })();
-    assert.equal(wrong?.code, "NOT_FOUND");
-    assert.equal(wrong?.key, "executions");
-    const harelHandler = createHandler({ execstore, bytes, prefix: "harel", files });
-    const counts = (await call(harelHandler, "/api/counts")).body;
     const listed = cliJson(["list", "--db", harel, "--prefix", "harel", "--all"]).items;
-    assert.equal(counts.total, listed.length);
-    assert.equal((await call(harelHandler, "/api/info")).body.prefix, "harel");
+    // No prefix given: the one set of execution tables the file holds (harel's) is opened.
+    const found = Store.sqliteFromBytes(bytes, { readOnly: true });
+    assert.equal(found.prefix, "harel");
+    assert.equal(found.listExecutions({ limit: 1000 }).items.length, listed.length);
+    found.close();
+    assert.equal(Store.sqliteFromBytes(bytes, { readOnly: true, prefix: "harel" }).prefix, "harel");
+    for (const harelHandler of [createHandler({ execstore, bytes, prefix: "harel", files }), createHandler({ execstore, bytes, files })]) {
+      const counts = (await call(harelHandler, "/api/counts")).body;
+      assert.equal(counts.total, listed.length);
+      assert.equal((await call(harelHandler, "/api/info")).body.prefix, "harel");
+    }
+    // A second set of tables beside harel's (copies of them under the prefix "other", by
+    // Python's sqlite3): picking one is the caller's, and the error lists both.
+    const both = join(tmp.dir, "both.db");
+    copyFileSync(harel, both);
+    const copy = "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n" +
+      "for t in ('executions', 'outbox', 'processed_events', 'timers', 'spawns', 'trace'):\n" +
+      "    c.execute(f'CREATE TABLE other_{t} AS SELECT * FROM harel_{t} WHERE 0')\n" +
+      "c.commit()\nc.close()\n";
+    execFileSync("python3", ["-c", copy, both]);
+    const bothBytes = readFileSync(both);
+    assert.throws(
+      () => Store.sqliteFromBytes(bothBytes, { readOnly: true }),
+      (e) => e.code === "INVALID_INPUT" && e.field === "prefix" && /harel \(harel_executions/.test(e.message) && /other \(other_executions/.test(e.message),
+    );
+    assert.throws(() => createHandler({ execstore, bytes: bothBytes, files }), (e) => e.code === "INVALID_INPUT" && /harel.*other/s.test(e.message));
+    assert.equal(Store.sqliteFromBytes(bothBytes, { readOnly: true, prefix: "other" }).listExecutions({}).items.length, 0);
 
     for (const garbage of [new Uint8Array(4096), new TextEncoder().encode("SQLite format 3\0 but not really".padEnd(1024, "x"))]) {
       assert.throws(() => Store.sqliteFromBytes(garbage), (e) => e.code === "INVALID_INPUT" && e.field === "bytes");

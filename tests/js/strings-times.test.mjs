@@ -88,6 +88,7 @@ const V = 1; // the seeded executions' version
  * `[]`: it takes no string. */
 const STORE = {
   kind: [],
+  prefix: [],
   capabilities: [],
   traceMax: [],
   close: [],

@@ -110,7 +110,8 @@ function openBytes(execstore, bytes, { wal, prefix, writable }) {
  * @param {object} options.execstore  the loaded `execstore` package (`import * as execstore from "execstore"`)
  * @param {Uint8Array|ArrayBuffer} [options.bytes]  a SQLite store file to serve (a copy is kept in memory)
  * @param {Uint8Array|ArrayBuffer} [options.wal]  its `-wal` sidecar, if it has one with content
- * @param {string} [options.prefix]  the table prefix (`"harel"` for harel's files)
+ * @param {string} [options.prefix]  the table prefix (default: the one set of execution tables the
+ *   file holds, `harel_*` for harel's files; several: an error listing them)
  * @param {object} [options.store]  a `Store` to serve instead of `bytes` (default: an empty `Store.memory()`)
  * @param {object} [options.workspaces]  a `WorkspaceImage` to serve beside `options.store`
  * @param {string} [options.token]  allows writes to requests with `Authorization: Bearer <token>`
@@ -142,7 +143,8 @@ export function createHandler(options) {
   const api = new execstore.MonitorApi({
     store: options.label ?? (bytes ? "store file (in memory)" : store?.kind ?? "workspace image"),
     backend,
-    prefix: prefix ?? null,
+    // The prefix the store opened (sqliteFromBytes finds it in the file when none is given).
+    prefix: store?.prefix ?? prefix ?? null,
     ...(token !== undefined ? { token } : {}),
     ...(tokens !== undefined ? { tokens } : {}),
   });

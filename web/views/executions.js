@@ -195,7 +195,7 @@ function renderTable(previousVersions) {
           h("button", { type: "button", onclick: () => navigate({ status: [], definition: "", roots: false, q: "", ...filters.CLEARED }) }, "Clear filters"))
         : r.cursor
           ? emptyBox("No more executions", "This page is past the end.", h("button", { type: "button", onclick: () => navigate({ cursor: "" }) }, "First page"))
-          : emptyBox("This store has no executions yet", state.info && !state.info.prefix ? "A file written by harel 0.9 needs --prefix harel." : null),
+          : emptyBox("This store has no executions yet", null),
     );
     return;
   }

@@ -50,6 +50,9 @@ pub struct Backend {
     pub open: fn(location: &str, options: &Options) -> Result<Stores>,
     /// What `location` holds, creating and changing nothing (`prefix`: the execution tables').
     pub probe: fn(location: &str, prefix: Option<&str>) -> Result<Holds>,
+    /// The sets of execution tables `location` holds (each prefix under which all of harel's
+    /// tables are there; `None`: the bare names), creating and changing nothing.
+    pub prefixes: fn(location: &str) -> Result<Vec<Option<String>>>,
     /// Before a tool writes to what a read-only open refused to touch: lets the backend's own
     /// recovery run (SQLite: a hot journal rolled back), creating nothing; a no-op where there
     /// is none.
@@ -167,6 +170,24 @@ impl Target {
     /// What the location holds (see [`probe`]).
     pub fn probe(&self, prefix: Option<&str>) -> Result<Holds> {
         (self.backend.probe)(&self.location, prefix)
+    }
+
+    /// The sets of execution tables the location holds (see [`Backend::prefixes`]); a file
+    /// that does not exist holds none.
+    pub fn prefixes(&self) -> Result<Vec<Option<String>>> {
+        match (self.backend.prefixes)(&self.location) {
+            Err(StoreError::NotFound { .. }) if self.is_file() => Ok(Vec::new()),
+            found => found,
+        }
+    }
+
+    /// The execution tables' prefix to open: `given` when there is one; otherwise found in
+    /// the location ([`resolve_prefix`]).
+    pub fn resolve_prefix(&self, given: Option<&str>, how: &str) -> Result<Option<String>> {
+        match given {
+            Some(prefix) => Ok(Some(prefix.to_owned())),
+            None => execstore::kit::names::pick_prefix(&self.prefixes()?, how),
+        }
     }
 }
 
@@ -388,6 +409,16 @@ pub struct Holds {
 /// no backend answers is [`StoreError::InvalidInput`] (`url`) naming the known ones.
 pub fn open(url: &str, options: &Options) -> Result<Stores> {
     Target::parse(url)?.open(options)
+}
+
+/// The execution tables' prefix to open at `url` when the caller gave `given`: `given` when
+/// it is `Some`; otherwise the one set of execution tables the location holds (`harel_*`,
+/// the bare names, or any other prefix whose tables are all there), `None` (the bare names,
+/// the default a writable open creates) when it holds none, and when it holds several an
+/// [`StoreError::InvalidInput`] on `prefix` listing them (`how`: the surface's words for
+/// picking one, `"pass --prefix NAME"`). Creates and changes nothing.
+pub fn resolve_prefix(url: &str, given: Option<&str>, how: &str) -> Result<Option<String>> {
+    Target::parse(url)?.resolve_prefix(given, how)
 }
 
 /// What `url` holds, creating and changing nothing.

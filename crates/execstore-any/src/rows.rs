@@ -24,6 +24,7 @@ pub static MEMORY: Backend = Backend {
             workspaces: false,
         })
     },
+    prefixes: |_| Ok(Vec::new()),
 };
 
 /// `sqlite:PATH`, `sqlite://PATH` or a plain path: execstore-sqlite, both contracts on one
@@ -40,6 +41,7 @@ pub static SQLITE: Backend = Backend {
             workspaces: execstore_sqlite::has_workspace_tables(path)?,
         })
     },
+    prefixes: |path| execstore_sqlite::execution_prefixes(path),
 };
 
 /// `postgres://...` or `postgresql://...`: execstore-postgres, both contracts on one
@@ -56,6 +58,7 @@ pub static POSTGRES: Backend = Backend {
             workspaces: execstore_postgres::has_workspace_tables(url, None)?,
         })
     },
+    prefixes: |url| execstore_postgres::execution_prefixes(url),
 };
 
 /// Every backend, in the order a URL's scheme is looked up: a new backend adds its row here.

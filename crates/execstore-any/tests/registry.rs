@@ -197,3 +197,73 @@ fn postgres_opens_both_contracts_on_one_pool() {
         .batch_execute(&format!("DROP SCHEMA s_{tag} CASCADE"))
         .unwrap();
 }
+
+/// A prefix not given is found: the one set of execution tables a database holds, none when
+/// it holds none (the bare names), and several are an INVALID_INPUT on `prefix` naming each.
+fn check_prefix_resolution(url: &str, make: &dyn Fn(Option<&str>)) {
+    assert_eq!(execstore_any::resolve_prefix(url, None, "pass P").unwrap(), None);
+    make(Some("alpha"));
+    assert_eq!(
+        execstore_any::resolve_prefix(url, None, "pass P").unwrap(),
+        Some("alpha".to_owned())
+    );
+    assert_eq!(
+        execstore_any::resolve_prefix(url, Some("given"), "pass P").unwrap(),
+        Some("given".to_owned())
+    );
+    make(None);
+    match execstore_any::resolve_prefix(url, None, "pass P") {
+        Err(StoreError::InvalidInput { field, reason }) => {
+            assert_eq!(field, "prefix");
+            for needle in ["alpha (alpha_executions", "none (executions", "pass P"] {
+                assert!(reason.contains(needle), "{needle} in {reason}");
+            }
+        }
+        other => panic!("two sets: {other:?}"),
+    }
+}
+
+#[test]
+fn a_missing_prefix_is_found_in_a_sqlite_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sets.db");
+    let url = path.to_str().unwrap().to_owned();
+    // A file that does not exist holds no set.
+    assert_eq!(execstore_any::resolve_prefix(&url, None, "pass P").unwrap(), None);
+    assert!(!path.exists(), "resolving created the file");
+    check_prefix_resolution(&url, &|prefix| {
+        let options = Options::new().executions(true).prefix(prefix);
+        drop(execstore_any::open(&url, &options).unwrap());
+    });
+}
+
+#[test]
+fn a_missing_prefix_is_found_in_a_postgres_schema() {
+    let url = match std::env::var("EXECSTORE_PG_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ if std::env::var("EXECSTORE_PG_OPTIONAL").as_deref() == Ok("1") => {
+            eprintln!(
+                "SKIPPED: a_missing_prefix_is_found_in_a_postgres_schema: EXECSTORE_PG_URL is not set \
+                 (EXECSTORE_PG_OPTIONAL=1)"
+            );
+            return;
+        }
+        _ => panic!("EXECSTORE_PG_URL is not set (or EXECSTORE_PG_OPTIONAL=1 to skip)"),
+    };
+    let schema = format!("sets_{}", std::process::id());
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+        ))
+        .unwrap();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let scoped = format!("{url}{sep}options=-csearch_path%3D{schema}");
+    check_prefix_resolution(&scoped, &|prefix| {
+        let options = Options::new().executions(true).prefix(prefix);
+        drop(execstore_any::open(&scoped, &options).unwrap());
+    });
+    admin
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .unwrap();
+}

@@ -96,10 +96,8 @@ pub fn list(
             && args.cursor.is_none()
             && !query_has_time_or_search(args);
         if unfiltered && !prefixed {
-            writeln!(
-                out,
-                "no executions (a file written by harel 0.9 needs --prefix harel)"
-            )?;
+            // harel's harel_* tables are found without --prefix: these are the bare ones.
+            writeln!(out, "no executions (the store's tables are empty)")?;
         } else {
             writeln!(out, "no executions")?;
         }

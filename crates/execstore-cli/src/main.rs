@@ -9,6 +9,7 @@ mod commands;
 mod control_commands;
 mod demo;
 mod error;
+mod invocation;
 mod monitor;
 mod operator_commands;
 mod search_commands;
@@ -77,7 +78,32 @@ fn main() -> ExitCode {
 fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
     let mut out = BufWriter::new(io::stdout().lock());
     let json = cli.json;
-    let prefix = cli.prefix.as_deref();
+    // Without --prefix, a command on an existing store opens the one set of execution
+    // tables it holds (harel's harel_*, the bare names, ...); the demo and the benchmarks
+    // write their own.
+    let resolved = match (&cli.command, &db) {
+        (Command::Demo(_) | Command::Bench(_) | Command::BenchSearch(_), _) | (_, None) => cli.prefix.clone(),
+        // The workspace commands read no execution table: the prefix only words a hint.
+        (command, Some(db)) if is_workspace_command(command) => {
+            targets::resolve_prefix(db, cli.prefix.as_deref()).unwrap_or(None)
+        }
+        // A writing command lets SQLite's recovery run first (a hot journal a read-only
+        // probe refuses is rolled back), as its own open would.
+        (command, Some(db)) if writes(command) => {
+            if targets::is_file(db)? && targets::existing_file(db).is_ok() {
+                targets::recover_for_writing(db)?;
+            }
+            targets::resolve_prefix(db, cli.prefix.as_deref())?
+        }
+        // The monitor recovers the file itself when it may write: only the choice between
+        // several sets stops it here; any other failure is its own open's to say.
+        (Command::Monitor(_), Some(db)) => match targets::resolve_prefix(db, cli.prefix.as_deref()) {
+            Err(e) if !targets::is_prefix_choice(&e) => cli.prefix.clone(),
+            resolved => resolved?,
+        },
+        (_, Some(db)) => targets::resolve_prefix(db, cli.prefix.as_deref())?,
+    };
+    let prefix = resolved.as_deref();
     match &cli.command {
         Command::Demo(args) => {
             let db = db.unwrap_or_else(|| PathBuf::from(DEMO_DB));
@@ -143,6 +169,36 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
     }
     out.flush().map_err(CliError::Io)?;
     Ok(())
+}
+
+/// The commands that write to the execution store.
+fn writes(command: &Command) -> bool {
+    match command {
+        Command::Suspend(_)
+        | Command::Resume(_)
+        | Command::Terminate(_)
+        | Command::Purge(_)
+        | Command::PurgeFinished(_) => true,
+        Command::Attributes(args) => args.action.writes(),
+        _ => false,
+    }
+}
+
+/// The commands that read reflexr's workspace log.
+fn is_workspace_command(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Workspaces
+            | Command::Log(_)
+            | Command::Runs(_)
+            | Command::DueRuns(_)
+            | Command::DeadLetters(_)
+            | Command::Leases(_)
+            | Command::Cursors(_)
+            | Command::Progress(_)
+            | Command::Schedules(_)
+            | Command::Rules(_)
+    )
 }
 
 /// The control commands: the one place the CLI opens an execution store for writing.
@@ -302,6 +358,10 @@ fn run_demo(
         return Err(CliError::Input(format!("{} is a directory", db.display())).into());
     }
     if db_files(db).iter().any(|f| f.exists()) {
+        // Run a second time: a store already there (the first run's) is shown as it is.
+        if !args.force && db.is_file() && targets::holds(db, prefix).is_ok_and(|h| h.executions) {
+            return show_existing_demo(db, prefix, args, json, out);
+        }
         if !args.force {
             return Err(CliError::Input(format!(
                 "{} already exists; pass --force to replace it",
@@ -346,13 +406,7 @@ fn run_demo(
             return Err(CliError::Store(e)).context("writing the demo failed");
         }
     };
-    let hint = format!(
-        "execstore list --db {}{}",
-        shell_word(&db.display().to_string()),
-        prefix
-            .map(|p| format!(" --prefix {}", shell_word(p)))
-            .unwrap_or_default()
-    );
+    let hint = demo_hint(db, prefix);
     if json {
         let mut value = serde_json::json!({
             "db": db.display().to_string(),
@@ -597,6 +651,53 @@ fn write_demo_workspaces(db: &Path, seed: u64, now: f64) -> execstore::Result<de
 
 /// What the demo serves: the store it wrote, and its workspace log (read-only, on the
 /// system clock).
+/// The demo's "try:" command: what runs where the user is (`execstore` on PATH, `cargo run
+/// ... --` after cargo run, or the binary's path).
+fn demo_hint(db: &Path, prefix: Option<&str>) -> String {
+    format!(
+        "{} list --db {}{}",
+        invocation::invocation(),
+        shell_word(&db.display().to_string()),
+        prefix
+            .map(|p| format!(" --prefix {}", shell_word(p)))
+            .unwrap_or_default()
+    )
+}
+
+/// `demo` on a store that is already there (without --force): says so, changes nothing, and
+/// serves the monitor over it (unless --no-serve), so that the first command can be run
+/// twice.
+fn show_existing_demo(
+    db: &Path,
+    prefix: Option<&str>,
+    args: &DemoArgs,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    if json {
+        let value = serde_json::json!({
+            "db": db.display().to_string(),
+            "prefix": prefix,
+            "existing": true,
+        });
+        serde_json::to_writer_pretty(&mut *out, &value).map_err(CliError::from)?;
+        writeln!(out).map_err(CliError::Io)?;
+    } else {
+        writeln!(
+            out,
+            "{} already exists: showing it as it is (--force writes a fresh demo)\n\ntry: {}",
+            db.display(),
+            demo_hint(db, prefix)
+        )
+        .map_err(CliError::Io)?;
+    }
+    out.flush().map_err(CliError::Io)?;
+    if args.no_serve {
+        return Ok(());
+    }
+    run_monitor(db, prefix, &args.serve, out)
+}
+
 fn demo_served(store: SqliteStore, db: &Path) -> anyhow::Result<monitor::Served> {
     let workspaces = targets::open_workspaces(db, true, Arc::new(execstore::workspace::SystemClock))?;
     let operator = targets::open_operator(db, false)?;

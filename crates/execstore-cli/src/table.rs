@@ -9,6 +9,8 @@ pub struct Table {
     headers: Vec<&'static str>,
     max: Vec<usize>,
     rows: Vec<Vec<String>>,
+    /// Printed instead of a bare header when there are no rows.
+    empty: Option<&'static str>,
 }
 
 impl Table {
@@ -18,7 +20,15 @@ impl Table {
             headers: columns.iter().map(|(h, _)| *h).collect(),
             max: columns.iter().map(|(_, m)| *m).collect(),
             rows: Vec::new(),
+            empty: None,
         }
+    }
+
+    /// What to print instead of a bare header when no row is added (`"no runs"`): empty
+    /// results say so.
+    pub fn when_empty(mut self, line: &'static str) -> Self {
+        self.empty = Some(line);
+        self
     }
 
     /// Adds a row (missing cells are blank, extra cells are dropped).
@@ -34,6 +44,9 @@ impl Table {
 
     /// Writes the header and the rows, columns two spaces apart, no trailing blanks.
     pub fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        if let (true, Some(line)) = (self.rows.is_empty(), self.empty) {
+            return writeln!(out, "{line}");
+        }
         let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
         for row in &self.rows {
             for (w, cell) in widths.iter_mut().zip(row) {

@@ -73,6 +73,33 @@ pub fn recover_for_writing(db: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("cannot open {} for writing", db.display()))
 }
 
+/// The execution tables' prefix a command opens: `--prefix` when given; otherwise the one set
+/// of execution tables the target holds (`harel_*`, the bare names, or another prefix whose
+/// tables are all there), the bare names when it holds none, and an error listing them when
+/// it holds several. Creates and changes nothing.
+pub fn resolve_prefix(db: &Path, given: Option<&str>) -> anyhow::Result<Option<String>> {
+    let target = target(db)?;
+    if given.is_none() && target.is_file() {
+        // A typo or a directory is said plainly by the command's own checks.
+        if existing_file(db).is_err() {
+            return Ok(None);
+        }
+    }
+    target
+        .resolve_prefix(given, "pass --prefix NAME")
+        .map_err(CliError::Store)
+        .with_context(|| format!("cannot open the store {}", shown(db, &target)))
+}
+
+/// Whether `error` is [`resolve_prefix`]'s refusal to choose between several sets of
+/// execution tables.
+pub fn is_prefix_choice(error: &anyhow::Error) -> bool {
+    matches!(
+        error.downcast_ref::<CliError>(),
+        Some(CliError::Store(execstore::StoreError::InvalidInput { field, .. })) if field == "prefix"
+    )
+}
+
 /// Probes a target: what it holds (execution tables under `prefix`, reflexr's tables).
 /// Probing creates and changes nothing.
 pub fn holds(db: &Path, prefix: Option<&str>) -> anyhow::Result<Holds> {
@@ -162,11 +189,24 @@ pub fn require_executions(db: &Path, prefix: Option<&str>) -> anyhow::Result<()>
         Some(p) => format!("{p}_executions"),
         None => "executions".to_owned(),
     };
-    let prefix_hint = " Is the --prefix right? (harel 0.9 writes harel_executions: --prefix harel; without --prefix: executions)";
+    let sets = target(db)?.prefixes().unwrap_or_default();
+    let prefix_hint = if sets.is_empty() {
+        " Is the --prefix right? (harel 0.9 writes harel_executions: --prefix harel; without --prefix: executions)"
+            .to_owned()
+    } else {
+        let listed: Vec<String> = sets
+            .iter()
+            .map(|p| match p {
+                Some(p) => format!("--prefix {p}"),
+                None => "no --prefix".to_owned(),
+            })
+            .collect();
+        format!(" It holds execution tables for {}.", listed.join(", "))
+    };
     let hint = if found.workspaces {
         format!("{prefix_hint} It also holds a workspace log (reflexr's tables): try `execstore workspaces`.")
     } else {
-        prefix_hint.to_owned()
+        prefix_hint
     };
     Err(CliError::Input(format!(
         "{} holds no executions (no table {tables}).{hint}",

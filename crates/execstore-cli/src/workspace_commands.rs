@@ -68,7 +68,8 @@ pub fn workspaces(storage: &dyn WorkspaceStorage, json: bool, out: &mut dyn Writ
         ("HEAD", 0),
         ("LAST TS", 0),
         ("CURSORS", 60),
-    ]);
+    ])
+    .when_empty("no workspaces");
     for (ws, info, cursors) in rows {
         let head = info.as_ref().map_or(0, |i| i.head_seq);
         let lag: Vec<String> = cursors
@@ -97,7 +98,8 @@ fn envelope_rows(envelopes: &[Envelope], out: &mut dyn Write) -> Result<()> {
         ("ACTOR", 24),
         ("CORRELATION", 36),
         ("EVENT", 80),
-    ]);
+    ])
+    .when_empty("no events");
     for e in envelopes {
         let mut fields = e.event.clone();
         fields.shift_remove("type");
@@ -245,7 +247,8 @@ fn run_table(runs: &[Run], out: &mut dyn Write) -> Result<()> {
         ("ATTEMPTS", 0),
         ("NEXT ATTEMPT", 0),
         ("ERROR", 40),
-    ]);
+    ])
+    .when_empty("no runs");
     for r in runs {
         table.row(vec![
             r.id().to_owned(),
@@ -296,7 +299,8 @@ pub fn due_runs(
         ("SCOPE", 30),
         ("STATUS", 0),
         ("NEXT ATTEMPT", 0),
-    ]);
+    ])
+    .when_empty("no due runs");
     for (ws, r) in &due {
         table.row(vec![
             ws.tenant_id.clone(),
@@ -323,7 +327,7 @@ pub fn dead_letters(
     if json {
         return write_records(out, letters.iter().map(|l| l.to_json()));
     }
-    let mut table = Table::new(&[("RULE", 30), ("SEQ", 0), ("ERROR", 80)]);
+    let mut table = Table::new(&[("RULE", 30), ("SEQ", 0), ("ERROR", 80)]).when_empty("no dead letters");
     for l in &letters {
         table.row(vec![
             l.rule().to_owned(),
@@ -353,7 +357,8 @@ pub fn leases(
         );
     }
     let now = crate::time::now();
-    let mut table = Table::new(&[("KEY", 50), ("HOLDER", 40), ("EXPIRES AT", 0), ("", 0)]);
+    let mut table =
+        Table::new(&[("KEY", 50), ("HOLDER", 40), ("EXPIRES AT", 0), ("", 0)]).when_empty("no leases");
     for l in &leases {
         let lapsed = l.expires_at.secs_f64() <= now;
         table.row(vec![
@@ -386,7 +391,7 @@ pub fn cursors(
                 .collect(),
         );
     }
-    let mut table = Table::new(&[("NAME", 50), ("SEQ", 0), ("LAG", 0)]);
+    let mut table = Table::new(&[("NAME", 50), ("SEQ", 0), ("LAG", 0)]).when_empty("no cursors");
     for (n, s) in &cursors {
         table.row(vec![n.clone(), s.to_string(), (head - s).to_string()]);
     }
@@ -414,7 +419,8 @@ pub fn progress(
             }),
         );
     }
-    let mut table = Table::new(&[("RULE", 40), ("CURSOR", 0), ("GENERATION", 0), ("DEADLINES", 0)]);
+    let mut table = Table::new(&[("RULE", 40), ("CURSOR", 0), ("GENERATION", 0), ("DEADLINES", 0)])
+        .when_empty("no rule progress");
     for (rule, p) in &progress {
         let deadlines = p
             .doc()
@@ -449,7 +455,7 @@ pub fn schedules(
                 .collect(),
         );
     }
-    let mut table = Table::new(&[("NAME", 50), ("LAST TICK", 0)]);
+    let mut table = Table::new(&[("NAME", 50), ("LAST TICK", 0)]).when_empty("no schedules");
     for (n, at) in &schedules {
         table.row(vec![n.clone(), at.to_json_text()]);
     }
@@ -470,7 +476,8 @@ pub fn rules(
         if json {
             return write_records(out, history.iter().map(Envelope::to_json));
         }
-        let mut table = Table::new(&[("SEQ", 0), ("TS", 0), ("FACT", 24), ("VERSION", 0), ("BY", 40)]);
+        let mut table = Table::new(&[("SEQ", 0), ("TS", 0), ("FACT", 24), ("VERSION", 0), ("BY", 40)])
+            .when_empty("no versions of this rule");
         for e in &history {
             table.row(vec![
                 e.seq.to_string(),
@@ -504,7 +511,8 @@ pub fn rules(
         ("STATUS", 0),
         ("DESCRIPTION", 60),
         ("PROVENANCE", 60),
-    ]);
+    ])
+    .when_empty("no stored rules");
     for r in &rules {
         table.row(vec![
             r.name().to_owned(),

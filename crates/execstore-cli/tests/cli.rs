@@ -127,10 +127,7 @@ fn demo_writes_a_file_and_prints_what_it_wrote() {
     ] {
         assert!(text.contains(line), "{line} missing: {text}");
     }
-    assert!(
-        text.contains("try: execstore list --db execstore-demo.db"),
-        "{text}"
-    );
+    assert!(text.contains(" list --db execstore-demo.db\n"), "{text}");
 
     // The JSON summary adds up and every kind of record is there.
     let demo = Demo::new(150, 9);

@@ -36,7 +36,8 @@ mod workspace;
 
 pub use db::{other_sqlite_safe, recover, ConnectOptions, Db, ReadOnlyRefusal, Synchronous};
 pub use executions::{
-    harel_schema, has_execution_tables, SqliteOptions, SqliteStore, DEFAULT_CHECKPOINT_PAGES,
+    execution_prefixes, execution_prefixes_in_vfs, harel_schema, has_execution_tables, SqliteOptions,
+    SqliteStore, DEFAULT_CHECKPOINT_PAGES,
 };
 pub use operator::SqliteOperatorStore;
 pub use transport::{SqliteTransport, SqliteTransportOptions};

@@ -53,6 +53,8 @@ pub struct ImageStore {
     // Declared (so dropped) before the file is removed in `drop`.
     store: Option<SqliteStore>,
     name: String,
+    /// The execution tables' prefix it opened.
+    prefix: Option<String>,
 }
 
 impl ImageStore {
@@ -60,13 +62,31 @@ impl ImageStore {
     /// content) and opens the store on it with `options` (`prefix`, `trace_max`,
     /// `read_only`...). Not a SQLite file: `INVALID_INPUT` (field `bytes`); a SQLite file
     /// without the store's tables, opened read-only: `NOT_FOUND` (the table).
-    pub fn load(bytes: &[u8], wal: Option<&[u8]>, options: SqliteOptions) -> Result<Self, WasmError> {
+    ///
+    /// Without `options.prefix` (`detect`), the prefix is the one set of execution tables the
+    /// image holds ([`found_prefix`]).
+    pub fn load(
+        bytes: &[u8],
+        wal: Option<&[u8]>,
+        mut options: SqliteOptions,
+        detect: bool,
+    ) -> Result<Self, WasmError> {
         let image = Image::load(bytes, wal)?;
+        if detect && options.prefix.is_none() {
+            options.prefix = found_prefix(&image.name)?;
+        }
+        let prefix = options.prefix.clone();
         let store = SqliteStore::open_in_vfs(&image.name, MEMVFS, options)?;
         Ok(ImageStore {
             store: Some(store),
             name: image.release(),
+            prefix,
         })
+    }
+
+    /// The execution tables' prefix it opened (`None`: the bare names).
+    pub fn prefix(&self) -> Option<&str> {
+        self.prefix.as_deref()
     }
 
     /// The SQLite store.
@@ -132,21 +152,41 @@ impl Drop for ImageWorkspaces {
 /// Checks `bytes` (and `wal`) as the database of a store opened with `options`, and
 /// returns the single-file image to import: `bytes` itself, or the recovered and
 /// checkpointed image when a `-wal` sidecar with content was given.
-pub fn checked_image(bytes: &[u8], wal: Option<&[u8]>, options: SqliteOptions) -> Result<Vec<u8>, WasmError> {
+/// Without `options.prefix` (`detect`), the prefix is the one set of execution tables the
+/// image holds ([`found_prefix`]); the prefix checked is returned beside the image.
+pub fn checked_image(
+    bytes: &[u8],
+    wal: Option<&[u8]>,
+    mut options: SqliteOptions,
+    detect: bool,
+) -> Result<(Vec<u8>, Option<String>), WasmError> {
     let image = Image::load(bytes, wal)?;
+    if detect && options.prefix.is_none() {
+        options.prefix = found_prefix(&image.name)?;
+    }
+    let prefix = options.prefix.clone();
     // Read-only: checks the store's tables are there, and changes nothing.
     drop(SqliteStore::open_in_vfs(
         &image.name,
         MEMVFS,
         options.read_only(true),
     )?);
-    if image.merged {
+    let bytes = if image.merged {
         memvfs()?
             .export_db(&image.name)
-            .map_err(|e| backend(format!("cannot read the recovered database back: {e}")))
+            .map_err(|e| backend(format!("cannot read the recovered database back: {e}")))?
     } else {
-        Ok(bytes.to_vec())
-    }
+        bytes.to_vec()
+    };
+    Ok((bytes, prefix))
+}
+
+/// The prefix of the one set of execution tables the image `name` holds (`harel_*`, the bare
+/// names, or another prefix whose tables are all there); `None` (the bare names) when it
+/// holds none; several: `INVALID_INPUT` (field `prefix`) listing them.
+fn found_prefix(name: &str) -> Result<Option<String>, WasmError> {
+    let found = execstore_sqlite::execution_prefixes_in_vfs(name, MEMVFS)?;
+    Ok(execstore::kit::names::pick_prefix(&found, "pass options.prefix")?)
 }
 
 /// A database file in the memvfs, removed when dropped unless released.

@@ -275,6 +275,12 @@ export interface FileOptions extends SqliteMemoryOptions {
 
 /** Options of `Store.sqliteFromBytes()`. */
 export interface BytesOptions extends SqliteMemoryOptions {
+  /**
+   * Table prefix; default: the one set of execution tables the file holds (`"harel"` for a file
+   * harel 0.9 wrote, none for execstore's bare names); a file with several: INVALID_INPUT
+   * (field `prefix`) listing them.
+   */
+  prefix?: string;
   /** Open for reading only. */
   readOnly?: boolean;
   /** The bytes of the file's `-wal` sidecar, if it has one with content: its commits are recovered into the image. */

@@ -218,6 +218,31 @@ pub fn harel_schema(prefix: Option<&str>) -> Result<Vec<String>> {
     Ok(schema::harel_tables(&Tables::new(prefix)?))
 }
 
+/// The sets of execution tables the database at `url` holds (tables visible on the search
+/// path): each prefix (`None`: the bare names) under which all six of harel's tables are
+/// there, for a tool that opens a database without being told its prefix
+/// (`execstore::kit::names::pick_prefix`). Reads the catalog only.
+pub fn execution_prefixes(url: &str) -> Result<Vec<Option<String>>> {
+    let how = crate::db::Connect {
+        timeout: std::time::Duration::from_secs(10),
+        read_only: true,
+        search_path: None,
+    };
+    let mut client = crate::db::config(url, &how)?.connect(NoTls).db()?;
+    let rows = client
+        .query(
+            "SELECT c.relname::text FROM pg_catalog.pg_class c \
+             WHERE c.relkind IN ('r', 'p') AND pg_catalog.pg_table_is_visible(c.oid) \
+             AND c.relname ~ '(executions|outbox|processed_events|timers|spawns|trace)$'",
+            &[],
+        )
+        .db()?;
+    let names: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    Ok(execstore::kit::names::execution_prefixes(
+        names.iter().map(String::as_str),
+    ))
+}
+
 /// Whether any table of the store under `prefix` exists (visible on the search path) in the
 /// database at `url`.
 pub fn store_exists(url: &str, prefix: Option<&str>) -> Result<bool> {

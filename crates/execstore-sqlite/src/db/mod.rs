@@ -263,6 +263,22 @@ pub(crate) fn has_table(conn: &Connection, name: &str) -> Result<bool> {
     .db()
 }
 
+/// The sets of execution tables the database of `conn` holds (see
+/// `execstore::kit::names::execution_prefixes`).
+pub(crate) fn execution_prefixes_of(conn: &Connection) -> Result<Vec<Option<String>>> {
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .db()?;
+    let names = stmt
+        .query_map([], |row| row.get::<_, String>(0))
+        .db()?
+        .collect::<std::result::Result<Vec<String>, _>>()
+        .db()?;
+    Ok(execstore::kit::names::execution_prefixes(
+        names.iter().map(String::as_str),
+    ))
+}
+
 /// Opens an existing file only to look at it, as [`open_read_only`] does: nothing is created
 /// or written (a missing file is [`StoreError::NotFound`]).
 pub(crate) fn probe(path: &Path) -> Result<Connection> {

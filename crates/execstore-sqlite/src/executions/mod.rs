@@ -480,6 +480,25 @@ pub fn harel_schema(prefix: Option<&str>) -> Result<Vec<String>> {
     Ok(schema::harel_tables(&Tables::new(prefix)?))
 }
 
+/// The sets of execution tables the SQLite file at `path` holds: each prefix (`None`: the
+/// bare names) under which all six of harel's tables are there, for a tool that opens a file
+/// without being told its prefix (`execstore::kit::names::pick_prefix`). A read-only probe:
+/// nothing is created or changed. A missing file is [`StoreError::NotFound`].
+pub fn execution_prefixes(path: impl AsRef<Path>) -> Result<Vec<Option<String>>> {
+    let conn = db::probe(path.as_ref())?;
+    db::execution_prefixes_of(&conn)
+}
+
+/// [`execution_prefixes`] of the database `name` kept by the VFS `vfs` (a wasm image),
+/// opened read-only and closed again.
+pub fn execution_prefixes_in_vfs(name: &str, vfs: &str) -> Result<Vec<Option<String>>> {
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags_and_vfs(name, flags, vfs).db()?;
+    let found = db::execution_prefixes_of(&conn);
+    conn.close().map_err(|(_, e)| e).db()?;
+    found
+}
+
 /// Whether the SQLite file at `path` holds the execution store's tables under `prefix`
 /// (`None`: the bare names; `Some("harel")`: harel's), judged by its `executions` table. A
 /// read-only probe: nothing is created or changed. A missing file is

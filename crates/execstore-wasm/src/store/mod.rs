@@ -43,6 +43,8 @@ pub struct Store {
     /// before `backend` so it is dropped first: it holds the database's handle.
     operator: RefCell<Option<Arc<SqliteOperatorStore>>>,
     backend: Backend,
+    /// The execution tables' prefix it was opened with (found in the file when not given).
+    prefix: Option<String>,
 }
 
 mod options;
@@ -54,7 +56,13 @@ impl Store {
         Store {
             operator: RefCell::new(None),
             backend,
+            prefix: None,
         }
+    }
+
+    fn prefixed(mut self, prefix: Option<String>) -> Store {
+        self.prefix = prefix;
+        self
     }
 }
 
@@ -84,9 +92,10 @@ impl Store {
         #[wasm_bindgen(unchecked_optional_param_type = "SqliteMemoryOptions")] options: JsValue,
     ) -> JsResult<Store> {
         let options: LocalOptions = self::options(&options)?;
+        let prefix = options.prefix.clone();
         let store = SqliteStore::open_in_memory(sqlite_options(options.trace_max, options.prefix))
             .map_err(WasmError::from)?;
-        Ok(Store::with(Backend::SqliteMemory(store)))
+        Ok(Store::with(Backend::SqliteMemory(store)).prefixed(prefix))
     }
 
     /// Opens (creating if needed) the SQLite store `name` kept in the browser's Origin
@@ -106,6 +115,7 @@ impl Store {
         let name = convert::string(&name, "name")?;
         let js: OpfsJsOptions = self::options(&options)?;
         let sqlite = opfs_sqlite_options(&js)?;
+        let prefix = sqlite.prefix.clone();
         let store = OpfsStore::open(
             &name,
             OpfsOptions {
@@ -114,7 +124,7 @@ impl Store {
             },
         )
         .await?;
-        Ok(Store::with(Backend::Opfs(store)))
+        Ok(Store::with(Backend::Opfs(store)).prefixed(prefix))
     }
 
     /// Opens (creating if needed) the SQLite store file at `path` on the local file system;
@@ -136,14 +146,17 @@ impl Store {
         let path = convert::string(&path, "path")?;
         let js: FileJsOptions = self::options(&options)?;
         let (sqlite, file) = file_options(js)?;
+        let prefix = sqlite.prefix.clone();
         let store = NodeFileStore::open(&path, sqlite, file).await?;
-        Ok(Store::with(Backend::File(store)))
+        Ok(Store::with(Backend::File(store)).prefixed(prefix))
     }
 
     /// A SQLite store in wasm memory loaded from a database file's bytes (a `Uint8Array` or
     /// `ArrayBuffer`; e.g. a file written by `execstore demo` or harel), for Node, edge
     /// runtimes and pages: the file itself is not touched, changes stay in memory. Options:
-    /// `prefix` (`"harel"` for harel's tables), `traceMax`, `readOnly`, and `wal`: the bytes
+    /// `prefix` (default: the one set of execution tables the file holds, `harel_*` for a
+    /// file harel wrote; several: `INVALID_INPUT`, field `prefix`, listing them), `traceMax`,
+    /// `readOnly`, and `wal`: the bytes
     /// of the file's `-wal` sidecar, if it has one with content (commits still there are
     /// recovered into the image first). Not a SQLite file: `INVALID_INPUT`; read-only on a
     /// file without the store's tables (a wrong prefix?): `NOT_FOUND`.
@@ -155,9 +168,11 @@ impl Store {
         let bytes = self::bytes(&bytes, "bytes")?;
         let (options, wal) = take_wal(&options, "options")?;
         let js: BytesOptions = self::options(&options)?;
+        let detect = js.prefix.is_none();
         let sqlite = sqlite_options(js.trace_max, js.prefix).read_only(js.read_only);
-        let store = ImageStore::load(&bytes, wal.as_deref(), sqlite)?;
-        Ok(Store::with(Backend::Image(store)))
+        let store = ImageStore::load(&bytes, wal.as_deref(), sqlite, detect)?;
+        let prefix = store.prefix().map(str::to_owned);
+        Ok(Store::with(Backend::Image(store)).prefixed(prefix))
     }
 
     /// Imports a SQLite database file's bytes as the OPFS store `name` and opens it (in a
@@ -176,8 +191,10 @@ impl Store {
         let bytes = self::bytes(&bytes, "bytes")?;
         let (options, wal) = take_wal(&options, "options")?;
         let (js, replace): (OpfsJsOptions, bool) = self::options::<ImportJsOptions>(&options)?.split();
-        let sqlite = opfs_sqlite_options(&js)?;
-        let image = checked_image(&bytes, wal.as_deref(), sqlite.clone())?;
+        let mut sqlite = opfs_sqlite_options(&js)?;
+        let detect = js.prefix.is_none();
+        let (image, prefix) = checked_image(&bytes, wal.as_deref(), sqlite.clone(), detect)?;
+        sqlite.prefix = prefix.clone();
         drop(bytes);
         let store = OpfsStore::import(
             &name,
@@ -189,7 +206,15 @@ impl Store {
             replace,
         )
         .await?;
-        Ok(Store::with(Backend::Opfs(store)))
+        Ok(Store::with(Backend::Opfs(store)).prefixed(prefix))
+    }
+
+    /// The execution tables' prefix the store opened (`"harel"` for harel's `harel_*`; found
+    /// in the file by `sqliteFromBytes` and `importOpfs` when not given), or `null`: the bare
+    /// names.
+    #[wasm_bindgen(getter, unchecked_return_type = "string | null")]
+    pub fn prefix(&self) -> JsValue {
+        self.prefix.as_deref().map_or(JsValue::NULL, JsValue::from)
     }
 
     /// `"memory"`, `"sqlite-memory"`, `"opfs"`, `"file"`, or `"closed"`.

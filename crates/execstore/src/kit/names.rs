@@ -46,6 +46,79 @@ pub fn check_prefix(prefix: &str) -> Result<()> {
     }
 }
 
+/// harel 0.9's six store tables, without their prefix: a set of execution tables is all six
+/// under one prefix.
+pub const HAREL_TABLE_SUFFIXES: [&str; 6] = [
+    "executions",
+    "outbox",
+    "processed_events",
+    "timers",
+    "spawns",
+    "trace",
+];
+
+/// The sets of execution tables among a database's table names: each prefix (`None`: the
+/// bare names) under which all six of harel's tables are present, bare names first, then the
+/// prefixes in order. Only valid prefixes count (`check_prefix`); names are compared as the
+/// database spells them.
+pub fn execution_prefixes<'a>(tables: impl IntoIterator<Item = &'a str>) -> Vec<Option<String>> {
+    let tables: std::collections::BTreeSet<&str> = tables.into_iter().collect();
+    let mut found: Vec<Option<String>> = Vec::new();
+    for name in &tables {
+        let Some(head) = name.strip_suffix("executions") else {
+            continue;
+        };
+        let prefix = match head {
+            "" => None,
+            _ => match head.strip_suffix('_') {
+                Some(p) if check_prefix(p).is_ok() => Some(p.to_owned()),
+                _ => continue,
+            },
+        };
+        let pfx = head;
+        if HAREL_TABLE_SUFFIXES
+            .iter()
+            .all(|t| tables.contains(format!("{pfx}{t}").as_str()))
+        {
+            found.push(prefix);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// How a prefix is named in messages: `harel`, or `none (bare names: executions, ...)`.
+pub fn shown_prefix(prefix: Option<&str>) -> String {
+    match prefix {
+        Some(p) => format!("{p} ({p}_executions, ...)"),
+        None => "none (executions, ...)".to_owned(),
+    }
+}
+
+/// The prefix to open when none was given, from the sets a database holds
+/// ([`execution_prefixes`]): the one set when there is exactly one, `None` (the bare names, the
+/// default a writable open creates) when there is none, and when there are several an
+/// [`StoreError::InvalidInput`] on `prefix` listing them and saying how to pick one (`how`:
+/// the surface's own words, `"pass --prefix NAME"`).
+pub fn pick_prefix(found: &[Option<String>], how: &str) -> Result<Option<String>> {
+    match found {
+        [] => Ok(None),
+        [one] => Ok(one.clone()),
+        several => Err(StoreError::invalid(
+            "prefix",
+            format!(
+                "the database holds {} sets of execution tables, with prefix {}: {how} to pick one",
+                several.len(),
+                several
+                    .iter()
+                    .map(|p| shown_prefix(p.as_deref()))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        )),
+    }
+}
+
 impl TableNames {
     /// The names for `prefix`: `None` gives the bare names (`executions`, ...), `Some("harel")`
     /// harel 0.9's (`harel_executions`, ...).
@@ -111,5 +184,40 @@ mod tests {
             harel.fill("SELECT 1 FROM {executions}, {trace} -- {pfx}x"),
             "SELECT 1 FROM harel_executions, harel_trace -- harel_x"
         );
+    }
+
+    #[test]
+    fn execution_prefixes_are_the_complete_sets() {
+        let mut names: Vec<String> = Vec::new();
+        for pfx in ["", "harel_", "other_"] {
+            names.extend(HAREL_TABLE_SUFFIXES.iter().map(|t| format!("{pfx}{t}")));
+        }
+        // Incomplete (no trace), invalid prefix, unrelated tables: not sets.
+        names.extend(["half_executions", "half_outbox", "9x_executions", "reflexr_runs"].map(String::from));
+        names.push("execstore_migrations".into());
+        let found = execution_prefixes(names.iter().map(String::as_str));
+        assert_eq!(found, vec![None, Some("harel".into()), Some("other".into())]);
+        assert_eq!(
+            execution_prefixes(["executions", "outbox"]),
+            Vec::<Option<String>>::new()
+        );
+    }
+
+    #[test]
+    fn pick_prefix_takes_the_one_set_and_lists_several() {
+        assert_eq!(pick_prefix(&[], "pass --prefix NAME").unwrap(), None);
+        assert_eq!(
+            pick_prefix(&[Some("harel".into())], "pass --prefix NAME").unwrap(),
+            Some("harel".into())
+        );
+        match pick_prefix(&[None, Some("harel".into())], "pass --prefix NAME") {
+            Err(StoreError::InvalidInput { field, reason }) => {
+                assert_eq!(field, "prefix");
+                assert!(reason.contains("harel (harel_executions"), "{reason}");
+                assert!(reason.contains("none (executions"), "{reason}");
+                assert!(reason.contains("pass --prefix NAME"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
