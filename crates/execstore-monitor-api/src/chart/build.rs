@@ -170,7 +170,7 @@ impl Walk {
                     format!("{path}.{child_key}")
                 };
                 let child_id = text(child.get("id")).unwrap_or_else(|| format!("{id}.{child_key}"));
-                let is_initial = initial_targets.iter().any(|t| *t == child_id);
+                let is_initial = initial_targets.contains(&child_id);
                 self.node(
                     child,
                     child_key,
@@ -297,7 +297,7 @@ impl Chart {
             return;
         }
         for node in &mut self.nodes {
-            if node.parent.is_none() || paths.iter().any(|p| *p == node.path) {
+            if node.parent.is_none() || paths.contains(&node.path) {
                 node.active = true;
             }
         }

@@ -31,13 +31,17 @@ fn definition_in_trace(steps: &[TraceStep]) -> Option<Value> {
         .cloned()
 }
 
+/// A definition found: the document, where it was found (`document` or `trace`), and the
+/// document's first-seen time.
+type Found = (Option<Value>, Option<&'static str>, Option<f64>);
+
 /// The definition of `(id, fqn)`: the stored document, else one found in a trace.
 fn find_definition(
     store: &dyn ExecutionStore,
     id: &str,
     fqn: Option<&str>,
     trace_of: Option<&str>,
-) -> Result<(Option<Value>, Option<&'static str>, Option<f64>), ApiError> {
+) -> Result<Found, ApiError> {
     if let Some(fqn) = fqn {
         if let Some(DefinitionDoc {
             document, first_seen, ..
