@@ -1,6 +1,8 @@
 // The statechart pictures: an execution's graph (on its detail) and a definition's graph
 // over every execution of it (`?view=definition&definition=D`), from the monitor's API
-// (`/api/executions/{id}/graph`, `/api/definitions/{id}/graph`).
+// (`/api/executions/{id}/chart`, `/api/definitions/{id}/chart`): drawn from the machine's
+// stored definition when there is one (`drawChart`), else from the traces (`drawGraph`, the
+// answer's `graph`, as `/graph` gives it).
 //
 // Laid out by dagre (web/vendor/dagre.esm.js, shipped with the monitor; see
 // web/vendor/README.md) and drawn as SVG built with DOM calls: every stored name (a state,
@@ -270,6 +272,188 @@ export function drawGraph(graph, { mode, active = null, hrefOf = null } = {}) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// A chart drawn from the machine's definition (`/chart`): every state and transition it
+// declares, nested and parallel states as clusters (each with a small box of its own name for
+// the edges that start or end on it), initial states marked with a dot, final ones with a
+// double border, the states an execution is in highlighted.
+
+/** What a chart edge's label says: its label, and how many steps took it. */
+function chartEdgeLines(e) {
+  const lines = [cut(e.label || "(event)", MAX_LABEL)];
+  if (e.count !== null && e.count !== undefined) lines.push(`×${e.count.toLocaleString()}`);
+  return lines;
+}
+
+/**
+ * Lays out and draws `chart` (the API's `{nodes, edges}`), `mode` "execution" (its states
+ * marked `active` highlighted) or "definition" (coloured by executions now, each a link).
+ */
+export function drawChart(chart, { mode, hrefOf = null } = {}) {
+  const id = ++drawn;
+  const g = new graphlib.Graph({ compound: true, multigraph: true });
+  g.setGraph({ rankdir: "TB", nodesep: 30, ranksep: 46, edgesep: 16, marginx: 16, marginy: 24 });
+  g.setDefaultEdgeLabel(() => ({}));
+  const byId = new Map(chart.nodes.map((n) => [n.id, n]));
+  const holds = new Set(chart.nodes.filter((n) => n.parent).map((n) => n.parent));
+  const maxNow = Math.max(1, ...chart.nodes.map((n) => n.now));
+  // The machine itself is the picture: its states are drawn at the top level.
+  const drawnParent = (n) => (n.parent && byId.get(n.parent)?.parent ? `c:${n.parent}` : undefined);
+  for (const n of chart.nodes) {
+    if (!n.parent) continue;
+    if (holds.has(n.id)) g.setNode(`c:${n.id}`, { cluster: true, n });
+    const name = cut(n.key, MAX_NAME);
+    const sub = mode === "definition" && n.now ? `${n.now.toLocaleString()} now` : n.kind === "parallel" ? "parallel" : "";
+    const width = Math.max(64, Math.ceil(Math.max(name.length * CHAR_W, sub.length * LABEL_CHAR_W)) + 22) + (n.initial ? 14 : 0);
+    g.setNode(`s:${n.id}`, { n, name, sub, width, height: sub ? 42 : 30 });
+  }
+  for (const n of chart.nodes) {
+    if (!n.parent) continue;
+    const up = drawnParent(n);
+    if (holds.has(n.id)) {
+      if (up) g.setParent(`c:${n.id}`, up);
+      g.setParent(`s:${n.id}`, `c:${n.id}`);
+    } else if (up) {
+      g.setParent(`s:${n.id}`, up);
+    }
+  }
+  const loops = [];
+  chart.edges.forEach((e, i) => {
+    const v = `s:${e.from}`;
+    if (!g.hasNode(v)) return;
+    const targets = e.to.filter((t) => g.hasNode(`s:${t}`));
+    const lines = chartEdgeLines(e);
+    if (!targets.length || targets.every((t) => `s:${t}` === v)) {
+      loops.push({ v, e, lines });
+      return;
+    }
+    for (const t of targets) {
+      const width = Math.ceil(Math.max(...lines.map((l) => l.length)) * LABEL_CHAR_W) + 10;
+      g.setEdge(v, `s:${t}`, { e, to: t, lines, width, height: lines.length * 13 + 6, labelpos: "c" }, `e${i}:${t}`);
+    }
+  });
+  layout(g);
+
+  const maxCount = Math.max(1, ...chart.edges.map((e) => e.count || 0));
+  const strokeOf = (count) => (1 + 3 * Math.log((count || 0) + 1) / Math.log(maxCount + 1)).toFixed(2);
+  const clusters = s("g", { class: "clusters" });
+  const edges = s("g", { class: "edges" });
+  const labels = s("g", { class: "edge-labels" });
+  const nodes = s("g", { class: "nodes" });
+  let right = g.graph().width || 0;
+  const clusterIds = g.nodes().filter((k) => g.node(k).cluster);
+  clusterIds.sort((a, b) => g.node(a).n.depth - g.node(b).n.depth);
+  for (const k of clusterIds) {
+    const c = g.node(k);
+    const x = c.x - c.width / 2;
+    const y = c.y - c.height / 2 - 14;
+    const label = `${cut(c.n.key, MAX_NAME)}${c.n.kind === "parallel" ? " (parallel)" : ""}`;
+    const width = Math.max(c.width, Math.ceil(label.length * LABEL_CHAR_W) + 20);
+    right = Math.max(right, x + width);
+    clusters.append(s(
+      "g",
+      { class: `cluster ${c.n.kind}${c.n.active ? " active-within" : ""}`, "data-path": c.n.path, "data-id": c.n.id },
+      s("title", null, c.n.id),
+      s("rect", { x, y, width, height: c.height + 14, rx: 10 }),
+      s("text", { x: x + 10, y: y + 13, class: "cluster-name" }, label),
+    ));
+  }
+  const marker = `arrow-${id}`;
+  const defs = s("defs", null, s("marker", { id: marker, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 9, markerHeight: 9, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" }, s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" })));
+  const labelBox = (x, y, lines, e, to) => s(
+    "g",
+    { class: `edge-label ${e.kind}`, "data-from": e.from, "data-to": to ?? "", "data-kind": e.kind, "data-event": e.event, "data-count": e.count ?? "" },
+    s("title", null, `${e.from} → ${to ?? "(no target)"}: ${e.event || e.kind}${e.count === null || e.count === undefined ? "" : `, ${plural(e.count, "step")}`}`),
+    s("rect", { x: x - 3, y: y - 2, width: Math.ceil(Math.max(...lines.map((l) => l.length)) * LABEL_CHAR_W) + 6, height: lines.length * 13 + 4, rx: 3 }),
+    lines.map((l, i) => s("text", { x, y: y + 10 + i * 13, class: i === 0 ? "event" : "count" }, l)),
+  );
+  for (const k of g.edges()) {
+    const edge = g.edge(k);
+    const d = edge.points.map((p, i) => `${i ? "L" : "M"}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
+    edges.append(s("path", { d, class: `edge ${edge.e.kind}`, "stroke-width": strokeOf(edge.e.count), "marker-end": `url(#${marker})`, "data-from": edge.e.from, "data-to": edge.to }));
+    labels.append(labelBox(edge.x - edge.width / 2 + 5, edge.y - edge.height / 2 + 3, edge.lines, edge.e, edge.to));
+  }
+  // Several loops on one state are stacked down its right side.
+  const loopsAt = new Map();
+  for (const { v, e, lines } of loops) {
+    const n = g.node(v);
+    const k = loopsAt.get(v) || 0;
+    loopsAt.set(v, k + 1);
+    const x = n.x + n.width / 2;
+    const y = n.y + k * 30;
+    const d = `M${x},${y - 7} C${x + 30},${y - 22} ${x + 30},${y + 22} ${x},${y + 7}`;
+    edges.append(s("path", { d, class: `edge loop ${e.kind}${e.to.length ? "" : " targetless"}`, "stroke-width": strokeOf(e.count), "marker-end": `url(#${marker})`, "data-from": e.from, "data-to": e.to[0] ?? "" }));
+    labels.append(labelBox(x + 30, y - 8, lines, e, e.to[0] ?? null));
+    right = Math.max(right, x + 36 + Math.max(...lines.map((l) => l.length)) * LABEL_CHAR_W);
+  }
+  for (const k of g.nodes()) {
+    const node = g.node(k);
+    if (node.cluster) continue;
+    const n = node.n;
+    const x = node.x - node.width / 2;
+    const y = node.y - node.height / 2;
+    let cls = `state ${n.kind}`;
+    if (holds.has(n.id)) cls += " composite";
+    if (n.initial) cls += " initial";
+    if (mode === "execution" && n.active) cls += " active";
+    if (mode === "definition" && n.now) cls += ` heat-${Math.min(HEAT_STEPS, Math.ceil((HEAT_STEPS * n.now) / maxNow))}`;
+    const tx = node.x + (n.initial ? 7 : 0);
+    const body = [
+      s("title", null, [n.id, n.kind, n.initial ? "initial" : null, n.now ? `${n.now.toLocaleString()} executions now` : null].filter(Boolean).join("\n")),
+      s("rect", { x, y, width: node.width, height: node.height, rx: 8 }),
+      n.kind === "final" ? s("rect", { x: x + 3, y: y + 3, width: node.width - 6, height: node.height - 6, rx: 6, class: "final-inner" }) : null,
+      n.initial ? s("circle", { cx: x + 10, cy: node.y, r: 4, class: "initial-dot" }) : null,
+      s("text", { x: tx, y: y + 19, class: "state-name", "text-anchor": "middle" }, node.name),
+      node.sub ? s("text", { x: tx, y: y + 34, class: "state-sub", "text-anchor": "middle" }, node.sub) : null,
+    ];
+    const group = s("g", { class: cls, "data-path": n.path, "data-id": n.id, "data-now": n.now, "data-kind": n.kind }, body);
+    if (hrefOf) {
+      const href = hrefOf(n.path);
+      const a = s("a", { href, class: "state-link" }, group);
+      a.addEventListener("click", (ev) => {
+        if (ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.button !== 0) return;
+        ev.preventDefault();
+        go(href);
+      });
+      nodes.append(a);
+    } else {
+      nodes.append(group);
+    }
+  }
+  const finite = (v) => (Number.isFinite(v) ? v : 0);
+  const width = Math.ceil(Math.max(finite(right), finite(g.graph().width)) + 8);
+  const height = Math.ceil(finite(g.graph().height) + 8);
+  return s(
+    "svg",
+    { xmlns: SVG_NS, class: `statechart chart ${mode}`, viewBox: `0 -14 ${width} ${height + 14}`, width, height: height + 14, role: "img", "aria-label": `statechart of ${chart.root}: ${plural(chart.nodes.length - 1, "state")}, ${plural(chart.edges.length, "transition")}` },
+    defs, clusters, edges, nodes, labels,
+  );
+}
+
+/** The chart's transitions as a table. */
+function chartTable(chart) {
+  if (!chart.edges.length) return null;
+  return h(
+    "details",
+    { class: "graph-transitions chart-transitions" },
+    h("summary", null, `Transitions (${chart.edges.length})`),
+    h(
+      "table",
+      { class: "grid" },
+      h("thead", null, h("tr", null, ["From", "To", "Kind", "Event", "Steps"].map((c) => h("th", null, c)))),
+      h("tbody", null, chart.edges.map((e) => h(
+        "tr",
+        null,
+        h("td", { class: "mono" }, e.from),
+        h("td", { class: "mono" }, e.to.join(", ") || "(no target)"),
+        h("td", null, e.kind),
+        h("td", { class: "mono" }, e.label),
+        h("td", { class: "num" }, e.count === null || e.count === undefined ? "" : e.count.toLocaleString()),
+      ))),
+    ),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
 // The viewer: every picture fits its frame's width, and zooms and pans (buttons, Ctrl+wheel or
 // a trackpad's pinch, drag; two fingers pinch on a touch screen). It only moves the SVG's
 // viewBox, so the drawing (and its links) stays as drawn.
@@ -428,10 +612,29 @@ export function executionSection(api, exe) {
     sections.set(exe.id, entry);
   }
   const current = entry;
-  api.get(`api/executions/${encodeURIComponent(exe.id)}/graph`).then((g) => {
-    const json = JSON.stringify(g);
+  api.get(`api/executions/${encodeURIComponent(exe.id)}/chart`).then((answer) => {
+    const json = JSON.stringify(answer);
     if (json === current.json) return;
     current.json = json;
+    const g = answer.graph;
+    if (answer.chart) {
+      // Drawn from the machine's stored definition.
+      const c = answer.chart;
+      current.count.textContent = `${plural(c.nodes.length - 1, "state")} · ${plural(c.edges.length, "transition")}`;
+      clear(
+        current.body,
+        note(`Drawn from the definition of ${answer.definition_fqn ?? answer.definition_id}${answer.source === "trace" ? " (held by its first trace step)" : ""}; counts from its trace.`),
+        g.first_index ? note(`Steps before #${g.first_index} were evicted from the trace: their transitions are not counted.`) : null,
+        c.truncated ? note("The definition has too many states: some are left out.") : null,
+        viewer(drawChart(c, { mode: "execution" })),
+        h("div", { class: "graph-legend" },
+          h("span", { class: "key active" }, "active state"),
+          h("span", { class: "muted" }, "● initial · double border: final"),
+          appLink(definitionHref(g.definition_id), { class: "def-link" }, "Every execution of ", h("span", { class: "mono" }, g.definition_id), " →")),
+        chartTable(c),
+      );
+      return;
+    }
     current.count.textContent = `${plural(g.graph.states.filter((st) => st.visited).length, "state")} · ${plural(g.graph.transitions.length, "transition")}`;
     clear(
       current.body,
@@ -480,14 +683,18 @@ export function showDefinition(api, main, definition, { quiet = false } = {}) {
   }
   const seq = ++defState.seq;
   const started = performance.now();
-  api.get(`api/definitions/${encodeURIComponent(definition)}/graph`).then((g) => {
+  api.get(`api/definitions/${encodeURIComponent(definition)}/chart`).then((answer) => {
     if (seq !== defState.seq) return;
-    const json = JSON.stringify(g);
+    const json = JSON.stringify(answer);
     if (json === defState.json) return;
     defState.json = json;
     const fetched = performance.now();
+    // No execution left (a chart from a stored definition): an empty trace graph.
+    const g = answer.graph ?? { executions: 0, traces_read: 0, by_status: {}, graph: { states: [], transitions: [], truncated: false } };
+    const chart = answer.chart;
     const statuses = Object.entries(g.by_status).map(([k, v]) => h("span", { class: `pill s-${k.toLowerCase()}` }, `${k} ${v.toLocaleString()}`));
-    const svg = drawGraph(g.graph, { mode: "definition", hrefOf: (path) => listHref(definition, path) });
+    const hrefOf = (path) => listHref(definition, path);
+    const svg = chart ? drawChart(chart, { mode: "definition", hrefOf }) : drawGraph(g.graph, { mode: "definition", hrefOf });
     const occupied = g.graph.states.filter((st) => st.now).sort((a, b) => b.now - a.now);
     clear(
       page,
@@ -495,6 +702,7 @@ export function showDefinition(api, main, definition, { quiet = false } = {}) {
       h("div", { class: "def-summary" },
         h("strong", { id: "def-total" }, plural(g.executions, "execution")), " ", statuses, " ",
         appLink(`?${new URLSearchParams({ definition })}`, { class: "def-list" }, "list them →")),
+      chart ? note(`Drawn from the definition of ${answer.definition_fqn ?? definition}${answer.source === "trace" ? " (held by an execution's first trace step)" : ""}: every state and transition it declares; counts from the traces.`) : null,
       g.traces_read < g.executions ? note(`Transitions from the traces of the first ${g.traces_read.toLocaleString()} executions (by id); states now from all of them.`) : null,
       g.graph.truncated ? note("The traces name too many states: some are left out.") : null,
       h("div", { class: "graph-legend" },
@@ -514,7 +722,7 @@ export function showDefinition(api, main, definition, { quiet = false } = {}) {
             h("td", null, Object.entries(st.now_by_status).map(([k, v]) => h("span", { class: `pill s-${k.toLowerCase()}` }, `${k} ${v.toLocaleString()}`))),
           )))),
       ) : null,
-      transitionsTable(g.graph),
+      chart ? chartTable(chart) : transitionsTable(g.graph),
     );
     page.dataset.fetchMs = String(Math.round(fetched - started));
     page.dataset.renderMs = String(Math.round(performance.now() - fetched));

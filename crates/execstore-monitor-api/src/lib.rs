@@ -17,6 +17,7 @@
 //! Every failure is `{"error": {"code": ..., "message": ...}}` with a 4xx or 5xx status.
 #![deny(missing_docs)]
 
+mod chart;
 mod control;
 mod error;
 mod graph;

@@ -49,6 +49,8 @@ pub(crate) const ROUTES: &[Endpoint] = &[
     row("GET", "/api/executions/{id}/bundle", |c, a| c.bundle(decode(a[0])?)),
     row("GET", "/api/executions/{id}/graph", |c, a| c.execution_graph(decode(a[0])?)),
     row("GET", "/api/definitions/{id}/graph", |c, a| c.definition_graph(decode(a[0])?)),
+    row("GET", "/api/executions/{id}/chart", |c, a| c.execution_chart(decode(a[0])?)),
+    row("GET", "/api/definitions/{id}/chart", |c, a| c.definition_chart(decode(a[0])?)),
     row("GET", "/api/executions/{id}/audit", |c, a| c.execution_audit(decode(a[0])?)),
     // Search (search.rs): attributes and the where box's suggestions.
     row("GET", "/api/attributes", |c, _| c.attributes()),

@@ -1,6 +1,6 @@
 import type {
   BatchItem, BatchOutcome, Capabilities, DueTimer, Effects, Event, Execution, ExecutionInput, ExecutionPage,
-  ListQuery, LoadedForEvent, OpfsOptions, OutboxEntry, SearchAttribute, Sent, SpawnEntry, StatusCounts, TraceStep,
+  DefinitionDoc, ListQuery, LoadedForEvent, OpfsOptions, OutboxEntry, SearchAttribute, Sent, SpawnEntry, StatusCounts, TraceStep,
 } from "./index.js";
 
 /**
@@ -29,6 +29,8 @@ export declare class OpfsStoreClient {
   attributes(): Promise<SearchAttribute[]>;
   declareAttribute(path: string): Promise<SearchAttribute>;
   dropAttribute(path: string): Promise<boolean>;
+  putDefinition(definitionId: string, definitionFqn: string, document: unknown, firstSeen: number): Promise<boolean>;
+  getDefinition(definitionId: string, definitionFqn: string): Promise<DefinitionDoc | null>;
   pendingOutbox(after?: number | null, limit?: number): Promise<OutboxEntry[]>;
   /** Sends `event` to the execution through the outbox; resolves with what was enqueued. */
   send(executionId: string, event: Event, expectedVersion?: number | null): Promise<Sent>;

@@ -74,6 +74,8 @@ export class OpfsStoreClient {
   attributes() { return this.#call("attributes", []); }
   declareAttribute(path) { return this.#call("declareAttribute", [path]); }
   dropAttribute(path) { return this.#call("dropAttribute", [path]); }
+  putDefinition(definitionId, definitionFqn, document, firstSeen) { return this.#call("putDefinition", [definitionId, definitionFqn, document, firstSeen]); }
+  getDefinition(definitionId, definitionFqn) { return this.#call("getDefinition", [definitionId, definitionFqn]); }
   pendingOutbox(after, limit) { return this.#call("pendingOutbox", [after, limit]); }
   send(executionId, event, expectedVersion) { return this.#call("send", [executionId, event, expectedVersion]); }
   ackOutbox(seq) { return this.#call("ackOutbox", [seq]); }

@@ -11,6 +11,7 @@ export type {
   OutboxEntry, SearchAttribute, Sent, Spawn, SpawnEntry, SqliteMemoryOptions, Status, StatusCounts, StoreError, StoreErrorCode,
   StoreKind, TimerOp, TraceStep,
   FileOptions,
+  DefinitionDoc,
 } from "./wasm/execstore.js";
 // The workspace log (reflexr's Storage): `import { WorkspaceStore } from "execstore"`.
 export { OpfsWorkspaceStore, WorkspaceStore, WorkspaceTx } from "./workspace.js";

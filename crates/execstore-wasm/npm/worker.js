@@ -13,7 +13,7 @@ const loading = import("./index.js");
 /** The store methods a page may call (the callback-taking relay methods cannot cross). */
 const METHODS = new Set([
   "capabilities", "traceMax", "save", "commit", "commitBatch", "load", "loadForEvent",
-  "isProcessed", "listExecutions", "attributes", "declareAttribute", "dropAttribute", "send", "pendingOutbox", "ackOutbox", "ackOutboxMany",
+  "isProcessed", "listExecutions", "attributes", "declareAttribute", "dropAttribute", "putDefinition", "getDefinition", "send", "pendingOutbox", "ackOutbox", "ackOutboxMany",
   "pendingSpawns", "ackSpawn", "dueTimers", "deleteTimer", "readTrace", "appendTrace",
   "idsWithPrefix", "purge", "statusCounts", "changeToken",
 ]);

@@ -19,8 +19,10 @@ import {
   proxiedMachine,
   withChildExecutions,
 } from "./xstate-children.js";
+import { definitionJson, keepDefinition } from "./xstate-definition.js";
 
 export { durableRef };
+export { definitionJson };
 
 /** The key of the execution's context that holds what XState needs beside its own context. */
 export const XSTATE_KEY = "$xstate";
@@ -74,8 +76,6 @@ export function activePath(value) {
   return parts.join(".");
 }
 
-const definitions = new WeakMap();
-
 // The durable actor whose XState actor is being created (its children start in the
 // constructor), and the durable actor of each XState system: the stand-ins' hooks find the
 // durable actor they belong to through them, so one runnable machine serves every actor.
@@ -101,20 +101,6 @@ function runnable(machine) {
     runnables.set(machine, run);
   }
   return run;
-}
-
-/** The definition as JSON (functions dropped), or null when it does not serialize. */
-export function definitionJson(machine) {
-  if (!definitions.has(machine)) {
-    let definition = null;
-    try {
-      definition = json(machine.definition) ?? null;
-    } catch {
-      // a definition that does not serialize is not stored
-    }
-    definitions.set(machine, definition);
-  }
-  return definitions.get(machine);
 }
 
 /** Every actor of the tree under `root` by its path: "" for the root, child ids joined by "/". */
@@ -279,6 +265,7 @@ export class DurableActor {
       };
       // The migration is a step of its own: committed (CAS) before anything runs on it, its
       // trace step holding the new definition.
+      keepDefinition(this.#store, this.#machine, this.#fqn, this.#now());
       this.#store.commit(stored, {
         trace: { event_kind: "xstate.migrate", from_fqn: from, to_fqn: this.#fqn, definition: definitionJson(this.#machine) },
       });
@@ -458,6 +445,7 @@ export class DurableActor {
       created_at: now / 1000,
     };
     try {
+      keepDefinition(this.#store, this.#machine, this.#fqn, now);
       this.#commitLive(execution, "xstate.init", null, now, null);
     } catch (error) {
       this.#drop();

@@ -226,6 +226,17 @@ export interface Capabilities {
   durable: boolean;
   exclusive_claims: boolean;
   wakeups: boolean;
+  /** `putDefinition` keeps definition documents. */
+  definitions: boolean;
+}
+
+/** A machine's definition document, kept once per id and fqn (`putDefinition`). */
+export interface DefinitionDoc {
+  definition_id: string;
+  definition_fqn: string;
+  document: unknown;
+  /** Epoch seconds. */
+  first_seen: number;
 }
 
 /** Where a store keeps its data. */

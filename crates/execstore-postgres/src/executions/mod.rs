@@ -21,6 +21,7 @@
 //! records them in `execstore_migrations`, under harel's schema advisory lock so that
 //! concurrent opens are safe.
 
+mod definitions;
 mod filters;
 mod order;
 mod plain;
@@ -182,6 +183,9 @@ pub struct PgStore {
     listeners: [Listener; 3],
     /// The database the pool belongs to.
     db: Db,
+    /// Whether the store may create a table of execstore's (`create_schema` on): the
+    /// definition documents' table is created by the first put.
+    own_tables: bool,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -194,12 +198,14 @@ impl std::fmt::Debug for PgStore {
 }
 
 /// The tables of a store under `prefix` (`None`: the bare names): harel's six, execstore's
-/// record of its migrations, its listing keys and its search attributes.
+/// record of its migrations, its listing keys, its search attributes and its definition
+/// documents.
 pub fn table_names(prefix: Option<&str>) -> Result<Vec<String>> {
     let t = Tables::new(prefix)?;
     Ok(vec![
         t.sql("{pfx}execstore_keys"),
         t.sql("{pfx}execstore_attributes"),
+        t.sql("{pfx}execstore_definitions"),
         t.executions,
         t.outbox,
         t.processed_events,
@@ -341,6 +347,7 @@ impl PgStore {
             read_only,
             plain,
             db: db.clone(),
+            own_tables: options.create_schema,
         })
     }
 

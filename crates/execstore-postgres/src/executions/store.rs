@@ -24,7 +24,12 @@ use super::{PgStore, TimerClaims};
 
 impl ExecutionStore for PgStore {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::DURABLE.with_exclusive_claims().with_wakeups()
+        let caps = Capabilities::DURABLE.with_exclusive_claims().with_wakeups();
+        if self.own_tables && !self.read_only {
+            caps.with_definitions()
+        } else {
+            caps
+        }
     }
 
     fn trace_max(&self) -> Option<u32> {
@@ -134,6 +139,14 @@ impl ExecutionStore for PgStore {
 
     fn drop_attribute(&self, path: &str) -> Result<bool> {
         self.undeclare(path)
+    }
+
+    fn put_definition(&self, doc: &execstore::executions::DefinitionDoc) -> Result<bool> {
+        self.put_definition_doc(doc)
+    }
+
+    fn get_definition(&self, id: &str, fqn: &str) -> Result<Option<execstore::executions::DefinitionDoc>> {
+        self.get_definition_doc(id, fqn)
     }
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {

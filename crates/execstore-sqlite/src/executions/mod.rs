@@ -5,6 +5,7 @@
 mod attributes;
 #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
 mod checkpointer;
+mod definitions;
 mod filters;
 mod order;
 mod schema;
@@ -142,6 +143,9 @@ pub struct SqliteStore {
     sql: Stmts,
     trace_max: Option<u32>,
     durable: bool,
+    /// Whether the store may create a table of execstore's (not with `create_schema` off,
+    /// nor read-only): the definition documents' table is created by the first put.
+    own_tables: bool,
 }
 
 impl SqliteStore {
@@ -182,6 +186,7 @@ impl SqliteStore {
             sql: Stmts::new(&tables),
             trace_max,
             durable,
+            own_tables: options.create_schema && !db.is_read_only(),
         };
         if db.is_read_only() {
             if !db::has_table(&*store.read()?, &tables.executions)? {

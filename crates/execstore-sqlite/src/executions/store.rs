@@ -20,10 +20,15 @@ use crate::db::error::Db;
 
 impl ExecutionStore for SqliteStore {
     fn capabilities(&self) -> Capabilities {
-        if self.durable {
+        let caps = if self.durable {
             Capabilities::DURABLE
         } else {
             Capabilities::EPHEMERAL
+        };
+        if self.own_tables {
+            caps.with_definitions()
+        } else {
+            caps
         }
     }
 
@@ -123,6 +128,14 @@ impl ExecutionStore for SqliteStore {
 
     fn drop_attribute(&self, path: &str) -> Result<bool> {
         self.undeclare(path)
+    }
+
+    fn put_definition(&self, doc: &execstore::executions::DefinitionDoc) -> Result<bool> {
+        self.put_definition_doc(doc)
+    }
+
+    fn get_definition(&self, id: &str, fqn: &str) -> Result<Option<execstore::executions::DefinitionDoc>> {
+        self.get_definition_doc(id, fqn)
     }
 
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {

@@ -47,6 +47,7 @@ pub struct Store {
     prefix: Option<String>,
 }
 
+mod definitions;
 mod options;
 
 use options::*;
@@ -271,7 +272,7 @@ impl Store {
         }
     }
 
-    /// What the store can do: `{durable, exclusive_claims, wakeups}`.
+    /// What the store can do: `{durable, exclusive_claims, wakeups, definitions}`.
     #[wasm_bindgen(unchecked_return_type = "Capabilities")]
     pub fn capabilities(&self) -> JsResult<JsValue> {
         let caps = self.inner()?.capabilities();
@@ -280,6 +281,7 @@ impl Store {
             ("durable", caps.durable),
             ("exclusive_claims", caps.exclusive_claims),
             ("wakeups", caps.wakeups),
+            ("definitions", caps.definitions),
         ] {
             Reflect::set(&out, &key.into(), &value.into())?;
         }

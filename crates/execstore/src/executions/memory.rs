@@ -6,6 +6,7 @@ use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Result, StoreError};
+use crate::executions::definitions::{prepare_definition, same_definition, DefinitionDoc};
 use crate::executions::model::{
     DueTimer, Effects, Execution, ExecutionPage, ExecutionSummary, OutboxEntry, SpawnEntry, Status, TimerOp,
     TraceStep,
@@ -36,6 +37,7 @@ struct Inner {
     last_spawn_seq: i64,
     trace: HashMap<String, VecDeque<(i64, TraceStep)>>,
     attributes: BTreeSet<String>,
+    definitions: BTreeMap<(String, String), DefinitionDoc>,
 }
 
 impl Default for MemoryStore {
@@ -177,7 +179,7 @@ impl Inner {
 
 impl ExecutionStore for MemoryStore {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::EPHEMERAL
+        Capabilities::EPHEMERAL.with_definitions()
     }
 
     fn trace_max(&self) -> Option<u32> {
@@ -283,6 +285,22 @@ impl ExecutionStore for MemoryStore {
     fn drop_attribute(&self, path: &str) -> Result<bool> {
         let path = attribute_path(path)?.to_string();
         Ok(self.lock().attributes.remove(&path))
+    }
+
+    fn put_definition(&self, doc: &DefinitionDoc) -> Result<bool> {
+        prepare_definition(doc)?;
+        let mut inner = self.lock();
+        let key = (doc.definition_id.clone(), doc.definition_fqn.clone());
+        if let Some(stored) = inner.definitions.get(&key) {
+            return same_definition(&stored.document, doc);
+        }
+        inner.definitions.insert(key, doc.clone());
+        Ok(true)
+    }
+
+    fn get_definition(&self, definition_id: &str, definition_fqn: &str) -> Result<Option<DefinitionDoc>> {
+        let key = (definition_id.to_owned(), definition_fqn.to_owned());
+        Ok(self.lock().definitions.get(&key).cloned())
     }
 
     fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {

@@ -10,6 +10,7 @@
 //! - `model.rs`: the stored shapes, field for field those of harel 0.9;
 //! - `query.rs`: listing ([`ListQuery`]); [`search`]: the `where` filter over executions and
 //!   search attributes; `cursor.rs`: its opaque cursors; [`paging`]: iterators over pages;
+//! - [`definitions`]: a machine's definition document, kept per id and fqn;
 //! - `memory.rs`: the in-memory backend ([`MemoryStore`]); `group/`: group commit over any
 //!   backend ([`GroupCommit`]); [`control`]: an operator's actions (suspend, resume,
 //!   terminate, purge).
@@ -18,6 +19,7 @@
 
 pub mod control;
 mod cursor;
+pub mod definitions;
 pub(crate) mod group;
 pub(crate) mod memory;
 pub(crate) mod model;
@@ -27,6 +29,7 @@ pub mod search;
 pub(crate) mod store;
 
 pub use cursor::{decode_cursor, encode_created_cursor, encode_cursor, encode_updated_cursor};
+pub use definitions::DefinitionDoc;
 pub use group::{GroupCommit, GroupCommitStats, DEFAULT_MAX_BATCH};
 pub use memory::MemoryStore;
 pub use model::{

@@ -29,6 +29,9 @@ pub struct Capabilities {
     /// [`ExecutionStore::wait_for_work`] is woken by commits (of any process) instead of
     /// only sleeping out its timeout.
     pub wakeups: bool,
+    /// [`ExecutionStore::put_definition`] keeps definition documents (the default answers
+    /// that it keeps none).
+    pub definitions: bool,
 }
 
 impl Capabilities {
@@ -37,6 +40,7 @@ impl Capabilities {
         durable: false,
         exclusive_claims: false,
         wakeups: false,
+        definitions: false,
     };
     /// The capabilities of a store that keeps what it committed.
     pub const DURABLE: Capabilities = Capabilities {
@@ -48,6 +52,14 @@ impl Capabilities {
     pub const fn with_exclusive_claims(self) -> Self {
         Capabilities {
             exclusive_claims: true,
+            ..self
+        }
+    }
+
+    /// These capabilities, with definition documents kept.
+    pub const fn with_definitions(self) -> Self {
+        Capabilities {
+            definitions: true,
             ..self
         }
     }
@@ -365,6 +377,28 @@ pub trait ExecutionStore: Send + Sync {
         Err(no_attributes())
     }
 
+    /// Keeps `doc` as the definition document of `(definition_id, definition_fqn)` (see
+    /// [`crate::executions::definitions`]); returns whether it was stored now (`false`: an
+    /// equal document was there, nothing changed). A different document under the same key
+    /// is [`StoreError::AlreadyExists`], bad input [`StoreError::InvalidInput`]; neither
+    /// changes anything. This default, for a backend that keeps none, is a permanent
+    /// [`StoreError::Backend`] (after the input checks).
+    fn put_definition(&self, doc: &crate::executions::DefinitionDoc) -> Result<bool> {
+        crate::executions::definitions::prepare_definition(doc)?;
+        Err(crate::executions::definitions::unsupported())
+    }
+
+    /// The definition document kept for `(definition_id, definition_fqn)`, if any. This
+    /// default, for a backend that keeps none, has none.
+    fn get_definition(
+        &self,
+        definition_id: &str,
+        definition_fqn: &str,
+    ) -> Result<Option<crate::executions::DefinitionDoc>> {
+        let _ = (definition_id, definition_fqn);
+        Ok(None)
+    }
+
     /// A token that changes whenever what the store holds may have changed: a monitor polls
     /// it and reads again only when it moved. Two equal tokens from one store value mean no
     /// execution, outbox entry, timer or spawn intent changed in between; a token may also
@@ -520,6 +554,16 @@ macro_rules! forward_execution_store {
             }
             fn change_token(&self) -> Result<String> {
                 (**self).change_token()
+            }
+            fn put_definition(&self, doc: &crate::executions::DefinitionDoc) -> Result<bool> {
+                (**self).put_definition(doc)
+            }
+            fn get_definition(
+                &self,
+                definition_id: &str,
+                definition_fqn: &str,
+            ) -> Result<Option<crate::executions::DefinitionDoc>> {
+                (**self).get_definition(definition_id, definition_fqn)
             }
             fn unreadable_executions(&self, limit: usize) -> Result<Vec<crate::executions::UnreadableRow>> {
                 (**self).unreadable_executions(limit)

@@ -141,6 +141,7 @@ macro_rules! conformance_tests {
             control_purge_tree,
             control_purge_finished,
             control_redrive,
+            definitions_kept_once_per_version,
         );
     };
     // wasm32-unknown-unknown (wasm-bindgen-test; the calling crate depends on
@@ -291,10 +292,12 @@ fn snapshot(store: &dyn ExecutionStore, probes: &[(&str, &str)]) -> String {
 
 mod bad_input;
 mod commits;
+mod definitions;
 mod records;
 mod relay;
 
 pub use bad_input::*;
 pub use commits::*;
+pub use definitions::*;
 pub use records::*;
 pub use relay::*;

@@ -415,6 +415,14 @@ impl<S: ExecutionStore> ExecutionStore for GroupCommit<S> {
         self.inner.drop_attribute(path)
     }
 
+    fn put_definition(&self, doc: &crate::executions::DefinitionDoc) -> Result<bool> {
+        self.inner.put_definition(doc)
+    }
+
+    fn get_definition(&self, id: &str, fqn: &str) -> Result<Option<crate::executions::DefinitionDoc>> {
+        self.inner.get_definition(id, fqn)
+    }
+
     fn pending_outbox(&self, after: Option<i64>, limit: usize) -> Result<Vec<OutboxEntry>> {
         self.inner.pending_outbox(after, limit)
     }
