@@ -142,6 +142,13 @@ const STORE = {
   relayOutbox: [],
   relaySpawns: [],
   sweepTimers: [],
+  putDefinition: [
+    (s) => [s, "v1", {}, 1],
+    (s) => ["m", s, {}, 1],
+    (s) => ["m", "v1", { [s]: 1 }, 1],
+    (s) => ["m", "v1", { states: s }, 1],
+  ],
+  getDefinition: [(s) => [s, "v1"], (s) => ["m", s]],
 };
 
 /** The same for `Store`'s static methods (the OPFS ones refuse before they touch OPFS). */
