@@ -14,7 +14,9 @@
 #   pypi_test WHEEL SDIST    tests/python/pypi: auditwheel, twine check, the metadata, the
 #                            README's quick starts from the wheel (Python 3.11, execstore[harel])
 #                            and from the sdist (Python 3.12, execstore[reflexr]), the
-#                            ImportError of a missing engine
+#                            ImportError of a missing engine. The sdist builds in the dev profile
+#                            into EXECSTORE_SDIST_TARGET_DIR (default: the workspace's target
+#                            directory), so only execstore's own crates compile there
 
 ZIGLANG_VERSION=0.17.0
 AUDITWHEEL_VERSION=6.8.2
@@ -73,8 +75,8 @@ pypi_test() { # WHEEL SDIST
 	reflexr_base=$(reflexr_base_python) || return 1
 	target=${EXECSTORE_SDIST_TARGET_DIR:-$(cargo_target_dir)} || return 1
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/execstore-pypi.XXXXXX")
-	# The sdist builds in the dev profile into the shared target directory, so only
-	# execstore's own crates compile (its dependencies are those `cargo test` built).
+	# The sdist's own build (pip, maturin's PEP 517 backend, isolated) in the dev profile in
+	# the shared target directory: its dependencies are those `cargo test` built.
 	(cd "$dir" && EXECSTORE_WHEEL="$wheel" EXECSTORE_SDIST="$sdist" EXECSTORE_PYTHON311=python3 \
 		EXECSTORE_PYTHON312="$reflexr_base" EXECSTORE_PYPI_TOOLS="$tools" \
 		EXECSTORE_SDIST_TARGET_DIR="$target" "$tools/python" -m pytest -q -rs -p no:cacheprovider \

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # scripts/lib/python.sh: the Python package `execstore` (crates/execstore-python, PyO3 +
 # maturin), built as a wheel and tested in fresh venvs against the real harel and reflexr.
-# Source it after harel.sh and reflexr.sh (and pypi.sh with it); it only defines things.
+# Source it after harel.sh and reflexr.sh (it sources pypi.sh); it only defines things.
 #
 #   MATURIN_VERSION, PYTEST_VERSION, PYTEST_ASYNCIO_VERSION, MYPY_VERSION   the pinned tools
 #   python_maturin           the pinned maturin (installed into a cached venv if needed)
