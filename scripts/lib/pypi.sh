@@ -80,7 +80,7 @@ pypi_test() { # WHEEL SDIST
 	(cd "$dir" && EXECSTORE_WHEEL="$wheel" EXECSTORE_SDIST="$sdist" EXECSTORE_PYTHON311=python3 \
 		EXECSTORE_PYTHON312="$reflexr_base" EXECSTORE_PYPI_TOOLS="$tools" \
 		EXECSTORE_SDIST_TARGET_DIR="$target" "$tools/python" -m pytest -q -rs -p no:cacheprovider \
-		-W ignore::pytest.PytestConfigWarning "$OLDPWD/tests/python/pypi") || rc=1
+		-W ignore::pytest.PytestConfigWarning --durations=0 "$OLDPWD/tests/python/pypi") || rc=1
 	rm -rf "$dir"
 	return "$rc"
 }

@@ -41,8 +41,8 @@ def venv(path: Path, base: str) -> Path:
     return path / "bin" / "python"
 
 
-def pip_install(python: Path, spec: str, env: dict[str, str] | None = None) -> str:
-    return run(python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", spec, env=env)
+def pip_install(python: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    return run(python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", *args, env=env)
 
 
 def quick_start(engine: str) -> str:
@@ -134,8 +134,12 @@ def test_the_sdist_builds_with_reflexr_and_runs_the_quick_start(tmp_path: Path) 
     env = dict(os.environ)
     env["CARGO_TARGET_DIR"] = os.environ["EXECSTORE_SDIST_TARGET_DIR"]
     env["MATURIN_PEP517_ARGS"] = "--profile dev"
-    out = pip_install(python, f"execstore[reflexr] @ {SDIST.as_uri()}", env=env)
-    assert "Building wheel for execstore" in out or "Built execstore" in out, out
+    # reflexr first (from pip's cache), then the sdist without the cache: pip keeps the wheels it
+    # builds and would otherwise install the last run's instead of building this sdist.
+    pip_install(python, "reflexr[sqlite,postgres]==0.1.1")
+    out = pip_install(python, "--no-cache-dir", f"execstore[reflexr] @ {SDIST.as_uri()}", env=env)
+    assert "Building wheel for execstore" in out and "Successfully installed execstore-0.1.0" in out, out
+    assert "Requirement already satisfied: reflexr[postgres,sqlite]==0.1.1" in out, out
     (tmp_path / "quick.py").write_text(quick_start("reflexr"))
     assert run(python, "quick.py", cwd=tmp_path) == "[1]\n"
     assert run(python, "quick.py", cwd=tmp_path) == "[1, 2]\n"
