@@ -1,11 +1,13 @@
 # shellcheck shell=bash
 # scripts/lib/python.sh: the Python package `execstore` (crates/execstore-python, PyO3 +
 # maturin), built as a wheel and tested in fresh venvs against the real harel and reflexr.
-# Source it after harel.sh and reflexr.sh; it only defines things.
+# Source it after harel.sh and reflexr.sh (it sources pypi.sh); it only defines things.
 #
 #   MATURIN_VERSION, PYTEST_VERSION, PYTEST_ASYNCIO_VERSION, MYPY_VERSION   the pinned tools
-#   python_wheel OUTDIR      builds the wheel (debug profile unless EXECSTORE_WHEEL_PROFILE=release)
-#                            into OUTDIR with maturin from a cached tools venv; prints its path
+#   python_maturin           the pinned maturin (installed into a cached venv if needed)
+#   python_wheel OUTDIR [MATURIN_ARGS...]
+#                            builds the manylinux2014 wheel (zig; debug profile unless
+#                            EXECSTORE_WHEEL_PROFILE=release) into OUTDIR; prints its path
 #   python_venv DIR PYTHON PACKAGES...
 #                            a fresh venv at DIR from PYTHON with PACKAGES pip-installed
 #   python_test WHEEL        fresh venvs: Python 3.11 + harel (tests/python/harel) and Python 3.12
@@ -42,16 +44,27 @@ python_venv() { # DIR PYTHON PACKAGES...
 	[ $# -eq 0 ] || _pip "$dir/bin/python" "$@"
 }
 
-python_wheel() { # OUTDIR
-	local out=$1 tools maturin profile
+python_maturin() { # prints the pinned maturin's path, installing it into a cached venv if needed
+	local tools maturin
 	tools="$(_python_cache)/maturin-$MATURIN_VERSION"
 	maturin="$tools/bin/maturin"
 	if ! [ -x "$maturin" ] || ! "$maturin" --version 2>/dev/null | grep -q "$MATURIN_VERSION"; then
 		python_venv "$tools" python3 "maturin==$MATURIN_VERSION" >&2 || return 1
 	fi
+	printf '%s\n' "$maturin"
+}
+
+python_wheel() { # OUTDIR [MATURIN_ARGS...]
+	local out=$1 maturin profile zig
+	shift
+	maturin=$(python_maturin) || return 1
+	# zig (pypi_tools, scripts/lib/pypi.sh) links against glibc 2.17: a manylinux2014 wheel
+	# (linked against this machine's glibc it would be manylinux_2_34).
+	zig=$(pypi_tools) || return 1
 	profile=${EXECSTORE_WHEEL_PROFILE:-dev}
 	mkdir -p "$out"
-	"$maturin" build --quiet --profile "$profile" -m crates/execstore-python/Cargo.toml --out "$out" >&2 || return 1
+	PATH="$zig:$PATH" "$maturin" build --zig --compatibility manylinux2014 --profile "$profile" \
+		-m crates/execstore-python/Cargo.toml --out "$out" "$@" >&2 || return 1
 	ls "$out"/execstore-*.whl | head -n 1
 }
 
@@ -98,3 +111,7 @@ harel_suite_test() { # PYTHON (a venv's, with harel, pytest, pytest-asyncio, red
 	rm -rf "$(dirname "$dir")"
 	return "$rc"
 }
+
+# The packaging tools python_wheel links with, and the PyPI checks.
+# shellcheck source=pypi.sh
+. "$(dirname "${BASH_SOURCE[0]}")/pypi.sh"

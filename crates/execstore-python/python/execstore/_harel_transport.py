@@ -9,6 +9,10 @@ import time
 from os import PathLike
 from typing import Any, Callable, Optional, TypeVar, Union
 
+from execstore._engines import require as _require
+
+_require("harel")
+
 from harel.engine.transport import Lease
 from harel.spec.states import Event
 

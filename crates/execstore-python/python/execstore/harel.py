@@ -36,6 +36,10 @@ import sqlite3
 from os import PathLike
 from typing import Any, Callable, Iterable, Optional, TypeVar, Union
 
+from execstore._engines import require as _require
+
+_require("harel")
+
 from harel.engine.execution import Execution, ExecutionPage, ExecutionSummary, Status
 from harel.engine.store import OutboxEntry, SpawnEntry, Step, StoreConflict, TimerOp
 from harel.engine.transport import Lease

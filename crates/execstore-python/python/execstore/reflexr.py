@@ -46,6 +46,10 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from execstore._engines import require as _require
+
+_require("reflexr")
+
 from pydantic import BaseModel
 from reflexr.core import (
     Envelope,
