@@ -2,12 +2,14 @@
 # scripts/lib/prefetch.sh: what the test command fetches in the background while its first
 # builds (cargo fmt, clippy, the wasm32 core) keep both cores busy. Fetching is network and
 # disk, not CPU: on a fresh machine it used to run alone, step by step. Source it after
-# apt.sh, harel.sh, reflexr.sh and prometheus.sh; it only defines things.
+# apt.sh, harel.sh, reflexr.sh, prometheus.sh and python.sh; it only defines things.
 #
 #   prefetch_start  returns at once, having started in the background: as root, apt-get update
 #                   and a download (--download-only) of the Debian packages later steps install
 #                   and this machine lacks; the harel, reflexr and prometheus_client venvs the
-#                   later steps would make, when they are missing. Its output goes to a log.
+#                   later steps would make, when they are missing; the Python package's
+#                   tools (maturin, and zig, auditwheel, twine for the PyPI checks), each
+#                   skipped when present. Its output goes to a log.
 #   prefetch_wait   waits for it and says what it did and how long it took. The steps after it
 #                   find the venvs present and install the packages from apt's cache, without
 #                   another apt-get update. Nothing here is trusted: a step that finds its
@@ -64,6 +66,11 @@ prefetch_start() {
 		(ensure_prometheus_client && echo "venv: $venv") >>"$PREFETCH_LOG" 2>&1 &
 		PREFETCH_PIDS+=($!)
 	fi
+	# maturin, and the PyPI checks' tools (zig among them: the biggest download of the run)
+	printf '    the Python package tools: maturin %s, ziglang %s, auditwheel, twine\n' "$MATURIN_VERSION" "$ZIGLANG_VERSION"
+	(python_maturin >/dev/null && pypi_tools >/dev/null && echo "python tools: maturin, $(pypi_tools)") \
+		>>"$PREFETCH_LOG" 2>&1 &
+	PREFETCH_PIDS+=($!)
 	[ ${#PREFETCH_PIDS[@]} -gt 0 ] || printf '    nothing to fetch: every package and venv is present\n'
 }
 

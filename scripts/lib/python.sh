@@ -10,7 +10,9 @@
 #                            EXECSTORE_WHEEL_PROFILE=release) into OUTDIR; prints its path
 #   python_venv DIR PYTHON PACKAGES...
 #                            a fresh venv at DIR from PYTHON with PACKAGES pip-installed
-#   python_test WHEEL        fresh venvs: Python 3.11 + harel (tests/python/harel) and Python 3.12
+#   python_test_venvs DIR    the venvs python_test needs, without the wheel (check_python makes
+#                            them in the background while the wheel builds)
+#   python_test WHEEL [DIR]  fresh venvs: Python 3.11 + harel (tests/python/harel) and Python 3.12
 #                            + reflexr (tests/python/reflexr), the wheel installed in each; pytest;
 #                            then harel_suite_test in the harel venv
 #   harel_suite_test PYTHON  harel's own test suite (the test/ of its sdist, fetched with pip and
@@ -68,22 +70,41 @@ python_wheel() { # OUTDIR [MATURIN_ARGS...]
 	ls "$out"/execstore-*.whl | head -n 1
 }
 
-python_test() { # WHEEL
-	local wheel=$1 dir rc=0 reflexr_base
-	dir=$(mktemp -d "${TMPDIR:-/tmp}/execstore-py.XXXXXX")
-	echo "python: harel $HAREL_VERSION venv (Python 3.11) with the wheel" >&2
+python_test_venvs() { # DIR: the two venvs python_test uses, without the wheel (made while it builds)
+	local dir=$1 rc=0 reflexr_base
 	python_venv "$dir/harel" python3 "harel==$HAREL_VERSION" "psycopg[binary]==$PSYCOPG_VERSION" \
 		"pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" "mypy==$MYPY_VERSION" \
-		"redis==$REDIS_VERSION" "$wheel" || rc=1
-	reflexr_base=$(reflexr_base_python) || rc=1
-	echo "python: reflexr $REFLEXR_VERSION venv ($("$reflexr_base" --version 2>&1)) with the wheel" >&2
+		"redis==$REDIS_VERSION" || rc=1
+	reflexr_base=$(reflexr_base_python) || return 1
 	python_venv "$dir/reflexr" "$reflexr_base" "reflexr[sqlite,postgres]==$REFLEXR_VERSION" \
-		"pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" "mypy==$MYPY_VERSION" "$wheel" || rc=1
+		"pytest==$PYTEST_VERSION" "pytest-asyncio==$PYTEST_ASYNCIO_VERSION" "mypy==$MYPY_VERSION" || rc=1
+	return "$rc"
+}
+
+python_test() { # WHEEL [DIR: made by python_test_venvs; default: made here]
+	local wheel=$1 dir=${2:-} rc=0 log_reflexr
+	if [ -z "$dir" ]; then
+		dir=$(mktemp -d "${TMPDIR:-/tmp}/execstore-py.XXXXXX")
+		python_test_venvs "$dir" || rc=1
+	fi
+	echo "python: harel $HAREL_VERSION venv (Python 3.11) with the wheel" >&2
+	[ "$rc" -eq 0 ] && _pip "$dir/harel/bin/python" "$wheel" || rc=1
+	echo "python: reflexr $REFLEXR_VERSION venv ($("$dir/reflexr/bin/python" --version 2>&1)) with the wheel" >&2
+	[ "$rc" -eq 0 ] && _pip "$dir/reflexr/bin/python" "$wheel" || rc=1
 	if [ "$rc" -eq 0 ]; then
 		# From a directory without the sources, so `import execstore` is the installed wheel.
+		# reflexr's tests beside harel's: each waits on its own servers, files and sleeps as
+		# much as it computes; their output is shown one after the other.
+		log_reflexr=$(mktemp)
+		(cd "$dir" && "$dir/reflexr/bin/python" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/tests/python/reflexr") \
+			>"$log_reflexr" 2>&1 &
+		local reflexr_pid=$!
 		(cd "$dir" && "$dir/harel/bin/python" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/tests/python/harel") || rc=1
-		(cd "$dir" && "$dir/reflexr/bin/python" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/tests/python/reflexr") || rc=1
 		harel_suite_test "$dir/harel/bin/python" || rc=1
+		wait "$reflexr_pid" || rc=1
+		echo "python: reflexr's tests (run beside harel's)" >&2
+		cat "$log_reflexr"
+		rm -f "$log_reflexr"
 	fi
 	rm -rf "$dir"
 	return "$rc"
