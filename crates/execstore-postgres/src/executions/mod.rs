@@ -21,6 +21,8 @@
 //! records them in `execstore_migrations`, under harel's schema advisory lock so that
 //! concurrent opens are safe.
 
+#[cfg(test)]
+mod counts_tests;
 mod filters;
 mod order;
 mod plain;
@@ -182,6 +184,8 @@ pub struct PgStore {
     listeners: [Listener; 3],
     /// The database the pool belongs to.
     db: Db,
+    /// Whether the kept counts of migration 8 are there (else counts read the keys).
+    counted: bool,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -200,6 +204,8 @@ pub fn table_names(prefix: Option<&str>) -> Result<Vec<String>> {
     Ok(vec![
         t.sql("{pfx}execstore_keys"),
         t.sql("{pfx}execstore_attributes"),
+        t.sql("{pfx}execstore_counts"),
+        t.sql("{pfx}execstore_count_deltas"),
         t.executions,
         t.outbox,
         t.processed_events,
@@ -259,7 +265,9 @@ pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
     tx.batch_execute(&format!(
         "DROP TABLE IF EXISTS {} CASCADE; DROP FUNCTION IF EXISTS {pfx}commit_cas; \
          DROP FUNCTION IF EXISTS {pfx}execstore_step; DROP FUNCTION IF EXISTS {pfx}execstore_keys_sync; \
-         DROP FUNCTION IF EXISTS {pfx}execstore_commit_batch; DROP FUNCTION IF EXISTS {pfx}execstore_commit",
+         DROP FUNCTION IF EXISTS {pfx}execstore_commit_batch; DROP FUNCTION IF EXISTS {pfx}execstore_commit; \
+         DROP FUNCTION IF EXISTS {pfx}execstore_counts_key; DROP FUNCTION IF EXISTS {pfx}execstore_counts_out; \
+         DROP FUNCTION IF EXISTS {pfx}execstore_fold_counts",
         tables.join(", ")
     ))
     .db()?;
@@ -291,14 +299,17 @@ impl PgStore {
         }
         let pool = db.pool.clone();
         let config = &db.config;
-        let keyed = {
+        let (keyed, counted) = {
             let mut conn = db.conn()?;
             if read_only {
                 schema::check_present(&mut conn.client, &tables)?;
             } else if options.create_schema {
                 schema::migrate(&mut conn.client, &tables)?;
             }
-            schema::has_keys(&mut conn.client, &tables)?
+            (
+                schema::has_keys(&mut conn.client, &tables)?,
+                schema::has_counts(&mut conn.client, &tables)?,
+            )
         };
         // Migration 6 made the keys and the step function together.
         let plain = (!keyed).then(|| plain::PlainStmts::new(&tables));
@@ -316,6 +327,7 @@ impl PgStore {
             read_only,
             plain,
             db: db.clone(),
+            counted,
         })
     }
 
