@@ -18,7 +18,7 @@ mod harel_common;
 use std::path::Path;
 
 use execstore::executions::control::{self, PurgeFinished};
-use execstore::{executions::Status, StoreError};
+use execstore::{executions::Status, ExecutionStore as _, StoreError};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use harel_common::*;
 use serde_json::{json, Value};
