@@ -377,15 +377,7 @@ fn relay_and_sweep(store: &dyn ExecutionStore, row: &mut Map<String, Value>) -> 
 /// The server's WAL insert position, in bytes (PostgreSQL only; `None` elsewhere or when it
 /// cannot be read). Other sessions' writes count too: the bench should have the server alone.
 fn pg_wal_lsn(url: Option<&str>, postgres: bool) -> Option<i64> {
-    let url = url.filter(|_| postgres)?;
-    let mut client = postgres::Client::connect(url, postgres::NoTls).ok()?;
-    let row = client
-        .query_one(
-            "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::int8",
-            &[],
-        )
-        .ok()?;
-    row.try_get(0).ok()
+    execstore_postgres::wal_position(url.filter(|_| postgres)?).ok()
 }
 
 /// The file's bytes and its -wal's.

@@ -50,7 +50,9 @@ mod transport;
 mod workspace;
 
 pub use db::handle::{ConnectOptions, Db};
-pub use executions::{drop_store, harel_schema, store_bytes, store_exists, table_names, PgOptions, PgStore};
+pub use executions::{
+    drop_store, harel_schema, store_bytes, store_exists, table_names, wal_position, PgOptions, PgStore,
+};
 pub use operator::PgOperatorStore;
 pub use transport::{drop_transport, PgTransport, PgTransportOptions};
 pub use workspace::{

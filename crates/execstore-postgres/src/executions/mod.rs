@@ -254,6 +254,19 @@ pub fn store_bytes(url: &str, prefix: Option<&str>) -> Result<u64> {
     Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
 }
 
+/// The server's WAL insert position, in bytes from the start: what a benchmark subtracts to
+/// know how much WAL some commits wrote (every session's writes count).
+pub fn wal_position(url: &str) -> Result<i64> {
+    let mut client = Client::connect(url, NoTls).db()?;
+    let row = client
+        .query_one(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::int8",
+            &[],
+        )
+        .db()?;
+    Ok(row.get(0))
+}
+
 /// Drops the store under `prefix` from the database at `url`: its tables (with their
 /// indexes and every row), harel's `commit_cas` function and execstore's commit functions,
 /// in one transaction. For benchmarks, tests and tearing down; there is no undo.
