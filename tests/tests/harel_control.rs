@@ -18,7 +18,7 @@ mod harel_common;
 use std::path::Path;
 
 use execstore::executions::control::{self, PurgeFinished};
-use execstore::{executions::Status, StoreError};
+use execstore::{executions::Status, ExecutionStore as _, StoreError};
 use execstore_sqlite::{SqliteOptions, SqliteStore};
 use harel_common::*;
 use serde_json::{json, Value};
@@ -250,4 +250,62 @@ fn control_calls_leave_the_tables_harel_leaves() {
         initial.iter().map(|(_, r)| r.len()).sum::<usize>(),
         h.iter().map(|(_, r)| r.len()).sum::<usize>(),
     );
+}
+
+/// The counts execstore keeps (migration 5: a side table kept by triggers on harel's table)
+/// stay right while harel 0.9 itself writes: a file harel made gets them when execstore first
+/// opens it, then harel's own control plane (terminate, purge, purge_finished: updates and
+/// deletes of trees) writes to it, and after it the counts execstore answers equal those of
+/// a listing, and the side table equals a GROUP BY over harel's table.
+#[test]
+fn harel_writes_keep_the_kept_counts_right() {
+    let Some(harel) = harel() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("harel.db");
+    harel.run("control_with_harel.py", &db, &["--setup"]);
+    let counts_match = |what: &str| {
+        let store = SqliteStore::open(&db, SqliteOptions::new().prefix("harel")).expect("open");
+        let listed: Vec<_> = execstore::executions::paging::execution_pages(
+            &store,
+            execstore::executions::ListQuery::new().limit(100),
+        )
+        .flat_map(|page| page.expect("page").items)
+        .collect();
+        let counts = store
+            .count_by_status(&execstore::executions::ListQuery::new())
+            .expect("counts");
+        for (status, n) in &counts {
+            let expected = listed.iter().filter(|s| s.status == *status).count() as u64;
+            assert_eq!(*n, expected, "{what}: {status}");
+        }
+        let conn = rusqlite::Connection::open(&db).expect("open");
+        let rows = |sql: &str| -> Vec<(String, String, i64, i64)> {
+            let mut stmt = conn.prepare(sql).expect("prepare");
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .expect("query");
+            rows.collect::<rusqlite::Result<_>>().expect("rows")
+        };
+        let kept = rows(
+            "SELECT definition_id, status, root, n FROM harel_execstore_counts WHERE n <> 0 ORDER BY 1, 2, 3",
+        );
+        let scanned = rows(
+            "SELECT definition_id, COALESCE(json_extract(data,'$.status'), ''), \
+             json_extract(data,'$.parent_id') IS NULL, COUNT(*) FROM harel_executions GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+        );
+        assert!(!kept.is_empty(), "{what}: counts are kept");
+        assert_eq!(kept, scanned, "{what}");
+        counts.iter().map(|(_, n)| n).sum::<u64>()
+    };
+    let before = counts_match("built on first open");
+    let program = program();
+    let program_path = dir.path().join("program.json");
+    std::fs::write(&program_path, serde_json::to_string(&program).unwrap()).expect("write program");
+    harel.run(
+        "control_with_harel.py",
+        &db,
+        &["--program", program_path.to_str().expect("utf-8 path")],
+    );
+    let after = counts_match("after harel's control calls");
+    assert!(after < before, "harel purged executions ({before} -> {after})");
 }

@@ -420,6 +420,27 @@ pub struct BenchArgs {
 
     #[command(flatten)]
     pub w2: W2Args,
+
+    /// The scale curve instead (issue 27, docs/performance.md "Scale"): one store filled to
+    /// each of --sizes executions, measured at each; prints a table and writes
+    /// scale-BACKEND.json and scale-BACKEND.svg into --out. SQLite on a fresh file (--db, or a
+    /// temporary one), or PostgreSQL with --url.
+    #[arg(long)]
+    pub scale: bool,
+
+    /// --scale: the sizes, comma-separated, ascending.
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', default_values_t = [10_000usize, 100_000, 1_000_000],
+          value_parser = clap::value_parser!(usize))]
+    pub sizes: Vec<usize>,
+
+    /// --scale: the PostgreSQL server to fill (`postgres://...`; fresh tables under a bench
+    /// prefix, dropped at the end).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+
+    /// --scale: where the JSON and the SVG go.
+    #[arg(long, value_name = "DIR", default_value = "bench/scale")]
+    pub out: PathBuf,
 }
 
 /// How `execstore bench` reads an execution before each step of phase 1.

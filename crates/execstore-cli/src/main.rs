@@ -3,6 +3,7 @@
 mod args;
 mod audited;
 mod bench;
+mod bench_scale;
 mod bench_search;
 mod bench_w2;
 mod commands;
@@ -498,6 +499,20 @@ fn run_bench(
     args: &BenchArgs,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
+    if args.scale {
+        let location = match (&args.url, db) {
+            (Some(url), _) => Some(url.clone()),
+            (None, Some(db)) => Some(db.to_string_lossy().into_owned()),
+            (None, None) => None,
+        };
+        let config = bench_scale::Config {
+            location,
+            sizes: args.sizes.clone(),
+            out: args.out.clone(),
+        };
+        bench_scale::run(&config, out)?;
+        return Ok(());
+    }
     if args.workload != args::Workload::W1 {
         return bench_w2::run_cli(
             args.backend,

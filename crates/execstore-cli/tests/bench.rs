@@ -387,8 +387,9 @@ fn postgres_backend_writes_the_same_rows() {
         .chain(opts)
         .collect();
     assert_eq!(line["group_commit"], true);
-    // harel's six tables, execstore's migrations, its listing keys and its search attributes.
-    assert_eq!(bench_tables(&mut client, &format!("{prefix}\\_%")), 9);
+    // harel's six tables, execstore's migrations, its listing keys, its search attributes and
+    // its kept counts (the counts and their deltas).
+    assert_eq!(bench_tables(&mut client, &format!("{prefix}\\_%")), 11);
     let dir = tempfile::tempdir().unwrap();
     let mut again = vec!["bench"];
     again.extend_from_slice(&args);
@@ -412,6 +413,8 @@ fn postgres_backend_writes_the_same_rows() {
         "spawns",
         "trace",
         "execstore_migrations",
+        "execstore_counts",
+        "execstore_count_deltas",
     ]
     .iter()
     .map(|t| format!("{prefix}_{t}"))

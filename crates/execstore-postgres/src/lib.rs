@@ -51,7 +51,8 @@ mod workspace;
 
 pub use db::handle::{ConnectOptions, Db};
 pub use executions::{
-    drop_store, execution_prefixes, harel_schema, store_bytes, store_exists, table_names, PgOptions, PgStore,
+    drop_store, execution_prefixes, harel_schema, store_bytes, store_exists, table_names, wal_position,
+    PgOptions, PgStore,
 };
 pub use operator::PgOperatorStore;
 pub use transport::{drop_transport, PgTransport, PgTransportOptions};

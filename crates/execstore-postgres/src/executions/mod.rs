@@ -21,6 +21,8 @@
 //! records them in `execstore_migrations`, under harel's schema advisory lock so that
 //! concurrent opens are safe.
 
+#[cfg(test)]
+mod counts_tests;
 mod definitions;
 mod filters;
 mod order;
@@ -186,6 +188,8 @@ pub struct PgStore {
     /// Whether the store may create a table of execstore's (`create_schema` on): the
     /// definition documents' table is created by the first put.
     own_tables: bool,
+    /// Whether the kept counts of migration 8 are there (else counts read the keys).
+    counted: bool,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -206,6 +210,8 @@ pub fn table_names(prefix: Option<&str>) -> Result<Vec<String>> {
         t.sql("{pfx}execstore_keys"),
         t.sql("{pfx}execstore_attributes"),
         t.sql("{pfx}execstore_definitions"),
+        t.sql("{pfx}execstore_counts"),
+        t.sql("{pfx}execstore_count_deltas"),
         t.executions,
         t.outbox,
         t.processed_events,
@@ -279,6 +285,19 @@ pub fn store_bytes(url: &str, prefix: Option<&str>) -> Result<u64> {
     Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
 }
 
+/// The server's WAL insert position, in bytes from the start: what a benchmark subtracts to
+/// know how much WAL some commits wrote (every session's writes count).
+pub fn wal_position(url: &str) -> Result<i64> {
+    let mut client = Client::connect(url, NoTls).db()?;
+    let row = client
+        .query_one(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::int8",
+            &[],
+        )
+        .db()?;
+    Ok(row.get(0))
+}
+
 /// Drops the store under `prefix` from the database at `url`: its tables (with their
 /// indexes and every row), harel's `commit_cas` function and execstore's commit functions,
 /// in one transaction. For benchmarks, tests and tearing down; there is no undo.
@@ -290,7 +309,9 @@ pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
     tx.batch_execute(&format!(
         "DROP TABLE IF EXISTS {} CASCADE; DROP FUNCTION IF EXISTS {pfx}commit_cas; \
          DROP FUNCTION IF EXISTS {pfx}execstore_step; DROP FUNCTION IF EXISTS {pfx}execstore_keys_sync; \
-         DROP FUNCTION IF EXISTS {pfx}execstore_commit_batch; DROP FUNCTION IF EXISTS {pfx}execstore_commit",
+         DROP FUNCTION IF EXISTS {pfx}execstore_commit_batch; DROP FUNCTION IF EXISTS {pfx}execstore_commit; \
+         DROP FUNCTION IF EXISTS {pfx}execstore_counts_key; DROP FUNCTION IF EXISTS {pfx}execstore_counts_out; \
+         DROP FUNCTION IF EXISTS {pfx}execstore_fold_counts",
         tables.join(", ")
     ))
     .db()?;
@@ -322,14 +343,17 @@ impl PgStore {
         }
         let pool = db.pool.clone();
         let config = &db.config;
-        let keyed = {
+        let (keyed, counted) = {
             let mut conn = db.conn()?;
             if read_only {
                 schema::check_present(&mut conn.client, &tables)?;
             } else if options.create_schema {
                 schema::migrate(&mut conn.client, &tables)?;
             }
-            schema::has_keys(&mut conn.client, &tables)?
+            (
+                schema::has_keys(&mut conn.client, &tables)?,
+                schema::has_counts(&mut conn.client, &tables)?,
+            )
         };
         // Migration 6 made the keys and the step function together.
         let plain = (!keyed).then(|| plain::PlainStmts::new(&tables));
@@ -348,6 +372,7 @@ impl PgStore {
             plain,
             db: db.clone(),
             own_tables: options.create_schema,
+            counted,
         })
     }
 

@@ -81,6 +81,30 @@ impl Stmts {
         }
     }
 
+    /// The counts by status of the rows `filter` (a [`ListQuery::count_filter`] with only a
+    /// definition and roots-only) selects, from the kept counts and their deltas.
+    pub(crate) fn maintained_counts(&self, filter: &ListQuery) -> Filtered {
+        let mut terms = Vec::new();
+        let mut args = Vec::new();
+        if let Some(definition_id) = &filter.definition_id {
+            args.push(Arg::Text(definition_id.clone()));
+            terms.push(format!("definition_id = ${}", args.len()));
+        }
+        if filter.roots_only {
+            terms.push("root".to_owned());
+        }
+        let cond = where_clause(&terms);
+        Filtered {
+            sql: format!(
+                "SELECT NULLIF(status, ''), SUM(n)::int8 FROM (SELECT status, n FROM {counts}{cond} \
+                 UNION ALL SELECT status, n FROM {deltas}{cond}) c GROUP BY 1",
+                counts = self.counts_table,
+                deltas = self.count_deltas_table,
+            ),
+            args,
+        }
+    }
+
     /// The counts by status of the rows `filter` selects (a [`ListQuery::count_filter`]).
     pub(crate) fn count_by_status(&self, filter: &ListQuery) -> Filtered {
         let mut c = Conditions::default();
@@ -130,12 +154,26 @@ impl PgStore {
         ))
     }
 
-    /// The counts by status of what `query`'s listing selects.
+    /// The counts by status of what `query`'s listing selects: from the kept counts
+    /// (migration 8) when the filter has no time window, search nor `where`, after folding
+    /// the deltas in where this store may write (a fold that fails, a folder busy elsewhere,
+    /// only leaves more deltas to sum).
     pub(crate) fn count_filtered(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {
         let filter = query.count_filter()?;
-        let counted = self.sql.count_by_status(&filter);
+        let kept = self.counted && !filter.has_time_or_search();
+        let counted = if kept {
+            self.sql.maintained_counts(&filter)
+        } else {
+            self.sql.count_by_status(&filter)
+        };
         let args: Vec<&(dyn ToSql + Sync)> = counted.args.iter().map(|a| a.as_sql()).collect();
-        let rows = self.query(&counted.sql, &args)?;
+        let rows = if kept && !self.read_only {
+            let mut conn = self.conn()?;
+            let _ = conn.execute(&self.sql.fold_counts, &[]);
+            conn.query(&counted.sql, &args)?
+        } else {
+            self.query(&counted.sql, &args)?
+        };
         let mut counts = [0u64; Status::ALL.len()];
         for row in &rows {
             // A row without a status reads as PENDING, as in the listing.

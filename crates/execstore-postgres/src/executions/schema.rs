@@ -197,7 +197,87 @@ END; $$ LANGUAGE plpgsql$fn$; \
         statements: &["CREATE TABLE IF NOT EXISTS {pfx}execstore_attributes \
          (path TEXT PRIMARY KEY, index_name TEXT NOT NULL, declared_at TIMESTAMPTZ NOT NULL DEFAULT now())"],
     },
+    Migration {
+        version: 8,
+        // The counts by definition, status and root-ness, kept up to date by triggers so that
+        // every writer (execstore's step and batch functions, harel 0.9's own store, any
+        // UPDATE) keeps them right, and `count_by_status` reads a few rows instead of every
+        // execution's keys. See `COUNTS`.
+        description: "execution counts by definition and status, kept by triggers",
+        statements: &[COUNTS],
+    },
 ];
+
+/// Migration 8. A writer never updates a shared counter row (concurrent commits would wait on
+/// each other's row locks, and two batches touching two definitions in opposite orders would
+/// deadlock): each change of a listing key's status or root-ness, and each new or deleted
+/// execution, appends a `+1`/`-1` row to `{pfx}execstore_count_deltas`, an insert no other
+/// writer waits for. The counts are `{pfx}execstore_counts` plus the deltas; a reader folds
+/// the deltas into the counts now and then (`{pfx}execstore_fold_counts`, one folder at a
+/// time under an advisory lock, deleting only the deltas its snapshot sees).
+///
+/// The trigger on the keys table sees every status change (the step function writes the keys
+/// itself, the keys trigger does for every other writer) and finds the definition by the
+/// execution's primary key. A deleted execution is counted out by a trigger on harel's table
+/// that reads its keys before the keys trigger deletes them: triggers of one event fire in
+/// name order, and `..._counts_delete` sorts before `..._keys_delete`.
+const COUNTS: &str = r#"CREATE TABLE IF NOT EXISTS {pfx}execstore_counts (definition_id TEXT NOT NULL,
+  status TEXT NOT NULL, root BOOLEAN NOT NULL, n BIGINT NOT NULL, PRIMARY KEY (definition_id, status, root));
+CREATE TABLE IF NOT EXISTS {pfx}execstore_count_deltas (definition_id TEXT NOT NULL, status TEXT NOT NULL,
+  root BOOLEAN NOT NULL, n INT NOT NULL);
+CREATE OR REPLACE FUNCTION {pfx}execstore_counts_key() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'UPDATE' THEN
+    INSERT INTO {pfx}execstore_count_deltas (definition_id, status, root, n)
+    SELECT e.definition_id, COALESCE(OLD.status, ''), OLD.root, -1 FROM {executions} e WHERE e.id = OLD.id;
+  END IF;
+  INSERT INTO {pfx}execstore_count_deltas (definition_id, status, root, n)
+  SELECT e.definition_id, COALESCE(NEW.status, ''), NEW.root, 1 FROM {executions} e WHERE e.id = NEW.id;
+  RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS {pfx}execstore_counts_key_insert ON {pfx}execstore_keys;
+CREATE TRIGGER {pfx}execstore_counts_key_insert AFTER INSERT ON {pfx}execstore_keys FOR EACH ROW
+  EXECUTE FUNCTION {pfx}execstore_counts_key();
+DROP TRIGGER IF EXISTS {pfx}execstore_counts_key_update ON {pfx}execstore_keys;
+CREATE TRIGGER {pfx}execstore_counts_key_update AFTER UPDATE ON {pfx}execstore_keys FOR EACH ROW
+  WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.root IS DISTINCT FROM NEW.root)
+  EXECUTE FUNCTION {pfx}execstore_counts_key();
+CREATE OR REPLACE FUNCTION {pfx}execstore_counts_out() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'TRUNCATE' THEN
+    TRUNCATE {pfx}execstore_counts, {pfx}execstore_count_deltas;
+    RETURN NULL;
+  END IF;
+  INSERT INTO {pfx}execstore_count_deltas (definition_id, status, root, n)
+  SELECT OLD.definition_id, COALESCE(k.status, ''), k.root, -1 FROM {pfx}execstore_keys k WHERE k.id = OLD.id;
+  RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS {pfx}execstore_counts_delete ON {executions};
+CREATE TRIGGER {pfx}execstore_counts_delete AFTER DELETE ON {executions} FOR EACH ROW
+  EXECUTE FUNCTION {pfx}execstore_counts_out();
+DROP TRIGGER IF EXISTS {pfx}execstore_counts_truncate ON {executions};
+CREATE TRIGGER {pfx}execstore_counts_truncate AFTER TRUNCATE ON {executions} FOR EACH STATEMENT
+  EXECUTE FUNCTION {pfx}execstore_counts_out();
+CREATE OR REPLACE FUNCTION {pfx}execstore_fold_counts() RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF pg_try_advisory_xact_lock(hashtext('{pfx}execstore_counts')) THEN
+    WITH d AS (DELETE FROM {pfx}execstore_count_deltas RETURNING definition_id, status, root, n)
+    INSERT INTO {pfx}execstore_counts AS c (definition_id, status, root, n)
+    SELECT definition_id, status, root, SUM(n) FROM d GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (definition_id, status, root) DO UPDATE SET n = c.n + EXCLUDED.n;
+  END IF;
+END
+$fn$;
+DELETE FROM {pfx}execstore_count_deltas;
+DELETE FROM {pfx}execstore_counts;
+INSERT INTO {pfx}execstore_counts (definition_id, status, root, n)
+SELECT e.definition_id, COALESCE(k.status, ''), k.root, COUNT(*)
+FROM {executions} e JOIN {pfx}execstore_keys k ON k.id = e.id GROUP BY 1, 2, 3"#;
 
 /// `{pfx}execstore_commit`: one event step, as one statement (so one round trip, and, called
 /// on its own, one transaction), writing the rows the step wrote as separate statements
@@ -426,6 +506,17 @@ pub(crate) fn has_keys(client: &mut Client, tables: &Tables) -> Result<bool> {
         .query_one(
             "SELECT to_regclass($1) IS NOT NULL",
             &[&tables.sql("{pfx}execstore_keys")],
+        )
+        .db()?;
+    Ok(row.get(0))
+}
+
+/// Whether the counts of migration 8 are there (else the counts are read from the keys).
+pub(crate) fn has_counts(client: &mut Client, tables: &Tables) -> Result<bool> {
+    let row = client
+        .query_one(
+            "SELECT to_regclass($1) IS NOT NULL",
+            &[&tables.sql("{pfx}execstore_counts")],
         )
         .db()?;
     Ok(row.get(0))

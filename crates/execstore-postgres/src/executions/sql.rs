@@ -116,6 +116,11 @@ pub(crate) struct Stmts {
     pub(crate) executions: String,
     /// The prefix of execstore's own names (`""` or `"<prefix>_"`).
     pub(crate) pfx: String,
+    /// The kept counts of migration 8 and their deltas (see `schema.rs`, `COUNTS`).
+    pub(crate) counts_table: String,
+    pub(crate) count_deltas_table: String,
+    /// Folds the deltas into the counts (a no-op while another folds).
+    pub(crate) fold_counts: String,
 }
 
 impl Stmts {
@@ -250,6 +255,9 @@ impl Stmts {
             keys,
             executions: t.sql("{executions}"),
             pfx: t.pfx.clone(),
+            counts_table: t.sql("{pfx}execstore_counts"),
+            count_deltas_table: t.sql("{pfx}execstore_count_deltas"),
+            fold_counts: t.sql("SELECT {pfx}execstore_fold_counts()"),
         }
     }
 

@@ -5,6 +5,8 @@
 mod attributes;
 #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
 mod checkpointer;
+#[cfg(test)]
+mod counts_tests;
 mod definitions;
 mod filters;
 mod order;
@@ -16,6 +18,7 @@ mod tests;
 mod where_sql;
 
 use std::path::Path;
+use std::sync::atomic::Ordering;
 
 use execstore::kit::validate::{check_seq, PreparedCommit};
 use execstore::{
@@ -189,12 +192,17 @@ impl SqliteStore {
             own_tables: options.create_schema && !db.is_read_only(),
         };
         if db.is_read_only() {
-            if !db::has_table(&*store.read()?, &tables.executions)? {
+            let conn = store.read()?;
+            if !db::has_table(&conn, &tables.executions)? {
                 return Err(StoreError::NotFound {
                     what: "table",
                     key: tables.executions.clone(),
                 });
             }
+            // A file no writer of this version opened yet has no counts: they are scanned.
+            let has_counts = db::has_table(&conn, &store.sql.counts_table)?;
+            store.sql.has_counts.store(has_counts, Ordering::Relaxed);
+            drop(conn);
             return Ok(store);
         }
         {
@@ -207,6 +215,8 @@ impl SqliteStore {
             if options.create_schema {
                 schema::migrate(&mut conn, &tables)?;
             }
+            let has_counts = db::has_table(&conn, &store.sql.counts_table)?;
+            store.sql.has_counts.store(has_counts, Ordering::Relaxed);
         }
         #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
         if let Some(path) = db

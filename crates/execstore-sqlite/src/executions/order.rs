@@ -83,6 +83,27 @@ impl Stmts {
         }
     }
 
+    /// The counts by status of the rows `filter` selects, read from the maintained counts
+    /// (`schema.rs`, migration 5): `filter` (a [`ListQuery::count_filter`]) has no time
+    /// window, search nor `where`, only a definition and roots-only.
+    pub(crate) fn maintained_counts(&self, filter: &ListQuery) -> Filtered {
+        let mut c = Conditions::default();
+        if let Some(definition_id) = &filter.definition_id {
+            c.push("definition_id = ?", [Value::Text(definition_id.clone())]);
+        }
+        if filter.roots_only {
+            c.push("root = 1", []);
+        }
+        Filtered {
+            sql: format!(
+                "SELECT NULLIF(status, ''), SUM(n) FROM {}{} GROUP BY 1",
+                self.counts_table,
+                c.terms.where_clause()
+            ),
+            args: c.args,
+        }
+    }
+
     /// The counts by status of the rows `filter` selects (a [`ListQuery::count_filter`]).
     pub(crate) fn count_by_status(&self, filter: &ListQuery) -> Filtered {
         let mut c = Conditions::default();

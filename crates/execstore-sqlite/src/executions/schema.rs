@@ -111,6 +111,55 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
          (path TEXT PRIMARY KEY, index_name TEXT NOT NULL, \
          declared_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))"],
     },
+    Migration {
+        version: 5,
+        // The counts by definition, status and root-ness kept up to date by triggers on harel's
+        // table, so that every writer (this store, harel 0.9 itself, a hand-written UPDATE)
+        // keeps them right and `count_by_status` reads a few rows instead of every execution.
+        // An update that changes none of the three (most steps) runs no statement: its WHEN
+        // is false. Built from the rows present when applied (once, in this transaction).
+        description: "execution counts by definition and status, kept by triggers",
+        statements: COUNTS_STATEMENTS,
+    },
+];
+
+/// Migration 5: the counts table, its triggers and its first fill. `status` is the
+/// document's status as stored (`''` when it has none, which reads as PENDING); `root` is 1
+/// for an execution without a parent. A row whose count falls to 0 stays (a handful per
+/// definition). A document that is not JSON (a damaged file, a hand-written row) is not
+/// counted, as the listing and the scanned counts skip it; writing or mending one keeps the
+/// counts right (each side is guarded by `json_valid`).
+const COUNTS_STATEMENTS: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS {pfx}execstore_counts \
+     (definition_id TEXT NOT NULL, status TEXT NOT NULL, root INTEGER NOT NULL, n INTEGER NOT NULL, \
+     PRIMARY KEY (definition_id, status, root)) WITHOUT ROWID",
+    "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_counts_insert AFTER INSERT ON {executions} \
+     WHEN json_valid(new.data) BEGIN \
+     INSERT INTO {pfx}execstore_counts (definition_id, status, root, n) VALUES (new.definition_id, \
+     COALESCE(json_extract(new.data,'$.status'), ''), json_extract(new.data,'$.parent_id') IS NULL, 1) \
+     ON CONFLICT (definition_id, status, root) DO UPDATE SET n = n + 1; END",
+    "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_counts_delete AFTER DELETE ON {executions} \
+     WHEN json_valid(old.data) BEGIN \
+     UPDATE {pfx}execstore_counts SET n = n - 1 WHERE definition_id = old.definition_id \
+     AND status = COALESCE(json_extract(old.data,'$.status'), '') \
+     AND root = (json_extract(old.data,'$.parent_id') IS NULL); END",
+    "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_counts_update AFTER UPDATE OF definition_id, data \
+     ON {executions} WHEN NOT json_valid(old.data) OR NOT json_valid(new.data) \
+     OR old.definition_id IS NOT new.definition_id \
+     OR json_extract(old.data,'$.status') IS NOT json_extract(new.data,'$.status') \
+     OR (json_extract(old.data,'$.parent_id') IS NULL) IS NOT (json_extract(new.data,'$.parent_id') IS NULL) \
+     BEGIN \
+     UPDATE {pfx}execstore_counts SET n = n - 1 WHERE json_valid(old.data) AND definition_id = old.definition_id \
+     AND status = COALESCE(json_extract(old.data,'$.status'), '') \
+     AND root = (json_extract(old.data,'$.parent_id') IS NULL); \
+     INSERT INTO {pfx}execstore_counts (definition_id, status, root, n) SELECT new.definition_id, \
+     COALESCE(json_extract(new.data,'$.status'), ''), json_extract(new.data,'$.parent_id') IS NULL, 1 \
+     WHERE json_valid(new.data) \
+     ON CONFLICT (definition_id, status, root) DO UPDATE SET n = n + 1; END",
+    "DELETE FROM {pfx}execstore_counts",
+    "INSERT INTO {pfx}execstore_counts (definition_id, status, root, n) \
+     SELECT definition_id, COALESCE(json_extract(data,'$.status'), ''), \
+     json_extract(data,'$.parent_id') IS NULL, COUNT(*) FROM {executions} WHERE json_valid(data) GROUP BY 1, 2, 3",
 ];
 
 /// Creates harel's tables and applies every migration not yet recorded, in one

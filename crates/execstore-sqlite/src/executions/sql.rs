@@ -50,6 +50,11 @@ pub(crate) struct Stmts {
     /// The prefix of execstore's own names (`""` or `"<prefix>_"`).
     pub(crate) pfx: String,
     pub(crate) status_counts_select: String,
+    /// The counts kept by migration 5's triggers (see `schema.rs`), the table's name.
+    pub(crate) counts_table: String,
+    /// Whether that table is there (applied at open, or by another writer before a read-only
+    /// open): the counts without a time window, search or `where` are read from it.
+    pub(crate) has_counts: std::sync::atomic::AtomicBool,
     /// Set once a listing or the counts met a document that is not JSON (see
     /// [`Stmts::skipping_unreadable`]): from then on they skip such rows.
     pub(crate) skip_unreadable: std::sync::atomic::AtomicBool,
@@ -137,6 +142,8 @@ impl Stmts {
             executions: t.sql("{executions}"),
             pfx: t.pfx.clone(),
             status_counts_select: t.sql("SELECT json_extract(data,'$.status'), COUNT(*) FROM {executions}"),
+            counts_table: t.sql("{pfx}execstore_counts"),
+            has_counts: std::sync::atomic::AtomicBool::new(false),
             skip_unreadable: std::sync::atomic::AtomicBool::new(false),
             unreadable: t.sql(
                 "SELECT id, json_error_position(data) FROM {executions} WHERE NOT json_valid(data) ORDER BY id LIMIT ?1",

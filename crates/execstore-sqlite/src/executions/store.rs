@@ -474,7 +474,12 @@ impl SqliteStore {
     /// The counts by status of what `query`'s listing selects (see `order.rs`).
     fn count_filtered(&self, query: &ListQuery, skip: bool) -> Result<Vec<(Status, u64)>> {
         let filter = query.count_filter()?;
-        let counted = self.sql.count_by_status(&filter);
+        let counted = if !skip && !filter.has_time_or_search() && self.sql.has_counts.load(Ordering::Relaxed)
+        {
+            self.sql.maintained_counts(&filter)
+        } else {
+            self.sql.count_by_status(&filter)
+        };
         let conn = self.read()?;
         let mut stmt = conn
             .prepare_cached(&self.maybe_skipping(counted.sql, skip))

@@ -122,6 +122,7 @@ macro_rules! conformance_tests {
             purge_removes_everything_keyed_by_it,
             bad_input_changes_nothing,
             status_counts_match_the_listing,
+            status_counts_follow_every_write,
             change_token_moves_with_every_write,
             relay_acks_what_was_delivered,
             claims_match_capabilities,

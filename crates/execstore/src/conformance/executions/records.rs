@@ -320,6 +320,82 @@ pub fn status_counts_match_the_listing(store: &dyn ExecutionStore) {
     );
 }
 
+/// The counts by status (of a definition, of its roots, of the store) stay those of the
+/// listing through every kind of write that moves them: new executions, commits that change a
+/// status or not, a batch, purge, terminate (of a tree) and purge-finished. A backend that
+/// keeps the counts up to date instead of counting the rows must keep them right under each.
+pub fn status_counts_follow_every_write(store: &dyn ExecutionStore) {
+    use crate::executions::control;
+    let ns = scope("kept-counts");
+    let definition = format!("{ns}flow");
+    let check = |what: &str| {
+        for roots_only in [false, true] {
+            let listed = all_pages(
+                store,
+                ListQuery::new()
+                    .definition(&definition)
+                    .roots_only(roots_only)
+                    .limit(9),
+            );
+            let counts = store
+                .count_by_status(&ListQuery::new().definition(&definition).roots_only(roots_only))
+                .unwrap();
+            for (status, n) in counts {
+                let expected = listed.iter().filter(|s| s.status == status).count() as u64;
+                assert_eq!(n, expected, "{what}: {status} (roots only: {roots_only})");
+            }
+        }
+    };
+    let mut exes = Vec::new();
+    for i in 0..12 {
+        let mut exe = Execution::new(format!("{ns}{i:02}"), &definition);
+        exe.status = Status::Running;
+        if i % 4 == 3 {
+            exe.parent_id = Some(format!("{ns}{:02}", i - 1));
+        }
+        store.save(&mut exe).unwrap();
+        exes.push(exe);
+    }
+    check("created");
+    // A step that changes no status, then steps that finish some, long ago.
+    exes[0].active_path = Some("s.b".into());
+    store.commit(&mut exes[0], &Effects::new()).unwrap();
+    for exe in exes.iter_mut().skip(4).take(3) {
+        exe.status = Status::Done;
+        exe.finished_at = Some(1000.0);
+        store.commit(exe, &Effects::new()).unwrap();
+    }
+    check("committed");
+    let mut items: Vec<BatchItem> = exes[8..10]
+        .iter()
+        .map(|exe| {
+            let mut exe = exe.clone();
+            exe.status = Status::Failed;
+            exe.finished_at = Some(1000.0);
+            BatchItem::new(exe, Effects::new())
+        })
+        .collect();
+    for outcome in store.commit_batch(&mut items).unwrap() {
+        outcome.unwrap();
+    }
+    check("batch");
+    assert!(store.purge(&exes[0].id, exes[0].version).unwrap());
+    check("purged");
+    control::terminate(store, &exes[2].id, None, 1000.0).unwrap();
+    check("terminated (with its child)");
+    let mut request = control::PurgeFinished::new(500.0, 2000.0);
+    request.statuses = vec![Status::Done];
+    control::purge_finished(store, &request, None).unwrap();
+    check("purge-finished");
+    let done = store
+        .count_by_status(&ListQuery::new().definition(&definition))
+        .unwrap();
+    assert_eq!(
+        done[Status::ALL.iter().position(|s| *s == Status::Done).unwrap()].1,
+        0
+    );
+}
+
 /// `change_token` moves with each kind of write a monitor shows: a new execution, a commit
 /// with effects, an outbox ack, a spawn ack and a timer removal. (Equal tokens are not
 /// asserted: other checks may write to a shared store meanwhile.)

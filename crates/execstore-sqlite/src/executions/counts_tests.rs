@@ -1,0 +1,244 @@
+//! The counts kept by migration 5's triggers (`schema.rs`): right under every writer, read by
+//! `count_by_status`, built for an old file by its first writer, scanned by a read-only open
+//! of a file without them.
+
+use super::*;
+use execstore::executions::{control, ListQuery, Status};
+use execstore::{Effects, ExecutionStore};
+
+/// The counts table, as `(definition, status, root, n)` rows with `n > 0`, in key order.
+fn kept(conn: &Connection, pfx: &str) -> Vec<(String, String, i64, i64)> {
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT definition_id, status, root, n FROM {pfx}execstore_counts WHERE n <> 0 ORDER BY 1, 2, 3"
+        ))
+        .unwrap();
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap();
+    rows.collect::<rusqlite::Result<_>>().unwrap()
+}
+
+/// The same figures counted from harel's table itself.
+fn scanned(conn: &Connection, pfx: &str) -> Vec<(String, String, i64, i64)> {
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT definition_id, COALESCE(json_extract(data,'$.status'), ''), \
+             json_extract(data,'$.parent_id') IS NULL, COUNT(*) FROM {pfx}executions GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+        ))
+        .unwrap();
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap();
+    rows.collect::<rusqlite::Result<_>>().unwrap()
+}
+
+fn count(store: &SqliteStore, query: ListQuery, status: Status) -> u64 {
+    let counts = store.count_by_status(&query).unwrap();
+    counts.into_iter().find(|(s, _)| *s == status).unwrap().1
+}
+
+/// Commits, status changes, a child, purge, terminate and purge-finished through the store,
+/// then harel's own statements (its INSERT, CAS UPDATE and purge DELETE, as harel 0.9 runs
+/// them) on another connection: after each, the kept figures equal a scan of the table.
+#[test]
+fn the_counts_follow_every_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.db");
+    for (prefix, pfx) in [(None, ""), (Some("harel"), "harel_")] {
+        let mut options = SqliteOptions::new();
+        options.prefix = prefix.map(str::to_owned);
+        let store = SqliteStore::open(&path, options).unwrap();
+        let other = Connection::open(&path).unwrap();
+        let same = |what: &str| {
+            let conn = store.read().unwrap();
+            assert_eq!(kept(&conn, pfx), scanned(&conn, pfx), "{what} ({pfx})");
+        };
+        let mut exes = Vec::new();
+        for i in 0..12 {
+            let mut exe = Execution::new(format!("e{i:02}"), format!("d{}", i % 2));
+            exe.status = Status::Running;
+            if i == 11 {
+                exe.parent_id = Some("e00".into());
+            }
+            store.save(&mut exe).unwrap();
+            exes.push(exe);
+        }
+        same("inserts");
+        assert_eq!(
+            count(&store, ListQuery::new().definition("d1"), Status::Running),
+            6
+        );
+        assert_eq!(
+            count(&store, ListQuery::new().roots_only(true), Status::Running),
+            11
+        );
+        for exe in exes.iter_mut().take(4) {
+            exe.status = Status::Done;
+            exe.finished_at = Some(2e9);
+            store.commit(exe, &Effects::new()).unwrap();
+        }
+        // A step that changes no counted field fires no statement, and changes nothing.
+        exes[5].active_path = Some("s.b".into());
+        store.commit(&mut exes[5], &Effects::new()).unwrap();
+        same("status changes");
+        assert_eq!(count(&store, ListQuery::new(), Status::Done), 4);
+        assert!(store.purge("e00", exes[0].version).unwrap());
+        same("purge");
+        control::terminate(&store, "e06", None, 2e9).unwrap();
+        same("terminate");
+        assert_eq!(count(&store, ListQuery::new(), Status::Cancelled), 1);
+        control::purge_finished(&store, &control::PurgeFinished::new(0.0, 3e9), None).unwrap();
+        same("purge-finished");
+        assert_eq!(count(&store, ListQuery::new(), Status::Done), 0);
+
+        // harel 0.9's own writes, on a connection execstore does not hold.
+        let t = format!("{pfx}executions");
+        other
+            .execute(
+                &format!("INSERT INTO {t} (id, definition_id, data, version) VALUES (?1, ?2, ?3, 1)"),
+                [
+                    "h1",
+                    "d9",
+                    r#"{"id": "h1", "definition_id": "d9", "status": "RUNNING"}"#,
+                ],
+            )
+            .unwrap();
+        other
+            .execute(
+                &format!("UPDATE {t} SET data = ?1, version = 2 WHERE id = ?2 AND version = 1"),
+                [r#"{"id": "h1", "definition_id": "d9", "status": "FAILED"}"#, "h1"],
+            )
+            .unwrap();
+        other
+            .execute(&format!("DELETE FROM {t} WHERE id = ?1"), ["e07"])
+            .unwrap();
+        same("harel's writes");
+        assert_eq!(
+            count(&store, ListQuery::new().definition("d9"), Status::Failed),
+            1
+        );
+        assert_eq!(
+            count(&store, ListQuery::new().definition("d9"), Status::Running),
+            0
+        );
+        drop(store);
+    }
+}
+
+/// `count_by_status` without a window, search or `where` reads the kept figures: its plan
+/// names the counts table and never harel's, and a figure changed by hand is what it answers.
+#[test]
+fn the_counts_are_read_from_the_kept_figures() {
+    let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
+    for i in 0..40 {
+        let mut exe = Execution::new(format!("e{i:02}"), format!("d{}", i % 4));
+        exe.status = Status::ALL[i % Status::ALL.len()];
+        store.save(&mut exe).unwrap();
+    }
+    for query in [
+        ListQuery::new(),
+        ListQuery::new().definition("d1"),
+        ListQuery::new().definition("d1").roots_only(true),
+    ] {
+        let p = super::tests::filtered_plan(
+            &store,
+            store.sql.maintained_counts(&query.count_filter().unwrap()),
+        );
+        assert!(p.iter().any(|s| s.contains("execstore_counts")), "{p:?}");
+        assert!(!p.iter().any(|s| s.contains(" executions")), "{p:?}");
+    }
+    let before = count(&store, ListQuery::new().definition("d1"), Status::Running);
+    store
+        .lock()
+        .unwrap()
+        .execute(
+            "UPDATE execstore_counts SET n = n + 1000 WHERE definition_id = 'd1' AND status = 'RUNNING'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(
+        count(&store, ListQuery::new().definition("d1"), Status::Running),
+        before + 1000
+    );
+    // A time window is still counted from the rows.
+    let windowed = ListQuery::new().definition("d1").created_between(Some(0.0), None);
+    assert_eq!(count(&store, windowed, Status::Running), 0);
+}
+
+/// A file written before migration 5 (here: with it undone) is counted by scan when opened
+/// read-only, and gets the figures, right, from its first writer.
+#[test]
+fn an_old_file_gets_its_counts_from_its_first_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+        for i in 0..9 {
+            let mut exe = Execution::new(format!("e{i}"), "d");
+            exe.status = if i < 3 { Status::Done } else { Status::Running };
+            store.save(&mut exe).unwrap();
+        }
+        store
+            .lock()
+            .unwrap()
+            .execute_batch(
+                "DROP TRIGGER execstore_counts_insert; DROP TRIGGER execstore_counts_update; \
+                 DROP TRIGGER execstore_counts_delete; DROP TABLE execstore_counts; \
+                 DELETE FROM execstore_migrations WHERE version = 5",
+            )
+            .unwrap();
+    }
+    let read_only = SqliteStore::open(&path, SqliteOptions::new().read_only(true)).unwrap();
+    assert!(!read_only.sql.has_counts.load(Ordering::Relaxed));
+    assert_eq!(count(&read_only, ListQuery::new(), Status::Done), 3);
+    drop(read_only);
+    let writer = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+    assert!(writer.sql.has_counts.load(Ordering::Relaxed));
+    let conn = writer.read().unwrap();
+    assert_eq!(
+        kept(&conn, ""),
+        vec![
+            ("d".into(), "DONE".into(), 1, 3),
+            ("d".into(), "RUNNING".into(), 1, 6)
+        ]
+    );
+}
+
+/// A document that is not JSON (a damaged file, a hand-written row) is not counted, as the
+/// listing skips it: written past the indexes, damaged by an UPDATE, mended, deleted.
+#[test]
+fn a_row_that_is_not_json_is_not_counted() {
+    let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
+    for id in ["fine", "hurt"] {
+        let mut exe = Execution::new(id, "d");
+        exe.status = Status::Running;
+        store.save(&mut exe).unwrap();
+    }
+    let conn = store.lock().unwrap();
+    let running = |n: i64| vec![("d".to_owned(), "RUNNING".to_owned(), 1, n)];
+    assert!(conn
+        .execute("INSERT INTO executions VALUES ('bad', 'd', '{not json', 1)", [])
+        .is_err());
+    conn.execute_batch(
+        "DROP INDEX execstore_executions_by_status; DROP INDEX execstore_executions_by_created;
+         DROP INDEX execstore_executions_by_updated; DROP INDEX execstore_executions_by_finished;
+         DROP INDEX execstore_executions_by_active_path;
+         INSERT INTO executions VALUES ('bad', 'd', '{not json', 1);
+         INSERT INTO executions VALUES ('worse', 'd', '{not json either', 1);",
+    )
+    .unwrap();
+    assert_eq!(kept(&conn, ""), running(2));
+    conn.execute("UPDATE executions SET data = '{garbage' WHERE id = 'hurt'", [])
+        .unwrap();
+    assert_eq!(kept(&conn, ""), running(1));
+    conn.execute(
+        "UPDATE executions SET data = '{\"id\": \"bad\", \"status\": \"RUNNING\"}', version = 2 WHERE id = 'bad'",
+        [],
+    )
+    .unwrap();
+    assert_eq!(kept(&conn, ""), running(2));
+    conn.execute("DELETE FROM executions WHERE id IN ('worse', 'bad', 'hurt')", [])
+        .unwrap();
+    assert_eq!(kept(&conn, ""), running(1));
+}
