@@ -394,3 +394,8 @@ pub fn open(url: &str, options: &Options) -> Result<Stores> {
 pub fn probe(url: &str, prefix: Option<&str>) -> Result<Holds> {
     Target::parse(url)?.probe(prefix)
 }
+
+/// The crate's README (its crates.io page): its examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
