@@ -26,11 +26,11 @@ fn main() {
 /// Writes `[(url path, include_str!(file)), ...]` of every `web/views/*.js`, sorted.
 fn web_views() {
     let manifest = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let dir = Path::new(&manifest).join("../../web/views");
+    let dir = Path::new(&manifest).join("web/views");
     // A directory: cargo reruns this when any file in it changes, is added or removed.
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("web/views/ is beside the crates")
+        .expect("web/views/ is in the crate")
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
         .filter(|name| name.ends_with(".js"))
         .collect();

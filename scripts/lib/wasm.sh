@@ -13,9 +13,10 @@
 #                  monitor the edge handler's answers are compared with), and runs
 #                  `node --test tests/js/` (the package in Node, its store files and their
 #                  SIGKILL trials (EXECSTORE_NODE_FILE_KILLS), its TypeScript declarations,
-#                  the edge handler web/edge/ in Node, and Playwright + Chromium: OPFS through
+#                  the edge handler crates/execstore-cli/web/edge/ in Node, and Playwright + Chromium: OPFS through
 #                  the main-thread clients (the execution store's, the workspace log's),
-#                  reload, LOCKED, Store.importOpfs, the in-browser monitor web/local.html).
+#                  reload, LOCKED, Store.importOpfs, the in-browser monitor
+#                  crates/execstore-cli/web/local.html).
 #                  Prints the in-browser monitor's time from import to the list's first
 #                  render.
 #

@@ -1,4 +1,4 @@
-// The monitor's control actions in Chromium (web/actions.js): suspend, resume, terminate and
+// The monitor's control actions in Chromium (crates/execstore-cli/web/actions.js): suspend, resume, terminate and
 // purge on an execution's page and in bulk on a filtered list, confirmed first, behind the
 // token, with the result shown and a conflict explained; none of it offered read-only.
 import { test } from "node:test";

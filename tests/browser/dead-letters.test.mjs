@@ -1,4 +1,4 @@
-// The header and the routes built from the VIEWS table (web/views/index.js), and its newest
+// The header and the routes built from the VIEWS table (crates/execstore-cli/web/views/index.js), and its newest
 // row, "Dead letters" across workspaces, in Chromium over `execstore monitor`: the demo's
 // dead letters in every workspace, a stored HTML payload shown as text, links into each
 // workspace, refresh, and a reflexr user's file (no executions) that still lists the view.

@@ -1,4 +1,4 @@
-// The monitor's recovery actions in Chromium (web/recover.js, docs/recover.md): send an event
+// The monitor's recovery actions in Chromium (crates/execstore-cli/web/recover.js, docs/recover.md): send an event
 // to a RUNNING execution (checked before sending), retry a FAILED one at a state its trace
 // shows, an action over everything the list's filters match (counted first), and the
 // workspace buttons (retry a dead run, replay a dead letter, release a lapsed lease, pause

@@ -331,7 +331,7 @@ test("the monitor for everyone", { concurrency: 4 }, async (t) => {
   await t.test("the dark-mode toggle overrides the OS setting and is kept", async () => {
     // Each theme variable is written once in style.css (its light and dark values side by
     // side), not once per way of choosing dark.
-    const css = readFileSync(join(repo, "web/style.css"), "utf8");
+    const css = readFileSync(join(repo, "crates/execstore-cli/web/style.css"), "utf8");
     const declared = [...css.matchAll(/(--[\w-]+)\s*:/g)].map((m) => m[1]);
     assert.ok(declared.includes("--panel"));
     assert.deepEqual([...new Set(declared.filter((v, i) => declared.indexOf(v) !== i))], [], "a variable written twice");

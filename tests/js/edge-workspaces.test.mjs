@@ -1,4 +1,4 @@
-// The edge handler (web/edge/handler.js) over files that hold a workspace log (reflexr's
+// The edge handler (crates/execstore-cli/web/edge/handler.js) over files that hold a workspace log (reflexr's
 // tables): the demo file (executions and workspaces), the same file with only its workspace
 // log (a reflexr user's database), and with only its executions. For each, the handler
 // serves what the file holds, as `execstore monitor --db F` does: its answers equal the
@@ -16,11 +16,11 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import * as execstore from "execstore";
-import { createHandler } from "../../web/edge/handler.js";
+import { createHandler } from "../../crates/execstore-cli/web/edge/handler.js";
 import { ARGS, CHROMIUM, noChromium } from "./chromium.mjs";
 import { binMissing, demo, nativeMonitor, tempDir } from "./native.mjs";
 
-const WEB = fileURLToPath(new URL("../../web/", import.meta.url));
+const WEB = fileURLToPath(new URL("../../crates/execstore-cli/web/", import.meta.url));
 const files = (name) => readFile(join(WEB, name));
 const ORIGIN = "https://edge.example";
 /** A fixed `now` for the due-runs listing, so both sides judge at the same instant. */

@@ -1,4 +1,4 @@
-// The edge handler (web/edge/handler.js) under Node 20: real Request objects through its
+// The edge handler (crates/execstore-cli/web/edge/handler.js) under Node 20: real Request objects through its
 // `fetch(request)`, over a demo store file's bytes loaded into the wasm store. Its API
 // answers equal the native `execstore monitor`'s on the same file (one implementation,
 // execstore-monitor-api, behind both); it serves the UI's files, JSON 400/404 errors, and
@@ -14,10 +14,10 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import * as execstore from "execstore";
-import { createHandler } from "../../web/edge/handler.js";
+import { createHandler } from "../../crates/execstore-cli/web/edge/handler.js";
 import { binMissing, cliJson, demo, nativeMonitor, tempDir } from "./native.mjs";
 
-const WEB = fileURLToPath(new URL("../../web/", import.meta.url));
+const WEB = fileURLToPath(new URL("../../crates/execstore-cli/web/", import.meta.url));
 const files = (name) => readFile(join(WEB, name));
 const ORIGIN = "https://edge.example";
 

@@ -1,4 +1,4 @@
-// The in-browser monitor (web/local.html) over files that hold a workspace log, in headless
+// The in-browser monitor (crates/execstore-cli/web/local.html) over files that hold a workspace log, in headless
 // Chromium: a reflexr user's database (the demo file without its execution tables) imported
 // through the file picker opens on its workspaces (as the native CLI lists them), the
 // executions view is hidden, a workspace's log opens; a reload reopens it from OPFS (the
@@ -72,7 +72,7 @@ describe("the in-browser monitor over a workspace log", { skip }, () => {
   });
 
   test("a reflexr user's database opens on its workspaces; a workspace's log opens", async () => {
-    await page.goto(`${server.url}/web/local.html`);
+    await page.goto(`${server.url}/crates/execstore-cli/web/local.html`);
     await page.waitForSelector("#importer:not([hidden])");
     await page.setInputFiles("#file", wsOnly);
     await page.waitForSelector("#ws-list tbody tr", { timeout: 30000 });
@@ -92,7 +92,7 @@ describe("the in-browser monitor over a workspace log", { skip }, () => {
   });
 
   test("a reload reopens it from OPFS; a file with both then shows both; a bad file changes nothing", async () => {
-    await page.goto(`${server.url}/web/local.html?view=workspaces`);
+    await page.goto(`${server.url}/crates/execstore-cli/web/local.html?view=workspaces`);
     await page.waitForSelector("#ws-list tbody tr", { timeout: 30000 });
     assert.equal(await page.isVisible("#importer"), false, "no import asked: the bytes are in OPFS");
     assert.deepEqual(await wsNames(page), listed);
@@ -105,7 +105,7 @@ describe("the in-browser monitor over a workspace log", { skip }, () => {
     const nav = await navVisible(page);
     assert.equal(nav.workspaces, true);
     assert.equal(nav.executions, true);
-    await page.goto(`${server.url}/web/local.html?view=workspaces`);
+    await page.goto(`${server.url}/crates/execstore-cli/web/local.html?view=workspaces`);
     await page.waitForSelector("#ws-list tbody tr", { timeout: 30000 });
     assert.deepEqual(await wsNames(page), listed);
 
@@ -115,10 +115,10 @@ describe("the in-browser monitor over a workspace log", { skip }, () => {
     await page.setInputFiles("#file", bad);
     await page.waitForSelector("#import-state.error");
     assert.match(await page.textContent("#import-state"), /not a SQLite database file/);
-    await page.goto(`${server.url}/web/local.html?view=workspaces`);
+    await page.goto(`${server.url}/crates/execstore-cli/web/local.html?view=workspaces`);
     await page.waitForSelector("#ws-list tbody tr", { timeout: 30000 });
     assert.deepEqual(await wsNames(page), listed);
-    await page.goto(`${server.url}/web/local.html`);
+    await page.goto(`${server.url}/crates/execstore-cli/web/local.html`);
     await page.waitForFunction(() => document.querySelector(".chart .total strong")?.textContent === "80", null, { timeout: 30000 });
     assert.deepEqual(problems, []);
   });

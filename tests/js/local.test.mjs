@@ -1,4 +1,4 @@
-// The monitor entirely in the browser (web/local.html) in headless Chromium: a demo store
+// The monitor entirely in the browser (crates/execstore-cli/web/local.html) in headless Chromium: a demo store
 // file written by the native `execstore demo` is imported through the page's file picker
 // into OPFS, in a dedicated worker, and browsed with the same UI (its API answered in the
 // worker by the wasm MonitorApi). The list and its counts match the file (as the native CLI
@@ -58,7 +58,7 @@ describe("the in-browser monitor (web/local.html)", { skip }, () => {
   });
 
   test("imports a demo file into OPFS and lists it: rows and counts as in the file", async () => {
-    await page.goto(`${server.url}/web/local.html`);
+    await page.goto(`${server.url}/crates/execstore-cli/web/local.html`);
     await page.waitForSelector("#importer:not([hidden])");
     assert.equal(await page.isVisible("#main"), false, "no UI before a store is open");
     await page.setInputFiles("#file", db);
@@ -93,7 +93,7 @@ describe("the in-browser monitor (web/local.html)", { skip }, () => {
 
   test("opens a detail with the stored timeline", async () => {
     const parent = all.find((e) => all.filter((c) => c.parent_id === e.id).length >= 2);
-    await page.goto(`${server.url}/web/local.html?id=${parent.id}`);
+    await page.goto(`${server.url}/crates/execstore-cli/web/local.html?id=${parent.id}`);
     await page.waitForSelector("#timeline .step", { timeout: 30000 });
     assert.equal(await page.textContent("#detail-id"), parent.id);
     const trace = cliJson(["trace", "--db", db, parent.id]);
@@ -111,7 +111,7 @@ describe("the in-browser monitor (web/local.html)", { skip }, () => {
   });
 
   test("a reload reopens the store from OPFS; a bad file is refused and changes nothing", async () => {
-    await page.goto(`${server.url}/web/local.html`);
+    await page.goto(`${server.url}/crates/execstore-cli/web/local.html`);
     await page.waitForSelector(".executions-grid tbody tr", { timeout: 30000 });
     assert.equal(await page.isVisible("#importer"), false, "no import asked: the store is in OPFS");
     assert.deepEqual(await rowIds(page), all.slice(0, 50).map((e) => e.id));
@@ -133,7 +133,7 @@ describe("the in-browser monitor (web/local.html)", { skip }, () => {
   test("every status label of the chart is distinguishable, wide or narrow", async () => {
     for (const width of [1400, 700]) {
       await page.setViewportSize({ width, height: 900 });
-      await page.goto(`${server.url}/web/local.html`);
+      await page.goto(`${server.url}/crates/execstore-cli/web/local.html`);
       await page.waitForFunction(() => document.querySelector(".chart .total strong")?.textContent === "300", null, { timeout: 30000 });
       const labels = await page.$$eval(".chart .col .label", (xs) => xs.map((x) => ({
         text: x.innerText.trim(),
@@ -151,7 +151,7 @@ describe("the in-browser monitor (web/local.html)", { skip }, () => {
   test("the worker samples the metrics on a timer: the Metrics view charts the ring, as the native monitor's", async () => {
     await page.setViewportSize({ width: 1400, height: 900 });
     // One sample a second (`?metrics_period=1`), from the moment the store is reopened.
-    await page.goto(`${server.url}/web/local.html?metrics_period=1`);
+    await page.goto(`${server.url}/crates/execstore-cli/web/local.html?metrics_period=1`);
     await page.waitForSelector(".executions-grid tbody tr", { timeout: 30000 });
     // Samples are taken while another view is shown: the worker's timer, not the view's reads.
     await page.waitForTimeout(3500);

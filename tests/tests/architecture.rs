@@ -433,7 +433,7 @@ fn no_source_file_passes_the_split_size() {
 }
 
 const SOURCE_EXTENSIONS: [&str; 6] = ["rs", "js", "mjs", "py", "html", "css"];
-const SOURCE_DIRS: [&str; 4] = ["crates/", "web/", "bench/", "tests/"];
+const SOURCE_DIRS: [&str; 3] = ["crates/", "bench/", "tests/"];
 
 /// The tree's source files: what git tracks or would track (built output such as the npm
 /// package's generated `wasm/` is ignored), or, outside a git checkout, every file below the

@@ -425,3 +425,8 @@ pub fn resolve_prefix(url: &str, given: Option<&str>, how: &str) -> Result<Optio
 pub fn probe(url: &str, prefix: Option<&str>) -> Result<Holds> {
     Target::parse(url)?.probe(prefix)
 }
+
+/// The crate's README (its crates.io page): its examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

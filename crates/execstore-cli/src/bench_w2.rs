@@ -155,7 +155,10 @@ pub fn run(
     cfg: &W2Config,
     follower: FollowerArgs,
 ) -> anyhow::Result<JsonObject> {
-    if cfg.batch == 0 || cfg.events % cfg.batch != 0 || cfg.workspaces == 0 || cfg.runs % cfg.workspaces != 0
+    if cfg.batch == 0
+        || !cfg.events.is_multiple_of(cfg.batch)
+        || cfg.workspaces == 0
+        || !cfg.runs.is_multiple_of(cfg.workspaces)
     {
         bail!("W2 needs events to be a multiple of batch, and runs a multiple of workspaces");
     }

@@ -86,7 +86,7 @@ fn check_counts(line: &Value, n: u64, k: u64, hash: &str) {
     assert_eq!(line["events"], k);
     assert_eq!(line["list_rows"], list_rows, "{line}");
     assert_eq!(line["list_pages"], list_rows.div_ceil(100).max(1), "{line}");
-    let due = if k >= 2 && k % 2 == 0 { n } else { 0 };
+    let due = if k >= 2 && k.is_multiple_of(2) { n } else { 0 };
     assert_eq!(line["due_timers_rows"], due, "{line}");
     assert_eq!(line["outbox_acked"], n * k, "{line}");
     assert_eq!(line["read_trace_rows"], n.min(100) * k.min(200), "{line}");

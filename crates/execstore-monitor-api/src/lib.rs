@@ -414,3 +414,8 @@ mod tests {
         assert_eq!(get(&api, &store, "/api/timers?due_before=now").status, 200);
     }
 }
+
+/// The crate's README (its crates.io page): its examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

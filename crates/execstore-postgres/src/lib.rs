@@ -60,3 +60,8 @@ pub use workspace::{
     drop_workspace_schema, has_workspace_tables, PgWorkspaceDriver, PgWorkspaceOptions, PgWorkspaceStorage,
     REFLEXR_SCHEMA_VERSION,
 };
+
+/// The crate's README (its crates.io page): its examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

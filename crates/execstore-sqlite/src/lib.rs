@@ -45,3 +45,8 @@ pub use workspace::{
     has_workspace_tables, SqliteWorkspaceDriver, SqliteWorkspaceOptions, SqliteWorkspaceStorage,
     WORKSPACE_SCHEMA_VERSION,
 };
+
+/// The crate's README (its crates.io page): its examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -119,3 +119,8 @@ where
 {
     join(runtime()?.spawn_blocking(f)).await
 }
+
+/// The crate's README (its crates.io page): its examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

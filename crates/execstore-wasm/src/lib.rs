@@ -22,7 +22,7 @@
 //!
 //! `MonitorApi` answers the monitor's JSON API over a store, with the very code of the
 //! native `execstore monitor` (`execstore-monitor-api`): the edge handler and the
-//! in-browser monitor of `web/` use it.
+//! in-browser monitor of `crates/execstore-cli/web/` use it.
 //!
 //! Every operation is synchronous, as in better-sqlite3, and takes and returns plain JS
 //! objects shaped like the core's JSON (snake_case keys, key order kept). Errors are JS

@@ -73,3 +73,8 @@ pub mod conformance;
 
 pub use error::{Result, StoreError};
 pub use executions::{Effects, Execution, ExecutionStore, MemoryStore};
+
+/// The crate's README (its crates.io page): its examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

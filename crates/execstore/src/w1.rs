@@ -106,7 +106,7 @@ impl Round {
             let j = (3 * (r as usize - 1) + t) % CTX_KEYS.len() + 1;
             (j, CTX_KEYS[j - 1])
         };
-        let schedule = r % 2 == 0;
+        let schedule = r.is_multiple_of(2);
         let timer = if schedule {
             "timer:schedule"
         } else {
@@ -119,7 +119,7 @@ impl Round {
             history_key: format!("root.work.h{r:02}"),
             updates: [update(0), update(1), update(2)],
             schedule,
-            spawn: r % 10 == 0,
+            spawn: r.is_multiple_of(10),
             actions: Value::Array(vec!["assign".into(), "emit:progress".into(), timer.into()]),
         }
     }

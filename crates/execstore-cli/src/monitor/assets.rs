@@ -1,6 +1,6 @@
-//! The UI's static files (`web/` at the repository's root), embedded in the binary so the
-//! monitor is one file to run: the shell's, listed here, and every view (`web/views/*.js`),
-//! listed by build.rs.
+//! The UI's static files (this crate's `web/`, inside its package so that `cargo install`
+//! builds it), embedded in the binary so the monitor is one file to run: the shell's, listed
+//! here, and every view (`web/views/*.js`), listed by build.rs.
 
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -14,109 +14,109 @@ const FILES: &[(&str, &str, &str)] = &[
     (
         "/",
         "text/html; charset=utf-8",
-        include_str!("../../../../web/index.html"),
+        include_str!("../../web/index.html"),
     ),
     (
         "/app.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/app.js"),
+        include_str!("../../web/app.js"),
     ),
     (
         "/api.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/api.js"),
+        include_str!("../../web/api.js"),
     ),
     (
         "/dom.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/dom.js"),
+        include_str!("../../web/dom.js"),
     ),
     (
         "/format.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/format.js"),
+        include_str!("../../web/format.js"),
     ),
     (
         "/records.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/records.js"),
+        include_str!("../../web/records.js"),
     ),
     (
         "/route.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/route.js"),
+        include_str!("../../web/route.js"),
     ),
     (
         "/shell.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/shell.js"),
+        include_str!("../../web/shell.js"),
     ),
     (
         "/filters.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/filters.js"),
+        include_str!("../../web/filters.js"),
     ),
     (
         "/where.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/where.js"),
+        include_str!("../../web/where.js"),
     ),
     (
         "/actions.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/actions.js"),
+        include_str!("../../web/actions.js"),
     ),
     (
         "/recover.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/recover.js"),
+        include_str!("../../web/recover.js"),
     ),
     (
         "/graph.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/graph.js"),
+        include_str!("../../web/graph.js"),
     ),
     (
         "/reason.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/reason.js"),
+        include_str!("../../web/reason.js"),
     ),
     (
         "/audit.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/audit.js"),
+        include_str!("../../web/audit.js"),
     ),
     (
         "/saved-views.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/saved-views.js"),
+        include_str!("../../web/saved-views.js"),
     ),
     // @dagrejs/dagre 3.1.3 from the npm registry (MIT): see web/vendor/README.md.
     (
         "/vendor/dagre.esm.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/vendor/dagre.esm.js"),
+        include_str!("../../web/vendor/dagre.esm.js"),
     ),
     // uplot 1.6.32 from the npm registry (MIT): the Metrics view's charts.
     (
         "/vendor/uPlot.esm.js",
         "text/javascript; charset=utf-8",
-        include_str!("../../../../web/vendor/uPlot.esm.js"),
+        include_str!("../../web/vendor/uPlot.esm.js"),
     ),
     (
         "/vendor/uPlot.min.css",
         "text/css; charset=utf-8",
-        include_str!("../../../../web/vendor/uPlot.min.css"),
+        include_str!("../../web/vendor/uPlot.min.css"),
     ),
     (
         "/style.css",
         "text/css; charset=utf-8",
-        include_str!("../../../../web/style.css"),
+        include_str!("../../web/style.css"),
     ),
     (
         "/favicon.svg",
         "image/svg+xml",
-        include_str!("../../../../web/favicon.svg"),
+        include_str!("../../web/favicon.svg"),
     ),
 ];
 
