@@ -63,7 +63,7 @@
 
 WASM_RUST_TARGET=wasm32-unknown-unknown
 # The monitor's UI (and the edge handler in its edge/): the one path to change if it moves.
-WASM_WEB_DIR=web
+WASM_WEB_DIR=crates/execstore-cli/web
 WASM_NODE_MAJOR_MIN=20
 
 _wasm_say() { printf '    %s\n' "$*"; }
