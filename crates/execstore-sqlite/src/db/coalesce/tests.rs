@@ -55,6 +55,11 @@ pub(super) static REWRITES: AtomicUsize = AtomicUsize::new(0);
 
 /// Registers a fresh counting VFS (a name of its own, so tests running at once count apart).
 fn counter(no_powersafe: bool) -> (&'static Counter, String) {
+    // The stores other tests of this binary open install the OFD lock wrapper on SQLite's
+    // `unix` VFS (once per process, before a store's first open). Installed while this test's
+    // connection holds POSIX locks, it would mix the two kinds on one file, and a checkpoint
+    // would find its own file locked: install it first, as every store's open does.
+    let _ = crate::db::other_sqlite_safe();
     let name = format!("count-{}", COUNTERS.fetch_add(1, Ordering::Relaxed));
     // SAFETY: null finds the default VFS, which SQLite keeps registered.
     let base = unsafe { &*ffi::sqlite3_vfs_find(ptr::null()) };
