@@ -121,16 +121,7 @@ fn run(cli: &Cli, db: Option<PathBuf>) -> anyhow::Result<()> {
             let db = db.context("no store given")?;
             run_monitor(&db, prefix, args, &mut out)?;
         }
-        Command::Workspaces
-        | Command::Log(_)
-        | Command::Runs(_)
-        | Command::DueRuns(_)
-        | Command::DeadLetters(_)
-        | Command::Leases(_)
-        | Command::Cursors(_)
-        | Command::Progress(_)
-        | Command::Schedules(_)
-        | Command::Rules(_) => {
+        command if is_workspace_command(command) => {
             let db = db.context("no store given")?;
             let storage = targets::open_workspaces_to_read(&db, prefix)?;
             run_workspace_command(&cli.command, &*storage, json, &mut out)?;
