@@ -208,8 +208,12 @@ wasm_test() {
 		CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 		cargo test --target "$WASM_RUST_TARGET" -p execstore-wasm \
 		--test conformance_node --test conformance_opfs --test workspace_opfs || rc=1
-	_wasm_say "npm package: build (cargo build --release, wasm-bindgen --target web)"
-	CARGO_TARGET_DIR="$target_dir" npm run --silent build:wasm || return 1
+	if [ -n "${EXECSTORE_WASM_PREBUILT:-}" ]; then
+		_wasm_say "npm package: built in the background (scripts/lib/ahead.sh)"
+	else
+		_wasm_say "npm package: build (cargo build --release, wasm-bindgen --target web)"
+		CARGO_TARGET_DIR="$target_dir" npm run --silent build:wasm || return 1
+	fi
 	_wasm_say "native execstore for the JS tests (native_cli: as cargo test --workspace built it)"
 	native_cli >/dev/null || return 1
 	_wasm_say "npm package: node --test tests/js/ (Node, TypeScript, edge handler, Playwright + Chromium)"
