@@ -1,0 +1,177 @@
+//! Which index drives a time-ordered listing's walk (`order.rs`) when the query has more
+//! than one of the filters that migration 6 indexes in the order's key: a status, a
+//! definition, roots only.
+//!
+//! Each of those filters has an index of `(key, time, id)` (roots: a partial index of
+//! `(time, id)`), so any one of them can drive a walk from the most recent down and stop
+//! after a page; the others are checked on the rows it reads. The walk reads about a page
+//! divided by the share of the driver's rows that pass the other filters, so the smallest
+//! driver wins: its size is read from the counts kept by migration 5 (a few rows). Without
+//! them the preference is status, definition, roots.
+//!
+//! SQLite without statistics cannot know this, and might walk the wrong index (or one
+//! index by equality and sort): every filter that is not the driver is written with a
+//! unary `+` (`+definition_id = ?`), which keeps its index out of the choice and leaves
+//! the result the same.
+
+use execstore::executions::ListQuery;
+use rusqlite::types::Value;
+
+use super::filters::Conditions;
+use super::sql::Stmts;
+
+/// The index a time-ordered walk follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Driver {
+    /// `(status, time, id)`: one status's range.
+    Status,
+    /// `(definition_id, time, id)`: one definition's range.
+    Definition,
+    /// `(time, id) WHERE parent_id IS NULL`: the roots.
+    Roots,
+    /// `(time, id)`: every execution (no indexed filter).
+    Time,
+}
+
+/// The sizes of the candidate drivers of one query, from the kept counts.
+#[derive(Debug, Default)]
+pub(crate) struct Sizes {
+    /// Executions by status string (the document's, `""` when it has none).
+    by_status: Vec<(String, u64)>,
+    /// Executions of the query's definition.
+    definition: u64,
+    /// Root executions.
+    roots: u64,
+}
+
+impl Sizes {
+    /// From the rows of [`Stmts::driver_sizes`]: status, its count, the definition's share
+    /// of it, the roots' share of it.
+    pub(crate) fn from_rows(rows: impl IntoIterator<Item = (String, u64, u64, u64)>) -> Self {
+        let mut sizes = Sizes::default();
+        for (status, n, definition, roots) in rows {
+            sizes.definition += definition;
+            sizes.roots += roots;
+            sizes.by_status.push((status, n));
+        }
+        sizes
+    }
+
+    fn status(&self, status: &str) -> u64 {
+        self.by_status
+            .iter()
+            .filter(|(s, _)| s == status)
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
+
+/// How many of the indexed filters `query` has, with `statuses` its distinct statuses: a
+/// choice (and the counts read for it) is needed only from two on.
+pub(crate) fn indexed_filters(query: &ListQuery, statuses: &[&str]) -> usize {
+    usize::from(!statuses.is_empty())
+        + usize::from(query.definition_id.is_some())
+        + usize::from(query.roots_only)
+}
+
+/// The driver of the walk over `status`'s executions (`None`: every status) under `query`'s
+/// definition and roots filters: the smallest candidate by `sizes`, or the first of status,
+/// definition, roots without them.
+pub(crate) fn choose(query: &ListQuery, status: Option<&str>, sizes: Option<&Sizes>) -> Driver {
+    let mut candidates: Vec<(Driver, u64)> = Vec::with_capacity(3);
+    if let Some(status) = status {
+        candidates.push((Driver::Status, sizes.map_or(0, |z| z.status(status))));
+    }
+    if query.definition_id.is_some() {
+        candidates.push((Driver::Definition, sizes.map_or(0, |z| z.definition)));
+    }
+    if query.roots_only {
+        candidates.push((Driver::Roots, sizes.map_or(0, |z| z.roots)));
+    }
+    // `min_by_key` keeps the first of equal sizes: the preference order.
+    candidates
+        .into_iter()
+        .min_by_key(|(_, n)| *n)
+        .map_or(Driver::Time, |(driver, _)| driver)
+}
+
+impl Stmts {
+    /// The counts by status, each with its executions of definition `?1` and its roots, from
+    /// migration 5's kept counts.
+    pub(crate) fn driver_sizes(&self) -> String {
+        format!(
+            "SELECT status, SUM(n), SUM(CASE WHEN definition_id = ?1 THEN n ELSE 0 END), \
+             SUM(CASE WHEN root = 1 THEN n ELSE 0 END) FROM {} GROUP BY status",
+            self.counts_table
+        )
+    }
+
+    /// The definition, `status` and roots-only filters of `query`, each not `driver`'s
+    /// written with a `+` so that its index is not used.
+    pub(crate) fn key_conditions(
+        &self,
+        query: &ListQuery,
+        status: Option<&str>,
+        driver: Driver,
+        c: &mut Conditions,
+    ) {
+        let hint = |d: Driver| if d == driver { "" } else { "+" };
+        if let Some(definition) = &query.definition_id {
+            c.push(
+                format!("{}definition_id = ?", hint(Driver::Definition)),
+                [Value::Text(definition.clone())],
+            );
+        }
+        if let Some(status) = status {
+            c.push(
+                format!("{}json_extract(data,'$.status') = ?", hint(Driver::Status)),
+                [Value::Text(status.to_owned())],
+            );
+        }
+        if query.roots_only {
+            c.push(
+                format!("{}json_extract(data,'$.parent_id') IS NULL", hint(Driver::Roots)),
+                [],
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sizes() -> Sizes {
+        Sizes::from_rows([
+            ("RUNNING".to_owned(), 900, 10, 500),
+            ("DONE".to_owned(), 50, 40, 30),
+            ("".to_owned(), 5, 0, 5),
+        ])
+    }
+
+    #[test]
+    fn the_smallest_driver_wins() {
+        let z = sizes();
+        let q = ListQuery::new();
+        assert_eq!(choose(&q, None, Some(&z)), Driver::Time);
+        assert_eq!(choose(&q, Some("RUNNING"), Some(&z)), Driver::Status);
+        let d = q.clone().definition("d");
+        // The definition has 50 executions, RUNNING 900, DONE 50 (a tie keeps the status).
+        assert_eq!(choose(&d, Some("RUNNING"), Some(&z)), Driver::Definition);
+        assert_eq!(choose(&d, Some("DONE"), Some(&z)), Driver::Status);
+        assert_eq!(choose(&d, Some("FAILED"), Some(&z)), Driver::Status);
+        let r = q.clone().roots_only(true);
+        // 535 roots.
+        assert_eq!(choose(&r, Some("RUNNING"), Some(&z)), Driver::Roots);
+        assert_eq!(choose(&r, Some("DONE"), Some(&z)), Driver::Status);
+        assert_eq!(choose(&r, None, Some(&z)), Driver::Roots);
+        assert_eq!(
+            choose(&d.clone().roots_only(true), None, Some(&z)),
+            Driver::Definition
+        );
+        // Without the counts: status, then definition, then roots.
+        assert_eq!(choose(&d, Some("RUNNING"), None), Driver::Status);
+        assert_eq!(choose(&d.roots_only(true), None, None), Driver::Definition);
+        assert_eq!(indexed_filters(&r, &["DONE", "RUNNING"]), 2);
+    }
+}
