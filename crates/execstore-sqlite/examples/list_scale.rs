@@ -4,8 +4,12 @@
 //!
 //! ```text
 //! cargo run --release -p execstore-sqlite --example list_scale -- \
-//!     [--sizes 100000,1000000] [--file /tmp/list-scale.db]
+//!     [--sizes 100000,1000000] [--file /tmp/list-scale.db] [--null-times]
 //! ```
+//!
+//! `--null-times` leaves `created_at` and `updated_at` out of every document, as W1's
+//! documents (and so `execstore bench --scale`'s) have them: each time order is then its
+//! NULL tail, by id descending.
 //!
 //! The fill is fast rather than realistic in its history: 1,000 executions saved through the
 //! contract (a W1-like mix: every second one RUNNING, the others DONE or FAILED, every fourth
@@ -24,8 +28,13 @@ const BASE: usize = 1_000;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut sizes = vec![100_000usize, 1_000_000];
     let mut file = std::env::temp_dir().join("execstore-list-scale.db");
+    let mut null_times = false;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--null-times" {
+            null_times = true;
+            continue;
+        }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--sizes" => sizes = value.split(',').map(str::parse).collect::<Result<_, _>>()?,
@@ -46,8 +55,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             _ => Status::Done,
         };
         exe.active_path = Some(format!("root.s{}", i % 7));
-        exe.created_at = Some(t0 + i as f64);
-        exe.updated_at = Some(t0 + i as f64 + 0.5);
+        if !null_times {
+            exe.created_at = Some(t0 + i as f64);
+            exe.updated_at = Some(t0 + i as f64 + 0.5);
+        }
         if i % 4 == 3 {
             exe.parent_id = Some(format!("x{:04}", i - 1));
         }

@@ -53,8 +53,11 @@ impl Conditions {
         self.args.extend(args);
     }
 
-    fn window(&mut self, field: &str, range: &TimeRange) {
-        let expr = format!("json_extract(data,'$.{field}')");
+    /// The window `range` on the time `field`; `plus` writes it `+json_extract(...)`, which
+    /// keeps its index out of SQLite's choice.
+    pub(crate) fn window(&mut self, field: &str, range: &TimeRange, plus: bool) {
+        let plus = if plus { "+" } else { "" };
+        let expr = format!("{plus}json_extract(data,'$.{field}')");
         if let Some(after) = range.after {
             self.push(format!("{expr} >= ?"), [Value::Real(after)]);
         }
@@ -144,9 +147,24 @@ impl Stmts {
     /// The filters of `query` other than its definition, statuses and roots-only: the time
     /// windows, the search and the `where` filter.
     pub(crate) fn other_conditions(&self, query: &ListQuery, c: &mut Conditions) {
-        c.window("created_at", &query.created);
-        c.window("updated_at", &query.updated);
-        c.window("finished_at", &query.finished);
+        self.other_conditions_hinted(query, |_| false, c);
+    }
+
+    /// [`Stmts::other_conditions`], with the windows on the time fields for which `plus`
+    /// answers true written with a `+` (their index kept out of SQLite's choice).
+    pub(crate) fn other_conditions_hinted(
+        &self,
+        query: &ListQuery,
+        plus: impl Fn(&str) -> bool,
+        c: &mut Conditions,
+    ) {
+        for (field, range) in [
+            ("created_at", &query.created),
+            ("updated_at", &query.updated),
+            ("finished_at", &query.finished),
+        ] {
+            c.window(field, range, plus(field));
+        }
         if let Some(search) = &query.search {
             search_condition(search, c);
         }

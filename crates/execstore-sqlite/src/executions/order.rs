@@ -16,7 +16,7 @@ use execstore::executions::{ListOrder, ListQuery, TimeKey};
 use rusqlite::types::Value;
 
 use super::filters::{Conditions, Filtered, WhereClause};
-use super::plan::{choose, Sizes};
+use super::plan::{choose, order_field, Driver, Sizes};
 use super::sql::Stmts;
 
 /// The indexed expression of a time order's key, spelled as migration 2 spells it.
@@ -45,6 +45,7 @@ impl Stmts {
         after: Option<&TimeKey>,
         statuses: &[&str],
         sizes: Option<&Sizes>,
+        window: Option<&str>,
         fetch: i64,
     ) -> Filtered {
         let time_col = time_column(query.order);
@@ -62,21 +63,29 @@ impl Stmts {
         } else {
             statuses.iter().copied().map(Some).collect()
         };
+        let own = order_field(query.order);
+        // A window on another field drives (`plan.rs`): the order's own time, like every
+        // other indexed filter, is then checked on the window's rows.
+        let walked = if window.is_some() { "+" } else { "" };
+        let plus = |field: &str| field != own && Some(field) != window;
         for status in slots {
-            let driver = choose(query, status, sizes);
+            let driver = match window {
+                Some(_) => Driver::Window,
+                None => choose(query, status, sizes),
+            };
             if !in_null_tail {
                 let mut c = Conditions::default();
                 self.key_conditions(query, status, driver, &mut c);
-                self.other_conditions(query, &mut c);
+                self.other_conditions_hinted(query, plus, &mut c);
                 match after {
                     Some(TimeKey { time: Some(time), id }) => c.push(
                         // The first term is the index's range; the second leaves out the
                         // ties at or before the cursor's id.
-                        format!("{time_col} <= ? AND ({time_col} < ? OR id < ?)"),
+                        format!("{walked}{time_col} <= ? AND ({time_col} < ? OR id < ?)"),
                         [Value::Real(*time), Value::Real(*time), Value::Text(id.clone())],
                     ),
                     _ if windowed => {}
-                    _ => c.push(format!("{time_col} >= -9e999"), []),
+                    _ => c.push(format!("{walked}{time_col} >= -9e999"), []),
                 }
                 arms.push(format!(
                     "SELECT id FROM (SELECT id FROM {table}{} ORDER BY {time_col} DESC, id DESC LIMIT ?)",
@@ -90,8 +99,8 @@ impl Stmts {
             }
             let mut c = Conditions::default();
             self.key_conditions(query, status, driver, &mut c);
-            self.other_conditions(query, &mut c);
-            c.push(format!("{time_col} IS NULL"), []);
+            self.other_conditions_hinted(query, plus, &mut c);
+            c.push(format!("{walked}{time_col} IS NULL"), []);
             if let Some(TimeKey { id, .. }) = after.filter(|_| in_null_tail) {
                 c.push("id < ?", [Value::Text(id.clone())]);
             }
@@ -168,15 +177,18 @@ mod tests {
         let mut statuses: Vec<&str> = query.status.iter().flatten().map(|s| s.as_str()).collect();
         statuses.sort_unstable();
         statuses.dedup();
-        let sizes = {
+        let (sizes, window) = {
             let conn = store.read().unwrap();
-            store.driver_sizes(&conn, query, &statuses, false).unwrap()
+            (
+                store.driver_sizes(&conn, query, &statuses, false).unwrap(),
+                store.driving_window(&conn, query, false).unwrap(),
+            )
         };
         super::super::tests::filtered_plan(
             store,
             store
                 .sql
-                .list_by_time(query, after.as_ref(), &statuses, sizes.as_ref(), 51),
+                .list_by_time(query, after.as_ref(), &statuses, sizes.as_ref(), window, 51),
         )
     }
 
@@ -236,6 +248,15 @@ mod tests {
             ("in the tail", q().cursor(Some(cursor(None, "e01500")))),
             ("with a window", window(q())),
         ];
+        // A narrow window on the other time field (about 100 of 3,000): its own index.
+        let other_window = |q: ListQuery| match order {
+            ListOrder::CreatedDesc => q.updated_between(Some(2e9 + 100.0), Some(2e9 + 200.0)),
+            _ => q.created_between(Some(2e9 + 100.0), Some(2e9 + 200.0)),
+        };
+        let other_index = match order {
+            ListOrder::CreatedDesc => "execstore_executions_by_updated",
+            _ => "execstore_executions_by_created",
+        };
         let running = || q().status([Status::Running]);
         // Each filter walks its own index, several statuses each theirs; of two filters,
         // the one with fewer executions (the `small` definition's 60 against RUNNING's
@@ -289,6 +310,18 @@ mod tests {
                 by("status"),
                 Some(by("definition")),
             ),
+            (
+                "other window",
+                other_window(q()),
+                other_index.to_owned(),
+                Some(index.to_owned()),
+            ),
+            (
+                "other window with status",
+                other_window(running()),
+                other_index.to_owned(),
+                Some(by("status")),
+            ),
         ];
         let cases = cases
             .into_iter()
@@ -319,7 +352,12 @@ mod tests {
                 );
             }
             let sorts: Vec<usize> = (0..p.len()).filter(|i| p[*i].contains("TEMP B-TREE")).collect();
-            assert_eq!(sorts, [p.len() - 1], "{what}: a sort inside an arm: {p:?}");
+            if what.starts_with("other window") {
+                // Each arm sorts its window's ids (at most `WINDOW_SORT_CAP`).
+                assert_eq!(sorts.last(), Some(&(p.len() - 1)), "{what}: {p:?}");
+            } else {
+                assert_eq!(sorts, [p.len() - 1], "{what}: a sort inside an arm: {p:?}");
+            }
             let page = store.list_executions(&query).unwrap();
             if what == "in the tail" {
                 assert_eq!(page.items.len(), 15, "{what}");

@@ -9,15 +9,22 @@
 //! driver wins: its size is read from the counts kept by migration 5 (a few rows). Without
 //! them the preference is status, definition, roots.
 //!
+//! A window on another time field than the order's (a `created` window in the `updated`
+//! order, a `finished` window) is no range of the walked index: the walk checks it on every
+//! row it reads, and a window far from the most recent (or empty) makes it read the whole
+//! store. So such a window's size is counted first on its own index, at most
+//! [`WINDOW_SORT_CAP`] entries read: a window that small drives instead ([`Driver::Window`]:
+//! its range read and its ids sorted, at most that many); a larger one is checked on the walk.
+//!
 //! SQLite without statistics cannot know this, and might walk the wrong index (or one
 //! index by equality and sort): every filter that is not the driver is written with a
 //! unary `+` (`+definition_id = ?`), which keeps its index out of the choice and leaves
 //! the result the same.
 
-use execstore::executions::ListQuery;
+use execstore::executions::{ListOrder, ListQuery, TimeRange};
 use rusqlite::types::Value;
 
-use super::filters::Conditions;
+use super::filters::{Conditions, Filtered, WhereClause};
 use super::sql::Stmts;
 
 /// The index a time-ordered walk follows.
@@ -31,6 +38,38 @@ pub(crate) enum Driver {
     Roots,
     /// `(time, id)`: every execution (no indexed filter).
     Time,
+    /// The index of a window on another time field than the order's: its range, sorted.
+    Window,
+}
+
+/// The most entries a window on another time field may have to drive the walk (a sort of
+/// that many ids, under a few milliseconds).
+pub(crate) const WINDOW_SORT_CAP: i64 = 10_000;
+
+/// The time field of a time order's key.
+pub(crate) fn order_field(order: ListOrder) -> &'static str {
+    match order {
+        ListOrder::CreatedDesc => "created_at",
+        _ => "updated_at",
+    }
+}
+
+/// The windows of `query` on other time fields than its order's (none when the order's own
+/// field has a window: that range bounds the walk already).
+pub(crate) fn other_windows(query: &ListQuery) -> Vec<(&'static str, &TimeRange)> {
+    let own = order_field(query.order);
+    let windows = [
+        ("created_at", &query.created),
+        ("updated_at", &query.updated),
+        ("finished_at", &query.finished),
+    ];
+    if windows.iter().any(|(f, r)| *f == own && r.is_set()) {
+        return Vec::new();
+    }
+    windows
+        .into_iter()
+        .filter(|(f, r)| *f != own && r.is_set())
+        .collect()
 }
 
 /// The sizes of the candidate drivers of one query, from the kept counts.
@@ -104,6 +143,22 @@ impl Stmts {
              SUM(CASE WHEN root = 1 THEN n ELSE 0 END) FROM {} GROUP BY status",
             self.counts_table
         )
+    }
+
+    /// How many executions the window `range` on `field` holds, counted on its index up to
+    /// [`WINDOW_SORT_CAP`] + 1.
+    pub(crate) fn window_count(&self, field: &str, range: &TimeRange) -> Filtered {
+        let mut c = Conditions::default();
+        c.window(field, range, false);
+        c.args.push(Value::Integer(WINDOW_SORT_CAP + 1));
+        Filtered {
+            sql: format!(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM {}{} LIMIT ?)",
+                self.executions,
+                c.terms.where_clause()
+            ),
+            args: c.args,
+        }
     }
 
     /// The definition, `status` and roots-only filters of `query`, each not `driver`'s

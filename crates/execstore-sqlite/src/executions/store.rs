@@ -464,15 +464,42 @@ impl SqliteStore {
         let limit = limit_param(query.limit.saturating_add(1));
         let conn = self.read()?;
         let sizes = self.driver_sizes(&conn, query, &statuses, skip)?;
+        let window = self.driving_window(&conn, query, skip)?;
         let ordered = self
             .sql
-            .list_by_time(query, after.as_ref(), &statuses, sizes.as_ref(), limit);
+            .list_by_time(query, after.as_ref(), &statuses, sizes.as_ref(), window, limit);
         let mut stmt = conn
             .prepare_cached(&self.maybe_skipping(ordered.sql, skip))
             .db()?;
         let mut rows = stmt.query(rusqlite::params_from_iter(ordered.args)).db()?;
         let items = read_summaries(&mut rows)?;
         Ok(ExecutionPage::from_overfetch_in(query.order, items, query.limit))
+    }
+
+    /// The window on another time field than `query`'s order that drives its walk: the
+    /// smallest of them if it holds at most [`plan::WINDOW_SORT_CAP`] executions (`plan.rs`).
+    pub(crate) fn driving_window(
+        &self,
+        conn: &rusqlite::Connection,
+        query: &ListQuery,
+        skip: bool,
+    ) -> Result<Option<&'static str>> {
+        let mut best: Option<(&'static str, i64)> = None;
+        if skip {
+            return Ok(None);
+        }
+        for (field, range) in plan::other_windows(query) {
+            let counted = self.sql.window_count(field, range);
+            let n: i64 = conn
+                .prepare_cached(&counted.sql)
+                .db()?
+                .query_row(rusqlite::params_from_iter(counted.args), |row| row.get(0))
+                .db()?;
+            if n <= plan::WINDOW_SORT_CAP && best.is_none_or(|(_, m)| n < m) {
+                best = Some((field, n));
+            }
+        }
+        Ok(best.map(|(field, _)| field))
     }
 
     /// The kept counts the choice of a time-ordered walk's index reads (`plan.rs`), when
