@@ -110,6 +110,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     "created window (last 2,000 s)",
                     q().created_between(Some(last - 2_000.0), None),
                 ),
+                (
+                    "created window (first 2,000 s)",
+                    q().created_between(Some(t0), Some(t0 + 2_000.0)),
+                ),
+                (
+                    "updated window (first 2,000 s)",
+                    q().updated_between(Some(t0), Some(t0 + 2_000.0)),
+                ),
             ];
             for (what, query) in queries {
                 let mut times = Vec::with_capacity(7);
