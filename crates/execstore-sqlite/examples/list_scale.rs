@@ -4,9 +4,10 @@
 //!
 //! ```text
 //! cargo run --release -p execstore-sqlite --example list_scale -- \
-//!     [--sizes 100000,1000000] [--file /tmp/list-scale.db] [--null-times]
+//!     [--sizes 100000,1000000] [--file PATH] [--null-times]
 //! ```
 //!
+//! `--file` defaults to `execstore-list-scale.db` in the temporary directory (removed first).
 //! `--null-times` leaves `created_at` and `updated_at` out of every document, as W1's
 //! documents (and so `execstore bench --scale`'s) have them: each time order is then its
 //! NULL tail, by id descending.
