@@ -74,9 +74,15 @@ fn table_names_without_prefix() {
             "execstore_executions_by_active_path",
             "execstore_executions_by_created",
             "execstore_executions_by_definition",
+            "execstore_executions_by_definition_created",
+            "execstore_executions_by_definition_updated",
             "execstore_executions_by_finished",
             "execstore_executions_by_status",
+            "execstore_executions_by_status_created",
+            "execstore_executions_by_status_updated",
             "execstore_executions_by_updated",
+            "execstore_executions_roots_by_created",
+            "execstore_executions_roots_by_updated",
             "execstore_timers_by_fire_at"
         ]
     );
@@ -125,8 +131,8 @@ fn two_prefixes_share_one_file() {
     let harel = open_harel(&db(&dir));
     plain.save(&mut Execution::new("only-plain", "d")).unwrap();
     assert!(harel.load("only-plain").unwrap().is_none());
-    assert_eq!(plain.schema_version().unwrap(), 5);
-    assert_eq!(harel.schema_version().unwrap(), 5);
+    assert_eq!(plain.schema_version().unwrap(), 6);
+    assert_eq!(harel.schema_version().unwrap(), 6);
 }
 
 #[test]
@@ -151,7 +157,7 @@ fn migrations_recorded_once_and_idempotent() {
     let dir = tempfile::tempdir().unwrap();
     for _ in 0..3 {
         let store = open(&db(&dir));
-        assert_eq!(store.schema_version().unwrap(), 5);
+        assert_eq!(store.schema_version().unwrap(), 6);
     }
     let conn = Connection::open(db(&dir)).unwrap();
     let rows: Vec<(i64, String, String, String)> = conn
@@ -161,7 +167,7 @@ fn migrations_recorded_once_and_idempotent() {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    assert_eq!(rows.len(), 5, "{rows:?}");
+    assert_eq!(rows.len(), 6, "{rows:?}");
     let (version, description, checksum, applied_at) = &rows[0];
     assert_eq!(*version, 1);
     assert!(!description.is_empty());
@@ -180,12 +186,12 @@ fn newer_migrations_left_alone_and_changed_ones_refused() {
     drop(open(&db(&dir)));
     let conn = Connection::open(db(&dir)).unwrap();
     conn.execute(
-        "INSERT INTO execstore_migrations (version, description, checksum) VALUES (6, 'from the future', 'x')",
+        "INSERT INTO execstore_migrations (version, description, checksum) VALUES (100, 'from the future', 'x')",
         [],
     )
     .unwrap();
     let store = open(&db(&dir));
-    assert_eq!(store.schema_version().unwrap(), 6);
+    assert_eq!(store.schema_version().unwrap(), 100);
     drop(store);
 
     conn.execute(
@@ -404,6 +410,9 @@ fn corrupt_rows_are_corrupt_not_panics() {
          DROP INDEX execstore_executions_by_updated;
          DROP INDEX execstore_executions_by_finished;
          DROP INDEX execstore_executions_by_active_path;
+         DROP INDEX execstore_executions_by_status_updated; DROP INDEX execstore_executions_by_status_created;
+         DROP INDEX execstore_executions_by_definition_updated; DROP INDEX execstore_executions_by_definition_created;
+         DROP INDEX execstore_executions_roots_by_updated; DROP INDEX execstore_executions_roots_by_created;
          DELETE FROM executions WHERE id <> 'fine';
          INSERT INTO executions VALUES ('garbage', 'd', '{not json', 1);",
     )
@@ -448,13 +457,13 @@ fn concurrent_opens_of_a_fresh_file_migrate_once() {
         })
         .collect();
     for handle in handles {
-        assert_eq!(handle.join().unwrap().unwrap(), 5);
+        assert_eq!(handle.join().unwrap().unwrap(), 6);
     }
     let conn = Connection::open(&path).unwrap();
     let count: i64 = conn
         .query_row("SELECT COUNT(*) FROM execstore_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(count, 5);
+    assert_eq!(count, 6);
     assert_eq!(open(&path).ids_with_prefix("t").unwrap().len(), 8);
 }
 
@@ -649,7 +658,7 @@ fn opens_a_file_harel_created() {
     )
     .unwrap();
     let store = open_harel(&db(&dir));
-    assert_eq!(store.schema_version().unwrap(), 5);
+    assert_eq!(store.schema_version().unwrap(), 6);
     let exe = store.load("old").unwrap().unwrap();
     assert_eq!((exe.version, exe.status), (7, Status::Done));
     let page = store

@@ -224,6 +224,9 @@ fn a_row_that_is_not_json_is_not_counted() {
         "DROP INDEX execstore_executions_by_status; DROP INDEX execstore_executions_by_created;
          DROP INDEX execstore_executions_by_updated; DROP INDEX execstore_executions_by_finished;
          DROP INDEX execstore_executions_by_active_path;
+         DROP INDEX execstore_executions_by_status_updated; DROP INDEX execstore_executions_by_status_created;
+         DROP INDEX execstore_executions_by_definition_updated; DROP INDEX execstore_executions_by_definition_created;
+         DROP INDEX execstore_executions_roots_by_updated; DROP INDEX execstore_executions_roots_by_created;
          INSERT INTO executions VALUES ('bad', 'd', '{not json', 1);
          INSERT INTO executions VALUES ('worse', 'd', '{not json either', 1);",
     )

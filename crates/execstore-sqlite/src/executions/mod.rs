@@ -10,6 +10,7 @@ mod counts_tests;
 mod definitions;
 mod filters;
 mod order;
+mod plan;
 mod schema;
 mod sql;
 mod store;

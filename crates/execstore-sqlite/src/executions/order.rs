@@ -16,6 +16,7 @@ use execstore::executions::{ListOrder, ListQuery, TimeKey};
 use rusqlite::types::Value;
 
 use super::filters::{Conditions, Filtered, WhereClause};
+use super::plan::{choose, order_field, Driver, Sizes};
 use super::sql::Stmts;
 
 /// The indexed expression of a time order's key, spelled as migration 2 spells it.
@@ -28,50 +29,94 @@ fn time_column(order: ListOrder) -> &'static str {
 
 impl Stmts {
     /// The listing of `query` in its time order (its time descending), resuming after
-    /// `after` (the decoded cursor), fetching `fetch` rows.
+    /// `after` (the decoded cursor), fetching `fetch` rows; `sizes` are the kept counts the
+    /// choice of index reads when the query has several indexed filters (`plan.rs`).
+    ///
+    /// Each status of the filter (or every status, without one) is walked on its own, two
+    /// arms each (the times, then the NULL tail), each arm a range of one index read at most
+    /// a page deep: several statuses are merged by the outer sort of at most a page per arm,
+    /// where `status IN (...)` would have sorted every match. The first arm bounds the time
+    /// below by `-9e999` (every number) rather than `IS NOT NULL`, which SQLite does not
+    /// take as a range of the index; a window or a cursor on the order's own time is the
+    /// range itself (and leaves no NULL tail to read).
     pub(crate) fn list_by_time(
         &self,
         query: &ListQuery,
         after: Option<&TimeKey>,
         statuses: &[&str],
+        sizes: Option<&Sizes>,
+        window: Option<&str>,
         fetch: i64,
     ) -> Filtered {
         let time_col = time_column(query.order);
+        let own_window = match query.order {
+            ListOrder::CreatedDesc => &query.created,
+            _ => &query.updated,
+        };
+        let windowed = own_window.after.is_some() || own_window.before.is_some();
         let table = &self.executions;
         let mut args = Vec::new();
         let mut arms = Vec::new();
         let in_null_tail = after.is_some_and(|key| key.time.is_none());
-        if !in_null_tail {
+        let slots: Vec<Option<&str>> = if statuses.is_empty() {
+            vec![None]
+        } else {
+            statuses.iter().copied().map(Some).collect()
+        };
+        let own = order_field(query.order);
+        // A window on another field drives (`plan.rs`): the order's own time, like every
+        // other indexed filter, is then checked on the window's rows.
+        // Its `ORDER BY` too: a one-sided window looks to SQLite like a quarter of the table,
+        // which it would rather walk in the order's index (or the id's) than sort.
+        let walked = if window.is_some() { "+" } else { "" };
+        let plus = |field: &str| field != own && Some(field) != window;
+        for status in slots {
+            let driver = match window {
+                Some(_) => Driver::Window,
+                None => choose(query, status, sizes),
+            };
+            if !in_null_tail {
+                let mut c = Conditions::default();
+                self.key_conditions(query, status, driver, &mut c);
+                self.other_conditions_hinted(query, plus, &mut c);
+                match after {
+                    Some(TimeKey { time: Some(time), id }) => c.push(
+                        // The first term is the index's range; the second leaves out the
+                        // ties at or before the cursor's id.
+                        format!("{walked}{time_col} <= ? AND ({time_col} < ? OR id < ?)"),
+                        [Value::Real(*time), Value::Real(*time), Value::Text(id.clone())],
+                    ),
+                    _ if windowed => {}
+                    _ => c.push(format!("{walked}{time_col} >= -9e999"), []),
+                }
+                arms.push(format!(
+                    "SELECT id FROM (SELECT id FROM {table}{} ORDER BY {walked}{time_col} DESC, {walked}id DESC LIMIT ?)",
+                    c.terms.where_clause()
+                ));
+                args.extend(c.args);
+                args.push(Value::Integer(fetch));
+            }
+            if windowed {
+                continue;
+            }
             let mut c = Conditions::default();
-            self.filter_conditions(query, statuses, &mut c);
-            match after {
-                Some(TimeKey { time: Some(time), id }) => c.push(
-                    // The first term is the index's range; the second leaves out the ties
-                    // at or before the cursor's id.
-                    format!("{time_col} <= ? AND ({time_col} < ? OR id < ?)"),
-                    [Value::Real(*time), Value::Real(*time), Value::Text(id.clone())],
-                ),
-                _ => c.push(format!("{time_col} IS NOT NULL"), []),
+            self.key_conditions(query, status, driver, &mut c);
+            self.other_conditions_hinted(query, plus, &mut c);
+            c.push(format!("{walked}{time_col} IS NULL"), []);
+            if let Some(TimeKey { id, .. }) = after.filter(|_| in_null_tail) {
+                c.push("id < ?", [Value::Text(id.clone())]);
             }
             arms.push(format!(
-                "SELECT id FROM (SELECT id FROM {table}{} ORDER BY {time_col} DESC, id DESC LIMIT ?)",
+                "SELECT id FROM (SELECT id FROM {table}{} ORDER BY {walked}id DESC LIMIT ?)",
                 c.terms.where_clause()
             ));
             args.extend(c.args);
             args.push(Value::Integer(fetch));
         }
-        let mut c = Conditions::default();
-        self.filter_conditions(query, statuses, &mut c);
-        c.push(format!("{time_col} IS NULL"), []);
-        if let Some(TimeKey { id, .. }) = after.filter(|_| in_null_tail) {
-            c.push("id < ?", [Value::Text(id.clone())]);
+        if arms.is_empty() {
+            // A window with a cursor in the NULL tail: nothing is left.
+            arms.push(format!("SELECT id FROM {table} WHERE 0"));
         }
-        arms.push(format!(
-            "SELECT id FROM (SELECT id FROM {table}{} ORDER BY id DESC LIMIT ?)",
-            c.terms.where_clause()
-        ));
-        args.extend(c.args);
-        args.push(Value::Integer(fetch));
         args.push(Value::Integer(fetch));
         Filtered {
             sql: format!(
@@ -127,14 +172,36 @@ mod tests {
         Execution, ExecutionStore,
     };
 
-    /// The query plan of `query`'s listing in its time order, one line per step.
+    /// The query plan of `query`'s listing in its time order, one line per step, with the
+    /// index chosen as the listing chooses it (from the kept counts).
     fn plan(store: &SqliteStore, query: &ListQuery) -> Vec<String> {
         let after = query.validated_time_after().unwrap();
-        let statuses: Vec<&str> = query.status.iter().flatten().map(|s| s.as_str()).collect();
+        let mut statuses: Vec<&str> = query.status.iter().flatten().map(|s| s.as_str()).collect();
+        statuses.sort_unstable();
+        statuses.dedup();
+        let (sizes, window) = {
+            let conn = store.read().unwrap();
+            (
+                store.driver_sizes(&conn, query, &statuses, false).unwrap(),
+                store.driving_window(&conn, query, false).unwrap(),
+            )
+        };
         super::super::tests::filtered_plan(
             store,
-            store.sql.list_by_time(query, after.as_ref(), &statuses, 51),
+            store
+                .sql
+                .list_by_time(query, after.as_ref(), &statuses, sizes.as_ref(), window, 51),
         )
+    }
+
+    /// The first `limit` of every execution `query` selects, in its order: read by the id
+    /// order's listing (another statement) and sorted here.
+    fn reference(store: &SqliteStore, query: &ListQuery, limit: usize) -> Vec<String> {
+        let mut by_id = query.clone().order(ListOrder::Id).limit(10_000);
+        by_id.cursor = None;
+        let mut all = store.list_executions(&by_id).unwrap().items;
+        all.sort_by(|a, b| query.order.compare(a, b));
+        all.into_iter().take(limit).map(|s| s.id).collect()
     }
 
     /// The listing in `order` walks the `(time, id)` index named `index` (a `SEARCH` of it,
@@ -147,8 +214,24 @@ mod tests {
             exe.status = Status::ALL[i % Status::ALL.len()];
             exe.updated_at = (i % 100 != 0).then(|| 2e9 + ((i * 7919) % 3000) as f64);
             exe.created_at = (i % 100 != 1).then(|| 2e9 + ((i * 4999) % 3000) as f64);
+            if i % 3 == 0 {
+                exe.parent_id = Some("e00000".into());
+            }
+            if i % 50 == 7 {
+                exe.definition_id = "small".into();
+            }
             store.save(&mut exe).unwrap();
         }
+        let by = |what: &str| {
+            let time = match order {
+                ListOrder::CreatedDesc => "created",
+                _ => "updated",
+            };
+            match what {
+                "roots" => format!("execstore_executions_roots_by_{time}"),
+                _ => format!("execstore_executions_by_{what}_{time}"),
+            }
+        };
         let cursor = |time, id: &str| match order {
             ListOrder::CreatedDesc => encode_created_cursor(time, id),
             _ => encode_updated_cursor(time, id),
@@ -167,12 +250,107 @@ mod tests {
             ("in the tail", q().cursor(Some(cursor(None, "e01500")))),
             ("with a window", window(q())),
         ];
-        for (what, query) in cases {
+        // A narrow window on the other time field (about 100 of 3,000): its own index.
+        let other_window = |q: ListQuery| match order {
+            ListOrder::CreatedDesc => q.updated_between(Some(2e9 + 100.0), Some(2e9 + 200.0)),
+            _ => q.created_between(Some(2e9 + 100.0), Some(2e9 + 200.0)),
+        };
+        let other_index = match order {
+            ListOrder::CreatedDesc => "execstore_executions_by_updated",
+            _ => "execstore_executions_by_created",
+        };
+        let running = || q().status([Status::Running]);
+        // Each filter walks its own index, several statuses each theirs; of two filters,
+        // the one with fewer executions (the `small` definition's 60 against RUNNING's
+        // 3,000 / 6 and the 2,000 roots; RUNNING against the roots).
+        let filtered = [
+            ("status", running(), by("status"), None),
+            (
+                "two statuses",
+                q().status([Status::Running, Status::Done]),
+                by("status"),
+                None,
+            ),
+            (
+                "status after a cursor",
+                running().cursor(Some(cursor(Some(2e9 + 1500.0), "e01500"))),
+                by("status"),
+                None,
+            ),
+            (
+                "status in the tail",
+                running().cursor(Some(cursor(None, "e02900"))),
+                by("status"),
+                None,
+            ),
+            ("status with a window", window(running()), by("status"), None),
+            ("definition", q().definition("d1"), by("definition"), None),
+            ("roots", q().roots_only(true), by("roots"), None),
+            (
+                "roots with a window",
+                window(q().roots_only(true)),
+                by("roots"),
+                None,
+            ),
+            (
+                "status and a small definition",
+                running().definition("small"),
+                by("definition"),
+                Some(by("status")),
+            ),
+            (
+                "status and roots",
+                running().roots_only(true),
+                by("status"),
+                Some(by("roots")),
+            ),
+            (
+                "two statuses, definition, roots",
+                q().status([Status::Running, Status::Failed])
+                    .definition("d2")
+                    .roots_only(true),
+                by("status"),
+                Some(by("definition")),
+            ),
+            (
+                "other window",
+                other_window(q()),
+                other_index.to_owned(),
+                Some(index.to_owned()),
+            ),
+            (
+                "other window, one-sided",
+                match order {
+                    ListOrder::CreatedDesc => q().updated_between(Some(2e9 + 2900.0), None),
+                    _ => q().created_between(Some(2e9 + 2900.0), None),
+                },
+                other_index.to_owned(),
+                Some(index.to_owned()),
+            ),
+            (
+                "other window with status",
+                other_window(running()),
+                other_index.to_owned(),
+                Some(by("status")),
+            ),
+        ];
+        let cases = cases
+            .into_iter()
+            .map(|(what, query)| (what, query, index.to_owned(), None))
+            .chain(filtered);
+        for (what, query, index, not) in cases {
+            let index = index.as_str();
             let p = plan(&store, &query);
             assert!(
                 p.iter().any(|s| s.contains(index)),
                 "{what}: {index} is not used: {p:?}"
             );
+            if let Some(not) = not {
+                assert!(
+                    !p.iter().any(|s| s.contains(&not)),
+                    "{what}: {not} is used: {p:?}"
+                );
+            }
             // Every read of the table is a range of an index (the first page's walk of the
             // index from its end stops after a page), and the one sort is the outer
             // query's, of at most two pages of ids.
@@ -185,14 +363,28 @@ mod tests {
                 );
             }
             let sorts: Vec<usize> = (0..p.len()).filter(|i| p[*i].contains("TEMP B-TREE")).collect();
-            assert_eq!(sorts, [p.len() - 1], "{what}: a sort inside an arm: {p:?}");
+            if what.starts_with("other window") {
+                // Each arm sorts its window's ids (at most `WINDOW_SORT_CAP`).
+                assert_eq!(sorts.last(), Some(&(p.len() - 1)), "{what}: {p:?}");
+            } else {
+                assert_eq!(sorts, [p.len() - 1], "{what}: a sort inside an arm: {p:?}");
+            }
             let page = store.list_executions(&query).unwrap();
-            assert_eq!(
-                page.items.len(),
-                if what == "in the tail" { 15 } else { 50 },
-                "{what}"
-            );
+            if what == "in the tail" {
+                assert_eq!(page.items.len(), 15, "{what}");
+            }
             assert!(page.items.windows(2).all(|w| order.compare(&w[0], &w[1]).is_lt()));
+            // The page is the first 50 of what the filter selects, in the order (after the
+            // cursor: every item after the cursor's key).
+            let ids: Vec<String> = page.items.iter().map(|s| s.id.clone()).collect();
+            if query.cursor.is_none() {
+                assert_eq!(ids, reference(&store, &query, 50), "{what}");
+                assert!(ids.len() >= 5, "{what}: {}", ids.len());
+            } else {
+                let all = reference(&store, &query, 10_000);
+                let at = all.iter().position(|id| id == &ids[0]).unwrap();
+                assert_eq!(ids, all[at..(at + ids.len())], "{what}");
+            }
         }
     }
 

@@ -121,6 +121,32 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         description: "execution counts by definition and status, kept by triggers",
         statements: COUNTS_STATEMENTS,
     },
+    Migration {
+        version: 6,
+        // The time orders' first page under a status, definition or roots-only filter
+        // (`order.rs`, `plan.rs`): each filter's executions in the order's own key, so the
+        // listing walks one range of one index instead of sorting every match. A step moves
+        // an execution's entry in the `updated_at` ones (its status's, its definition's and,
+        // for a root, the roots'); `created_at` never changes, so theirs move only with the
+        // status. Roots are a partial index: a child execution has no entry.
+        description: "indexes for the time orders under a status, definition or roots filter",
+        statements: &[
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_status_updated \
+         ON {executions} (json_extract(data,'$.status'), json_extract(data,'$.updated_at'), id)",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_status_created \
+         ON {executions} (json_extract(data,'$.status'), json_extract(data,'$.created_at'), id)",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_definition_updated \
+         ON {executions} (definition_id, json_extract(data,'$.updated_at'), id)",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_definition_created \
+         ON {executions} (definition_id, json_extract(data,'$.created_at'), id)",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_roots_by_updated \
+         ON {executions} (json_extract(data,'$.updated_at'), id) \
+         WHERE json_extract(data,'$.parent_id') IS NULL",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_roots_by_created \
+         ON {executions} (json_extract(data,'$.created_at'), id) \
+         WHERE json_extract(data,'$.parent_id') IS NULL",
+        ],
+    },
 ];
 
 /// Migration 5: the counts table, its triggers and its first fill. `status` is the

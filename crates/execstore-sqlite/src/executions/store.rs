@@ -15,6 +15,7 @@ use execstore::{
 use rusqlite::{params, OptionalExtension};
 use std::sync::atomic::Ordering;
 
+use super::plan;
 use super::{corrupt, limit_param, parse_execution, prefix_upper_bound, SqliteStore};
 use crate::db::error::Db;
 
@@ -461,14 +462,69 @@ impl SqliteStore {
             None => return Ok(ExecutionPage::default()),
         };
         let limit = limit_param(query.limit.saturating_add(1));
-        let ordered = self.sql.list_by_time(query, after.as_ref(), &statuses, limit);
         let conn = self.read()?;
+        let sizes = self.driver_sizes(&conn, query, &statuses, skip)?;
+        let window = self.driving_window(&conn, query, skip)?;
+        let ordered = self
+            .sql
+            .list_by_time(query, after.as_ref(), &statuses, sizes.as_ref(), window, limit);
         let mut stmt = conn
             .prepare_cached(&self.maybe_skipping(ordered.sql, skip))
             .db()?;
         let mut rows = stmt.query(rusqlite::params_from_iter(ordered.args)).db()?;
         let items = read_summaries(&mut rows)?;
         Ok(ExecutionPage::from_overfetch_in(query.order, items, query.limit))
+    }
+
+    /// The window on another time field than `query`'s order that drives its walk: the
+    /// smallest of them if it holds at most [`plan::WINDOW_SORT_CAP`] executions (`plan.rs`).
+    pub(crate) fn driving_window(
+        &self,
+        conn: &rusqlite::Connection,
+        query: &ListQuery,
+        skip: bool,
+    ) -> Result<Option<&'static str>> {
+        let mut best: Option<(&'static str, i64)> = None;
+        if skip {
+            return Ok(None);
+        }
+        for (field, range) in plan::other_windows(query) {
+            let counted = self.sql.window_count(field, range);
+            let n: i64 = conn
+                .prepare_cached(&counted.sql)
+                .db()?
+                .query_row(rusqlite::params_from_iter(counted.args), |row| row.get(0))
+                .db()?;
+            if n <= plan::WINDOW_SORT_CAP && best.is_none_or(|(_, m)| n < m) {
+                best = Some((field, n));
+            }
+        }
+        Ok(best.map(|(field, _)| field))
+    }
+
+    /// The kept counts the choice of a time-ordered walk's index reads (`plan.rs`), when
+    /// `query` (with its distinct `statuses`) has two indexed filters or more.
+    pub(crate) fn driver_sizes(
+        &self,
+        conn: &rusqlite::Connection,
+        query: &ListQuery,
+        statuses: &[&str],
+        skip: bool,
+    ) -> Result<Option<plan::Sizes>> {
+        if plan::indexed_filters(query, statuses) < 2 || skip || !self.sql.has_counts.load(Ordering::Relaxed)
+        {
+            return Ok(None);
+        }
+        let definition = query.definition_id.as_deref().unwrap_or_default();
+        let mut stmt = conn.prepare_cached(&self.sql.driver_sizes()).db()?;
+        let rows = stmt
+            .query_map([definition], |row| {
+                let n = |i| row.get::<_, i64>(i).map(|n| u64::try_from(n).unwrap_or(0));
+                Ok((row.get::<_, String>(0)?, n(1)?, n(2)?, n(3)?))
+            })
+            .db()?;
+        let rows = rows.collect::<rusqlite::Result<Vec<_>>>().db()?;
+        Ok(Some(plan::Sizes::from_rows(rows)))
     }
 
     /// The counts by status of what `query`'s listing selects (see `order.rs`).

@@ -96,6 +96,33 @@ pub fn list_order_updated_desc(store: &dyn ExecutionStore) {
     assert_eq!(short(&window, &ns), ["e08", "e05", "e02", "e09", "e06"]);
     let created = walked(store, &by_updated().created_between(Some(t + 9.0), None));
     assert_eq!(short(&created, &ns), ["e11", "e09", "e10", "e13", "e12"]);
+    // Several statuses merged in the order (a tie at t+7 across two statuses), alone, with a
+    // definition and a window on the order's own time, and in the `created` order with roots.
+    let two = walked(store, &by_updated().status([Status::Running, Status::Failed]));
+    assert_eq!(
+        short(&two, &ns),
+        ["e07", "e04", "e11", "e01", "e08", "e05", "e02", "e10", "e13"]
+    );
+    let two_b = walked(
+        store,
+        &by_updated()
+            .status([Status::Failed, Status::Running])
+            .definition(format!("{ns}B"))
+            .updated_between(Some(t + 5.0), Some(t + 10.0)),
+    );
+    assert_eq!(short(&two_b, &ns), ["e07", "e11", "e01", "e05"]);
+    let created_roots = walked(
+        store,
+        &ListQuery::new()
+            .search(&ns)
+            .order(ListOrder::CreatedDesc)
+            .status([Status::Done, Status::Running])
+            .roots_only(true),
+    );
+    assert_eq!(
+        short(&created_roots, &ns),
+        ["e13", "e12", "e10", "e09", "e07", "e06", "e04", "e03", "e01", "e00"]
+    );
     // The id order is the default and unchanged.
     let by_id = walked(store, &ListQuery::new().search(&ns));
     assert_eq!(by_id.len(), 14);
