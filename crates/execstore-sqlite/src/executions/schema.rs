@@ -121,6 +121,16 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         description: "execution counts by definition and status, kept by triggers",
         statements: COUNTS_STATEMENTS,
     },
+    // (6 is another change's.) Versions need not be contiguous: each is applied when not
+    // recorded, in this order.
+    Migration {
+        version: 7,
+        // The per-definition graph's figures: executions per active path and status, trace
+        // steps per transition and event, guards per transition, kept by triggers on harel's
+        // executions and trace tables (see `executions/graph.rs`).
+        description: "graph figures by definition, kept by triggers",
+        statements: super::graph::GRAPH_STATEMENTS,
+    },
 ];
 
 /// Migration 5: the counts table, its triggers and its first fill. `status` is the

@@ -1,0 +1,287 @@
+//! Migration 7: the figures a definition's graph is drawn from
+//! ([`ExecutionStore::graph_figures`](execstore::ExecutionStore::graph_figures)), kept up to
+//! date by triggers on harel's tables, so that every writer (this store, harel 0.9 itself, a
+//! hand-written statement) keeps them right and the graph reads a few rows per definition
+//! instead of every execution and trace.
+//!
+//! - `{pfx}execstore_graph_now`: executions per definition, active path and status;
+//! - `{pfx}execstore_graph_steps`: stored trace steps per definition, `from_path`, `to_path`
+//!   and `event_kind`;
+//! - `{pfx}execstore_graph_guards`: the items of the steps' `guards` arrays per definition,
+//!   `from_path`, `to_path` and guard.
+//!
+//! Values are the documents' JSON text (`->`), `''` when absent, so the reader shows them
+//! as a scan does (`execstore::executions::graph`). Each change is an upsert adding +1 or -1
+//! (a row falling to 0 stays). A trace step counts under the definition of its execution:
+//! written before its execution, it is counted when the execution is inserted; the
+//! execution's delete (a purge deletes it before its trace) takes its steps out, and a step
+//! deleted after finds no execution and changes nothing. A document that is not JSON is not
+//! counted (as the listing skips it); a trace step is read as JSON5, which takes the `NaN`
+//! Python's `json.dumps` writes (SQLite 3.45 or newer, which every build bundles).
+
+use execstore::executions::{FiguresTally, GraphFigures, Status};
+use execstore::{Result, StoreError};
+use rusqlite::Connection;
+use serde_json::Value;
+
+use crate::db::error::Db;
+
+use super::corrupt;
+use super::schema::{Sql, Tables};
+
+/// The upsert of one execution's figure into `now`, from the row `$row` (`new`/`old`), adding
+/// `$n`.
+macro_rules! now_delta {
+    ($row:literal, $n:literal) => {
+        concat!(
+            "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, n) SELECT ",
+            $row,
+            ".definition_id, COALESCE(",
+            $row,
+            ".data -> '$.active_path', ''), COALESCE(json_extract(",
+            $row,
+            ".data, '$.status'), ''), ",
+            $n,
+            " WHERE json_valid(",
+            $row,
+            ".data) ",
+            "ON CONFLICT (definition_id, active_path, status) DO UPDATE SET n = n + excluded.n;"
+        )
+    };
+}
+
+/// The upserts of one trace row's step and guards (the row `$row`, `new`/`old`), under its
+/// execution's definition, adding `$n`.
+macro_rules! step_delta {
+    ($row:literal, $n:literal) => {
+        concat!(
+            "INSERT INTO {pfx}execstore_graph_steps (definition_id, from_path, to_path, event, n) \
+             SELECT definition_id, COALESCE(",
+            $row,
+            ".entry -> '$.from_path', ''), COALESCE(",
+            $row,
+            ".entry -> '$.to_path', ''), COALESCE(",
+            $row,
+            ".entry -> '$.event_kind', ''), ",
+            $n,
+            " FROM {executions} WHERE id = ",
+            $row,
+            ".execution_id \
+             ON CONFLICT (definition_id, from_path, to_path, event) DO UPDATE SET n = n + excluded.n; \
+             INSERT INTO {pfx}execstore_graph_guards (definition_id, from_path, to_path, guard, n) \
+             SELECT e.definition_id, COALESCE(",
+            $row,
+            ".entry -> '$.from_path', ''), COALESCE(",
+            $row,
+            ".entry -> '$.to_path', ''), ",
+            $row,
+            ".entry -> g.fullkey, ",
+            $n,
+            " FROM {executions} AS e, json_each(",
+            $row,
+            ".entry, '$.guards') AS g \
+             WHERE e.id = ",
+            $row,
+            ".execution_id AND json_type(",
+            $row,
+            ".entry, '$.guards') = 'array' \
+             ON CONFLICT (definition_id, from_path, to_path, guard) DO UPDATE SET n = n + excluded.n;"
+        )
+    };
+}
+
+/// The upserts of every stored step and guard of execution `$row.id` under the definition
+/// `$row.definition_id` (`$row`: `new`/`old`), adding `$n` for each.
+macro_rules! trace_delta {
+    ($row:literal, $n:literal) => {
+        concat!(
+            "INSERT INTO {pfx}execstore_graph_steps (definition_id, from_path, to_path, event, n) \
+             SELECT ",
+            $row,
+            ".definition_id, COALESCE(t.entry -> '$.from_path', ''), \
+             COALESCE(t.entry -> '$.to_path', ''), COALESCE(t.entry -> '$.event_kind', ''), ",
+            $n,
+            " FROM {trace} AS t WHERE t.execution_id = ",
+            $row,
+            ".id AND json_valid(t.entry, 2) \
+             ON CONFLICT (definition_id, from_path, to_path, event) DO UPDATE SET n = n + excluded.n; \
+             INSERT INTO {pfx}execstore_graph_guards (definition_id, from_path, to_path, guard, n) \
+             SELECT ",
+            $row,
+            ".definition_id, COALESCE(t.entry -> '$.from_path', ''), \
+             COALESCE(t.entry -> '$.to_path', ''), t.entry -> g.fullkey, ",
+            $n,
+            " FROM {trace} AS t, json_each(t.entry, '$.guards') AS g WHERE t.execution_id = ",
+            $row,
+            ".id AND json_valid(t.entry, 2) AND json_type(t.entry, '$.guards') = 'array' \
+             ON CONFLICT (definition_id, from_path, to_path, guard) DO UPDATE SET n = n + excluded.n;"
+        )
+    };
+}
+
+/// Migration 7's statements: the tables, their triggers and their first fill.
+pub(crate) const GRAPH_STATEMENTS: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS {pfx}execstore_graph_now \
+     (definition_id TEXT NOT NULL, active_path TEXT NOT NULL, status TEXT NOT NULL, n INTEGER NOT NULL, \
+     PRIMARY KEY (definition_id, active_path, status)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS {pfx}execstore_graph_steps \
+     (definition_id TEXT NOT NULL, from_path TEXT NOT NULL, to_path TEXT NOT NULL, event TEXT NOT NULL, \
+     n INTEGER NOT NULL, PRIMARY KEY (definition_id, from_path, to_path, event)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS {pfx}execstore_graph_guards \
+     (definition_id TEXT NOT NULL, from_path TEXT NOT NULL, to_path TEXT NOT NULL, guard TEXT NOT NULL, \
+     n INTEGER NOT NULL, PRIMARY KEY (definition_id, from_path, to_path, guard)) WITHOUT ROWID",
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_insert AFTER INSERT ON {executions} BEGIN ",
+        now_delta!("new", "1"),
+        trace_delta!("new", "1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_delete AFTER DELETE ON {executions} BEGIN ",
+        now_delta!("old", "-1"),
+        trace_delta!("old", "-1"),
+        " END"
+    ),
+    // Most steps move the active path, some the status; a step that moves neither runs none
+    // of it (its WHEN is false).
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_update AFTER UPDATE OF definition_id, data \
+         ON {executions} WHEN NOT json_valid(old.data) OR NOT json_valid(new.data) \
+         OR old.definition_id IS NOT new.definition_id \
+         OR json_extract(old.data, '$.status') IS NOT json_extract(new.data, '$.status') \
+         OR (old.data -> '$.active_path') IS NOT (new.data -> '$.active_path') BEGIN ",
+        now_delta!("old", "-1"),
+        now_delta!("new", "1"),
+        " END"
+    ),
+    // An execution moved to another definition (by hand) takes its steps along.
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_moved AFTER UPDATE OF id, definition_id \
+         ON {executions} WHEN old.id IS NOT new.id OR old.definition_id IS NOT new.definition_id BEGIN ",
+        trace_delta!("old", "-1"),
+        trace_delta!("new", "1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_trace_insert AFTER INSERT ON {trace} \
+         WHEN json_valid(new.entry, 2) BEGIN ",
+        step_delta!("new", "1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_trace_delete AFTER DELETE ON {trace} \
+         WHEN json_valid(old.entry, 2) BEGIN ",
+        step_delta!("old", "-1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_trace_update_old AFTER UPDATE OF execution_id, entry \
+         ON {trace} WHEN json_valid(old.entry, 2) BEGIN ",
+        step_delta!("old", "-1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_trace_update_new AFTER UPDATE OF execution_id, entry \
+         ON {trace} WHEN json_valid(new.entry, 2) BEGIN ",
+        step_delta!("new", "1"),
+        " END"
+    ),
+    "DELETE FROM {pfx}execstore_graph_now",
+    "DELETE FROM {pfx}execstore_graph_steps",
+    "DELETE FROM {pfx}execstore_graph_guards",
+    "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, n) \
+     SELECT definition_id, COALESCE(data -> '$.active_path', ''), COALESCE(json_extract(data, '$.status'), ''), \
+     COUNT(*) FROM {executions} WHERE json_valid(data) GROUP BY 1, 2, 3",
+    "INSERT INTO {pfx}execstore_graph_steps (definition_id, from_path, to_path, event, n) \
+     SELECT e.definition_id, COALESCE(t.entry -> '$.from_path', ''), COALESCE(t.entry -> '$.to_path', ''), \
+     COALESCE(t.entry -> '$.event_kind', ''), COUNT(*) FROM {trace} AS t JOIN {executions} AS e \
+     ON e.id = t.execution_id WHERE json_valid(t.entry, 2) GROUP BY 1, 2, 3, 4",
+    "INSERT INTO {pfx}execstore_graph_guards (definition_id, from_path, to_path, guard, n) \
+     SELECT e.definition_id, COALESCE(t.entry -> '$.from_path', ''), COALESCE(t.entry -> '$.to_path', ''), \
+     t.entry -> g.fullkey, COUNT(*) FROM {trace} AS t JOIN {executions} AS e ON e.id = t.execution_id, \
+     json_each(t.entry, '$.guards') AS g \
+     WHERE json_valid(t.entry, 2) AND json_type(t.entry, '$.guards') = 'array' GROUP BY 1, 2, 3, 4",
+];
+
+/// The read of the maintained figures of one definition (`?1`; `?2` false: no step), one
+/// statement so that it sees one snapshot: the kind of each row (0: now, 1: a step, 2: a
+/// guard), its three keys and its count.
+#[derive(Debug)]
+pub(crate) struct GraphSql {
+    /// The table whose presence says migration 7 was applied.
+    pub(crate) table: String,
+    /// The statement.
+    pub(crate) read: String,
+}
+
+impl GraphSql {
+    pub(crate) fn new(t: &Tables) -> Self {
+        GraphSql {
+            table: t.sql("{pfx}execstore_graph_now"),
+            read: t.sql(
+                "SELECT 0, active_path, status, '', n FROM {pfx}execstore_graph_now \
+                 WHERE definition_id = ?1 AND n <> 0 \
+                 UNION ALL SELECT 1, from_path, to_path, event, n FROM {pfx}execstore_graph_steps \
+                 WHERE definition_id = ?1 AND n <> 0 AND ?2 \
+                 UNION ALL SELECT 2, from_path, to_path, guard, n FROM {pfx}execstore_graph_guards \
+                 WHERE definition_id = ?1 AND n <> 0 AND ?2",
+            ),
+        }
+    }
+
+    /// The maintained figures of `definition`; `max_traces` 0 counts no step. `NotFound`
+    /// if it has no (readable) executions.
+    pub(crate) fn read(
+        &self,
+        conn: &Connection,
+        definition: &str,
+        max_traces: usize,
+    ) -> Result<GraphFigures> {
+        let mut tally = FiguresTally::new();
+        let mut stmt = conn.prepare_cached(&self.read).db()?;
+        let mut rows = stmt.query(rusqlite::params![definition, max_traces > 0]).db()?;
+        while let Some(row) = rows.next().db()? {
+            let kind: i64 = row.get(0).db()?;
+            let (a, b, c): (String, String, String) = (row.get(1).db()?, row.get(2).db()?, row.get(3).db()?);
+            let n: i64 = row.get(4).db()?;
+            match kind {
+                0 => {
+                    let status = match b.as_str() {
+                        "" => Status::Pending,
+                        s => s
+                            .parse::<Status>()
+                            .map_err(|e| corrupt(format!("a status of definition {definition}"), e))?,
+                    };
+                    let active_path = match json_of(&a)? {
+                        Some(Value::String(s)) => Some(s),
+                        _ => None,
+                    };
+                    tally.add_now(active_path, status, u64::try_from(n).unwrap_or(0));
+                }
+                1 => tally.add_step(json_of(&a)?, json_of(&b)?, json_of(&c)?, n),
+                _ => tally.add_guard(json_of(&a)?, json_of(&b)?, json_of(&c)?.unwrap_or(Value::Null), n),
+            }
+        }
+        let mut figures = tally.finish(0, true);
+        if figures.executions == 0 {
+            return Err(StoreError::NotFound {
+                what: "definition",
+                key: definition.to_owned(),
+            });
+        }
+        if max_traces > 0 {
+            figures.traces_read = figures.executions;
+        }
+        Ok(figures)
+    }
+}
+
+/// A stored value: its JSON text, `''` for absent.
+fn json_of(text: &str) -> Result<Option<Value>> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    execstore::kit::pyjson::loads_exact(text)
+        .map(Some)
+        .map_err(|e| corrupt("a graph figure's value".to_owned(), e))
+}
