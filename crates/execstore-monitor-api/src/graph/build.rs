@@ -576,7 +576,13 @@ mod tests {
         run(&store, "o-1", "order", Status::Running, &steps);
         run(&store, "o-2", "order", Status::Failed, &steps[..3]);
         let odd = json!({"from_path": 5, "to_path": "cart", "event_kind": 7, "guards": ["g", 1, "g"]});
-        run(&store, "o-3", "order", Status::Done, &[odd.as_object().unwrap().clone()]);
+        run(
+            &store,
+            "o-3",
+            "order",
+            Status::Done,
+            &[odd.as_object().unwrap().clone()],
+        );
         let mut by_hand = GraphBuilder::new();
         for id in ["o-1", "o-2", "o-3"] {
             let exe = store.load(id).unwrap().unwrap();

@@ -111,7 +111,11 @@ mod tests {
         let d = get(&store, "/api/definitions/d%20%3Cb%3E/graph");
         assert_eq!(d.status, 200, "{:?}", d.body);
         assert_eq!(
-            (&d.body["executions"], &d.body["traces_read"], &d.body["maintained"]),
+            (
+                &d.body["executions"],
+                &d.body["traces_read"],
+                &d.body["maintained"]
+            ),
             (&json!(2), &json!(2), &json!(false))
         );
         let s = d.body["graph"]["states"].as_array().unwrap();

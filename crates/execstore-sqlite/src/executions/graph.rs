@@ -276,12 +276,15 @@ impl GraphSql {
     }
 }
 
-/// A stored value: its JSON text, `''` for absent.
+/// A stored value: its JSON text, `''` for absent. SQLite writes a JSON5 `NaN` as `null`
+/// and `Infinity` as `9e999` (not a number a `Value` holds: kept as that text), so a label
+/// that is itself a non-finite number shows so (a scan shows `NaN`); anything else shows as
+/// a scan shows it.
 fn json_of(text: &str) -> Result<Option<Value>> {
     if text.is_empty() {
         return Ok(None);
     }
-    execstore::kit::pyjson::loads_exact(text)
-        .map(Some)
-        .map_err(|e| corrupt("a graph figure's value".to_owned(), e))
+    Ok(Some(
+        execstore::kit::pyjson::loads_exact(text).unwrap_or_else(|_| Value::String(text.to_owned())),
+    ))
 }

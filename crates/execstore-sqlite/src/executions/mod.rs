@@ -10,6 +10,8 @@ mod counts_tests;
 mod definitions;
 mod filters;
 mod graph;
+#[cfg(test)]
+mod graph_tests;
 mod order;
 mod schema;
 mod sql;
