@@ -29,6 +29,19 @@ use crate::db::error::Db;
 use super::corrupt;
 use super::schema::{Sql, Tables};
 
+/// A trace row's `entry` as the triggers read it: `NaN`, `Infinity` and `-Infinity` (which
+/// Python's `json.dumps` writes and JSON has not) read as `null`, so that every SQLite from
+/// 3.40 on (harel's Python may bring an old one) takes the same steps as JSON.
+macro_rules! entry {
+    ($row:literal) => {
+        concat!(
+            "replace(replace(replace(",
+            $row,
+            ".entry, '-Infinity', 'null'), 'Infinity', 'null'), 'NaN', 'null')"
+        )
+    };
+}
+
 /// The upsert of one execution's figure into `now`, from the row `$row` (`new`/`old`), adding
 /// `$n`.
 macro_rules! now_delta {
@@ -57,12 +70,12 @@ macro_rules! step_delta {
         concat!(
             "INSERT INTO {pfx}execstore_graph_steps (definition_id, from_path, to_path, event, n) \
              SELECT definition_id, COALESCE(",
-            $row,
-            ".entry -> '$.from_path', ''), COALESCE(",
-            $row,
-            ".entry -> '$.to_path', ''), COALESCE(",
-            $row,
-            ".entry -> '$.event_kind', ''), ",
+            entry!($row),
+            " -> '$.from_path', ''), COALESCE(",
+            entry!($row),
+            " -> '$.to_path', ''), COALESCE(",
+            entry!($row),
+            " -> '$.event_kind', ''), ",
             $n,
             " FROM {executions} WHERE id = ",
             $row,
@@ -70,21 +83,21 @@ macro_rules! step_delta {
              ON CONFLICT (definition_id, from_path, to_path, event) DO UPDATE SET n = n + excluded.n; \
              INSERT INTO {pfx}execstore_graph_guards (definition_id, from_path, to_path, guard, n) \
              SELECT e.definition_id, COALESCE(",
-            $row,
-            ".entry -> '$.from_path', ''), COALESCE(",
-            $row,
-            ".entry -> '$.to_path', ''), ",
-            $row,
-            ".entry -> g.fullkey, ",
+            entry!($row),
+            " -> '$.from_path', ''), COALESCE(",
+            entry!($row),
+            " -> '$.to_path', ''), ",
+            entry!($row),
+            " -> g.fullkey, ",
             $n,
             " FROM {executions} AS e, json_each(",
-            $row,
-            ".entry, '$.guards') AS g \
+            entry!($row),
+            ", '$.guards') AS g \
              WHERE e.id = ",
             $row,
             ".execution_id AND json_type(",
-            $row,
-            ".entry, '$.guards') = 'array' \
+            entry!($row),
+            ", '$.guards') = 'array' \
              ON CONFLICT (definition_id, from_path, to_path, guard) DO UPDATE SET n = n + excluded.n;"
         )
     };
@@ -98,22 +111,42 @@ macro_rules! trace_delta {
             "INSERT INTO {pfx}execstore_graph_steps (definition_id, from_path, to_path, event, n) \
              SELECT ",
             $row,
-            ".definition_id, COALESCE(t.entry -> '$.from_path', ''), \
-             COALESCE(t.entry -> '$.to_path', ''), COALESCE(t.entry -> '$.event_kind', ''), ",
+            ".definition_id, COALESCE(",
+            entry!("t"),
+            " -> '$.from_path', ''), \
+             COALESCE(",
+            entry!("t"),
+            " -> '$.to_path', ''), COALESCE(",
+            entry!("t"),
+            " -> '$.event_kind', ''), ",
             $n,
             " FROM {trace} AS t WHERE t.execution_id = ",
             $row,
-            ".id AND json_valid(t.entry, 2) \
+            ".id AND json_valid(",
+            entry!("t"),
+            ") \
              ON CONFLICT (definition_id, from_path, to_path, event) DO UPDATE SET n = n + excluded.n; \
              INSERT INTO {pfx}execstore_graph_guards (definition_id, from_path, to_path, guard, n) \
              SELECT ",
             $row,
-            ".definition_id, COALESCE(t.entry -> '$.from_path', ''), \
-             COALESCE(t.entry -> '$.to_path', ''), t.entry -> g.fullkey, ",
+            ".definition_id, COALESCE(",
+            entry!("t"),
+            " -> '$.from_path', ''), \
+             COALESCE(",
+            entry!("t"),
+            " -> '$.to_path', ''), ",
+            entry!("t"),
+            " -> g.fullkey, ",
             $n,
-            " FROM {trace} AS t, json_each(t.entry, '$.guards') AS g WHERE t.execution_id = ",
+            " FROM {trace} AS t, json_each(",
+            entry!("t"),
+            ", '$.guards') AS g WHERE t.execution_id = ",
             $row,
-            ".id AND json_valid(t.entry, 2) AND json_type(t.entry, '$.guards') = 'array' \
+            ".id AND json_valid(",
+            entry!("t"),
+            ") AND json_type(",
+            entry!("t"),
+            ", '$.guards') = 'array' \
              ON CONFLICT (definition_id, from_path, to_path, guard) DO UPDATE SET n = n + excluded.n;"
         )
     };
@@ -164,25 +197,25 @@ pub(crate) const GRAPH_STATEMENTS: &[&str] = &[
     ),
     concat!(
         "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_trace_insert AFTER INSERT ON {trace} \
-         WHEN json_valid(new.entry, 2) BEGIN ",
+         WHEN json_valid(", entry!("new"), ") BEGIN ",
         step_delta!("new", "1"),
         " END"
     ),
     concat!(
         "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_trace_delete AFTER DELETE ON {trace} \
-         WHEN json_valid(old.entry, 2) BEGIN ",
+         WHEN json_valid(", entry!("old"), ") BEGIN ",
         step_delta!("old", "-1"),
         " END"
     ),
     concat!(
         "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_trace_update_old AFTER UPDATE OF execution_id, entry \
-         ON {trace} WHEN json_valid(old.entry, 2) BEGIN ",
+         ON {trace} WHEN json_valid(", entry!("old"), ") BEGIN ",
         step_delta!("old", "-1"),
         " END"
     ),
     concat!(
         "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_trace_update_new AFTER UPDATE OF execution_id, entry \
-         ON {trace} WHEN json_valid(new.entry, 2) BEGIN ",
+         ON {trace} WHEN json_valid(", entry!("new"), ") BEGIN ",
         step_delta!("new", "1"),
         " END"
     ),
@@ -192,15 +225,19 @@ pub(crate) const GRAPH_STATEMENTS: &[&str] = &[
     "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, n) \
      SELECT definition_id, COALESCE(data -> '$.active_path', ''), COALESCE(json_extract(data, '$.status'), ''), \
      COUNT(*) FROM {executions} WHERE json_valid(data) GROUP BY 1, 2, 3",
+    concat!(
     "INSERT INTO {pfx}execstore_graph_steps (definition_id, from_path, to_path, event, n) \
-     SELECT e.definition_id, COALESCE(t.entry -> '$.from_path', ''), COALESCE(t.entry -> '$.to_path', ''), \
-     COALESCE(t.entry -> '$.event_kind', ''), COUNT(*) FROM {trace} AS t JOIN {executions} AS e \
-     ON e.id = t.execution_id WHERE json_valid(t.entry, 2) GROUP BY 1, 2, 3, 4",
+     SELECT e.definition_id, COALESCE(", entry!("t"), " -> '$.from_path', ''), COALESCE(", entry!("t"), " -> '$.to_path', ''), \
+     COALESCE(", entry!("t"), " -> '$.event_kind', ''), COUNT(*) FROM {trace} AS t JOIN {executions} AS e \
+     ON e.id = t.execution_id WHERE json_valid(", entry!("t"), ") GROUP BY 1, 2, 3, 4"
+    ),
+    concat!(
     "INSERT INTO {pfx}execstore_graph_guards (definition_id, from_path, to_path, guard, n) \
-     SELECT e.definition_id, COALESCE(t.entry -> '$.from_path', ''), COALESCE(t.entry -> '$.to_path', ''), \
-     t.entry -> g.fullkey, COUNT(*) FROM {trace} AS t JOIN {executions} AS e ON e.id = t.execution_id, \
-     json_each(t.entry, '$.guards') AS g \
-     WHERE json_valid(t.entry, 2) AND json_type(t.entry, '$.guards') = 'array' GROUP BY 1, 2, 3, 4",
+     SELECT e.definition_id, COALESCE(", entry!("t"), " -> '$.from_path', ''), COALESCE(", entry!("t"), " -> '$.to_path', ''), \
+     ", entry!("t"), " -> g.fullkey, COUNT(*) FROM {trace} AS t JOIN {executions} AS e ON e.id = t.execution_id, \
+     json_each(", entry!("t"), ", '$.guards') AS g \
+     WHERE json_valid(", entry!("t"), ") AND json_type(", entry!("t"), ", '$.guards') = 'array' GROUP BY 1, 2, 3, 4"
+    ),
 ];
 
 /// The read of the maintained figures of one definition (`?1`; `?2` false: no step), one
