@@ -19,14 +19,12 @@
 //! counted (as the listing skips it); a trace step is read as JSON5, which takes the `NaN`
 //! Python's `json.dumps` writes (SQLite 3.45 or newer, which every build bundles).
 
-use execstore::executions::{FiguresTally, GraphFigures, Status};
-use execstore::{Result, StoreError};
+use execstore::executions::{FiguresTally, GraphFigures};
+use execstore::Result;
 use rusqlite::Connection;
-use serde_json::Value;
 
 use crate::db::error::Db;
 
-use super::corrupt;
 use super::schema::{Sql, Tables};
 
 /// A trace row's `entry` as the triggers read it: `NaN`, `Infinity` and `-Infinity` (which
@@ -278,50 +276,9 @@ impl GraphSql {
         let mut stmt = conn.prepare_cached(&self.read).db()?;
         let mut rows = stmt.query(rusqlite::params![definition, max_traces > 0]).db()?;
         while let Some(row) = rows.next().db()? {
-            let kind: i64 = row.get(0).db()?;
             let (a, b, c): (String, String, String) = (row.get(1).db()?, row.get(2).db()?, row.get(3).db()?);
-            let n: i64 = row.get(4).db()?;
-            match kind {
-                0 => {
-                    let status = match b.as_str() {
-                        "" => Status::Pending,
-                        s => s
-                            .parse::<Status>()
-                            .map_err(|e| corrupt(format!("a status of definition {definition}"), e))?,
-                    };
-                    let active_path = match json_of(&a)? {
-                        Some(Value::String(s)) => Some(s),
-                        _ => None,
-                    };
-                    tally.add_now(active_path, status, u64::try_from(n).unwrap_or(0));
-                }
-                1 => tally.add_step(json_of(&a)?, json_of(&b)?, json_of(&c)?, n),
-                _ => tally.add_guard(json_of(&a)?, json_of(&b)?, json_of(&c)?.unwrap_or(Value::Null), n),
-            }
+            tally.add_stored(row.get(0).db()?, &a, &b, &c, row.get(4).db()?)?;
         }
-        let mut figures = tally.finish(0, true);
-        if figures.executions == 0 {
-            return Err(StoreError::NotFound {
-                what: "definition",
-                key: definition.to_owned(),
-            });
-        }
-        if max_traces > 0 {
-            figures.traces_read = figures.executions;
-        }
-        Ok(figures)
+        tally.maintained_figures(definition, max_traces)
     }
-}
-
-/// A stored value: its JSON text, `''` for absent. SQLite writes a JSON5 `NaN` as `null`
-/// and `Infinity` as `9e999` (not a number a `Value` holds: kept as that text), so a label
-/// that is itself a non-finite number shows so (a scan shows `NaN`); anything else shows as
-/// a scan shows it.
-fn json_of(text: &str) -> Result<Option<Value>> {
-    if text.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(
-        execstore::kit::pyjson::loads_exact(text).unwrap_or_else(|_| Value::String(text.to_owned())),
-    ))
 }

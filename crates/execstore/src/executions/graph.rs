@@ -133,6 +133,48 @@ impl FiguresTally {
         self.add_step(from, to, step.get("event_kind").cloned(), 1);
     }
 
+    /// Adds one row as the SQL backends keep them: `kind` 0 is `n` executions at the active
+    /// path whose JSON text is `a` with the status `b`; 1 is `n` steps from `a` to `b` on the
+    /// event `c`; 2 is `n` occurrences of the guard `c` on steps from `a` to `b`. Every
+    /// value is its JSON text, `""` when absent (a status: `""` reads as PENDING).
+    pub fn add_stored(&mut self, kind: i64, a: &str, b: &str, c: &str, n: i64) -> Result<()> {
+        match kind {
+            0 => {
+                let status = match b {
+                    "" => Status::Pending,
+                    s => s.parse::<Status>().map_err(|e| StoreError::Corrupt {
+                        what: "a graph figure's status".into(),
+                        reason: e.to_string(),
+                    })?,
+                };
+                let active_path = match json_of(a) {
+                    Some(Value::String(s)) => Some(s),
+                    _ => None,
+                };
+                self.add_now(active_path, status, u64::try_from(n).unwrap_or(0));
+            }
+            1 => self.add_step(json_of(a), json_of(b), json_of(c), n),
+            _ => self.add_guard(json_of(a), json_of(b), json_of(c).unwrap_or(Value::Null), n),
+        }
+        Ok(())
+    }
+
+    /// The figures a backend keeps: `maintained`, every trace counted unless `max_traces`
+    /// is 0 (then the caller added no step). `NotFound` if `definition` has no execution.
+    pub fn maintained_figures(self, definition: &str, max_traces: usize) -> Result<GraphFigures> {
+        let mut figures = self.finish(0, true);
+        if figures.executions == 0 {
+            return Err(StoreError::NotFound {
+                what: "definition",
+                key: definition.to_owned(),
+            });
+        }
+        if max_traces > 0 {
+            figures.traces_read = figures.executions;
+        }
+        Ok(figures)
+    }
+
     /// The figures (zeros and negatives left out).
     pub fn finish(self, traces_read: u64, maintained: bool) -> GraphFigures {
         let now: Vec<NowFigure> = self
@@ -177,6 +219,18 @@ impl FiguresTally {
                 .collect(),
         }
     }
+}
+
+/// A stored value: its JSON text, `""` for absent. A SQL backend reads `NaN` and `Infinity`
+/// (which Python's `json.dumps` writes) as `null` (SQLite may write `Infinity` back as
+/// `9e999`, which no `Value` holds: kept as that text), so a label that is itself a
+/// non-finite number shows so where a scan shows `NaN`; anything else shows as a scan
+/// shows it.
+fn json_of(text: &str) -> Option<Value> {
+    if text.is_empty() {
+        return None;
+    }
+    Some(crate::kit::pyjson::loads_exact(text).unwrap_or_else(|_| Value::String(text.to_owned())))
 }
 
 /// The figures of `definition` counted by reading: every execution of it (through the
