@@ -4,10 +4,13 @@
 //!
 //! ```text
 //! cargo run --release -p execstore-sqlite --example graph_cost -- \
-//!     [--synchronous off] [--steps 20000] [--executions 256] [--rounds 3]
+//!     [--synchronous off] [--steps 20000] [--executions 256] [--rounds 3] [--graph 100000]
 //! ```
 //!
-//! Prints the microseconds per step of each round and the medians' difference.
+//! Prints the microseconds per step of each round and the medians' difference. With
+//! `--graph N` it then fills a file with N executions of one definition (10 traced steps
+//! each, in batches) and times the definition's graph figures read from the kept figures
+//! and counted by scan (the first 20,000 traces, the monitor's default).
 
 use std::time::Instant;
 
@@ -51,8 +54,71 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Fills a file with `n` executions of `orders` (10 traced steps each), then times the
+/// graph figures kept and scanned.
+fn graph_reads(n: usize) {
+    use execstore::executions::{graph::graph_figures_by_scan, BatchItem};
+    use execstore::{Effects, Execution};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(
+        dir.path().join("graph.db"),
+        SqliteOptions::new().synchronous(Synchronous::Off),
+    )
+    .expect("open");
+    let paths = ["cart", "checkout.address", "checkout.payment", "shipped", "done"];
+    let start = Instant::now();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(250) {
+        let mut items = Vec::new();
+        for &i in chunk {
+            let mut exe = Execution::new(format!("o-{i:07}"), "orders");
+            exe.status = execstore::executions::Status::Running;
+            let mut at: Option<&str> = None;
+            for k in 0..10 {
+                let to = paths[(i + k) % paths.len()];
+                exe.active_path = Some(to.to_owned());
+                let step = serde_json::json!({"event_kind": format!("E{}", k % 4), "from_path": at, "to_path": to,
+                    "guards": ["ok"], "context_out": {"n": k}});
+                items.push(BatchItem::new(
+                    exe.clone(),
+                    Effects::new().trace(step.as_object().expect("object").clone()),
+                ));
+                exe.version += 1;
+                at = Some(to);
+            }
+        }
+        for r in store.commit_batch(&mut items).expect("batch") {
+            r.expect("item");
+        }
+    }
+    println!(
+        "filled {n} executions (10 steps each) in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    let time = |f: &dyn Fn()| {
+        let mut v: Vec<f64> = (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        median(std::mem::take(&mut v))
+    };
+    let kept = time(&|| {
+        store.graph_figures("orders", 100_000).expect("kept");
+    });
+    let scanned = time(&|| {
+        graph_figures_by_scan(&store, "orders", 20_000).expect("scanned");
+    });
+    println!(
+        "graph of {n}: kept {kept:.2} ms, scanned (20,000 traces) {scanned:.1} ms (x{:.0})",
+        scanned / kept
+    );
+}
+
 fn main() {
     let (mut synchronous, mut steps, mut executions, mut rounds) = (Synchronous::Off, 20_000, 256, 3);
+    let mut graph = 0;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
@@ -61,6 +127,7 @@ fn main() {
             "--steps" => steps = value().parse().expect("--steps N"),
             "--executions" => executions = value().parse().expect("--executions N"),
             "--rounds" => rounds = value().parse().expect("--rounds N"),
+            "--graph" => graph = value().parse().expect("--graph N"),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -72,6 +139,9 @@ fn main() {
         with.push(a);
         without.push(b);
     }
+    if rounds == 0 {
+        return graph_reads(graph.max(1));
+    }
     let (a, b) = (median(with), median(without));
     println!(
         "median: with {a:.1} us/step, without {b:.1} us/step: +{:.1} us (x{:.2}) [synchronous={synchronous:?}, \
@@ -79,4 +149,7 @@ fn main() {
         a - b,
         a / b
     );
+    if graph > 0 {
+        graph_reads(graph);
+    }
 }

@@ -16,8 +16,9 @@
 //! written before its execution, it is counted when the execution is inserted; the
 //! execution's delete (a purge deletes it before its trace) takes its steps out, and a step
 //! deleted after finds no execution and changes nothing. A document that is not JSON is not
-//! counted (as the listing skips it); a trace step is read as JSON5, which takes the `NaN`
-//! Python's `json.dumps` writes (SQLite 3.45 or newer, which every build bundles).
+//! counted (as the listing skips it); a trace step that is not JSON is read with `NaN`,
+//! `Infinity` and `-Infinity` (which Python's `json.dumps` writes) as `null`. Only SQLite
+//! 3.40 features: harel's Python may write the file with an old SQLite.
 
 use execstore::executions::{FiguresTally, GraphFigures};
 use execstore::Result;
@@ -27,15 +28,20 @@ use crate::db::error::Db;
 
 use super::schema::{Sql, Tables};
 
-/// A trace row's `entry` as the triggers read it: `NaN`, `Infinity` and `-Infinity` (which
-/// Python's `json.dumps` writes and JSON has not) read as `null`, so that every SQLite from
-/// 3.40 on (harel's Python may bring an old one) takes the same steps as JSON.
+/// A trace row's `entry` as the triggers read it: as it is when it is JSON (the parse is
+/// cached for the `->` that follow), else with `NaN`, `Infinity` and `-Infinity` (which
+/// Python's `json.dumps` writes and JSON has not) as `null`, so that every SQLite from 3.40
+/// on (harel's Python may bring an old one) takes the same steps as JSON.
 macro_rules! entry {
     ($row:literal) => {
         concat!(
-            "replace(replace(replace(",
+            "CASE WHEN json_valid(",
             $row,
-            ".entry, '-Infinity', 'null'), 'Infinity', 'null'), 'NaN', 'null')"
+            ".entry) THEN ",
+            $row,
+            ".entry ELSE replace(replace(replace(",
+            $row,
+            ".entry, '-Infinity', 'null'), 'Infinity', 'null'), 'NaN', 'null') END"
         )
     };
 }

@@ -89,13 +89,16 @@ fn key(value: Option<&Value>) -> String {
     value.map(Value::to_string).unwrap_or_default()
 }
 
+/// A figure's three values as JSON text (its key; `""` for absent).
+type TextKey = (String, String, String);
+
 /// Adds up figures keyed by JSON text; the sum of the figures [`graph_figures_by_scan`] and
 /// a backend's stored rows both go through it.
 #[derive(Default)]
 pub struct FiguresTally {
     now: BTreeMap<(Option<String>, Status), u64>,
-    steps: BTreeMap<(String, String, String), (Option<Value>, Option<Value>, Option<Value>, i64)>,
-    guards: BTreeMap<(String, String, String), (Option<Value>, Option<Value>, Value, i64)>,
+    steps: BTreeMap<TextKey, (StepFigure, i64)>,
+    guards: BTreeMap<TextKey, (GuardFigure, i64)>,
 }
 
 impl FiguresTally {
@@ -112,13 +115,35 @@ impl FiguresTally {
     /// Adds `n` steps (negative: removes them).
     pub fn add_step(&mut self, from: Option<Value>, to: Option<Value>, event: Option<Value>, n: i64) {
         let k = (key(from.as_ref()), key(to.as_ref()), key(event.as_ref()));
-        self.steps.entry(k).or_insert((from, to, event, 0)).3 += n;
+        self.steps
+            .entry(k)
+            .or_insert((
+                StepFigure {
+                    from,
+                    to,
+                    event,
+                    n: 0,
+                },
+                0,
+            ))
+            .1 += n;
     }
 
     /// Adds `n` occurrences of `guard` on the steps from `from` to `to`.
     pub fn add_guard(&mut self, from: Option<Value>, to: Option<Value>, guard: Value, n: i64) {
         let k = (key(from.as_ref()), key(to.as_ref()), guard.to_string());
-        self.guards.entry(k).or_insert((from, to, guard, 0)).3 += n;
+        self.guards
+            .entry(k)
+            .or_insert((
+                GuardFigure {
+                    from,
+                    to,
+                    guard,
+                    n: 0,
+                },
+                0,
+            ))
+            .1 += n;
     }
 
     /// Adds one trace step: its ends, its event and its guards.
@@ -196,26 +221,12 @@ impl FiguresTally {
             steps: self
                 .steps
                 .into_values()
-                .filter_map(|(from, to, event, n)| {
-                    Some(StepFigure {
-                        from,
-                        to,
-                        event,
-                        n: positive(n)?,
-                    })
-                })
+                .filter_map(|(f, n)| Some(StepFigure { n: positive(n)?, ..f }))
                 .collect(),
             guards: self
                 .guards
                 .into_values()
-                .filter_map(|(from, to, guard, n)| {
-                    Some(GuardFigure {
-                        from,
-                        to,
-                        guard,
-                        n: positive(n)?,
-                    })
-                })
+                .filter_map(|(f, n)| Some(GuardFigure { n: positive(n)?, ..f }))
                 .collect(),
         }
     }
