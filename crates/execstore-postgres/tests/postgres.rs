@@ -57,7 +57,7 @@ fn concurrent_opens_migrate_once() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for store in &stores {
-        assert_eq!(store.schema_version().unwrap(), 8);
+        assert_eq!(store.schema_version().unwrap(), 9);
     }
     drop(stores);
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
