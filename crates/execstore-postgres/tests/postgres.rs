@@ -68,7 +68,7 @@ fn concurrent_opens_migrate_once() {
         )
         .unwrap()
         .get(0);
-    assert_eq!(n, 8, "each migration recorded once");
+    assert_eq!(n, 9, "each migration recorded once");
     common::drop_tables(&url, Some(&prefix));
 }
 
