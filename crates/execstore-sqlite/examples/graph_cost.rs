@@ -25,7 +25,8 @@ fn round(graph: bool, synchronous: Synchronous, steps: usize, executions: usize)
     if let (true, Ok(only)) = (graph, std::env::var("GRAPH_COST_DROP")) {
         // An experiment: drop the graph triggers whose name holds this text.
         let conn = rusqlite::Connection::open(&path).expect("open");
-        conn.execute_batch(&format!("DROP TRIGGER execstore_graph_{only}")).expect("drop");
+        conn.execute_batch(&format!("DROP TRIGGER execstore_graph_{only}"))
+            .expect("drop");
     }
     if !graph {
         let conn = rusqlite::Connection::open(&path).expect("open");
