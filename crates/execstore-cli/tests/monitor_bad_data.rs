@@ -72,7 +72,11 @@ fn a_damaged_file_answers_corrupt() {
     assert_eq!(body["error"]["code"], "CORRUPT", "{body}");
     // The definition's graph too is drawn from figures kept beside the table (migration 7).
     let (status, body) = get(&monitor, "/api/definitions/orders/graph");
-    assert_eq!((status, &body["maintained"]), (200, &serde_json::json!(true)), "{body}");
+    assert_eq!(
+        (status, &body["maintained"]),
+        (200, &serde_json::json!(true)),
+        "{body}"
+    );
     let (status, body) = get(&monitor, "/api/info");
     assert_eq!(status, 200, "{body}");
     // The counts are read from the figures kept beside the table (docs/performance.md,
