@@ -295,6 +295,24 @@ fn harel_writes_keep_the_kept_counts_right() {
         );
         assert!(!kept.is_empty(), "{what}: counts are kept");
         assert_eq!(kept, scanned, "{what}");
+        // The graph figures (migration 7) too: for every definition, what the store keeps
+        // is what a scan of the executions and their traces counts.
+        let definitions: std::collections::BTreeSet<&str> =
+            listed.iter().map(|s| s.definition_id.as_str()).collect();
+        let mut steps = 0;
+        for d in definitions {
+            let kept = store.graph_figures(d, usize::MAX).expect("kept graph figures");
+            let scanned = execstore::executions::graph::graph_figures_by_scan(&store, d, usize::MAX)
+                .expect("scanned graph figures");
+            assert!(kept.maintained, "{what}: {d}");
+            assert_eq!(
+                (kept.executions, &kept.now, &kept.steps, &kept.guards),
+                (scanned.executions, &scanned.now, &scanned.steps, &scanned.guards),
+                "{what}: graph of {d}"
+            );
+            steps += kept.steps.len();
+        }
+        assert!(steps > 0, "{what}: harel wrote trace steps");
         counts.iter().map(|(_, n)| n).sum::<u64>()
     };
     let before = counts_match("built on first open");

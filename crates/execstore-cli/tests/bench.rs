@@ -388,8 +388,8 @@ fn postgres_backend_writes_the_same_rows() {
         .collect();
     assert_eq!(line["group_commit"], true);
     // harel's six tables, execstore's migrations, its listing keys, its search attributes and
-    // its kept counts (the counts and their deltas).
-    assert_eq!(bench_tables(&mut client, &format!("{prefix}\\_%")), 11);
+    // its kept counts and graph figures (each with its deltas).
+    assert_eq!(bench_tables(&mut client, &format!("{prefix}\\_%")), 13);
     let dir = tempfile::tempdir().unwrap();
     let mut again = vec!["bench"];
     again.extend_from_slice(&args);
@@ -415,6 +415,8 @@ fn postgres_backend_writes_the_same_rows() {
         "execstore_migrations",
         "execstore_counts",
         "execstore_count_deltas",
+        "execstore_graph",
+        "execstore_graph_deltas",
     ]
     .iter()
     .map(|t| format!("{prefix}_{t}"))

@@ -230,11 +230,17 @@ fn the_demo_graphs_say_what_the_traces_and_the_list_say() {
         .expect("cart -> checkout.address");
     assert_eq!(guarded["guards"][0]["name"], "cart_not_empty");
     assert_eq!(guarded["guards"][0]["count"], guarded["count"]);
-    // Only the first traces read when asked: states still from every execution.
+    // SQLite keeps the figures (migration 7): every trace is counted whatever `traces` asks,
+    // and the answer says so; 0 still counts none. States always from every execution.
+    assert_eq!(orders["maintained"], true);
     let one = m.ok("api/definitions/orders/graph?traces=1");
-    assert_eq!(one["traces_read"], 1);
-    assert_eq!(one["executions"], orders["executions"]);
-    assert!(!one["graph"]["states"].as_array().unwrap().is_empty());
+    assert_eq!(one["traces_read"], one["executions"]);
+    assert_eq!(one["graph"], orders["graph"]);
+    let none = m.ok("api/definitions/orders/graph?traces=0");
+    assert_eq!(none["traces_read"], 0);
+    assert_eq!(none["executions"], orders["executions"]);
+    assert!(none["graph"]["transitions"].as_array().unwrap().is_empty());
+    assert!(!none["graph"]["states"].as_array().unwrap().is_empty());
     drop(m);
     assert!(
         std::fs::read(&db).unwrap() == before,

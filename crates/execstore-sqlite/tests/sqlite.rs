@@ -54,6 +54,9 @@ fn table_names_without_prefix() {
         [
             "execstore_attributes",
             "execstore_counts",
+            "execstore_graph_guards",
+            "execstore_graph_now",
+            "execstore_graph_steps",
             "execstore_migrations",
             "executions",
             "outbox",
@@ -98,6 +101,9 @@ fn table_names_with_harel_prefix() {
         [
             "harel_execstore_attributes",
             "harel_execstore_counts",
+            "harel_execstore_graph_guards",
+            "harel_execstore_graph_now",
+            "harel_execstore_graph_steps",
             "harel_execstore_migrations",
             "harel_executions",
             "harel_outbox",
@@ -131,8 +137,8 @@ fn two_prefixes_share_one_file() {
     let harel = open_harel(&db(&dir));
     plain.save(&mut Execution::new("only-plain", "d")).unwrap();
     assert!(harel.load("only-plain").unwrap().is_none());
-    assert_eq!(plain.schema_version().unwrap(), 6);
-    assert_eq!(harel.schema_version().unwrap(), 6);
+    assert_eq!(plain.schema_version().unwrap(), 7);
+    assert_eq!(harel.schema_version().unwrap(), 7);
 }
 
 #[test]
@@ -157,7 +163,7 @@ fn migrations_recorded_once_and_idempotent() {
     let dir = tempfile::tempdir().unwrap();
     for _ in 0..3 {
         let store = open(&db(&dir));
-        assert_eq!(store.schema_version().unwrap(), 6);
+        assert_eq!(store.schema_version().unwrap(), 7);
     }
     let conn = Connection::open(db(&dir)).unwrap();
     let rows: Vec<(i64, String, String, String)> = conn
@@ -167,7 +173,7 @@ fn migrations_recorded_once_and_idempotent() {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    assert_eq!(rows.len(), 6, "{rows:?}");
+    assert_eq!(rows.len(), 7, "{rows:?}");
     let (version, description, checksum, applied_at) = &rows[0];
     assert_eq!(*version, 1);
     assert!(!description.is_empty());
@@ -457,13 +463,13 @@ fn concurrent_opens_of_a_fresh_file_migrate_once() {
         })
         .collect();
     for handle in handles {
-        assert_eq!(handle.join().unwrap().unwrap(), 6);
+        assert_eq!(handle.join().unwrap().unwrap(), 7);
     }
     let conn = Connection::open(&path).unwrap();
     let count: i64 = conn
         .query_row("SELECT COUNT(*) FROM execstore_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(count, 6);
+    assert_eq!(count, 7);
     assert_eq!(open(&path).ids_with_prefix("t").unwrap().len(), 8);
 }
 
@@ -658,7 +664,7 @@ fn opens_a_file_harel_created() {
     )
     .unwrap();
     let store = open_harel(&db(&dir));
-    assert_eq!(store.schema_version().unwrap(), 6);
+    assert_eq!(store.schema_version().unwrap(), 7);
     let exe = store.load("old").unwrap().unwrap();
     assert_eq!((exe.version, exe.status), (7, Status::Done));
     let page = store

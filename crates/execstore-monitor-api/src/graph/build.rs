@@ -17,10 +17,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use execstore::executions::paging::execution_pages;
-use execstore::executions::{ListQuery, Status, TraceStep};
+use execstore::executions::{GraphFigures, Status, TraceStep};
 use execstore::kit::pyjson;
-use execstore::kit::validate::MAX_PAGE;
 use execstore::{ExecutionStore, Result, StoreError};
 
 /// At most this many distinct states are kept; past it, new ones are left out and the graph
@@ -126,9 +124,9 @@ pub struct GraphBuilder {
 
 /// A path of a step: a non-empty string, else none (null, absent, or not a string).
 /// A lone surrogate harel wrote (`json.dumps` keeps it) is shown as its escape.
-fn path_of(step: &TraceStep, key: &str) -> Option<String> {
-    match step.get(key) {
-        Some(v @ Value::String(s)) if !s.is_empty() && !pyjson::is_non_finite(s) => match pyjson::shown(v) {
+fn path_of(value: &Value) -> Option<String> {
+    match value {
+        v @ Value::String(s) if !s.is_empty() && !pyjson::is_non_finite(s) => match pyjson::shown(v) {
             Value::String(shown) => Some(shown),
             _ => None,
         },
@@ -188,45 +186,80 @@ impl GraphBuilder {
 
     /// Adds one trace step.
     pub fn add_step(&mut self, step: &TraceStep) {
-        self.steps += 1;
-        let from = path_of(step, "from_path");
-        let to = path_of(step, "to_path");
+        let from = step.get("from_path");
+        let to = step.get("to_path");
+        if let Some(acc) = self.add_steps(from, to, step.get("event_kind"), 1) {
+            if let Some(Value::Array(guards)) = step.get("guards") {
+                for g in guards {
+                    *acc.guards.entry(label(g)).or_default() += 1;
+                }
+            }
+        }
+    }
+
+    /// Adds `n` steps from `from` to `to` on `event` (the values as a step holds them,
+    /// `None` when absent); the transition they count in, if kept.
+    fn add_steps(
+        &mut self,
+        from: Option<&Value>,
+        to: Option<&Value>,
+        event: Option<&Value>,
+        n: u64,
+    ) -> Option<&mut TransitionAcc> {
+        self.steps += n;
+        let from = from.and_then(path_of);
+        let to = to.and_then(path_of);
         // Both ends first: a transition is only kept with both of its states.
         for end in [&from, &to].into_iter().flatten() {
-            match self.state(end) {
-                Some(acc) => acc.visited = true,
-                None => return,
-            }
+            self.state(end)?.visited = true;
         }
         if let Some(to) = &to {
             if let Some(acc) = self.states.get_mut(to) {
-                acc.entered += 1;
+                acc.entered += n;
             }
         }
         let key = (from, to);
         if !self.transitions.contains_key(&key) && self.transitions.len() >= MAX_TRANSITIONS {
             self.truncated = true;
-            return;
+            return None;
         }
         let acc = self.transitions.entry(key).or_default();
-        acc.count += 1;
-        let kind = step.get("event_kind").map(label).unwrap_or_default();
-        *acc.events.entry(kind).or_default() += 1;
-        if let Some(Value::Array(guards)) = step.get("guards") {
-            for g in guards {
-                *acc.guards.entry(label(g)).or_default() += 1;
+        acc.count += n;
+        let kind = event.map(label).unwrap_or_default();
+        *acc.events.entry(kind).or_default() += n;
+        Some(acc)
+    }
+
+    /// Adds a store's figures (see [`ExecutionStore::graph_figures`]): where executions
+    /// sit, and the steps and guards counted.
+    pub fn add_figures(&mut self, figures: &GraphFigures) {
+        for f in &figures.now {
+            self.add_current_n(f.active_path.as_deref(), f.status, f.n);
+        }
+        for f in &figures.steps {
+            self.add_steps(f.from.as_ref(), f.to.as_ref(), f.event.as_ref(), f.n);
+        }
+        for f in &figures.guards {
+            let key = (f.from.as_ref().and_then(path_of), f.to.as_ref().and_then(path_of));
+            if let Some(acc) = self.transitions.get_mut(&key) {
+                *acc.guards.entry(label(&f.guard)).or_default() += f.n;
             }
         }
     }
 
     /// Adds an execution's current state: its active path and status.
     pub fn add_current(&mut self, active_path: Option<&str>, status: Status) {
+        self.add_current_n(active_path, status, 1);
+    }
+
+    /// Adds `n` executions at one active path with one status.
+    fn add_current_n(&mut self, active_path: Option<&str>, status: Status, n: u64) {
         let Some(path) = active_path.filter(|p| !p.is_empty()) else {
             return;
         };
         if let Some(acc) = self.state(path) {
             acc.visited = true;
-            *acc.now.entry(status.as_str().to_owned()).or_default() += 1;
+            *acc.now.entry(status.as_str().to_owned()).or_default() += n;
         }
     }
 
@@ -347,8 +380,13 @@ pub struct DefinitionGraph {
     pub definition_id: String,
     /// How many executions it has (all of them counted in the states' `now`).
     pub executions: u64,
-    /// How many of them had their trace read (the first `max_traces`, by id).
+    /// How many of them had their trace counted (the first `max_traces` by id, or all of
+    /// them when `maintained`).
     pub traces_read: u64,
+    /// Whether the figures came from what the store keeps up to date with every write
+    /// (every trace counted, nothing scanned), rather than from reading the executions and
+    /// their traces now (see [`ExecutionStore::graph_figures`]).
+    pub maintained: bool,
     /// Executions per status.
     pub by_status: BTreeMap<String, u64>,
     /// The graph.
@@ -356,7 +394,8 @@ pub struct DefinitionGraph {
 }
 
 /// The graph of every execution of `definition`: where each sits now (all of them), and the
-/// transitions of the traces of the first `max_traces` (by id, 0..=[`MAX_TRACES`]).
+/// transitions of the traces of the first `max_traces` (by id, 0..=[`MAX_TRACES`]; all of
+/// them from a store that keeps the figures, and none for 0).
 /// `NotFound` if the definition has no executions.
 pub fn definition_graph(
     store: &dyn ExecutionStore,
@@ -370,38 +409,19 @@ pub fn definition_graph(
             format!("{max_traces} is more than {MAX_TRACES}"),
         ));
     }
+    let figures = store.graph_figures(definition, max_traces)?;
     let mut builder = GraphBuilder::new();
-    let mut executions = 0u64;
-    let mut traces_read = 0u64;
-    let mut by_status: BTreeMap<String, u64> = BTreeMap::new();
-    let query = ListQuery::new().definition(definition).limit(MAX_PAGE);
-    for page in execution_pages(store, query) {
-        for summary in page?.items {
-            executions += 1;
-            *by_status.entry(summary.status.as_str().to_owned()).or_default() += 1;
-            builder.add_current(summary.active_path.as_deref(), summary.status);
-            if (traces_read as usize) < max_traces {
-                // An execution purged since the page was read has no trace: nothing to add.
-                match store.read_trace(&summary.id) {
-                    Ok(steps) => builder.add_trace(&steps),
-                    Err(StoreError::NotFound { .. }) => {}
-                    Err(e) => return Err(e),
-                }
-                traces_read += 1;
-            }
-        }
-    }
-    if executions == 0 {
-        return Err(StoreError::NotFound {
-            what: "definition",
-            key: definition.to_owned(),
-        });
-    }
+    builder.add_figures(&figures);
     Ok(DefinitionGraph {
         definition_id: definition.to_owned(),
-        executions,
-        traces_read,
-        by_status,
+        executions: figures.executions,
+        traces_read: figures.traces_read,
+        maintained: figures.maintained,
+        by_status: figures
+            .by_status()
+            .into_iter()
+            .map(|(status, n)| (status.as_str().to_owned(), n))
+            .collect(),
         graph: builder.finish(),
     })
 }
@@ -547,6 +567,31 @@ mod tests {
             execution_graph(&store, ""),
             Err(StoreError::InvalidInput { .. })
         ));
+    }
+
+    #[test]
+    fn figures_draw_the_graph_the_steps_draw() {
+        let store = MemoryStore::new();
+        let steps = order_steps();
+        run(&store, "o-1", "order", Status::Running, &steps);
+        run(&store, "o-2", "order", Status::Failed, &steps[..3]);
+        let odd = json!({"from_path": 5, "to_path": "cart", "event_kind": 7, "guards": ["g", 1, "g"]});
+        run(
+            &store,
+            "o-3",
+            "order",
+            Status::Done,
+            &[odd.as_object().unwrap().clone()],
+        );
+        let mut by_hand = GraphBuilder::new();
+        for id in ["o-1", "o-2", "o-3"] {
+            let exe = store.load(id).unwrap().unwrap();
+            by_hand.add_trace(&store.read_trace(id).unwrap());
+            by_hand.add_current(exe.active_path.as_deref(), exe.status);
+        }
+        let g = definition_graph(&store, "order", MAX_TRACES).unwrap();
+        assert!(!g.maintained);
+        assert_eq!(g.graph, by_hand.finish());
     }
 
     #[test]

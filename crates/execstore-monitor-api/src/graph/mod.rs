@@ -22,7 +22,8 @@ impl Call<'_> {
     }
 
     /// `GET /api/definitions/{id}/graph?traces=N`: `{definition_id, executions, traces_read,
-    /// by_status, graph}`, every execution's current state and the first `traces` traces.
+    /// maintained, by_status, graph}`, every execution's current state and the first
+    /// `traces` traces (every trace when `maintained`: the store keeps the figures).
     pub(crate) fn definition_graph(&self, definition: String) -> ApiResult {
         let params = Params::new(self.request.query, &["traces"], self.now)?;
         let traces = match params.get("traces") {
@@ -110,8 +111,12 @@ mod tests {
         let d = get(&store, "/api/definitions/d%20%3Cb%3E/graph");
         assert_eq!(d.status, 200, "{:?}", d.body);
         assert_eq!(
-            (&d.body["executions"], &d.body["traces_read"]),
-            (&json!(2), &json!(2))
+            (
+                &d.body["executions"],
+                &d.body["traces_read"],
+                &d.body["maintained"]
+            ),
+            (&json!(2), &json!(2), &json!(false))
         );
         let s = d.body["graph"]["states"].as_array().unwrap();
         assert_eq!(s[0]["path"], "s");

@@ -25,6 +25,9 @@
 mod counts_tests;
 mod definitions;
 mod filters;
+mod graph;
+#[cfg(test)]
+mod graph_tests;
 mod order;
 mod plain;
 mod rows;
@@ -190,6 +193,8 @@ pub struct PgStore {
     own_tables: bool,
     /// Whether the kept counts of migration 8 are there (else counts read the keys).
     counted: bool,
+    /// Whether the graph figures of migration 9 are kept (see `graph.rs`).
+    graphed: bool,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -212,6 +217,8 @@ pub fn table_names(prefix: Option<&str>) -> Result<Vec<String>> {
         t.sql("{pfx}execstore_definitions"),
         t.sql("{pfx}execstore_counts"),
         t.sql("{pfx}execstore_count_deltas"),
+        t.sql("{pfx}execstore_graph"),
+        t.sql("{pfx}execstore_graph_deltas"),
         t.executions,
         t.outbox,
         t.processed_events,
@@ -311,7 +318,9 @@ pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
          DROP FUNCTION IF EXISTS {pfx}execstore_step; DROP FUNCTION IF EXISTS {pfx}execstore_keys_sync; \
          DROP FUNCTION IF EXISTS {pfx}execstore_commit_batch; DROP FUNCTION IF EXISTS {pfx}execstore_commit; \
          DROP FUNCTION IF EXISTS {pfx}execstore_counts_key; DROP FUNCTION IF EXISTS {pfx}execstore_counts_out; \
-         DROP FUNCTION IF EXISTS {pfx}execstore_fold_counts",
+         DROP FUNCTION IF EXISTS {pfx}execstore_fold_counts; DROP FUNCTION IF EXISTS {pfx}execstore_fold_graph; \
+         DROP FUNCTION IF EXISTS {pfx}execstore_graph_trace; DROP FUNCTION IF EXISTS {pfx}execstore_graph_key; \
+         DROP FUNCTION IF EXISTS {pfx}execstore_graph_execution; DROP FUNCTION IF EXISTS {pfx}execstore_graph_step_rows",
         tables.join(", ")
     ))
     .db()?;
@@ -343,7 +352,7 @@ impl PgStore {
         }
         let pool = db.pool.clone();
         let config = &db.config;
-        let (keyed, counted) = {
+        let (keyed, counted, graphed) = {
             let mut conn = db.conn()?;
             if read_only {
                 schema::check_present(&mut conn.client, &tables)?;
@@ -353,6 +362,7 @@ impl PgStore {
             (
                 schema::has_keys(&mut conn.client, &tables)?,
                 schema::has_counts(&mut conn.client, &tables)?,
+                schema::has_graph(&mut conn.client, &tables)?,
             )
         };
         // Migration 6 made the keys and the step function together.
@@ -373,6 +383,7 @@ impl PgStore {
             db: db.clone(),
             own_tables: options.create_schema,
             counted,
+            graphed,
         })
     }
 

@@ -206,6 +206,13 @@ END; $$ LANGUAGE plpgsql$fn$; \
         description: "execution counts by definition and status, kept by triggers",
         statements: &[COUNTS],
     },
+    Migration {
+        version: 9,
+        // The per-definition graph's figures, kept by triggers as the counts are (delta rows
+        // folded by readers). See `executions/graph.rs`.
+        description: "graph figures by definition, kept by triggers",
+        statements: &[super::graph::GRAPH],
+    },
 ];
 
 /// Migration 8. A writer never updates a shared counter row (concurrent commits would wait on
@@ -517,6 +524,17 @@ pub(crate) fn has_counts(client: &mut Client, tables: &Tables) -> Result<bool> {
         .query_one(
             "SELECT to_regclass($1) IS NOT NULL",
             &[&tables.sql("{pfx}execstore_counts")],
+        )
+        .db()?;
+    Ok(row.get(0))
+}
+
+/// Whether the graph figures of migration 9 are there (else the graph is scanned).
+pub(crate) fn has_graph(client: &mut Client, tables: &Tables) -> Result<bool> {
+    let row = client
+        .query_one(
+            "SELECT to_regclass($1) IS NOT NULL",
+            &[&tables.sql("{pfx}execstore_graph")],
         )
         .db()?;
     Ok(row.get(0))

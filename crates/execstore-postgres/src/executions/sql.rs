@@ -121,6 +121,8 @@ pub(crate) struct Stmts {
     pub(crate) count_deltas_table: String,
     /// Folds the deltas into the counts (a no-op while another folds).
     pub(crate) fold_counts: String,
+    /// The graph figures kept by migration 9 (see `graph.rs`).
+    pub(crate) graph: super::graph::GraphSql,
 }
 
 impl Stmts {
@@ -258,6 +260,7 @@ impl Stmts {
             counts_table: t.sql("{pfx}execstore_counts"),
             count_deltas_table: t.sql("{pfx}execstore_count_deltas"),
             fold_counts: t.sql("SELECT {pfx}execstore_fold_counts()"),
+            graph: super::graph::GraphSql::new(t),
         }
     }
 

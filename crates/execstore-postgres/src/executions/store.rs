@@ -368,6 +368,29 @@ impl ExecutionStore for PgStore {
         self.count_filtered(query)
     }
 
+    /// From the figures migration 9's triggers keep (every trace counted), after folding
+    /// the deltas in where this store may write (as the counts); else by scan.
+    fn graph_figures(
+        &self,
+        definition: &str,
+        max_traces: usize,
+    ) -> Result<execstore::executions::GraphFigures> {
+        check_id("definition", definition)?;
+        if !self.graphed {
+            return execstore::executions::graph::graph_figures_by_scan(self, definition, max_traces);
+        }
+        let graph = &self.sql.graph;
+        let traces = max_traces > 0;
+        let rows = if self.read_only {
+            self.query(&graph.read, &[&definition, &traces])?
+        } else {
+            let mut conn = self.conn()?;
+            let _ = conn.execute(&graph.fold, &[]);
+            conn.query(&graph.read, &[&definition, &traces])?
+        };
+        super::graph::GraphSql::figures(&rows, definition, max_traces)
+    }
+
     /// The server's transaction snapshot (`xmin:xmax:in-progress`): every transaction that
     /// writes takes an id below the next `xmax` or leaves the in-progress list when it
     /// commits, so a commit to these tables always moves it. Writes elsewhere on the server

@@ -9,6 +9,9 @@ mod checkpointer;
 mod counts_tests;
 mod definitions;
 mod filters;
+mod graph;
+#[cfg(test)]
+mod graph_tests;
 mod order;
 mod plan;
 mod schema;
@@ -203,6 +206,8 @@ impl SqliteStore {
             // A file no writer of this version opened yet has no counts: they are scanned.
             let has_counts = db::has_table(&conn, &store.sql.counts_table)?;
             store.sql.has_counts.store(has_counts, Ordering::Relaxed);
+            let has_graph = db::has_table(&conn, &store.sql.graph.table)?;
+            store.sql.has_graph.store(has_graph, Ordering::Relaxed);
             drop(conn);
             return Ok(store);
         }
@@ -218,6 +223,8 @@ impl SqliteStore {
             }
             let has_counts = db::has_table(&conn, &store.sql.counts_table)?;
             store.sql.has_counts.store(has_counts, Ordering::Relaxed);
+            let has_graph = db::has_table(&conn, &store.sql.graph.table)?;
+            store.sql.has_graph.store(has_graph, Ordering::Relaxed);
         }
         #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
         if let Some(path) = db

@@ -147,6 +147,14 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
          WHERE json_extract(data,'$.parent_id') IS NULL",
         ],
     },
+    Migration {
+        version: 7,
+        // The per-definition graph's figures: executions per active path and status, trace
+        // steps per transition and event, guards per transition, kept by triggers on harel's
+        // executions and trace tables (see `executions/graph.rs`).
+        description: "graph figures by definition, kept by triggers",
+        statements: super::graph::GRAPH_STATEMENTS,
+    },
 ];
 
 /// Migration 5: the counts table, its triggers and its first fill. `status` is the

@@ -55,6 +55,10 @@ pub(crate) struct Stmts {
     /// Whether that table is there (applied at open, or by another writer before a read-only
     /// open): the counts without a time window, search or `where` are read from it.
     pub(crate) has_counts: std::sync::atomic::AtomicBool,
+    /// The graph figures kept by migration 7's triggers (see `graph.rs`).
+    pub(crate) graph: super::graph::GraphSql,
+    /// Whether their tables are there (as `has_counts`): else the graph is scanned.
+    pub(crate) has_graph: std::sync::atomic::AtomicBool,
     /// Set once a listing or the counts met a document that is not JSON (see
     /// [`Stmts::skipping_unreadable`]): from then on they skip such rows.
     pub(crate) skip_unreadable: std::sync::atomic::AtomicBool,
@@ -144,6 +148,8 @@ impl Stmts {
             status_counts_select: t.sql("SELECT json_extract(data,'$.status'), COUNT(*) FROM {executions}"),
             counts_table: t.sql("{pfx}execstore_counts"),
             has_counts: std::sync::atomic::AtomicBool::new(false),
+            graph: super::graph::GraphSql::new(t),
+            has_graph: std::sync::atomic::AtomicBool::new(false),
             skip_unreadable: std::sync::atomic::AtomicBool::new(false),
             unreadable: t.sql(
                 "SELECT id, json_error_position(data) FROM {executions} WHERE NOT json_valid(data) ORDER BY id LIMIT ?1",

@@ -7,8 +7,8 @@ use execstore::kit::validate::{
 };
 use execstore::{
     executions::{
-        BatchItem, Capabilities, DueTimer, Event, ExecutionPage, ExecutionSummary, JsonObject, ListOrder,
-        ListQuery, OutboxEntry, SpawnEntry, Status, TraceStep, UnreadableRow,
+        BatchItem, Capabilities, DueTimer, Event, ExecutionPage, ExecutionSummary, GraphFigures, JsonObject,
+        ListOrder, ListQuery, OutboxEntry, SpawnEntry, Status, TraceStep, UnreadableRow,
     },
     Effects, Execution, ExecutionStore, Result, StoreError,
 };
@@ -341,6 +341,17 @@ impl ExecutionStore for SqliteStore {
     /// Rows whose document is not JSON are left out of the counts, as from the listing.
     fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(Status, u64)>> {
         self.tolerating_unreadable(|skip| self.count_filtered(query, skip))
+    }
+
+    /// From the figures migration 7's triggers keep (every trace counted), when its tables
+    /// are there; else by scan.
+    fn graph_figures(&self, definition: &str, max_traces: usize) -> Result<GraphFigures> {
+        check_id("definition", definition)?;
+        if !self.sql.has_graph.load(Ordering::Relaxed) {
+            return execstore::executions::graph::graph_figures_by_scan(self, definition, max_traces);
+        }
+        let conn = self.read()?;
+        self.sql.graph.read(&conn, definition, max_traces)
     }
 
     fn unreadable_executions(&self, limit: usize) -> Result<Vec<UnreadableRow>> {

@@ -79,7 +79,7 @@ pub(crate) fn filtered_plan(store: &SqliteStore, f: super::filters::Filtered) ->
     rows.collect::<rusqlite::Result<_>>().unwrap()
 }
 
-fn plan(store: &SqliteStore, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Vec<String> {
+pub(crate) fn plan(store: &SqliteStore, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Vec<String> {
     let conn = store.lock().unwrap();
     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
     let rows = stmt.query_map(args, |row| row.get::<_, String>(3)).unwrap();

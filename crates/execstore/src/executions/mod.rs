@@ -11,6 +11,7 @@
 //! - `query.rs`: listing ([`ListQuery`]); [`search`]: the `where` filter over executions and
 //!   search attributes; `cursor.rs`: its opaque cursors; [`paging`]: iterators over pages;
 //! - [`definitions`]: a machine's definition document, kept per id and fqn;
+//! - [`graph`]: the figures a definition's graph is drawn from;
 //! - `memory.rs`: the in-memory backend ([`MemoryStore`]); `group/`: group commit over any
 //!   backend ([`GroupCommit`]); [`control`]: an operator's actions (suspend, resume,
 //!   terminate, purge).
@@ -20,6 +21,7 @@
 pub mod control;
 mod cursor;
 pub mod definitions;
+pub mod graph;
 pub(crate) mod group;
 pub(crate) mod memory;
 pub(crate) mod model;
@@ -30,6 +32,7 @@ pub(crate) mod store;
 
 pub use cursor::{decode_cursor, encode_created_cursor, encode_cursor, encode_updated_cursor};
 pub use definitions::DefinitionDoc;
+pub use graph::{FiguresTally, GraphFigures, GuardFigure, NowFigure, StepFigure};
 pub use group::{GroupCommit, GroupCommitStats, DEFAULT_MAX_BATCH};
 pub use memory::MemoryStore;
 pub use model::{

@@ -343,6 +343,16 @@ pub trait ExecutionStore: Send + Sync {
         Ok(Status::ALL.into_iter().zip(counts).collect())
     }
 
+    /// The figures `definition`'s graph is drawn from (see [`crate::executions::graph`]):
+    /// where each of its executions sits now, and the steps (and guards) of the traces of at
+    /// least the first `max_traces` of them by id; `max_traces` 0 counts no trace.
+    /// `NotFound` if it has no executions. This default counts by reading every execution of
+    /// it and those traces; a backend that keeps the figures up to date in each write's own
+    /// transaction answers from them (every trace counted, `maintained` set).
+    fn graph_figures(&self, definition: &str, max_traces: usize) -> Result<crate::executions::GraphFigures> {
+        crate::executions::graph::graph_figures_by_scan(self, definition, max_traces)
+    }
+
     /// The executions whose stored document cannot be read (not JSON: a file damaged, or
     /// written by hand), at most `limit`, by id: the rows a listing, the counts and the graphs
     /// skipped instead of failing whole. A backend that skips such rows overrides this; the
@@ -551,6 +561,9 @@ macro_rules! forward_execution_store {
             }
             fn count_by_status(&self, query: &ListQuery) -> Result<Vec<(crate::executions::Status, u64)>> {
                 (**self).count_by_status(query)
+            }
+            fn graph_figures(&self, definition: &str, max_traces: usize) -> Result<crate::executions::GraphFigures> {
+                (**self).graph_figures(definition, max_traces)
             }
             fn change_token(&self) -> Result<String> {
                 (**self).change_token()

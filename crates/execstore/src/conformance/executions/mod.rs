@@ -25,12 +25,14 @@ use crate::executions::{
 use crate::kit::validate::{ALL_TIMERS, MAX_DOCUMENT_BYTES, MAX_PAGE};
 
 mod control;
+mod graph;
 mod list_filters;
 mod list_order;
 mod recover;
 mod where_filters;
 
 pub use control::*;
+pub use graph::graph_figures_follow_every_write;
 pub use recover::{control_redrive, send_through_the_outbox};
 
 pub use list_filters::{list_filters_bad_input_rejected, list_filters_search, list_filters_time_windows};
@@ -123,6 +125,7 @@ macro_rules! conformance_tests {
             bad_input_changes_nothing,
             status_counts_match_the_listing,
             status_counts_follow_every_write,
+            graph_figures_follow_every_write,
             change_token_moves_with_every_write,
             relay_acks_what_was_delivered,
             claims_match_capabilities,

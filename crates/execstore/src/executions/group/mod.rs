@@ -497,6 +497,10 @@ impl<S: ExecutionStore> ExecutionStore for GroupCommit<S> {
         self.inner.count_by_status(query)
     }
 
+    fn graph_figures(&self, definition: &str, max_traces: usize) -> Result<crate::executions::GraphFigures> {
+        self.inner.graph_figures(definition, max_traces)
+    }
+
     fn change_token(&self) -> Result<String> {
         self.inner.change_token()
     }

@@ -1,0 +1,196 @@
+//! Migration 9: the figures a definition's graph is drawn from
+//! ([`ExecutionStore::graph_figures`](execstore::ExecutionStore::graph_figures)), kept by
+//! triggers so that every writer (execstore's step and batch functions, harel 0.9's own
+//! store, any statement) keeps them right, and the graph reads a few rows per definition.
+//!
+//! As the counts (migration 8), a writer never updates a shared row: each change appends
+//! `+n`/`-n` rows to `{pfx}execstore_graph_deltas`, and a reader folds them into
+//! `{pfx}execstore_graph` now and then (`{pfx}execstore_fold_graph`, one folder at a time);
+//! the figures are the table plus the deltas. A row is `(definition, kind, a, b, c, n)`: kind
+//! 0 counts executions at the active path `a` (its JSON text, `''` for none) with the status
+//! `b`, kind 1 trace steps from `a` to `b` on event `c`, kind 2 the guards `c` recorded on
+//! the steps from `a` to `b` (values as JSON text, `''` when absent; see
+//! `execstore::executions::graph`).
+//!
+//! - where executions sit: a trigger on the listing keys (a new row, or a change of status or
+//!   active path; the definition found by the execution's primary key), one on harel's table
+//!   for a deleted execution (it reads the keys before the keys trigger deletes them: triggers
+//!   of one event fire in name order) or one moved to another definition or id;
+//! - the steps: a trigger on harel's trace table, under the definition of the step's
+//!   execution (none: not counted). An execution inserted after steps of its own were
+//!   written counts them, a deleted or moved one takes its remaining steps out (or along).
+//!
+//! A step is read as JSON with `NaN`, `Infinity` and `-Infinity` (which Python's
+//! `json.dumps` writes) as `null`, and NUL escapes as the keys read them.
+
+use execstore::executions::{FiguresTally, GraphFigures};
+use execstore::Result;
+
+use super::rows::col;
+use super::schema::{Sql, Tables};
+
+/// Migration 9's statements (one batch).
+pub(crate) const GRAPH: &str = r#"CREATE TABLE IF NOT EXISTS {pfx}execstore_graph (definition_id TEXT NOT NULL,
+  kind SMALLINT NOT NULL, a TEXT NOT NULL, b TEXT NOT NULL, c TEXT NOT NULL, n BIGINT NOT NULL,
+  PRIMARY KEY (definition_id, kind, a, b, c));
+CREATE TABLE IF NOT EXISTS {pfx}execstore_graph_deltas (definition_id TEXT NOT NULL, kind SMALLINT NOT NULL,
+  a TEXT NOT NULL, b TEXT NOT NULL, c TEXT NOT NULL, n INT NOT NULL);
+CREATE INDEX IF NOT EXISTS {pfx}execstore_graph_deltas_def ON {pfx}execstore_graph_deltas (definition_id);
+CREATE OR REPLACE FUNCTION {pfx}execstore_graph_step_rows(p_entry text)
+RETURNS TABLE (kind smallint, a text, b text, c text, n int)
+LANGUAGE sql IMMUTABLE AS $fn$
+  WITH s AS (SELECT replace(replace(replace(replace(p_entry, '\u0000', '\ufffd'), '-Infinity', 'null'),
+    'Infinity', 'null'), 'NaN', 'null')::json AS j)
+  SELECT 1::smallint, COALESCE((j -> 'from_path')::text, ''), COALESCE((j -> 'to_path')::text, ''),
+    COALESCE((j -> 'event_kind')::text, ''), 1 FROM s
+  UNION ALL
+  SELECT 2::smallint, COALESCE((j -> 'from_path')::text, ''), COALESCE((j -> 'to_path')::text, ''), g::text, 1
+  FROM s, json_array_elements(CASE WHEN json_typeof(j -> 'guards') = 'array' THEN j -> 'guards' ELSE '[]' END) g
+$fn$;
+CREATE OR REPLACE FUNCTION {pfx}execstore_graph_trace() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'TRUNCATE' THEN
+    DELETE FROM {pfx}execstore_graph WHERE kind > 0;
+    DELETE FROM {pfx}execstore_graph_deltas WHERE kind > 0;
+    RETURN NULL;
+  END IF;
+  IF TG_OP <> 'INSERT' THEN
+    INSERT INTO {pfx}execstore_graph_deltas (definition_id, kind, a, b, c, n)
+    SELECT e.definition_id, s.kind, s.a, s.b, s.c, -s.n
+    FROM {executions} e, {pfx}execstore_graph_step_rows(OLD.entry) s WHERE e.id = OLD.execution_id;
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO {pfx}execstore_graph_deltas (definition_id, kind, a, b, c, n)
+    SELECT e.definition_id, s.kind, s.a, s.b, s.c, s.n
+    FROM {executions} e, {pfx}execstore_graph_step_rows(NEW.entry) s WHERE e.id = NEW.execution_id;
+  END IF;
+  RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_write ON {trace};
+CREATE TRIGGER {pfx}execstore_graph_trace_write AFTER INSERT OR UPDATE OR DELETE ON {trace} FOR EACH ROW
+  EXECUTE FUNCTION {pfx}execstore_graph_trace();
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_truncate ON {trace};
+CREATE TRIGGER {pfx}execstore_graph_trace_truncate AFTER TRUNCATE ON {trace} FOR EACH STATEMENT
+  EXECUTE FUNCTION {pfx}execstore_graph_trace();
+CREATE OR REPLACE FUNCTION {pfx}execstore_graph_key() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'UPDATE' THEN
+    INSERT INTO {pfx}execstore_graph_deltas (definition_id, kind, a, b, c, n)
+    SELECT e.definition_id, 0, COALESCE(to_json(OLD.active_path)::text, ''), COALESCE(OLD.status, ''), '', -1
+    FROM {executions} e WHERE e.id = OLD.id;
+  END IF;
+  INSERT INTO {pfx}execstore_graph_deltas (definition_id, kind, a, b, c, n)
+  SELECT e.definition_id, 0, COALESCE(to_json(NEW.active_path)::text, ''), COALESCE(NEW.status, ''), '', 1
+  FROM {executions} e WHERE e.id = NEW.id;
+  RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_key_insert ON {pfx}execstore_keys;
+CREATE TRIGGER {pfx}execstore_graph_key_insert AFTER INSERT ON {pfx}execstore_keys FOR EACH ROW
+  EXECUTE FUNCTION {pfx}execstore_graph_key();
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_key_update ON {pfx}execstore_keys;
+CREATE TRIGGER {pfx}execstore_graph_key_update AFTER UPDATE ON {pfx}execstore_keys FOR EACH ROW
+  WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.active_path IS DISTINCT FROM NEW.active_path)
+  EXECUTE FUNCTION {pfx}execstore_graph_key();
+CREATE OR REPLACE FUNCTION {pfx}execstore_graph_execution() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'TRUNCATE' THEN
+    TRUNCATE {pfx}execstore_graph, {pfx}execstore_graph_deltas;
+    RETURN NULL;
+  END IF;
+  IF TG_OP <> 'INSERT' THEN
+    -- Where it sat (its keys, still there: this trigger sorts before the keys trigger's).
+    INSERT INTO {pfx}execstore_graph_deltas (definition_id, kind, a, b, c, n)
+    SELECT OLD.definition_id, 0, COALESCE(to_json(k.active_path)::text, ''), COALESCE(k.status, ''), '', -1
+    FROM {pfx}execstore_keys k WHERE k.id = OLD.id;
+    INSERT INTO {pfx}execstore_graph_deltas (definition_id, kind, a, b, c, n)
+    SELECT OLD.definition_id, s.kind, s.a, s.b, s.c, -s.n
+    FROM {trace} t, {pfx}execstore_graph_step_rows(t.entry) s WHERE t.execution_id = OLD.id;
+  END IF;
+  IF TG_OP = 'UPDATE' AND OLD.id = NEW.id THEN
+    -- Moved to another definition: where it sat, there (a change of its keys written after
+    -- this is counted under the new definition by the keys trigger; a new id is a new keys row).
+    INSERT INTO {pfx}execstore_graph_deltas (definition_id, kind, a, b, c, n)
+    SELECT NEW.definition_id, 0, COALESCE(to_json(k.active_path)::text, ''), COALESCE(k.status, ''), '', 1
+    FROM {pfx}execstore_keys k WHERE k.id = OLD.id;
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO {pfx}execstore_graph_deltas (definition_id, kind, a, b, c, n)
+    SELECT NEW.definition_id, s.kind, s.a, s.b, s.c, s.n
+    FROM {trace} t, {pfx}execstore_graph_step_rows(t.entry) s WHERE t.execution_id = NEW.id;
+  END IF;
+  RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_execution_insert ON {executions};
+CREATE TRIGGER {pfx}execstore_graph_execution_insert AFTER INSERT OR DELETE ON {executions} FOR EACH ROW
+  EXECUTE FUNCTION {pfx}execstore_graph_execution();
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_execution_moved ON {executions};
+CREATE TRIGGER {pfx}execstore_graph_execution_moved AFTER UPDATE ON {executions} FOR EACH ROW
+  WHEN (OLD.id IS DISTINCT FROM NEW.id OR OLD.definition_id IS DISTINCT FROM NEW.definition_id)
+  EXECUTE FUNCTION {pfx}execstore_graph_execution();
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_execution_truncate ON {executions};
+CREATE TRIGGER {pfx}execstore_graph_execution_truncate AFTER TRUNCATE ON {executions} FOR EACH STATEMENT
+  EXECUTE FUNCTION {pfx}execstore_graph_execution();
+CREATE OR REPLACE FUNCTION {pfx}execstore_fold_graph() RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF pg_try_advisory_xact_lock(hashtext('{pfx}execstore_graph')) THEN
+    WITH d AS (DELETE FROM {pfx}execstore_graph_deltas RETURNING definition_id, kind, a, b, c, n)
+    INSERT INTO {pfx}execstore_graph AS g (definition_id, kind, a, b, c, n)
+    SELECT definition_id, kind, a, b, c, SUM(n) FROM d GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+    ON CONFLICT (definition_id, kind, a, b, c) DO UPDATE SET n = g.n + EXCLUDED.n;
+  END IF;
+END
+$fn$;
+DELETE FROM {pfx}execstore_graph_deltas;
+DELETE FROM {pfx}execstore_graph;
+INSERT INTO {pfx}execstore_graph (definition_id, kind, a, b, c, n)
+SELECT e.definition_id, 0, COALESCE(to_json(k.active_path)::text, ''), COALESCE(k.status, ''), '', COUNT(*)
+FROM {executions} e JOIN {pfx}execstore_keys k ON k.id = e.id GROUP BY 1, 2, 3, 4, 5;
+INSERT INTO {pfx}execstore_graph (definition_id, kind, a, b, c, n)
+SELECT e.definition_id, s.kind, s.a, s.b, s.c, SUM(s.n)
+FROM {trace} t JOIN {executions} e ON e.id = t.execution_id, LATERAL {pfx}execstore_graph_step_rows(t.entry) s
+GROUP BY 1, 2, 3, 4, 5"#;
+
+/// The statements reading the kept figures.
+#[derive(Debug)]
+pub(crate) struct GraphSql {
+    /// The fold of the deltas (a reader's, now and then).
+    pub(crate) fold: String,
+    /// The figures of one definition (`$1`; `$2` false: where executions sit only): the
+    /// folded rows plus the deltas, summed.
+    pub(crate) read: String,
+}
+
+impl GraphSql {
+    pub(crate) fn new(t: &Tables) -> Self {
+        GraphSql {
+            fold: t.sql("SELECT {pfx}execstore_fold_graph()"),
+            read: t.sql(
+                "SELECT kind::int8, a, b, c, SUM(n)::int8 FROM (\
+                 SELECT kind, a, b, c, n FROM {pfx}execstore_graph WHERE definition_id = $1 AND (kind = 0 OR $2) \
+                 UNION ALL SELECT kind, a, b, c, n FROM {pfx}execstore_graph_deltas \
+                 WHERE definition_id = $1 AND (kind = 0 OR $2)) x GROUP BY 1, 2, 3, 4 HAVING SUM(n) <> 0",
+            ),
+        }
+    }
+
+    /// The figures of `definition` from the rows `read` returned.
+    pub(crate) fn figures(
+        rows: &[postgres::Row],
+        definition: &str,
+        max_traces: usize,
+    ) -> Result<GraphFigures> {
+        let mut tally = FiguresTally::new();
+        for row in rows {
+            let (a, b, c): (String, String, String) = (col(row, 1)?, col(row, 2)?, col(row, 3)?);
+            tally.add_stored(col(row, 0)?, &a, &b, &c, col(row, 4)?)?;
+        }
+        tally.maintained_figures(definition, max_traces)
+    }
+}

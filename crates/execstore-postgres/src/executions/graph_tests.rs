@@ -1,0 +1,237 @@
+//! The graph figures kept by migration 9 (`graph.rs`): right under every writer (the step and
+//! batch functions, harel 0.9's own statements, control calls, moves and truncates by hand),
+//! read by `graph_figures` from the folded figures and their deltas, never from harel's
+//! tables.
+
+use execstore::executions::graph::graph_figures_by_scan;
+use execstore::executions::{control, GraphFigures, Status, TraceStep};
+use execstore::{Effects, Execution, ExecutionStore, StoreError};
+use serde_json::json;
+
+use super::test_support::on_own_prefix;
+use super::PgStore;
+
+/// Every trace.
+const ALL: usize = usize::MAX;
+
+fn shown(f: &GraphFigures) -> impl PartialEq + std::fmt::Debug {
+    (
+        f.executions,
+        f.traces_read,
+        f.now.clone(),
+        f.steps.clone(),
+        f.guards.clone(),
+    )
+}
+
+/// For every definition: the kept figures (maintained) equal a scan's.
+fn same(store: &PgStore, definitions: &[&str], what: &str) {
+    for d in definitions {
+        match (store.graph_figures(d, ALL), graph_figures_by_scan(store, d, ALL)) {
+            (Ok(kept), Ok(scanned)) => {
+                assert!(kept.maintained, "{what}: {d} maintained");
+                assert_eq!(shown(&kept), shown(&scanned), "{what}: {d}");
+            }
+            (Err(StoreError::NotFound { .. }), Err(StoreError::NotFound { .. })) => {}
+            (kept, scanned) => panic!("{what}: {d}: kept {kept:?}, scanned {scanned:?}"),
+        }
+    }
+}
+
+fn step(kind: &str, from: Option<&str>, to: &str, guards: &[&str]) -> TraceStep {
+    json!({"event_kind": kind, "from_path": from, "to_path": to, "guards": guards, "timestamp": 1.0})
+        .as_object()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn the_graph_figures_follow_every_writer() {
+    on_own_prefix("graph", "kg", |url, prefix, store| {
+        let defs = ["d0", "d1", "d9"];
+        let mut exes = Vec::new();
+        for i in 0..10 {
+            let mut exe = Execution::new(format!("e{i:02}"), format!("d{}", i % 2));
+            exe.status = Status::Running;
+            if i == 9 {
+                exe.parent_id = Some("e08".into());
+            }
+            store.save(&mut exe).unwrap();
+            exes.push(exe);
+        }
+        same(store, &defs, "inserts");
+        let max = store.trace_max().map_or(8, |m| m as usize);
+        for (i, exe) in exes.iter_mut().enumerate() {
+            exe.active_path = Some("a.x".into());
+            store
+                .commit(exe, &Effects::new().trace(step("Start", None, "a.x", &[])))
+                .unwrap();
+            let n_steps = if i == 4 { max + 3 } else { (i % 4) * 2 };
+            for n in 0..n_steps {
+                let (from, to) = if n % 2 == 0 { ("a.x", "b") } else { ("b", "a.x") };
+                exe.active_path = Some(to.into());
+                store
+                    .commit(
+                        exe,
+                        &Effects::new().trace(step("Go", Some(from), to, &["ok", "ok"])),
+                    )
+                    .unwrap();
+            }
+        }
+        same(store, &defs, "steps, a ring evicted");
+        assert!(store.purge("e00", exes[0].version).unwrap());
+        same(store, &defs, "purge");
+        control::terminate(store, "e08", None, 2e9).unwrap();
+        same(store, &defs, "terminate");
+        control::purge_finished(store, &control::PurgeFinished::new(0.0, 3e9), None).unwrap();
+        same(store, &defs, "purge-finished");
+
+        // harel 0.9's own writes, on another connection, as plain statements.
+        let (t, tr) = (format!("{prefix}_executions"), format!("{prefix}_trace"));
+        let mut other = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let trace = |other: &mut postgres::Client, id: &str, entry: &str| {
+            other
+                .execute(
+                    &format!(
+                        "INSERT INTO {tr} (execution_id, idx, entry) SELECT $1::text, \
+                         COALESCE((SELECT MAX(idx) FROM {tr} WHERE execution_id = $1::text), -1) + 1, $2::text"
+                    ),
+                    &[&id, &entry],
+                )
+                .unwrap();
+            other
+                .execute(
+                    &format!(
+                        "DELETE FROM {tr} WHERE execution_id = $1::text AND idx <= \
+                         (SELECT MAX(idx) FROM {tr} WHERE execution_id = $1::text) - 4"
+                    ),
+                    &[&id],
+                )
+                .unwrap();
+        };
+        trace(
+            &mut other,
+            "h1",
+            r#"{"event_kind": "Start", "from_path": null, "to_path": "s", "guards": ["g"]}"#,
+        );
+        same(store, &defs, "a step without its execution");
+        other
+            .execute(
+                &format!("INSERT INTO {t} (id, definition_id, data, version) VALUES ($1, $2, $3, 1)"),
+                &[
+                    &"h1",
+                    &"d9",
+                    &r#"{"id": "h1", "definition_id": "d9", "status": "RUNNING", "active_path": "s"}"#,
+                ],
+            )
+            .unwrap();
+        for n in 0..6 {
+            let entry = format!(
+                r#"{{"event_kind": "E{}", "from_path": "s", "to_path": "s", "guards": [1, null], "x": NaN}}"#,
+                n % 2
+            );
+            trace(&mut other, "h1", &entry);
+        }
+        other
+            .execute(
+                &format!("UPDATE {t} SET data = $1, version = 2 WHERE id = $2 AND version = 1"),
+                &[
+                    &r#"{"id": "h1", "definition_id": "d9", "status": "FAILED", "active_path": "t"}"#,
+                    &"h1",
+                ],
+            )
+            .unwrap();
+        same(store, &defs, "harel's writes");
+        let d9 = store.graph_figures("d9", ALL).unwrap();
+        assert_eq!(d9.steps.iter().map(|s| s.n).sum::<u64>(), 4);
+        // By hand: an execution moved to another definition (and one to another id), a step
+        // rewritten.
+        other
+            .execute(
+                &format!("UPDATE {t} SET definition_id = 'd1' WHERE id = 'e02'"),
+                &[],
+            )
+            .unwrap();
+        other
+            .execute(&format!("UPDATE {t} SET id = 'e03b' WHERE id = 'e03'"), &[])
+            .unwrap();
+        other
+            .execute(
+                &format!("UPDATE {tr} SET entry = '{{\"event_kind\": \"Z\"}}' WHERE execution_id = 'e05' AND idx = 0"),
+                &[],
+            )
+            .unwrap();
+        same(store, &defs, "moved by hand");
+        // harel's purge: the execution, then its companions.
+        other
+            .execute(&format!("DELETE FROM {t} WHERE id = $1"), &[&"h1"])
+            .unwrap();
+        other
+            .execute(&format!("DELETE FROM {tr} WHERE execution_id = $1"), &[&"h1"])
+            .unwrap();
+        same(store, &defs, "harel's purge");
+        // The reads folded the deltas.
+        let deltas: i64 = other
+            .query_one(
+                &format!("SELECT COUNT(*) FROM {prefix}_execstore_graph_deltas"),
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(deltas, 0);
+        other.execute(&format!("TRUNCATE {tr}"), &[]).unwrap();
+        same(store, &defs, "trace truncated");
+        other.execute(&format!("TRUNCATE {t}"), &[]).unwrap();
+        same(store, &defs, "executions truncated");
+    });
+}
+
+/// `graph_figures` reads the kept figures and their deltas by definition (the primary key
+/// and the deltas' index), never harel's tables nor the keys; a figure changed by hand is
+/// what it answers.
+#[test]
+fn the_graph_is_read_from_the_kept_figures() {
+    on_own_prefix("graph", "kgr", |url, prefix, store| {
+        for i in 0..20 {
+            let mut exe = Execution::new(format!("e{i:02}"), format!("d{}", i % 2));
+            exe.active_path = Some("s".into());
+            store.save(&mut exe).unwrap();
+            store
+                .commit(&mut exe, &Effects::new().trace(step("Start", None, "s", &["g"])))
+                .unwrap();
+        }
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        client
+            .batch_execute(&format!(
+                "SET enable_seqscan = off; ANALYZE {prefix}_execstore_graph, {prefix}_execstore_graph_deltas"
+            ))
+            .unwrap();
+        let plan: Vec<String> = client
+            .query(&format!("EXPLAIN {}", store.sql.graph.read), &[&"d1", &true])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(plan.contains(&format!("{prefix}_execstore_graph_pkey")), "{plan}");
+        assert!(
+            plan.contains(&format!("{prefix}_execstore_graph_deltas_def")),
+            "{plan}"
+        );
+        assert!(
+            !plan.contains("_executions") && !plan.contains("_trace") && !plan.contains("execstore_keys"),
+            "{plan}"
+        );
+        let f = store.graph_figures("d1", 1).unwrap();
+        assert_eq!((f.executions, f.traces_read, f.maintained), (10, 10, true));
+        client
+            .execute(
+                &format!("UPDATE {prefix}_execstore_graph SET n = n + 1000 WHERE definition_id = 'd1' AND kind = 1"),
+                &[],
+            )
+            .unwrap();
+        assert_eq!(store.graph_figures("d1", 1).unwrap().steps[0].n, 1010);
+        let none = store.graph_figures("d1", 0).unwrap();
+        assert!(none.steps.is_empty() && none.guards.is_empty() && none.traces_read == 0);
+    });
+}

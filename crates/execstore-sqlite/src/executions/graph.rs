@@ -1,0 +1,290 @@
+//! Migration 7: the figures a definition's graph is drawn from
+//! ([`ExecutionStore::graph_figures`](execstore::ExecutionStore::graph_figures)), kept up to
+//! date by triggers on harel's tables, so that every writer (this store, harel 0.9 itself, a
+//! hand-written statement) keeps them right and the graph reads a few rows per definition
+//! instead of every execution and trace.
+//!
+//! - `{pfx}execstore_graph_now`: executions per definition, active path and status;
+//! - `{pfx}execstore_graph_steps`: stored trace steps per definition, `from_path`, `to_path`
+//!   and `event_kind`;
+//! - `{pfx}execstore_graph_guards`: the items of the steps' `guards` arrays per definition,
+//!   `from_path`, `to_path` and guard.
+//!
+//! Values are the documents' JSON text (`->`), `''` when absent, so the reader shows them
+//! as a scan does (`execstore::executions::graph`). Each change is an upsert adding +1 or -1
+//! (a row falling to 0 stays). A trace step counts under the definition of its execution:
+//! written before its execution, it is counted when the execution is inserted; the
+//! execution's delete (a purge deletes it before its trace) takes its steps out, and a step
+//! deleted after finds no execution and changes nothing. A document that is not JSON is not
+//! counted (as the listing skips it); a trace step that is not JSON is read with `NaN`,
+//! `Infinity` and `-Infinity` (which Python's `json.dumps` writes) as `null`. Only SQLite
+//! 3.40 features: harel's Python may write the file with an old SQLite.
+
+use execstore::executions::{FiguresTally, GraphFigures};
+use execstore::Result;
+use rusqlite::Connection;
+
+use crate::db::error::Db;
+
+use super::schema::{Sql, Tables};
+
+/// A trace row's `entry` as the triggers read it: as it is when it is JSON (the parse is
+/// cached for the `->` that follow), else with `NaN`, `Infinity` and `-Infinity` (which
+/// Python's `json.dumps` writes and JSON has not) as `null`, so that every SQLite from 3.40
+/// on (harel's Python may bring an old one) takes the same steps as JSON.
+macro_rules! entry {
+    ($row:literal) => {
+        concat!(
+            "CASE WHEN json_valid(",
+            $row,
+            ".entry) THEN ",
+            $row,
+            ".entry ELSE replace(replace(replace(",
+            $row,
+            ".entry, '-Infinity', 'null'), 'Infinity', 'null'), 'NaN', 'null') END"
+        )
+    };
+}
+
+/// The upsert of one execution's figure into `now`, from the row `$row` (`new`/`old`), adding
+/// `$n`.
+macro_rules! now_delta {
+    ($row:literal, $n:literal) => {
+        concat!(
+            "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, n) SELECT ",
+            $row,
+            ".definition_id, COALESCE(",
+            $row,
+            ".data -> '$.active_path', ''), COALESCE(json_extract(",
+            $row,
+            ".data, '$.status'), ''), ",
+            $n,
+            " WHERE json_valid(",
+            $row,
+            ".data) ",
+            "ON CONFLICT (definition_id, active_path, status) DO UPDATE SET n = n + excluded.n;"
+        )
+    };
+}
+
+/// The upserts of one trace row's step and guards (the row `$row`, `new`/`old`), under its
+/// execution's definition, adding `$n`.
+macro_rules! step_delta {
+    ($row:literal, $n:literal) => {
+        concat!(
+            "INSERT INTO {pfx}execstore_graph_steps (definition_id, from_path, to_path, event, n) \
+             SELECT definition_id, COALESCE(",
+            entry!($row),
+            " -> '$.from_path', ''), COALESCE(",
+            entry!($row),
+            " -> '$.to_path', ''), COALESCE(",
+            entry!($row),
+            " -> '$.event_kind', ''), ",
+            $n,
+            " FROM {executions} WHERE id = ",
+            $row,
+            ".execution_id \
+             ON CONFLICT (definition_id, from_path, to_path, event) DO UPDATE SET n = n + excluded.n; \
+             INSERT INTO {pfx}execstore_graph_guards (definition_id, from_path, to_path, guard, n) \
+             SELECT e.definition_id, COALESCE(",
+            entry!($row),
+            " -> '$.from_path', ''), COALESCE(",
+            entry!($row),
+            " -> '$.to_path', ''), ",
+            entry!($row),
+            " -> g.fullkey, ",
+            $n,
+            " FROM {executions} AS e, json_each(",
+            entry!($row),
+            ", '$.guards') AS g \
+             WHERE e.id = ",
+            $row,
+            ".execution_id AND json_type(",
+            entry!($row),
+            ", '$.guards') = 'array' \
+             ON CONFLICT (definition_id, from_path, to_path, guard) DO UPDATE SET n = n + excluded.n;"
+        )
+    };
+}
+
+/// The upserts of every stored step and guard of execution `$row.id` under the definition
+/// `$row.definition_id` (`$row`: `new`/`old`), adding `$n` for each.
+macro_rules! trace_delta {
+    ($row:literal, $n:literal) => {
+        concat!(
+            "INSERT INTO {pfx}execstore_graph_steps (definition_id, from_path, to_path, event, n) \
+             SELECT ",
+            $row,
+            ".definition_id, COALESCE(",
+            entry!("t"),
+            " -> '$.from_path', ''), \
+             COALESCE(",
+            entry!("t"),
+            " -> '$.to_path', ''), COALESCE(",
+            entry!("t"),
+            " -> '$.event_kind', ''), ",
+            $n,
+            " FROM {trace} AS t WHERE t.execution_id = ",
+            $row,
+            ".id AND json_valid(",
+            entry!("t"),
+            ") \
+             ON CONFLICT (definition_id, from_path, to_path, event) DO UPDATE SET n = n + excluded.n; \
+             INSERT INTO {pfx}execstore_graph_guards (definition_id, from_path, to_path, guard, n) \
+             SELECT ",
+            $row,
+            ".definition_id, COALESCE(",
+            entry!("t"),
+            " -> '$.from_path', ''), \
+             COALESCE(",
+            entry!("t"),
+            " -> '$.to_path', ''), ",
+            entry!("t"),
+            " -> g.fullkey, ",
+            $n,
+            " FROM {trace} AS t, json_each(",
+            entry!("t"),
+            ", '$.guards') AS g WHERE t.execution_id = ",
+            $row,
+            ".id AND json_valid(",
+            entry!("t"),
+            ") AND json_type(",
+            entry!("t"),
+            ", '$.guards') = 'array' \
+             ON CONFLICT (definition_id, from_path, to_path, guard) DO UPDATE SET n = n + excluded.n;"
+        )
+    };
+}
+
+/// Migration 7's statements: the tables, their triggers and their first fill.
+pub(crate) const GRAPH_STATEMENTS: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS {pfx}execstore_graph_now \
+     (definition_id TEXT NOT NULL, active_path TEXT NOT NULL, status TEXT NOT NULL, n INTEGER NOT NULL, \
+     PRIMARY KEY (definition_id, active_path, status)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS {pfx}execstore_graph_steps \
+     (definition_id TEXT NOT NULL, from_path TEXT NOT NULL, to_path TEXT NOT NULL, event TEXT NOT NULL, \
+     n INTEGER NOT NULL, PRIMARY KEY (definition_id, from_path, to_path, event)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS {pfx}execstore_graph_guards \
+     (definition_id TEXT NOT NULL, from_path TEXT NOT NULL, to_path TEXT NOT NULL, guard TEXT NOT NULL, \
+     n INTEGER NOT NULL, PRIMARY KEY (definition_id, from_path, to_path, guard)) WITHOUT ROWID",
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_insert AFTER INSERT ON {executions} BEGIN ",
+        now_delta!("new", "1"),
+        trace_delta!("new", "1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_delete AFTER DELETE ON {executions} BEGIN ",
+        now_delta!("old", "-1"),
+        trace_delta!("old", "-1"),
+        " END"
+    ),
+    // Most steps move the active path, some the status; a step that moves neither runs none
+    // of it (its WHEN is false).
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_update AFTER UPDATE OF definition_id, data \
+         ON {executions} WHEN NOT json_valid(old.data) OR NOT json_valid(new.data) \
+         OR old.definition_id IS NOT new.definition_id \
+         OR json_extract(old.data, '$.status') IS NOT json_extract(new.data, '$.status') \
+         OR (old.data -> '$.active_path') IS NOT (new.data -> '$.active_path') BEGIN ",
+        now_delta!("old", "-1"),
+        now_delta!("new", "1"),
+        " END"
+    ),
+    // An execution moved to another definition (by hand) takes its steps along.
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_moved AFTER UPDATE OF id, definition_id \
+         ON {executions} WHEN old.id IS NOT new.id OR old.definition_id IS NOT new.definition_id BEGIN ",
+        trace_delta!("old", "-1"),
+        trace_delta!("new", "1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_trace_insert AFTER INSERT ON {trace} \
+         WHEN json_valid(", entry!("new"), ") BEGIN ",
+        step_delta!("new", "1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_trace_delete AFTER DELETE ON {trace} \
+         WHEN json_valid(", entry!("old"), ") BEGIN ",
+        step_delta!("old", "-1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_trace_update_old AFTER UPDATE OF execution_id, entry \
+         ON {trace} WHEN json_valid(", entry!("old"), ") BEGIN ",
+        step_delta!("old", "-1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_trace_update_new AFTER UPDATE OF execution_id, entry \
+         ON {trace} WHEN json_valid(", entry!("new"), ") BEGIN ",
+        step_delta!("new", "1"),
+        " END"
+    ),
+    "DELETE FROM {pfx}execstore_graph_now",
+    "DELETE FROM {pfx}execstore_graph_steps",
+    "DELETE FROM {pfx}execstore_graph_guards",
+    "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, n) \
+     SELECT definition_id, COALESCE(data -> '$.active_path', ''), COALESCE(json_extract(data, '$.status'), ''), \
+     COUNT(*) FROM {executions} WHERE json_valid(data) GROUP BY 1, 2, 3",
+    concat!(
+    "INSERT INTO {pfx}execstore_graph_steps (definition_id, from_path, to_path, event, n) \
+     SELECT e.definition_id, COALESCE(", entry!("t"), " -> '$.from_path', ''), COALESCE(", entry!("t"), " -> '$.to_path', ''), \
+     COALESCE(", entry!("t"), " -> '$.event_kind', ''), COUNT(*) FROM {trace} AS t JOIN {executions} AS e \
+     ON e.id = t.execution_id WHERE json_valid(", entry!("t"), ") GROUP BY 1, 2, 3, 4"
+    ),
+    concat!(
+    "INSERT INTO {pfx}execstore_graph_guards (definition_id, from_path, to_path, guard, n) \
+     SELECT e.definition_id, COALESCE(", entry!("t"), " -> '$.from_path', ''), COALESCE(", entry!("t"), " -> '$.to_path', ''), \
+     ", entry!("t"), " -> g.fullkey, COUNT(*) FROM {trace} AS t JOIN {executions} AS e ON e.id = t.execution_id, \
+     json_each(", entry!("t"), ", '$.guards') AS g \
+     WHERE json_valid(", entry!("t"), ") AND json_type(", entry!("t"), ", '$.guards') = 'array' GROUP BY 1, 2, 3, 4"
+    ),
+];
+
+/// The read of the maintained figures of one definition (`?1`; `?2` false: no step), one
+/// statement so that it sees one snapshot: the kind of each row (0: now, 1: a step, 2: a
+/// guard), its three keys and its count.
+#[derive(Debug)]
+pub(crate) struct GraphSql {
+    /// The table whose presence says migration 7 was applied.
+    pub(crate) table: String,
+    /// The statement.
+    pub(crate) read: String,
+}
+
+impl GraphSql {
+    pub(crate) fn new(t: &Tables) -> Self {
+        GraphSql {
+            table: t.sql("{pfx}execstore_graph_now"),
+            read: t.sql(
+                "SELECT 0, active_path, status, '', n FROM {pfx}execstore_graph_now \
+                 WHERE definition_id = ?1 AND n <> 0 \
+                 UNION ALL SELECT 1, from_path, to_path, event, n FROM {pfx}execstore_graph_steps \
+                 WHERE definition_id = ?1 AND n <> 0 AND ?2 \
+                 UNION ALL SELECT 2, from_path, to_path, guard, n FROM {pfx}execstore_graph_guards \
+                 WHERE definition_id = ?1 AND n <> 0 AND ?2",
+            ),
+        }
+    }
+
+    /// The maintained figures of `definition`; `max_traces` 0 counts no step. `NotFound`
+    /// if it has no (readable) executions.
+    pub(crate) fn read(
+        &self,
+        conn: &Connection,
+        definition: &str,
+        max_traces: usize,
+    ) -> Result<GraphFigures> {
+        let mut tally = FiguresTally::new();
+        let mut stmt = conn.prepare_cached(&self.read).db()?;
+        let mut rows = stmt.query(rusqlite::params![definition, max_traces > 0]).db()?;
+        while let Some(row) = rows.next().db()? {
+            let (a, b, c): (String, String, String) = (row.get(1).db()?, row.get(2).db()?, row.get(3).db()?);
+            tally.add_stored(row.get(0).db()?, &a, &b, &c, row.get(4).db()?)?;
+        }
+        tally.maintained_figures(definition, max_traces)
+    }
+}

@@ -1,0 +1,315 @@
+//! The figures a definition's graph is drawn from ([`ExecutionStore::graph_figures`]): how
+//! many of its executions sit at each active path with each status, and how many stored trace
+//! steps went from one state to another on each event (with the guards recorded on them).
+//!
+//! Values are kept as the trace step holds them (`from_path`, `to_path`, `event_kind`, each
+//! `guards` item as its JSON value, `None` when the key is absent): what a value shows as is
+//! the graph's business (the monitor's `graph` module), so a backend that keeps the figures up
+//! to date and one that scans answer the same.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::executions::paging::execution_pages;
+use crate::executions::{ExecutionStore, ListQuery, Status, TraceStep};
+use crate::kit::validate::MAX_PAGE;
+use crate::{Result, StoreError};
+
+/// How many executions of a definition sit at one active path with one status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NowFigure {
+    /// The active path (`None`: the execution has none).
+    pub active_path: Option<String>,
+    /// Their status.
+    pub status: Status,
+    /// How many.
+    pub n: u64,
+}
+
+/// How many stored trace steps went from one state to another on one event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepFigure {
+    /// The step's `from_path` value (`None`: absent).
+    pub from: Option<Value>,
+    /// The step's `to_path` value (`None`: absent).
+    pub to: Option<Value>,
+    /// The step's `event_kind` value (`None`: absent).
+    pub event: Option<Value>,
+    /// How many steps.
+    pub n: u64,
+}
+
+/// How many times one guard was recorded on the stored steps from one state to another
+/// (each item of a step's `guards` array counts once).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GuardFigure {
+    /// The steps' `from_path` value (`None`: absent).
+    pub from: Option<Value>,
+    /// The steps' `to_path` value (`None`: absent).
+    pub to: Option<Value>,
+    /// The guard, as the array holds it.
+    pub guard: Value,
+    /// How many times.
+    pub n: u64,
+}
+
+/// What a definition's graph is drawn from. Lists are sorted (by their values' JSON text)
+/// and hold no zero.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GraphFigures {
+    /// How many executions the definition has (readable ones: those a listing shows).
+    pub executions: u64,
+    /// How many of them had their trace counted in `steps` and `guards`.
+    pub traces_read: u64,
+    /// Whether the figures were kept up to date by the store's writes (every trace counted,
+    /// nothing scanned), rather than counted by reading the executions and their traces now.
+    pub maintained: bool,
+    /// Where the executions sit now.
+    pub now: Vec<NowFigure>,
+    /// The steps of the traces counted.
+    pub steps: Vec<StepFigure>,
+    /// The guards of the traces counted.
+    pub guards: Vec<GuardFigure>,
+}
+
+impl GraphFigures {
+    /// The executions per status (the statuses present only).
+    pub fn by_status(&self) -> BTreeMap<Status, u64> {
+        let mut out = BTreeMap::new();
+        for f in &self.now {
+            *out.entry(f.status).or_default() += f.n;
+        }
+        out
+    }
+}
+
+/// A value's sort key and identity: its JSON text (`""` for absent).
+fn key(value: Option<&Value>) -> String {
+    value.map(Value::to_string).unwrap_or_default()
+}
+
+/// A figure's three values as JSON text (its key; `""` for absent).
+type TextKey = (String, String, String);
+
+/// Adds up figures keyed by JSON text; the sum of the figures [`graph_figures_by_scan`] and
+/// a backend's stored rows both go through it.
+#[derive(Default)]
+pub struct FiguresTally {
+    now: BTreeMap<(Option<String>, Status), u64>,
+    steps: BTreeMap<TextKey, (StepFigure, i64)>,
+    guards: BTreeMap<TextKey, (GuardFigure, i64)>,
+}
+
+impl FiguresTally {
+    /// An empty tally.
+    pub fn new() -> Self {
+        FiguresTally::default()
+    }
+
+    /// Adds `n` executions at `active_path` with `status`.
+    pub fn add_now(&mut self, active_path: Option<String>, status: Status, n: u64) {
+        *self.now.entry((active_path, status)).or_default() += n;
+    }
+
+    /// Adds `n` steps (negative: removes them).
+    pub fn add_step(&mut self, from: Option<Value>, to: Option<Value>, event: Option<Value>, n: i64) {
+        let k = (key(from.as_ref()), key(to.as_ref()), key(event.as_ref()));
+        self.steps
+            .entry(k)
+            .or_insert((
+                StepFigure {
+                    from,
+                    to,
+                    event,
+                    n: 0,
+                },
+                0,
+            ))
+            .1 += n;
+    }
+
+    /// Adds `n` occurrences of `guard` on the steps from `from` to `to`.
+    pub fn add_guard(&mut self, from: Option<Value>, to: Option<Value>, guard: Value, n: i64) {
+        let k = (key(from.as_ref()), key(to.as_ref()), guard.to_string());
+        self.guards
+            .entry(k)
+            .or_insert((
+                GuardFigure {
+                    from,
+                    to,
+                    guard,
+                    n: 0,
+                },
+                0,
+            ))
+            .1 += n;
+    }
+
+    /// Adds one trace step: its ends, its event and its guards.
+    pub fn add_trace_step(&mut self, step: &TraceStep) {
+        let from = step.get("from_path").cloned();
+        let to = step.get("to_path").cloned();
+        if let Some(Value::Array(guards)) = step.get("guards") {
+            for g in guards {
+                self.add_guard(from.clone(), to.clone(), g.clone(), 1);
+            }
+        }
+        self.add_step(from, to, step.get("event_kind").cloned(), 1);
+    }
+
+    /// Adds one row as the SQL backends keep them: `kind` 0 is `n` executions at the active
+    /// path whose JSON text is `a` with the status `b`; 1 is `n` steps from `a` to `b` on the
+    /// event `c`; 2 is `n` occurrences of the guard `c` on steps from `a` to `b`. Every
+    /// value is its JSON text, `""` when absent (a status: `""` reads as PENDING).
+    pub fn add_stored(&mut self, kind: i64, a: &str, b: &str, c: &str, n: i64) -> Result<()> {
+        match kind {
+            0 => {
+                let status = match b {
+                    "" => Status::Pending,
+                    s => s.parse::<Status>().map_err(|e| StoreError::Corrupt {
+                        what: "a graph figure's status".into(),
+                        reason: e.to_string(),
+                    })?,
+                };
+                let active_path = match json_of(a) {
+                    Some(Value::String(s)) => Some(s),
+                    _ => None,
+                };
+                self.add_now(active_path, status, u64::try_from(n).unwrap_or(0));
+            }
+            1 => self.add_step(json_of(a), json_of(b), json_of(c), n),
+            _ => self.add_guard(json_of(a), json_of(b), json_of(c).unwrap_or(Value::Null), n),
+        }
+        Ok(())
+    }
+
+    /// The figures a backend keeps: `maintained`, every trace counted unless `max_traces`
+    /// is 0 (then the caller added no step). `NotFound` if `definition` has no execution.
+    pub fn maintained_figures(self, definition: &str, max_traces: usize) -> Result<GraphFigures> {
+        let mut figures = self.finish(0, true);
+        if figures.executions == 0 {
+            return Err(StoreError::NotFound {
+                what: "definition",
+                key: definition.to_owned(),
+            });
+        }
+        if max_traces > 0 {
+            figures.traces_read = figures.executions;
+        }
+        Ok(figures)
+    }
+
+    /// The figures (zeros and negatives left out).
+    pub fn finish(self, traces_read: u64, maintained: bool) -> GraphFigures {
+        let now: Vec<NowFigure> = self
+            .now
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|((active_path, status), n)| NowFigure {
+                active_path,
+                status,
+                n,
+            })
+            .collect();
+        let positive = |n: i64| u64::try_from(n).ok().filter(|n| *n > 0);
+        GraphFigures {
+            executions: now.iter().map(|f| f.n).sum(),
+            traces_read,
+            maintained,
+            now,
+            steps: self
+                .steps
+                .into_values()
+                .filter_map(|(f, n)| Some(StepFigure { n: positive(n)?, ..f }))
+                .collect(),
+            guards: self
+                .guards
+                .into_values()
+                .filter_map(|(f, n)| Some(GuardFigure { n: positive(n)?, ..f }))
+                .collect(),
+        }
+    }
+}
+
+/// A stored value: its JSON text, `""` for absent. A SQL backend reads `NaN` and `Infinity`
+/// (which Python's `json.dumps` writes) as `null` (SQLite may write `Infinity` back as
+/// `9e999`, which no `Value` holds: kept as that text), so a label that is itself a
+/// non-finite number shows so where a scan shows `NaN`; anything else shows as a scan
+/// shows it.
+fn json_of(text: &str) -> Option<Value> {
+    if text.is_empty() {
+        return None;
+    }
+    Some(crate::kit::pyjson::loads_exact(text).unwrap_or_else(|_| Value::String(text.to_owned())))
+}
+
+/// The figures of `definition` counted by reading: every execution of it (through the
+/// listing) and the traces of the first `max_traces` (by id). `NotFound` if the definition
+/// has no executions. What [`ExecutionStore::graph_figures`] does by default.
+pub fn graph_figures_by_scan<S: ExecutionStore + ?Sized>(
+    store: &S,
+    definition: &str,
+    max_traces: usize,
+) -> Result<GraphFigures> {
+    crate::kit::validate::check_id("definition", definition)?;
+    let mut tally = FiguresTally::new();
+    let mut traces_read = 0u64;
+    let query = ListQuery::new().definition(definition).limit(MAX_PAGE);
+    for page in execution_pages(store, query) {
+        for summary in page?.items {
+            tally.add_now(summary.active_path.clone(), summary.status, 1);
+            if (traces_read as usize) < max_traces {
+                // An execution purged since the page was read has no trace: nothing to add.
+                match store.read_trace(&summary.id) {
+                    Ok(steps) => steps.iter().for_each(|s| tally.add_trace_step(s)),
+                    Err(StoreError::NotFound { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+                traces_read += 1;
+            }
+        }
+    }
+    let figures = tally.finish(traces_read, false);
+    if figures.executions == 0 {
+        return Err(StoreError::NotFound {
+            what: "definition",
+            key: definition.to_owned(),
+        });
+    }
+    Ok(figures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Effects, Execution, MemoryStore};
+    use serde_json::json;
+
+    #[test]
+    fn scan_adds_up_steps_guards_and_where_executions_sit() {
+        let store = MemoryStore::new();
+        for (id, path) in [("a", "s.x"), ("b", "s.x"), ("c", "s.y")] {
+            let mut exe = Execution::new(id, "d");
+            exe.active_path = Some(path.into());
+            store.save(&mut exe).unwrap();
+            let step = json!({"event_kind": "Go", "from_path": null, "to_path": path, "guards": ["g", "g"]});
+            store
+                .commit(&mut exe, &Effects::new().trace(step.as_object().unwrap().clone()))
+                .unwrap();
+        }
+        let f = graph_figures_by_scan(&store, "d", 10).unwrap();
+        assert_eq!((f.executions, f.traces_read, f.maintained), (3, 3, false));
+        assert_eq!(f.now[0].active_path.as_deref(), Some("s.x"));
+        assert_eq!(f.now[0].n, 2);
+        assert_eq!(f.steps.len(), 2);
+        assert_eq!(f.steps[0].from, Some(Value::Null));
+        let g: u64 = f.guards.iter().map(|g| g.n).sum();
+        assert_eq!(g, 6);
+        assert_eq!(graph_figures_by_scan(&store, "d", 1).unwrap().traces_read, 1);
+        assert!(matches!(
+            graph_figures_by_scan(&store, "nope", 1),
+            Err(StoreError::NotFound { .. })
+        ));
+    }
+}
