@@ -1,0 +1,213 @@
+//! `execstore bench --scale`: how the costs grow with the store (issue 27). One store is
+//! filled step by step to each size of `--sizes` with W1's executions (W1's shapes, 20 events
+//! each: every odd one finished by its last event, the others running, as W1 leaves them),
+//! and at each size the commit rates, the monitor API's reads, the relay's claim and ack, the
+//! timer sweep and the bytes per execution are measured. It prints a table and writes
+//! `scale-BACKEND.json` and `scale-BACKEND.svg` (drawn with plotters) into `--out`.
+//!
+//! The fill goes through the contract: [`ExecutionStore::commit_batch`] with every step of
+//! a few hundred executions (the create and its 20 events, each item at the version the
+//! one before it leaves), one transaction and one sync per batch, and the relay acking the
+//! batch's outbox entries and spawn intents after it, as a running engine's relay would.
+
+mod fill;
+mod measure;
+mod plot;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use execstore::ExecutionStore;
+use execstore_any::{Options, POSTGRES, SQLITE};
+use execstore_monitor_api::MonitorApi;
+use serde_json::{json, Map, Value};
+
+use fill::fill;
+use measure::{commit_rates, file_bytes, pg_wal_lsn, reads, relay_and_sweep};
+use plot::plot;
+
+use crate::error::CliError;
+
+/// Events per filled execution (W1's K).
+const EVENTS: u32 = 20;
+/// Executions per fill batch.
+const FILL_BATCH: usize = 250;
+/// The seed of the filled executions' ids.
+const FILL_SEED: u32 = 7;
+/// Executions and rounds of the commit-rate runs at each size.
+const RATE_EXECUTIONS: usize = 160;
+const RATE_ROUNDS: u32 = 10;
+/// Clients of the group-commit run.
+const CLIENTS: usize = 16;
+/// Samples of each read (the median is reported).
+const SAMPLES: usize = 7;
+
+/// What to run.
+pub struct Config {
+    /// `sqlite` (a file, fresh) or `postgres` (a URL; fresh tables under a bench prefix).
+    pub location: Option<String>,
+    /// The sizes, ascending.
+    pub sizes: Vec<usize>,
+    /// Where the JSON and the SVG go.
+    pub out: PathBuf,
+}
+
+/// Runs the curve and returns the JSON written.
+pub fn run(cfg: &Config, out: &mut dyn std::io::Write) -> anyhow::Result<Value> {
+    let mut sizes = cfg.sizes.clone();
+    sizes.sort_unstable();
+    sizes.dedup();
+    if sizes.is_empty() || sizes[0] == 0 {
+        return Err(CliError::Input("--sizes needs sizes above 0".into()).into());
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("execstore-scale-")
+        .tempdir()
+        .map_err(CliError::Io)?;
+    let mut pg_prefix = None;
+    let (backend, store, filler, file): (
+        &str,
+        Arc<dyn ExecutionStore>,
+        Arc<dyn ExecutionStore>,
+        Option<PathBuf>,
+    ) = match &cfg.location {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let prefix = format!("execstore_scale_{:x}_{nanos:x}", std::process::id());
+            let mut options = Options::new().executions(true).prefix(Some(&prefix));
+            options.postgres.connect.max_connections = (CLIENTS + 1) as u32;
+            let store = open(&POSTGRES, url, &options)?;
+            pg_prefix = Some(prefix);
+            ("postgres", store.clone(), store, None)
+        }
+        other => {
+            let path = match other {
+                Some(p) => PathBuf::from(p),
+                None => tmp.path().join("scale.db"),
+            };
+            if path.exists() {
+                return Err(CliError::Input(format!(
+                    "{} already exists; --scale needs a fresh file",
+                    path.display()
+                ))
+                .into());
+            }
+            let store = open(&SQLITE, &path.to_string_lossy(), &Options::new().executions(true))?;
+            // The fill is the setting, not the measure: a second store on the file, without
+            // syncs (the commits measured sync as the store's default does, FULL).
+            let mut fast = Options::new().executions(true);
+            fast.sqlite.connect.synchronous = execstore_sqlite::Synchronous::Off;
+            let filler = open(&SQLITE, &path.to_string_lossy(), &fast)?;
+            ("sqlite", store, filler, Some(path))
+        }
+    };
+    let api = MonitorApi::new(Map::new(), None);
+    let mut rows = Vec::new();
+    let mut filled = 0usize;
+    let mut fill_time = Duration::ZERO;
+    for (step, &size) in sizes.iter().enumerate() {
+        let t = Instant::now();
+        fill(&*filler, filled, size)?;
+        fill_time += t.elapsed();
+        filled = size;
+        let mut row = Map::new();
+        row.insert("executions".into(), json!(size));
+        row.insert(
+            "fill_executions_per_s".into(),
+            json!(round(
+                (size - rows_before(&sizes, step)) as f64 / t.elapsed().as_secs_f64()
+            )),
+        );
+        let wal_before = pg_wal_lsn(cfg.location.as_deref(), pg_prefix.is_some());
+        commit_rates(&*store, step as u32, &mut row)?;
+        if let (Some(before), Some(after)) = (
+            wal_before,
+            pg_wal_lsn(cfg.location.as_deref(), pg_prefix.is_some()),
+        ) {
+            let commits = (RATE_EXECUTIONS * 2 * (RATE_ROUNDS as usize + 1)) as f64;
+            row.insert(
+                "wal_bytes_per_commit".into(),
+                json!(round((after - before) as f64 / commits)),
+            );
+        }
+        reads(&*store, &api, &mut row);
+        relay_and_sweep(&*store, &mut row)?;
+        let bytes = match (&file, &cfg.location) {
+            (Some(path), _) => file_bytes(path),
+            (None, Some(url)) => execstore_postgres::store_bytes(url, pg_prefix.as_deref()).unwrap_or(0),
+            _ => 0,
+        };
+        row.insert("bytes".into(), json!(bytes));
+        row.insert(
+            "bytes_per_execution".into(),
+            json!(round(bytes as f64 / size as f64)),
+        );
+        print_row(out, backend, &row)?;
+        rows.push(Value::Object(row));
+    }
+    let answer = json!({
+        "backend": backend,
+        "events_per_execution": EVENTS,
+        "fill_s": round(fill_time.as_secs_f64()),
+        "sqlite": rusqlite::version(),
+        "rows": rows,
+    });
+    std::fs::create_dir_all(&cfg.out).map_err(CliError::Io)?;
+    let json_path = cfg.out.join(format!("scale-{backend}.json"));
+    std::fs::write(&json_path, format!("{:#}\n", answer)).map_err(CliError::Io)?;
+    let svg_path = cfg.out.join(format!("scale-{backend}.svg"));
+    plot(&svg_path, backend, &answer)?;
+    writeln!(out, "wrote {} and {}", json_path.display(), svg_path.display()).map_err(CliError::Io)?;
+    if let (Some(url), Some(prefix)) = (&cfg.location, &pg_prefix) {
+        drop(store);
+        // Best effort: the figures are written.
+        let _ = execstore_postgres::drop_store(url, Some(prefix));
+    }
+    Ok(answer)
+}
+
+fn rows_before(sizes: &[usize], step: usize) -> usize {
+    if step == 0 {
+        0
+    } else {
+        sizes[step - 1]
+    }
+}
+
+fn open(
+    backend: &'static execstore_any::Backend,
+    location: &str,
+    options: &Options,
+) -> anyhow::Result<Arc<dyn ExecutionStore>> {
+    let target = execstore_any::Target {
+        backend,
+        location: location.to_owned(),
+    };
+    let stores = target.open(options).map_err(CliError::Store)?;
+    stores.executions.context("the backend opened no execution store")
+}
+
+pub(super) fn store_err(e: execstore::StoreError) -> anyhow::Error {
+    CliError::Store(e).into()
+}
+
+pub(super) fn round(x: f64) -> f64 {
+    if x >= 100.0 {
+        x.round()
+    } else {
+        (x * 1000.0).round() / 1000.0
+    }
+}
+
+fn print_row(out: &mut dyn std::io::Write, backend: &str, row: &Map<String, Value>) -> anyhow::Result<()> {
+    let mut line = backend.to_owned();
+    for (k, v) in row {
+        line.push_str(&format!("  {k}={v}"));
+    }
+    writeln!(out, "{line}").map_err(CliError::Io)?;
+    Ok(())
+}
