@@ -5,13 +5,16 @@
 //! timer sweep and the bytes per execution are measured. It prints a table and writes
 //! `scale-BACKEND.json` and `scale-BACKEND.svg` (drawn with plotters) into `--out`.
 //!
-//! The fill goes through the contract: [`ExecutionStore::commit_batch`] with every step of
-//! a few hundred executions (the create and its 20 events, each item at the version the
-//! one before it leaves), one transaction and one sync per batch, and the relay acking the
-//! batch's outbox entries and spawn intents after it, as a running engine's relay would.
+//! The fill (`fill.rs`): the first 1,000 executions go through the contract
+//! ([`ExecutionStore::commit_batch`] with every step, each item at the version the one before
+//! it leaves, the relay acking the batch's outbox entries and spawn intents after it); the
+//! rest are `INSERT ... SELECT` copies of them under new ids, checked after every fill against
+//! their templates and the kept counts. The monitor's peak RSS (`monitor.rs`) is the real
+//! `execstore monitor`'s, a child process serving the store.
 
 mod fill;
 mod measure;
+mod monitor;
 mod plot;
 
 use std::path::PathBuf;
@@ -24,8 +27,8 @@ use execstore_any::{Options, POSTGRES, SQLITE};
 use execstore_monitor_api::MonitorApi;
 use serde_json::{json, Map, Value};
 
-use fill::fill;
-use measure::{commit_rates, file_bytes, pg_wal_lsn, reads, relay_and_sweep};
+use fill::{fill, verify, Copier};
+use measure::{attribute_value, commit_rates, file_bytes, pg_wal_lsn, read_targets, reads, relay_and_sweep};
 use plot::plot;
 
 use crate::error::CliError;
@@ -41,8 +44,12 @@ const RATE_EXECUTIONS: usize = 160;
 const RATE_ROUNDS: u32 = 10;
 /// Clients of the group-commit run.
 const CLIENTS: usize = 16;
-/// Samples of each read (the median is reported).
+/// Samples of each read (the median is reported), fewer for a read past [`SAMPLES_BUDGET`].
 const SAMPLES: usize = 7;
+/// A read is sampled again only while its samples took less than this in all.
+const SAMPLES_BUDGET: Duration = Duration::from_secs(3);
+/// The declared search attribute the list is filtered by.
+const ATTRIBUTE: &str = "context.f01";
 
 /// What to run.
 pub struct Config {
@@ -105,25 +112,39 @@ pub fn run(cfg: &Config, out: &mut dyn std::io::Write) -> anyhow::Result<Value> 
             ("sqlite", store, filler, Some(path))
         }
     };
+    let copier = match (&file, &cfg.location, &pg_prefix) {
+        (Some(path), _, _) => Copier::Sqlite(path.clone()),
+        (None, Some(url), Some(prefix)) => Copier::Postgres {
+            url: url.clone(),
+            prefix: prefix.clone(),
+        },
+        _ => anyhow::bail!("no store to fill"),
+    };
+    // Declared before the fill, so that its index is kept as the store grows.
+    store.declare_attribute(ATTRIBUTE).map_err(store_err)?;
     let api = MonitorApi::new(Map::new(), None);
     let mut rows = Vec::new();
     let mut filled = 0usize;
     let mut fill_time = Duration::ZERO;
     for (step, &size) in sizes.iter().enumerate() {
         let t = Instant::now();
-        fill(&*filler, filled, size)?;
-        fill_time += t.elapsed();
+        fill(&*filler, &copier, filled, size)?;
+        let took = t.elapsed();
+        fill_time += took;
         filled = size;
+        let verified = verify(&*store, &copier, size)?;
         let mut row = Map::new();
         row.insert("executions".into(), json!(size));
         row.insert(
             "fill_executions_per_s".into(),
             json!(round(
-                (size - rows_before(&sizes, step)) as f64 / t.elapsed().as_secs_f64()
+                (size - rows_before(&sizes, step)) as f64 / took.as_secs_f64()
             )),
         );
+        row.insert("running".into(), json!(verified.running));
+        row.insert("done".into(), json!(verified.done));
         let wal_before = pg_wal_lsn(cfg.location.as_deref(), pg_prefix.is_some());
-        commit_rates(&*store, step as u32, &mut row)?;
+        commit_rates(&*store, step as u32, file.is_some(), &mut row)?;
         if let (Some(before), Some(after)) = (
             wal_before,
             pg_wal_lsn(cfg.location.as_deref(), pg_prefix.is_some()),
@@ -134,8 +155,15 @@ pub fn run(cfg: &Config, out: &mut dyn std::io::Write) -> anyhow::Result<Value> 
                 json!(round((after - before) as f64 / commits)),
             );
         }
-        reads(&*store, &api, &mut row);
+        let targets = read_targets(&attribute_value(&*store)?);
+        reads(&*store, &api, &targets, &mut row);
         relay_and_sweep(&*store, &mut row)?;
+        let location = match (&file, &cfg.location) {
+            (Some(path), _) => path.to_string_lossy().into_owned(),
+            (None, Some(url)) => url.clone(),
+            _ => String::new(),
+        };
+        monitor::peak_rss(&location, pg_prefix.as_deref(), &targets, &mut row)?;
         let bytes = match (&file, &cfg.location) {
             (Some(path), _) => file_bytes(path),
             (None, Some(url)) => execstore_postgres::store_bytes(url, pg_prefix.as_deref()).unwrap_or(0),

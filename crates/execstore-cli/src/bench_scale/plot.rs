@@ -19,7 +19,7 @@ pub(super) fn plot(path: &Path, backend: &str, answer: &Value) -> anyhow::Result
     let root = SVGBackend::new(path, (1100, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(draw)?;
     let (left, right) = root.split_horizontally(640);
-    let reads: Vec<&str> = read_targets()
+    let reads: Vec<&str> = read_targets("")
         .into_iter()
         .map(|(n, _)| n)
         .chain(["relay_claim_ack_100_ms", "sweep_100_ms"])
