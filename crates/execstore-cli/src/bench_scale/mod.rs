@@ -176,7 +176,26 @@ pub fn run(cfg: &Config, out: &mut dyn std::io::Write) -> anyhow::Result<Value> 
         );
         print_row(out, backend, &row)?;
         rows.push(Value::Object(row));
+        // Written after every size: a long run stopped early keeps what it measured.
+        write_out(cfg, backend, fill_time, &rows)?;
     }
+    let answer = write_out(cfg, backend, fill_time, &rows)?;
+    writeln!(
+        out,
+        "wrote scale-{backend}.json and scale-{backend}.svg into {}",
+        cfg.out.display()
+    )
+    .map_err(CliError::Io)?;
+    if let (Some(url), Some(prefix)) = (&cfg.location, &pg_prefix) {
+        drop(store);
+        // Best effort: the figures are written.
+        let _ = execstore_postgres::drop_store(url, Some(prefix));
+    }
+    Ok(answer)
+}
+
+/// Writes `scale-BACKEND.json` and its plot into `cfg.out`; returns the JSON.
+fn write_out(cfg: &Config, backend: &str, fill_time: Duration, rows: &[Value]) -> anyhow::Result<Value> {
     let answer = json!({
         "backend": backend,
         "events_per_execution": EVENTS,
@@ -187,14 +206,7 @@ pub fn run(cfg: &Config, out: &mut dyn std::io::Write) -> anyhow::Result<Value> 
     std::fs::create_dir_all(&cfg.out).map_err(CliError::Io)?;
     let json_path = cfg.out.join(format!("scale-{backend}.json"));
     std::fs::write(&json_path, format!("{:#}\n", answer)).map_err(CliError::Io)?;
-    let svg_path = cfg.out.join(format!("scale-{backend}.svg"));
-    plot(&svg_path, backend, &answer)?;
-    writeln!(out, "wrote {} and {}", json_path.display(), svg_path.display()).map_err(CliError::Io)?;
-    if let (Some(url), Some(prefix)) = (&cfg.location, &pg_prefix) {
-        drop(store);
-        // Best effort: the figures are written.
-        let _ = execstore_postgres::drop_store(url, Some(prefix));
-    }
+    plot(&cfg.out.join(format!("scale-{backend}.svg")), backend, &answer)?;
     Ok(answer)
 }
 
