@@ -161,7 +161,7 @@ impl Copier {
             Copier::Sqlite(_) => None,
             Copier::Postgres { prefix, .. } => Some(prefix.as_str()),
         };
-        Ok(TableNames::new(prefix).map_err(store_err)?)
+        TableNames::new(prefix).map_err(store_err)
     }
 
     /// Copies executions `from..to` (all at or past [`TEMPLATE`]) in one transaction.
