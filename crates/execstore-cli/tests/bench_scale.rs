@@ -21,11 +21,17 @@ fn a_small_scale_run_writes_every_figure() {
     );
     let text = std::fs::read_to_string(dir.path().join("scale-sqlite.json")).expect("the JSON is written");
     let answer: Value = serde_json::from_str(&text).expect("JSON");
-    assert!(dir.path().join("scale-sqlite.svg").exists(), "the plot is written");
+    assert!(
+        dir.path().join("scale-sqlite.svg").exists(),
+        "the plot is written"
+    );
     let row = &answer["rows"][0];
     assert_eq!(row["executions"], 1100);
     // Every odd execution is finished by its last step, copies as their templates.
-    assert_eq!((row["done"].as_u64(), row["running"].as_u64()), (Some(550), Some(550)));
+    assert_eq!(
+        (row["done"].as_u64(), row["running"].as_u64()),
+        (Some(550), Some(550))
+    );
     for key in [
         "commit_1_writer_per_s",
         "commit_16_clients_per_s",
@@ -38,7 +44,9 @@ fn a_small_scale_run_writes_every_figure() {
     ] {
         assert!(row[key].as_f64().is_some(), "{key} missing from {row}");
     }
-    let rss = row["monitor_peak_rss_mib"].as_f64().expect("the monitor's peak RSS");
+    let rss = row["monitor_peak_rss_mib"]
+        .as_f64()
+        .expect("the monitor's peak RSS");
     assert!(rss > 1.0 && rss < 1024.0, "peak RSS {rss} MiB");
     if std::path::Path::new("/proc/self/io").exists() {
         let pages = row["pages_per_commit"].as_f64().expect("pages per commit");
