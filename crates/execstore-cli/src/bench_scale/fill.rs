@@ -49,11 +49,9 @@ pub(super) fn fill(
     if from < real_end {
         commit_real(store, from, real_end)?;
     }
-    let mut start = from.max(TEMPLATE);
-    while start < to {
-        let end = (start + COPY_CHUNK).min(to);
-        copier.copy(start, end)?;
-        start = end;
+    let start = from.max(TEMPLATE);
+    if start < to {
+        copier.copy(start, to)?;
     }
     Ok(())
 }
@@ -164,55 +162,71 @@ impl Copier {
         TableNames::new(prefix).map_err(store_err)
     }
 
-    /// Copies executions `from..to` (all at or past [`TEMPLATE`]) in one transaction.
+    /// Copies executions `from..to` (all at or past [`TEMPLATE`]) over one connection,
+    /// [`COPY_CHUNK`] a transaction.
     fn copy(&self, from: usize, to: usize) -> anyhow::Result<()> {
         let t = self.tables()?;
-        let copies = copies(from, to);
+        let chunks = || {
+            (from..to)
+                .step_by(COPY_CHUNK)
+                .map(move |s| (s, (s + COPY_CHUNK).min(to)))
+        };
         match self {
             Copier::Sqlite(path) => {
-                // The same SQLite library as the store's (its locks see each other's).
+                // The same SQLite library as the store's (its locks see each other's); a
+                // large cache, as the copies land all over the JSON expression indexes.
                 let mut conn = rusqlite::Connection::open(path)?;
                 conn.busy_timeout(std::time::Duration::from_secs(60))?;
                 conn.execute_batch(
-                    "PRAGMA synchronous = OFF; \
+                    "PRAGMA synchronous = OFF; PRAGMA cache_size = -262144; \
                      CREATE TEMP TABLE IF NOT EXISTS fill_map (new_id TEXT PRIMARY KEY, \
                      tpl_id TEXT NOT NULL, new_parent TEXT, tpl_parent TEXT)",
                 )?;
-                let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-                tx.execute("DELETE FROM temp.fill_map", [])?;
-                {
-                    let mut insert = tx.prepare("INSERT INTO temp.fill_map VALUES (?1, ?2, ?3, ?4)")?;
-                    for c in &copies {
-                        insert.execute(rusqlite::params![c.new_id, c.tpl_id, c.new_parent, c.tpl_parent])?;
+                for (start, end) in chunks() {
+                    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                    tx.execute("DELETE FROM temp.fill_map", [])?;
+                    {
+                        let mut insert = tx.prepare("INSERT INTO temp.fill_map VALUES (?1, ?2, ?3, ?4)")?;
+                        for c in copies(start, end) {
+                            insert.execute(rusqlite::params![
+                                c.new_id,
+                                c.tpl_id,
+                                c.new_parent,
+                                c.tpl_parent
+                            ])?;
+                        }
                     }
+                    for sql in copy_statements(&t, "temp.fill_map") {
+                        tx.execute(&sql, [])?;
+                    }
+                    tx.commit()?;
                 }
-                for sql in copy_statements(&t, "temp.fill_map") {
-                    tx.execute(&sql, [])?;
-                }
-                tx.commit()?;
             }
             Copier::Postgres { url, .. } => {
                 let mut client = postgres::Client::connect(url, postgres::NoTls)?;
-                let mut tx = client.transaction()?;
-                tx.batch_execute(
-                    "SET LOCAL synchronous_commit = off; \
-                     CREATE TEMP TABLE fill_map (new_id TEXT COLLATE \"C\" PRIMARY KEY, tpl_id TEXT NOT NULL, \
-                     new_parent TEXT, tpl_parent TEXT) ON COMMIT DROP",
-                )?;
-                let column = |f: fn(&CopyIds) -> Option<&str>| copies.iter().map(f).collect::<Vec<_>>();
-                tx.execute(
-                    "INSERT INTO fill_map SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
-                    &[
-                        &column(|c| Some(&c.new_id)),
-                        &column(|c| Some(&c.tpl_id)),
-                        &column(|c| c.new_parent.as_deref()),
-                        &column(|c| c.tpl_parent.as_deref()),
-                    ],
-                )?;
-                for sql in copy_statements(&t, "fill_map") {
-                    tx.execute(&sql, &[])?;
+                for (start, end) in chunks() {
+                    let copies = copies(start, end);
+                    let mut tx = client.transaction()?;
+                    tx.batch_execute(
+                        "SET LOCAL synchronous_commit = off; \
+                         CREATE TEMP TABLE fill_map (new_id TEXT COLLATE \"C\" PRIMARY KEY, tpl_id TEXT NOT NULL, \
+                         new_parent TEXT, tpl_parent TEXT) ON COMMIT DROP",
+                    )?;
+                    let column = |f: fn(&CopyIds) -> Option<&str>| copies.iter().map(f).collect::<Vec<_>>();
+                    tx.execute(
+                        "INSERT INTO fill_map SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
+                        &[
+                            &column(|c| Some(&c.new_id)),
+                            &column(|c| Some(&c.tpl_id)),
+                            &column(|c| c.new_parent.as_deref()),
+                            &column(|c| c.tpl_parent.as_deref()),
+                        ],
+                    )?;
+                    for sql in copy_statements(&t, "fill_map") {
+                        tx.execute(&sql, &[])?;
+                    }
+                    tx.commit()?;
                 }
-                tx.commit()?;
             }
         }
         Ok(())
