@@ -140,6 +140,53 @@ impl PgWorkspaceStorage {
     }
 }
 
+impl PgWorkspaceStorage {
+    /// The server's plan (`EXPLAIN`, with `options` as [`PgWorkspaceStorage::explain_read`]
+    /// takes them) for the statement [`WorkspaceStorage::due_runs`] runs, with the same
+    /// parameters: to see that it walks `ix_reflexr_runs_due` rather than sorting every due run.
+    pub fn explain_due_runs(
+        &self,
+        now: Timestamp,
+        n: usize,
+        policy: &RunPolicy,
+        options: &str,
+    ) -> Result<String> {
+        if !options
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b',' || b == b' ')
+        {
+            return Err(execstore::StoreError::invalid(
+                "options",
+                "EXPLAIN options are words and commas",
+            ));
+        }
+        let explain = if options.trim().is_empty() {
+            format!("EXPLAIN {}", sql::due_runs())
+        } else {
+            format!("EXPLAIN ({options}) {}", sql::due_runs())
+        };
+        let (disabled, ordered, plain, blocking) = due_policy(policy);
+        let now = bind_time(now);
+        let rows = self.0.driver().conn(None)?.query(
+            &explain,
+            &[&now, &limit(n), &disabled, &ordered, &plain, &blocking],
+        )?;
+        let lines: Vec<String> = rows.iter().map(|r| col(r, 0)).collect::<Result<_>>()?;
+        Ok(lines.join("\n"))
+    }
+}
+
+/// `due_runs`' rule lists: the disabled, the ordered, the ordered that do not block, those
+/// that do.
+type DuePolicy<'a> = (Vec<&'a str>, Vec<&'a str>, Vec<&'a str>, Vec<&'a str>);
+
+fn due_policy(policy: &RunPolicy) -> DuePolicy<'_> {
+    let disabled: Vec<&str> = policy.disabled.iter().map(String::as_str).collect();
+    let ordered: Vec<&str> = policy.ordered.iter().map(String::as_str).collect();
+    let (blocking, plain): (Vec<&str>, Vec<&str>) = ordered.iter().partition(|r| policy.blocks(r));
+    (disabled, ordered, plain, blocking)
+}
+
 impl WorkspaceDriver for PgWorkspaceDriver {
     type Tx = PgWorkspaceTx;
 
@@ -249,9 +296,7 @@ impl WorkspaceDriver for PgWorkspaceDriver {
     }
 
     fn due_runs(&self, now: Timestamp, n: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
-        let disabled: Vec<&str> = policy.disabled.iter().map(String::as_str).collect();
-        let ordered: Vec<&str> = policy.ordered.iter().map(String::as_str).collect();
-        let (blocking, plain): (Vec<&str>, Vec<&str>) = ordered.iter().partition(|r| policy.blocks(r));
+        let (disabled, ordered, plain, blocking) = due_policy(policy);
         let now = bind_time(now);
         let rows = self.conn(None)?.query(
             sql::due_runs(),
