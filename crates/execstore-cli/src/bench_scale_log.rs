@@ -152,7 +152,10 @@ pub fn run(cfg: &Config, out: &mut dyn std::io::Write) -> anyhow::Result<Value> 
             // Every workspace's envelopes (and the runs) share the file.
             let all = size + cfg.workspaces.saturating_sub(1) * cfg.small_events;
             row.insert("bytes".into(), json!(bytes));
-            row.insert("bytes_per_envelope".into(), json!(round(bytes as f64 / all as f64)));
+            row.insert(
+                "bytes_per_envelope".into(),
+                json!(round(bytes as f64 / all as f64)),
+            );
         }
         print_row(out, backend, &row)?;
         rows.push(Value::Object(row));
@@ -220,7 +223,12 @@ fn fill_log(storage: &dyn WorkspaceStorage, ws: &WorkspaceRef, to: usize) -> any
 }
 
 /// Saves runs `from..to` of `ws` (W2's), and takes the run lease of every other running one.
-fn fill_runs(storage: &dyn WorkspaceStorage, ws: &WorkspaceRef, from: usize, to: usize) -> anyhow::Result<()> {
+fn fill_runs(
+    storage: &dyn WorkspaceStorage,
+    ws: &WorkspaceRef,
+    from: usize,
+    to: usize,
+) -> anyhow::Result<()> {
     let mut start = from;
     while start < to {
         let end = (start + RUN_BATCH).min(to);
@@ -281,11 +289,19 @@ fn median_ms(mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
 }
 
 /// The contract's reads: the tail, a typed tail, a window in the middle.
-fn log_reads(storage: &dyn WorkspaceStorage, ws: &WorkspaceRef, row: &mut Map<String, Value>) -> anyhow::Result<()> {
+fn log_reads(
+    storage: &dyn WorkspaceStorage,
+    ws: &WorkspaceRef,
+    row: &mut Map<String, Value>,
+) -> anyhow::Result<()> {
     let head = storage.head_seq(ws)?;
     let reads = [
         ("tail_read_ms", LogQuery::new().last(100), 100),
-        ("typed_tail_read_ms", LogQuery::new().types(["bench:deploy"]).last(50), 50),
+        (
+            "typed_tail_read_ms",
+            LogQuery::new().types(["bench:deploy"]).last(50),
+            50,
+        ),
         ("window_read_ms", LogQuery::new().after(head / 2).limit(100), 100),
     ];
     for (name, query, want) in reads {
@@ -302,7 +318,11 @@ fn log_reads(storage: &dyn WorkspaceStorage, ws: &WorkspaceRef, row: &mut Map<St
 }
 
 /// A subscriber in this process following [`SUBSCRIBE_EVENTS`] single appends.
-fn subscribe(storage: &dyn WorkspaceStorage, ws: &WorkspaceRef, row: &mut Map<String, Value>) -> anyhow::Result<()> {
+fn subscribe(
+    storage: &dyn WorkspaceStorage,
+    ws: &WorkspaceRef,
+    row: &mut Map<String, Value>,
+) -> anyhow::Result<()> {
     let head = storage.head_seq(ws)?;
     let (sent, received) = std::thread::scope(|scope| -> anyhow::Result<_> {
         let follower = scope.spawn(|| -> anyhow::Result<Vec<Instant>> {
@@ -330,7 +350,11 @@ fn subscribe(storage: &dyn WorkspaceStorage, ws: &WorkspaceRef, row: &mut Map<St
         Ok((sent, received))
     })?;
     if received.len() != sent.len() {
-        bail!("the subscriber got {} of {} envelopes", received.len(), sent.len());
+        bail!(
+            "the subscriber got {} of {} envelopes",
+            received.len(),
+            sent.len()
+        );
     }
     let mut lat: Vec<u64> = sent
         .iter()
@@ -400,7 +424,10 @@ fn monitor_targets() -> Vec<(&'static str, String)> {
     let now = t0().micros() / 1_000_000 + DUE_AFTER_S;
     vec![
         ("api_log_tail_ms", "/api/workspaces/t0/w0/log?last=100".into()),
-        ("api_log_typed_ms", "/api/workspaces/t0/w0/log?type=bench:deploy&last=50".into()),
+        (
+            "api_log_typed_ms",
+            "/api/workspaces/t0/w0/log?type=bench:deploy&last=50".into(),
+        ),
         ("api_log_first_ms", "/api/workspaces/t0/w0/log?limit=100".into()),
         ("api_workspace_ms", "/api/workspaces/t0/w0".into()),
         ("api_runs_page_ms", "/api/workspaces/t0/w0/runs?limit=50".into()),
@@ -535,7 +562,11 @@ fn plot(path: &Path, backend: &str, answer: &Value) -> anyhow::Result<()> {
         .border_style(BLACK)
         .draw()
         .map_err(draw)?;
-    let rates = ["append_envelopes_per_s", "fill_envelopes_per_s", "fill_runs_per_s"];
+    let rates = [
+        "append_envelopes_per_s",
+        "fill_envelopes_per_s",
+        "fill_runs_per_s",
+    ];
     let max_rate = rows
         .iter()
         .flat_map(|r| rates.iter().filter_map(move |k| r[*k].as_f64()))

@@ -748,7 +748,12 @@ fn due_runs_walk_the_due_index() {
     }
     for j in (0..20_000).filter(|j| statuses[(j / 7) % 6] == "running" && j % 2 == 0) {
         assert!(s
-            .acquire_lease(&w, &run_lease(&format!("r{j:05}")), "h", Duration::from_secs(3600))
+            .acquire_lease(
+                &w,
+                &run_lease(&format!("r{j:05}")),
+                "h",
+                Duration::from_secs(3600)
+            )
             .unwrap());
     }
     h.client()

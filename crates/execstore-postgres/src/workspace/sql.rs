@@ -40,6 +40,18 @@ pub(super) const INFO: &str = concat!(
     ts!("head_ts"),
     " FROM reflexr_workspaces WHERE tenant_id = $1 AND workspace_id = $2"
 );
+/// Every listed workspace (as [`WORKSPACES`]) with its head and how many leases and dead
+/// letters it has: a probe of each table's primary key per workspace.
+pub(super) const SUMMARIES: &str = concat!(
+    "SELECT w.tenant_id, w.workspace_id, w.head_seq, ",
+    ts!("w.head_ts"),
+    ", (SELECT count(*) FROM reflexr_leases l WHERE l.tenant_id = w.tenant_id AND l.workspace_id = w.workspace_id)::int8, \
+     (SELECT count(*) FROM reflexr_dead_letters d WHERE d.tenant_id = w.tenant_id AND d.workspace_id = w.workspace_id)::int8 \
+     FROM reflexr_workspaces w WHERE w.head_seq > 0 ORDER BY w.tenant_id COLLATE \"C\", w.workspace_id COLLATE \"C\""
+);
+/// Every cursor of every workspace, by workspace then name.
+pub(super) const ALL_CURSORS: &str = "SELECT tenant_id, workspace_id, name, seq FROM reflexr_cursors \
+     ORDER BY tenant_id COLLATE \"C\", workspace_id COLLATE \"C\", name COLLATE \"C\"";
 /// Workspaces by tenant then workspace, in code-point order.
 pub(super) const WORKSPACES: &str = "SELECT tenant_id, workspace_id FROM reflexr_workspaces \
      WHERE head_seq > 0 ORDER BY tenant_id COLLATE \"C\", workspace_id COLLATE \"C\"";

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use execstore::kit::filter::Filter;
 use execstore::workspace::{
     Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, RunRow, StoredRule,
-    Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef,
+    Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef, WorkspaceSummary,
 };
 use execstore::Result;
 use postgres::types::ToSql;
@@ -293,6 +293,44 @@ impl WorkspaceDriver for PgWorkspaceDriver {
             })),
             None => Ok(None),
         }
+    }
+
+    fn workspace_summaries(&self) -> Result<Option<Vec<WorkspaceSummary>>> {
+        let mut conn = self.conn(None)?;
+        let mut summaries = conn
+            .query(sql::SUMMARIES, &[])?
+            .iter()
+            .map(|row| {
+                Ok(WorkspaceSummary {
+                    info: WorkspaceInfo {
+                        workspace: WorkspaceRef::new(col::<String>(row, 0)?, col::<String>(row, 1)?),
+                        head_seq: col(row, 2)?,
+                        head_ts: opt_time(row, 3)?,
+                    },
+                    cursors: Vec::new(),
+                    leases: col::<i64>(row, 4)?.try_into().unwrap_or(0),
+                    dead_letters: col::<i64>(row, 5)?.try_into().unwrap_or(0),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut at = std::collections::HashMap::new();
+        for (i, s) in summaries.iter().enumerate() {
+            at.insert(
+                (
+                    s.info.workspace.tenant_id.clone(),
+                    s.info.workspace.workspace_id.clone(),
+                ),
+                i,
+            );
+        }
+        for row in conn.query(sql::ALL_CURSORS, &[])? {
+            let key = (col::<String>(&row, 0)?, col::<String>(&row, 1)?);
+            // Cursors of workspaces not listed are left out, as the calls would leave them.
+            if let Some(&i) = at.get(&key) {
+                summaries[i].cursors.push((col(&row, 2)?, col(&row, 3)?));
+            }
+        }
+        Ok(Some(summaries))
     }
 
     fn due_runs(&self, now: Timestamp, n: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use super::model::{
     Envelope, EvaluationError, Lease, RuleProgress, Run, ScopeState, StoredRule, WorkspaceInfo, WorkspaceRef,
+    WorkspaceSummary,
 };
 use super::policy::RunPolicy;
 use super::search::RunRow;
@@ -70,6 +71,11 @@ pub trait WorkspaceDriver: Send + Sync + 'static {
     fn workspaces(&self) -> Result<Vec<WorkspaceRef>>;
     /// A workspace's head, or `None` until a transaction on it has committed.
     fn workspace_info(&self, workspace: &WorkspaceRef) -> Result<Option<WorkspaceInfo>>;
+    /// [`WorkspaceStorage::workspace_summaries`](super::WorkspaceStorage::workspace_summaries)
+    /// in the driver's own queries, or `None` (the default) for the front to make the calls.
+    fn workspace_summaries(&self) -> Result<Option<Vec<WorkspaceSummary>>> {
+        Ok(None)
+    }
     /// The runs to attempt at `now`; `limit` is between 1 and
     /// [`MAX_READ`](super::MAX_READ).
     fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>>;

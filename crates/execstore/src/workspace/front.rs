@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::driver::{DriverTx, WorkspaceDriver};
 use super::model::{
     Entry, Envelope, EvaluationError, Lease, RuleProgress, Run, ScopeState, StoredRule, WorkspaceInfo,
-    WorkspaceRef,
+    WorkspaceRef, WorkspaceSummary,
 };
 use super::policy::RunPolicy;
 use super::search::{reads_event, search_log_with, search_runs_with, LogPage, LogSearch, RunPage, RunSearch};
@@ -230,6 +230,13 @@ impl<S: AsWorkspaceFront> WorkspaceStorage for S {
 
     fn workspace_info(&self, workspace: &WorkspaceRef) -> Result<Option<WorkspaceInfo>> {
         checked!(workspace; self.front().driver.workspace_info(workspace))
+    }
+
+    fn workspace_summaries(&self) -> Result<Vec<WorkspaceSummary>> {
+        match self.front().driver.workspace_summaries()? {
+            Some(summaries) => Ok(summaries),
+            None => super::storage::summaries_by_calls(self),
+        }
     }
 
     fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
