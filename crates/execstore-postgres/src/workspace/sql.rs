@@ -163,6 +163,11 @@ pub(super) const CURSOR: &str = "SELECT seq FROM reflexr_cursors \
 pub(super) const SAVE_CURSOR: &str = "INSERT INTO reflexr_cursors (tenant_id, workspace_id, name, seq) \
      VALUES ($1, $2, $3, $4) ON CONFLICT (tenant_id, workspace_id, name) \
      DO UPDATE SET seq = GREATEST(reflexr_cursors.seq, EXCLUDED.seq)";
+pub(super) const LEASES_OF: &str = concat!(
+    "SELECT key, holder, ",
+    ts!("expires_at"),
+    " FROM reflexr_leases WHERE tenant_id = $1 AND workspace_id = $2 AND key = ANY($3) ORDER BY key COLLATE \"C\""
+);
 pub(super) const CURSORS: &str = "SELECT name, seq FROM reflexr_cursors \
      WHERE tenant_id = $1 AND workspace_id = $2 ORDER BY name COLLATE \"C\"";
 

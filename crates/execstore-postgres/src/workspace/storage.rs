@@ -366,6 +366,25 @@ impl WorkspaceDriver for PgWorkspaceDriver {
             .map(|_| ())
     }
 
+    fn leases_of(&self, workspace: &WorkspaceRef, keys: &[String]) -> Result<Vec<Lease>> {
+        // A key PostgreSQL's text cannot hold is never stored.
+        let keys: Vec<&str> = keys
+            .iter()
+            .map(String::as_str)
+            .filter(|k| !k.contains('\0'))
+            .collect();
+        self.query(workspace, sql::LEASES_OF, &[&keys])?
+            .iter()
+            .map(|row| {
+                Ok(Lease {
+                    key: col(row, 0)?,
+                    holder: col(row, 1)?,
+                    expires_at: time(&col::<String>(row, 2)?)?,
+                })
+            })
+            .collect()
+    }
+
     fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>> {
         self.query(workspace, sql::LEASES, &[])?
             .iter()

@@ -280,6 +280,23 @@ impl WorkspaceDriver for SqliteWorkspaceDriver {
         )
     }
 
+    fn leases_of(&self, workspace: &WorkspaceRef, keys: &[String]) -> Result<Vec<Lease>> {
+        let conn = self.inner.reader()?;
+        let mut keys: Vec<&String> = keys.iter().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut out = Vec::new();
+        for key in keys {
+            out.extend(sql::all(
+                &conn,
+                sql::LEASE,
+                params![workspace.tenant_id, workspace.workspace_id, key],
+                sql::lease,
+            )?);
+        }
+        Ok(out)
+    }
+
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {
         let seq: Option<i64> = self
             .inner

@@ -99,6 +99,9 @@ pub(crate) const RELEASE_LEASE: &str = "DELETE FROM reflexr_leases \
 pub(crate) const LEASES: &str = "SELECT \"key\", holder, expires_at FROM reflexr_leases \
      WHERE tenant_id = ?1 AND workspace_id = ?2 ORDER BY \"key\"";
 
+pub(crate) const LEASE: &str = "SELECT \"key\", holder, expires_at FROM reflexr_leases \
+     WHERE tenant_id = ?1 AND workspace_id = ?2 AND \"key\" = ?3";
+
 pub(crate) const CURSOR: &str = "SELECT seq FROM reflexr_cursors \
      WHERE tenant_id = ?1 AND workspace_id = ?2 AND name = ?3";
 /// The furthest save wins, in one statement.

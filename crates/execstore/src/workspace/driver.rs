@@ -93,6 +93,15 @@ pub trait WorkspaceDriver: Send + Sync + 'static {
     fn release_lease(&self, workspace: &WorkspaceRef, key: &str, holder: &str) -> Result<()>;
     /// Every lease row of a workspace (expired ones included), by key.
     fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>>;
+    /// The lease rows of `keys`, by key. The default filters [`WorkspaceDriver::leases`].
+    fn leases_of(&self, workspace: &WorkspaceRef, keys: &[String]) -> Result<Vec<Lease>> {
+        let keys: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        Ok(self
+            .leases(workspace)?
+            .into_iter()
+            .filter(|l| keys.contains(l.key.as_str()))
+            .collect())
+    }
     /// A consumer's saved seq, or 0.
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64>;
     /// Atomically: saves `seq` (not negative) unless the cursor is already further.

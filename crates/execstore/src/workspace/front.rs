@@ -267,6 +267,10 @@ impl<S: AsWorkspaceFront> WorkspaceStorage for S {
         checked!(workspace; self.front().driver.leases(workspace))
     }
 
+    fn leases_of(&self, workspace: &WorkspaceRef, keys: &[String]) -> Result<Vec<Lease>> {
+        checked!(workspace; self.front().driver.leases_of(workspace, keys))
+    }
+
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {
         checked!(workspace, check_cursor(name, None); self.front().driver.cursor(workspace, name))
     }

@@ -285,6 +285,17 @@ pub trait WorkspaceStorage: Send + Sync {
     fn release_lease(&self, workspace: &WorkspaceRef, key: &str, holder: &str) -> Result<()>;
     /// Every lease row of a workspace (expired ones included), by key.
     fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>>;
+    /// The lease rows of some keys (expired ones included), by key: what a page of runs
+    /// shows of their run leases. The default filters [`WorkspaceStorage::leases`];
+    /// backends look the keys up.
+    fn leases_of(&self, workspace: &WorkspaceRef, keys: &[String]) -> Result<Vec<Lease>> {
+        let keys: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        Ok(self
+            .leases(workspace)?
+            .into_iter()
+            .filter(|l| keys.contains(l.key.as_str()))
+            .collect())
+    }
     /// How far a named consumer has got: the seq saved, or 0.
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64>;
     /// Saves a consumer's seq; a cursor only moves forward (the furthest save wins).

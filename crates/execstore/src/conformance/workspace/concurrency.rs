@@ -77,6 +77,36 @@ pub fn summaries_match_the_calls_they_spare(h: &dyn WorkspaceHarness) {
     assert_eq!((got[1].leases, got[2].leases, got[0].info.head_seq), (2, 0, 2));
 }
 
+/// [`WorkspaceStorage::leases_of`] answers what filtering [`WorkspaceStorage::leases`]
+/// would: the rows of the keys asked that exist, expired ones included, by key, each once.
+pub fn leases_of_match_the_leases(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    let (a, b) = (ws("t-lof", "a"), ws("t-lof", "b"));
+    append(s, &a, &["e"]);
+    for key in ["k3", "k1", "k2"] {
+        assert!(s.acquire_lease(&a, key, "h", Duration::from_secs(1)).unwrap());
+    }
+    assert!(s
+        .acquire_lease(&b, "k1", "other", Duration::from_secs(5))
+        .unwrap());
+    h.clock().advance_micros(2_000_000);
+    let asked: Vec<String> = ["k2", "nope", "k1", "k2"].iter().map(|k| k.to_string()).collect();
+    let got = s.leases_of(&a, &asked).unwrap();
+    let want: Vec<_> = s
+        .leases(&a)
+        .unwrap()
+        .into_iter()
+        .filter(|l| l.key == "k1" || l.key == "k2")
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        got.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(),
+        ["k1", "k2"]
+    );
+    assert_eq!(s.leases_of(&b, &asked).unwrap(), s.leases(&b).unwrap());
+    assert!(s.leases_of(&a, &[]).unwrap().is_empty());
+}
+
 /// Every key argument, in a transaction and outside one, is checked alike on every backend:
 /// an empty key, or one with a NUL, is [`StoreError::InvalidInput`] naming the argument, and
 /// the transaction stays usable with nothing of the call in it.
