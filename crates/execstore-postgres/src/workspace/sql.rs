@@ -41,13 +41,18 @@ pub(super) const INFO: &str = concat!(
     " FROM reflexr_workspaces WHERE tenant_id = $1 AND workspace_id = $2"
 );
 /// Every listed workspace (as [`WORKSPACES`]) with its head and how many leases and dead
-/// letters it has: a probe of each table's primary key per workspace.
+/// letters it has, each table counted in one pass grouped by workspace. (A count per
+/// workspace in a subquery was planned from the tables' statistics: with one workspace
+/// holding most leases, a sequential scan of the leases per workspace, 173 ms for 1,000.)
 pub(super) const SUMMARIES: &str = concat!(
     "SELECT w.tenant_id, w.workspace_id, w.head_seq, ",
     ts!("w.head_ts"),
-    ", (SELECT count(*) FROM reflexr_leases l WHERE l.tenant_id = w.tenant_id AND l.workspace_id = w.workspace_id)::int8, \
-     (SELECT count(*) FROM reflexr_dead_letters d WHERE d.tenant_id = w.tenant_id AND d.workspace_id = w.workspace_id)::int8 \
-     FROM reflexr_workspaces w WHERE w.head_seq > 0 ORDER BY w.tenant_id COLLATE \"C\", w.workspace_id COLLATE \"C\""
+    ", COALESCE(l.n, 0)::int8, COALESCE(d.n, 0)::int8 FROM reflexr_workspaces w \
+     LEFT JOIN (SELECT tenant_id, workspace_id, count(*) AS n FROM reflexr_leases GROUP BY 1, 2) l \
+     ON l.tenant_id = w.tenant_id AND l.workspace_id = w.workspace_id \
+     LEFT JOIN (SELECT tenant_id, workspace_id, count(*) AS n FROM reflexr_dead_letters GROUP BY 1, 2) d \
+     ON d.tenant_id = w.tenant_id AND d.workspace_id = w.workspace_id \
+     WHERE w.head_seq > 0 ORDER BY w.tenant_id COLLATE \"C\", w.workspace_id COLLATE \"C\""
 );
 /// Every cursor of every workspace, by workspace then name.
 pub(super) const ALL_CURSORS: &str = "SELECT tenant_id, workspace_id, name, seq FROM reflexr_cursors \
