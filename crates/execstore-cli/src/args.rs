@@ -438,6 +438,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
 
+    /// --scale --workload w2: the log sizes of one workspace, comma-separated (a run for
+    /// every ten envelopes; --workspaces - 1 others of --w2-events each, for the list).
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', default_values_t = [10_000usize, 100_000, 1_000_000],
+          value_parser = clap::value_parser!(usize))]
+    pub log_sizes: Vec<usize>,
+
     /// --scale: where the JSON and the SVG go.
     #[arg(long, value_name = "DIR", default_value = "bench/scale")]
     pub out: PathBuf,

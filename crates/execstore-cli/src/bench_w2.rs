@@ -68,12 +68,12 @@ pub fn t0() -> Timestamp {
     Timestamp::from_micros(1_767_225_600_000_000).unwrap_or_else(|_| unreachable!("in range"))
 }
 
-fn workspace(w: usize) -> WorkspaceRef {
+pub(crate) fn workspace(w: usize) -> WorkspaceRef {
     WorkspaceRef::new(format!("t{}", w % 2), format!("w{w}"))
 }
 
 const KINDS: [&str; 4] = ["error", "deploy", "heartbeat", "metric"];
-const STATUSES: [&str; 10] = [
+pub(crate) const STATUSES: [&str; 10] = [
     "pending",
     "pending",
     "pending",
@@ -86,7 +86,7 @@ const STATUSES: [&str; 10] = [
     "dead",
 ];
 
-fn entry(id: String, i: usize) -> Entry {
+pub(crate) fn entry(id: String, i: usize) -> Entry {
     let mut event = JsonObject::new();
     event.insert("type".into(), format!("bench:{}", KINDS[i % 4]).into());
     event.insert("service".into(), format!("svc-{}", i % 17).into());
@@ -95,7 +95,7 @@ fn entry(id: String, i: usize) -> Entry {
     Entry::new(id, json!({"kind": "source", "name": "bench"}), event)
 }
 
-fn bench_run(w: usize, j: usize) -> anyhow::Result<Run> {
+pub(crate) fn bench_run(w: usize, j: usize) -> anyhow::Result<Run> {
     let id = format!("w{w}-r{j:07}");
     let scope_key = format!("s{}", (j / 10) % 100);
     let mut scope = JsonObject::new();

@@ -4,6 +4,7 @@ mod args;
 mod audited;
 mod bench;
 mod bench_scale;
+mod bench_scale_log;
 mod bench_search;
 mod bench_w2;
 mod commands;
@@ -496,6 +497,17 @@ fn run_bench(
             (None, Some(db)) => Some(db.to_string_lossy().into_owned()),
             (None, None) => None,
         };
+        if args.workload == args::Workload::W2 {
+            let config = bench_scale_log::Config {
+                location,
+                sizes: args.log_sizes.clone(),
+                workspaces: args.w2.workspaces as usize,
+                small_events: args.w2.w2_events as usize,
+                out: args.out.clone(),
+            };
+            bench_scale_log::run(&config, out)?;
+            return Ok(());
+        }
         let config = bench_scale::Config {
             location,
             sizes: args.sizes.clone(),

@@ -127,8 +127,10 @@ impl Call<'_> {
         let ws = ws.clone();
         let policy = policy(storage, std::slice::from_ref(&ws), params)?;
         let now = Timestamp::from_secs_f64(self.now).map_err(ApiError::from)?;
+        // The run leases of this page's runs only (a workspace may hold tens of thousands).
+        let keys: Vec<String> = runs.iter().map(|r| run_lease(r.id())).collect();
         let leases: HashMap<String, (String, Timestamp)> = storage
-            .leases(&ws)?
+            .leases_of(&ws, &keys)?
             .into_iter()
             .map(|l| (l.key, (l.holder, l.expires_at)))
             .collect();

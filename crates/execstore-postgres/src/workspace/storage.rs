@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use execstore::kit::filter::Filter;
 use execstore::workspace::{
     Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, RunRow, StoredRule,
-    Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef,
+    Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef, WorkspaceSummary,
 };
 use execstore::Result;
 use postgres::types::ToSql;
@@ -140,6 +140,53 @@ impl PgWorkspaceStorage {
     }
 }
 
+impl PgWorkspaceStorage {
+    /// The server's plan (`EXPLAIN`, with `options` as [`PgWorkspaceStorage::explain_read`]
+    /// takes them) for the statement [`WorkspaceStorage::due_runs`] runs, with the same
+    /// parameters: to see that it walks `ix_reflexr_runs_due` rather than sorting every due run.
+    pub fn explain_due_runs(
+        &self,
+        now: Timestamp,
+        n: usize,
+        policy: &RunPolicy,
+        options: &str,
+    ) -> Result<String> {
+        if !options
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b',' || b == b' ')
+        {
+            return Err(execstore::StoreError::invalid(
+                "options",
+                "EXPLAIN options are words and commas",
+            ));
+        }
+        let explain = if options.trim().is_empty() {
+            format!("EXPLAIN {}", sql::due_runs())
+        } else {
+            format!("EXPLAIN ({options}) {}", sql::due_runs())
+        };
+        let (disabled, ordered, plain, blocking) = due_policy(policy);
+        let now = bind_time(now);
+        let rows = self.0.driver().conn(None)?.query(
+            &explain,
+            &[&now, &limit(n), &disabled, &ordered, &plain, &blocking],
+        )?;
+        let lines: Vec<String> = rows.iter().map(|r| col(r, 0)).collect::<Result<_>>()?;
+        Ok(lines.join("\n"))
+    }
+}
+
+/// `due_runs`' rule lists: the disabled, the ordered, the ordered that do not block, those
+/// that do.
+type DuePolicy<'a> = (Vec<&'a str>, Vec<&'a str>, Vec<&'a str>, Vec<&'a str>);
+
+fn due_policy(policy: &RunPolicy) -> DuePolicy<'_> {
+    let disabled: Vec<&str> = policy.disabled.iter().map(String::as_str).collect();
+    let ordered: Vec<&str> = policy.ordered.iter().map(String::as_str).collect();
+    let (blocking, plain): (Vec<&str>, Vec<&str>) = ordered.iter().partition(|r| policy.blocks(r));
+    (disabled, ordered, plain, blocking)
+}
+
 impl WorkspaceDriver for PgWorkspaceDriver {
     type Tx = PgWorkspaceTx;
 
@@ -248,10 +295,46 @@ impl WorkspaceDriver for PgWorkspaceDriver {
         }
     }
 
+    fn workspace_summaries(&self) -> Result<Option<Vec<WorkspaceSummary>>> {
+        let mut conn = self.conn(None)?;
+        let mut summaries = conn
+            .query(sql::SUMMARIES, &[])?
+            .iter()
+            .map(|row| {
+                Ok(WorkspaceSummary {
+                    info: WorkspaceInfo {
+                        workspace: WorkspaceRef::new(col::<String>(row, 0)?, col::<String>(row, 1)?),
+                        head_seq: col(row, 2)?,
+                        head_ts: opt_time(row, 3)?,
+                    },
+                    cursors: Vec::new(),
+                    leases: col::<i64>(row, 4)?.try_into().unwrap_or(0),
+                    dead_letters: col::<i64>(row, 5)?.try_into().unwrap_or(0),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut at = std::collections::HashMap::new();
+        for (i, s) in summaries.iter().enumerate() {
+            at.insert(
+                (
+                    s.info.workspace.tenant_id.clone(),
+                    s.info.workspace.workspace_id.clone(),
+                ),
+                i,
+            );
+        }
+        for row in conn.query(sql::ALL_CURSORS, &[])? {
+            let key = (col::<String>(&row, 0)?, col::<String>(&row, 1)?);
+            // Cursors of workspaces not listed are left out, as the calls would leave them.
+            if let Some(&i) = at.get(&key) {
+                summaries[i].cursors.push((col(&row, 2)?, col(&row, 3)?));
+            }
+        }
+        Ok(Some(summaries))
+    }
+
     fn due_runs(&self, now: Timestamp, n: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
-        let disabled: Vec<&str> = policy.disabled.iter().map(String::as_str).collect();
-        let ordered: Vec<&str> = policy.ordered.iter().map(String::as_str).collect();
-        let (blocking, plain): (Vec<&str>, Vec<&str>) = ordered.iter().partition(|r| policy.blocks(r));
+        let (disabled, ordered, plain, blocking) = due_policy(policy);
         let now = bind_time(now);
         let rows = self.conn(None)?.query(
             sql::due_runs(),
@@ -281,6 +364,25 @@ impl WorkspaceDriver for PgWorkspaceDriver {
     fn release_lease(&self, workspace: &WorkspaceRef, key: &str, holder: &str) -> Result<()> {
         self.execute(workspace, sql::RELEASE_LEASE, &[&key, &holder])
             .map(|_| ())
+    }
+
+    fn leases_of(&self, workspace: &WorkspaceRef, keys: &[String]) -> Result<Vec<Lease>> {
+        // A key PostgreSQL's text cannot hold is never stored.
+        let keys: Vec<&str> = keys
+            .iter()
+            .map(String::as_str)
+            .filter(|k| !k.contains('\0'))
+            .collect();
+        self.query(workspace, sql::LEASES_OF, &[&keys])?
+            .iter()
+            .map(|row| {
+                Ok(Lease {
+                    key: col(row, 0)?,
+                    holder: col(row, 1)?,
+                    expires_at: time(&col::<String>(row, 2)?)?,
+                })
+            })
+            .collect()
     }
 
     fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use execstore::kit::filter::Filter;
 use execstore::workspace::{
     Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, RunRow, StoredRule,
-    Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef,
+    Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef, WorkspaceSummary,
 };
 use execstore::Result;
 use rusqlite::{params, OptionalExtension, ToSql};
@@ -197,6 +197,36 @@ impl WorkspaceDriver for SqliteWorkspaceDriver {
         .transpose()
     }
 
+    fn workspace_summaries(&self) -> Result<Option<Vec<WorkspaceSummary>>> {
+        let conn = self.inner.reader()?;
+        let mut summaries = sql::all(&conn, sql::SUMMARIES, &[], |row| {
+            let head_ts: Option<String> = row.get(3).db()?;
+            Ok(WorkspaceSummary {
+                info: WorkspaceInfo {
+                    workspace: WorkspaceRef::new(
+                        row.get::<_, String>(0).db()?,
+                        row.get::<_, String>(1).db()?,
+                    ),
+                    head_seq: row.get(2).db()?,
+                    head_ts: head_ts
+                        .map(|t| sql::timestamp(&t, "workspace head_ts"))
+                        .transpose()?,
+                },
+                cursors: Vec::new(),
+                leases: row.get::<_, i64>(4).db()?.try_into().unwrap_or(0),
+                dead_letters: row.get::<_, i64>(5).db()?.try_into().unwrap_or(0),
+            })
+        })?;
+        let cursors = sql::all(&conn, sql::ALL_CURSORS, &[], |row| {
+            Ok((
+                (row.get::<_, String>(0).db()?, row.get::<_, String>(1).db()?),
+                (row.get::<_, String>(2).db()?, row.get::<_, i64>(3).db()?),
+            ))
+        })?;
+        attach_cursors(&mut summaries, cursors);
+        Ok(Some(summaries))
+    }
+
     fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
         due::due_runs(&*self.inner.reader()?, now, limit, policy)
     }
@@ -248,6 +278,23 @@ impl WorkspaceDriver for SqliteWorkspaceDriver {
             params![workspace.tenant_id, workspace.workspace_id],
             sql::lease,
         )
+    }
+
+    fn leases_of(&self, workspace: &WorkspaceRef, keys: &[String]) -> Result<Vec<Lease>> {
+        let conn = self.inner.reader()?;
+        let mut keys: Vec<&String> = keys.iter().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut out = Vec::new();
+        for key in keys {
+            out.extend(sql::all(
+                &conn,
+                sql::LEASE,
+                params![workspace.tenant_id, workspace.workspace_id, key],
+                sql::lease,
+            )?);
+        }
+        Ok(out)
     }
 
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {
@@ -312,5 +359,35 @@ impl WorkspaceDriver for SqliteWorkspaceDriver {
     ) -> Result<Vec<RunRow>> {
         let conn = self.inner.reader()?;
         search::run_rows(&conn, workspace, filter, before, scan, with_event)
+    }
+}
+
+/// Puts each `((tenant, workspace), cursor)` on its workspace's summary (cursors of
+/// workspaces not listed are left out, as the per-workspace calls would leave them).
+pub(crate) fn attach_cursors(
+    summaries: &mut [WorkspaceSummary],
+    cursors: Vec<((String, String), (String, i64))>,
+) {
+    let at: std::collections::HashMap<(&str, &str), usize> = summaries
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            (
+                (
+                    s.info.workspace.tenant_id.as_str(),
+                    s.info.workspace.workspace_id.as_str(),
+                ),
+                i,
+            )
+        })
+        .collect();
+    let places: Vec<Option<usize>> = cursors
+        .iter()
+        .map(|((t, w), _)| at.get(&(t.as_str(), w.as_str())).copied())
+        .collect();
+    for (place, (_, cursor)) in places.into_iter().zip(cursors) {
+        if let Some(i) = place {
+            summaries[i].cursors.push(cursor);
+        }
     }
 }

@@ -99,12 +99,25 @@ pub(crate) const RELEASE_LEASE: &str = "DELETE FROM reflexr_leases \
 pub(crate) const LEASES: &str = "SELECT \"key\", holder, expires_at FROM reflexr_leases \
      WHERE tenant_id = ?1 AND workspace_id = ?2 ORDER BY \"key\"";
 
+pub(crate) const LEASE: &str = "SELECT \"key\", holder, expires_at FROM reflexr_leases \
+     WHERE tenant_id = ?1 AND workspace_id = ?2 AND \"key\" = ?3";
+
 pub(crate) const CURSOR: &str = "SELECT seq FROM reflexr_cursors \
      WHERE tenant_id = ?1 AND workspace_id = ?2 AND name = ?3";
 /// The furthest save wins, in one statement.
 pub(crate) const SAVE_CURSOR: &str = "INSERT INTO reflexr_cursors (tenant_id, workspace_id, name, seq) \
      VALUES (?1, ?2, ?3, ?4) ON CONFLICT (tenant_id, workspace_id, name) DO UPDATE SET seq = excluded.seq \
      WHERE excluded.seq > reflexr_cursors.seq";
+/// Every listed workspace (as [`WORKSPACES`]) with its head and how many leases and dead
+/// letters it has: a probe of each table's primary key per workspace.
+pub(crate) const SUMMARIES: &str = "SELECT w.tenant_id, w.workspace_id, w.head_seq, w.head_ts, \
+     (SELECT count(*) FROM reflexr_leases l WHERE l.tenant_id = w.tenant_id AND l.workspace_id = w.workspace_id), \
+     (SELECT count(*) FROM reflexr_dead_letters d WHERE d.tenant_id = w.tenant_id AND d.workspace_id = w.workspace_id) \
+     FROM reflexr_workspaces w WHERE w.head_seq > 0 ORDER BY w.tenant_id, w.workspace_id";
+/// Every cursor of every workspace, by workspace then name.
+pub(crate) const ALL_CURSORS: &str = "SELECT tenant_id, workspace_id, name, seq FROM reflexr_cursors \
+     ORDER BY tenant_id, workspace_id, name";
+
 pub(crate) const CURSORS: &str = "SELECT name, seq FROM reflexr_cursors \
      WHERE tenant_id = ?1 AND workspace_id = ?2 ORDER BY name";
 

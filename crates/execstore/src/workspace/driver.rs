@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use super::model::{
     Envelope, EvaluationError, Lease, RuleProgress, Run, ScopeState, StoredRule, WorkspaceInfo, WorkspaceRef,
+    WorkspaceSummary,
 };
 use super::policy::RunPolicy;
 use super::search::RunRow;
@@ -70,6 +71,11 @@ pub trait WorkspaceDriver: Send + Sync + 'static {
     fn workspaces(&self) -> Result<Vec<WorkspaceRef>>;
     /// A workspace's head, or `None` until a transaction on it has committed.
     fn workspace_info(&self, workspace: &WorkspaceRef) -> Result<Option<WorkspaceInfo>>;
+    /// [`WorkspaceStorage::workspace_summaries`](super::WorkspaceStorage::workspace_summaries)
+    /// in the driver's own queries, or `None` (the default) for the front to make the calls.
+    fn workspace_summaries(&self) -> Result<Option<Vec<WorkspaceSummary>>> {
+        Ok(None)
+    }
     /// The runs to attempt at `now`; `limit` is between 1 and
     /// [`MAX_READ`](super::MAX_READ).
     fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>>;
@@ -87,6 +93,15 @@ pub trait WorkspaceDriver: Send + Sync + 'static {
     fn release_lease(&self, workspace: &WorkspaceRef, key: &str, holder: &str) -> Result<()>;
     /// Every lease row of a workspace (expired ones included), by key.
     fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>>;
+    /// The lease rows of `keys`, by key. The default filters [`WorkspaceDriver::leases`].
+    fn leases_of(&self, workspace: &WorkspaceRef, keys: &[String]) -> Result<Vec<Lease>> {
+        let keys: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        Ok(self
+            .leases(workspace)?
+            .into_iter()
+            .filter(|l| keys.contains(l.key.as_str()))
+            .collect())
+    }
     /// A consumer's saved seq, or 0.
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64>;
     /// Atomically: saves `seq` (not negative) unless the cursor is already further.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::driver::{DriverTx, WorkspaceDriver};
 use super::model::{
     Entry, Envelope, EvaluationError, Lease, RuleProgress, Run, ScopeState, StoredRule, WorkspaceInfo,
-    WorkspaceRef,
+    WorkspaceRef, WorkspaceSummary,
 };
 use super::policy::RunPolicy;
 use super::search::{reads_event, search_log_with, search_runs_with, LogPage, LogSearch, RunPage, RunSearch};
@@ -232,6 +232,13 @@ impl<S: AsWorkspaceFront> WorkspaceStorage for S {
         checked!(workspace; self.front().driver.workspace_info(workspace))
     }
 
+    fn workspace_summaries(&self) -> Result<Vec<WorkspaceSummary>> {
+        match self.front().driver.workspace_summaries()? {
+            Some(summaries) => Ok(summaries),
+            None => super::storage::summaries_by_calls(self),
+        }
+    }
+
     fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
         check_due_limit(limit)?;
         if limit == 0 {
@@ -258,6 +265,10 @@ impl<S: AsWorkspaceFront> WorkspaceStorage for S {
 
     fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>> {
         checked!(workspace; self.front().driver.leases(workspace))
+    }
+
+    fn leases_of(&self, workspace: &WorkspaceRef, keys: &[String]) -> Result<Vec<Lease>> {
+        checked!(workspace; self.front().driver.leases_of(workspace, keys))
     }
 
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {

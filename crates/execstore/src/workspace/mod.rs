@@ -33,15 +33,16 @@ pub use front::{AsWorkspaceFront, FrontTx, TimedWorkspace, TimedWorkspaceTx, Wor
 pub use memory::{MemoryWorkspaceDriver, MemoryWorkspaceStorage};
 pub use model::{
     check_event, run_lease, Entry, Envelope, EvaluationError, Lease, NewRun, RuleProgress, Run, RunStatus,
-    ScopeState, StoredRule, StoredRuleStatus, WorkspaceInfo, WorkspaceRef, RULE_ARCHIVED, RULE_INSTALLED,
+    ScopeState, StoredRule, StoredRuleStatus, WorkspaceInfo, WorkspaceRef, WorkspaceSummary, RULE_ARCHIVED,
+    RULE_INSTALLED,
 };
 pub use policy::RunPolicy;
 pub use search::{
     parse_log_where, parse_run_where, LogPage, LogSearch, RunPage, RunRow, RunSearch, LOG_ROOTS, RUN_ROOTS,
 };
 pub use storage::{
-    check_cursor, check_entries, check_lease, LogQuery, RunQuery, WorkspaceCapabilities, WorkspaceStorage,
-    WorkspaceTx, MAX_BATCH, MAX_READ,
+    check_cursor, check_entries, check_lease, summaries_by_calls, LogQuery, RunQuery, WorkspaceCapabilities,
+    WorkspaceStorage, WorkspaceTx, MAX_BATCH, MAX_READ,
 };
 pub use subscribe::{Subscription, SUBSCRIBE_PAGE};
 #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]

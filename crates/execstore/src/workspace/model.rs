@@ -573,6 +573,20 @@ pub struct WorkspaceInfo {
     pub head_ts: Option<Timestamp>,
 }
 
+/// A workspace at a glance: what the monitor's workspace list and change token show of it,
+/// from [`WorkspaceStorage::workspace_summaries`](super::WorkspaceStorage::workspace_summaries).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkspaceSummary {
+    /// Its head.
+    pub info: WorkspaceInfo,
+    /// Every cursor, by name.
+    pub cursors: Vec<(String, i64)>,
+    /// How many lease rows it has (expired ones included).
+    pub leases: usize,
+    /// How many dead letters it has.
+    pub dead_letters: usize,
+}
+
 pub(crate) fn corrupt(what: &str, reason: impl fmt::Display) -> StoreError {
     StoreError::Corrupt {
         what: what.to_owned(),

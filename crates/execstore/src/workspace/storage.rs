@@ -2,7 +2,7 @@
 
 use super::model::{
     Entry, Envelope, EvaluationError, Lease, RuleProgress, Run, RunStatus, ScopeState, StoredRule,
-    WorkspaceInfo, WorkspaceRef,
+    WorkspaceInfo, WorkspaceRef, WorkspaceSummary,
 };
 use super::policy::RunPolicy;
 use super::search::{search_log_with, search_runs_with, LogPage, LogSearch, RunPage, RunRow, RunSearch};
@@ -285,6 +285,17 @@ pub trait WorkspaceStorage: Send + Sync {
     fn release_lease(&self, workspace: &WorkspaceRef, key: &str, holder: &str) -> Result<()>;
     /// Every lease row of a workspace (expired ones included), by key.
     fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>>;
+    /// The lease rows of some keys (expired ones included), by key: what a page of runs
+    /// shows of their run leases. The default filters [`WorkspaceStorage::leases`];
+    /// backends look the keys up.
+    fn leases_of(&self, workspace: &WorkspaceRef, keys: &[String]) -> Result<Vec<Lease>> {
+        let keys: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        Ok(self
+            .leases(workspace)?
+            .into_iter()
+            .filter(|l| keys.contains(l.key.as_str()))
+            .collect())
+    }
     /// How far a named consumer has got: the seq saved, or 0.
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64>;
     /// Saves a consumer's seq; a cursor only moves forward (the furthest save wins).
@@ -296,6 +307,14 @@ pub trait WorkspaceStorage: Send + Sync {
     /// interval (at once with [`WorkspaceCapabilities::cross_process_wakeups`]). Callers read
     /// again after it returns; `true` means it was woken rather than timed out.
     fn wait_for_append(&self, workspace: &WorkspaceRef, after_seq: i64, timeout: Duration) -> Result<bool>;
+
+    /// Every workspace of [`WorkspaceStorage::workspaces`], in its order, with its head, its
+    /// cursors and how many leases and dead letters it has: what the monitor's workspace list
+    /// and change token read. The default makes the calls it spares, four per workspace;
+    /// backends answer it in a few queries.
+    fn workspace_summaries(&self) -> Result<Vec<WorkspaceSummary>> {
+        summaries_by_calls(self)
+    }
 
     /// One page of a search of the log (docs/search.md): the envelopes matching
     /// `search.filter`, having examined at most `search.scan` of them, how far it got and
@@ -357,6 +376,25 @@ pub trait WorkspaceStorage: Send + Sync {
         }
         Ok(search_runs_with(search, rows))
     }
+}
+
+/// [`WorkspaceStorage::workspace_summaries`] by the per-workspace calls it spares.
+pub fn summaries_by_calls<S: WorkspaceStorage + ?Sized>(storage: &S) -> Result<Vec<WorkspaceSummary>> {
+    let mut out = Vec::new();
+    for ws in storage.workspaces()? {
+        let info = storage.workspace_info(&ws)?.unwrap_or(WorkspaceInfo {
+            workspace: ws.clone(),
+            head_seq: 0,
+            head_ts: None,
+        });
+        out.push(WorkspaceSummary {
+            info,
+            cursors: storage.cursors(&ws)?,
+            leases: storage.leases(&ws)?.len(),
+            dead_letters: storage.dead_letters(&ws, None)?.len(),
+        });
+    }
+    Ok(out)
 }
 
 /// Checks a lease's arguments.

@@ -33,6 +33,80 @@ pub fn workspaces_lists_those_with_a_log(h: &dyn WorkspaceHarness) {
     assert_eq!((info.head_seq, info.head_ts), (0, None));
 }
 
+/// [`WorkspaceStorage::workspace_summaries`] answers what the calls it spares would: each
+/// listed workspace in order with its head, its cursors, and its lease and dead-letter
+/// counts (expired leases included), after every kind of write that moves them; leases and
+/// cursors of workspaces without a log are not listed.
+pub fn summaries_match_the_calls_they_spare(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    let calls = || crate::workspace::summaries_by_calls(s).unwrap();
+    assert_eq!(s.workspace_summaries().unwrap(), calls());
+    let (a, b, c) = (ws("t-sum-a", "w"), ws("t-sum-a", "v"), ws("t-sum-b", "w"));
+    append(s, &a, &["e1", "e2"]);
+    append(s, &b, &["e1"]);
+    append(s, &c, &["e1", "e2", "e3"]);
+    assert!(s.acquire_lease(&a, "k1", "h", Duration::from_secs(5)).unwrap());
+    assert!(s.acquire_lease(&a, "k2", "h", Duration::from_secs(1)).unwrap());
+    assert!(s.acquire_lease(&c, "k1", "h", Duration::from_secs(5)).unwrap());
+    s.save_cursor(&a, "z", 2).unwrap();
+    s.save_cursor(&a, "m", 1).unwrap();
+    s.save_cursor(&c, "x", 3).unwrap();
+    // Leases and cursors of a workspace without a log.
+    assert!(s
+        .acquire_lease(&ws("t-sum-c", "w"), "k", "h", Duration::from_secs(5))
+        .unwrap());
+    s.save_cursor(&ws("t-sum-c", "w"), "c", 1).unwrap();
+    commit(s, &b, |tx| {
+        tx.dead_letter(&[EvaluationError::new("rule", 1, "boom")])
+            .unwrap()
+    });
+    let got = s.workspace_summaries().unwrap();
+    assert_eq!(got, calls());
+    let names: Vec<String> = got.iter().map(|x| x.info.workspace.to_string()).collect();
+    assert_eq!(names, ["t-sum-a/v", "t-sum-a/w", "t-sum-b/w"]);
+    let a_sum = &got[1];
+    assert_eq!((a_sum.info.head_seq, a_sum.leases, a_sum.dead_letters), (2, 2, 0));
+    assert_eq!(a_sum.cursors, [("m".to_string(), 1), ("z".to_string(), 2)]);
+    assert_eq!((got[0].dead_letters, got[0].leases), (1, 0));
+    // An expired lease still counts; a release does not.
+    h.clock().advance_micros(2_000_000);
+    s.release_lease(&c, "k1", "h").unwrap();
+    append(s, &b, &["e2"]);
+    let got = s.workspace_summaries().unwrap();
+    assert_eq!(got, calls());
+    assert_eq!((got[1].leases, got[2].leases, got[0].info.head_seq), (2, 0, 2));
+}
+
+/// [`WorkspaceStorage::leases_of`] answers what filtering [`WorkspaceStorage::leases`]
+/// would: the rows of the keys asked that exist, expired ones included, by key, each once.
+pub fn leases_of_match_the_leases(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    let (a, b) = (ws("t-lof", "a"), ws("t-lof", "b"));
+    append(s, &a, &["e"]);
+    for key in ["k3", "k1", "k2"] {
+        assert!(s.acquire_lease(&a, key, "h", Duration::from_secs(1)).unwrap());
+    }
+    assert!(s
+        .acquire_lease(&b, "k1", "other", Duration::from_secs(5))
+        .unwrap());
+    h.clock().advance_micros(2_000_000);
+    let asked: Vec<String> = ["k2", "nope", "k1", "k2"].iter().map(|k| k.to_string()).collect();
+    let got = s.leases_of(&a, &asked).unwrap();
+    let want: Vec<_> = s
+        .leases(&a)
+        .unwrap()
+        .into_iter()
+        .filter(|l| l.key == "k1" || l.key == "k2")
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        got.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(),
+        ["k1", "k2"]
+    );
+    assert_eq!(s.leases_of(&b, &asked).unwrap(), s.leases(&b).unwrap());
+    assert!(s.leases_of(&a, &[]).unwrap().is_empty());
+}
+
 /// Every key argument, in a transaction and outside one, is checked alike on every backend:
 /// an empty key, or one with a NUL, is [`StoreError::InvalidInput`] naming the argument, and
 /// the transaction stays usable with nothing of the call in it.
