@@ -101,18 +101,38 @@ export async function run(store, ops, onOp = () => {}) {
   }
 }
 
-/** What a finished run left: every execution, trace, pending outbox entry and timer. */
+/** The source execution of an entry's event id (`<source id>/<step>/<n>`); "" for none. */
+const sourceOf = (eventId) => (typeof eventId === "string" ? eventId.split("/").slice(0, -2).join("/") : "");
+
+/** `items` stably grouped by `key`: each source's own order kept, the sources in name order. */
+const bySource = (items, key) => items.map((item, i) => [key(item), i, item]).sort(([a, i], [b, j]) => (a < b ? -1 : a > b ? 1 : i - j)).map(([, , item]) => item);
+
+/**
+ * What a finished run left: every execution, trace, pending outbox entry and timer.
+ *
+ * The sink is compared per source. A rerun from the start runs its relays at earlier ops than
+ * the killed run did, so a message pending at the kill (a payment child's answer) is applied,
+ * and what its step emits is delivered, before emits another execution makes later (a light's
+ * timer at a later sweep); the uninterrupted run delivered them the other way round. Each
+ * source's emits still arrive once each, in their own order: that is what is compared, without
+ * the sink steps' times and indexes (its `got` list grouped by source, likewise).
+ */
 export function outcome(store) {
   const ids = ["order-1", "order-2", ...store.idsWithPrefix("order-1/"), ...store.idsWithPrefix("order-2/"), "light-1", "light-2", "sink"];
   return {
     executions: ids.map((id) => {
       const { updated_at, created_at, finished_at, ...rest } = store.load(id) ?? {};
       void updated_at, created_at, finished_at;
+      if (id === "sink" && Array.isArray(rest.context?.got)) {
+        rest.context = { ...rest.context, got: bySource(rest.context.got, (from) => from.slice(0, from.lastIndexOf(":"))) };
+      }
       return rest;
     }),
-    // a rerun's relay may deliver what was pending at the kill at an earlier op's time: the
-    // sink's steps are compared without their times
-    traces: ids.map((id) => store.readTrace(id).map((s) => (id === "sink" ? { ...s, timestamp: null } : s))),
+    traces: ids.map((id) => {
+      const steps = store.readTrace(id);
+      if (id !== "sink") return steps;
+      return bySource(steps, (s) => sourceOf(s.event_id)).map((s) => ({ ...s, timestamp: null, index: null }));
+    }),
     outbox: store.pendingOutbox(null, 10_000),
     spawns: store.pendingSpawns(null, 10_000),
     timers: store.dueTimers(1e15, null, 10_000),

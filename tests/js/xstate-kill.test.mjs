@@ -6,7 +6,7 @@
 // another process (this one), and the file must hold exactly what one uninterrupted run leaves: the same
 // executions and traces (every timer fired once, at a sweep at or after its deadline; every
 // message between the order and its children applied once), an empty outbox, and the sink
-// holding every emitted event exactly once.
+// holding every emitted event exactly once, each source's in its own order.
 // Run: node --test tests/js/xstate-kill.test.mjs
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -133,40 +133,42 @@ test("a run stopped after any op and run again from the start ends as one uninte
   }
 });
 
-test("a relay stopped between applying a message and its ack redelivers it, applied once (in process)", async () => {
+test("a run stopped before any one of its writes and run again from the start ends as one uninterrupted run (in process)", async () => {
   const ops = script();
   const reference = Store.sqliteMemory();
   await run(reference, ops);
   const want = outcome(reference);
-  // the crash window of every message: after the receiving step committed, before the ack
-  let acks = 0;
-  const counting = new Proxy(Store.sqliteMemory(), {
-    get(target, key) {
-      if (key === "ackOutbox") return (seq) => ((acks += 1), target.ackOutbox(seq));
-      const value = target[key];
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  await run(counting, ops);
-  assert.ok(acks >= 15, `${acks} acks`);
-  for (let k = 0; k < acks; k += 1) {
+  // every call that writes (a commit, an ack of an outbox entry or a spawn, a definition) is a
+  // crash point: the one before each ack is a message applied and not yet acked
+  const READS = /^(load|read|pending|due|ids|capabilities)/;
+  const writes = (store, onWrite) =>
+    new Proxy(store, {
+      get(target, key) {
+        const value = target[key];
+        if (typeof value !== "function") return value;
+        return (...args) => {
+          if (typeof key === "string" && !READS.test(key)) onWrite(key);
+          return value.apply(target, args);
+        };
+      },
+    });
+  const kinds = [];
+  await run(writes(Store.sqliteMemory(), (key) => kinds.push(key)), ops);
+  assert.ok(kinds.filter((k) => k === "ackOutbox").length >= 15, `${kinds.length} writes: ${[...new Set(kinds)]}`);
+  let reordered = 0;
+  for (let k = 0; k < kinds.length; k += 1) {
     const store = Store.sqliteMemory();
     const stop = new Error("stop");
     let n = 0;
-    const crashing = new Proxy(store, {
-      get(target, key) {
-        if (key === "ackOutbox") {
-          return (seq) => {
-            if (n++ === k) throw stop;
-            return target.ackOutbox(seq);
-          };
-        }
-        const value = target[key];
-        return typeof value === "function" ? value.bind(target) : value;
-      },
+    const crashing = writes(store, () => {
+      if (n++ === k) throw stop;
     });
     await assert.rejects(run(crashing, ops), (e) => e === stop);
     await run(store, ops);
-    assert.deepEqual(outcome(store), want, `stopped before ack ${k}`);
+    assert.deepEqual(outcome(store), want, `stopped before write ${k} (${kinds[k]})`);
+    const got = store.load("sink").context.got;
+    if (JSON.stringify(got) !== JSON.stringify(reference.load("sink").context.got)) reordered += 1;
   }
+  // the sink is compared per source because of such stops (outcome's comment): the workload has them
+  assert.ok(reordered >= 1, "some stop delivers the sources' emits in another interleaving");
 });
