@@ -1,4 +1,4 @@
-//! The figures a definition's graph is drawn from ([`ExecutionStore::graph_figures`]): how
+//! The figures a definition's graph is drawn from ([`crate::ExecutionStore::graph_figures`]): how
 //! many of its executions sit at each active path with each status, and how many stored trace
 //! steps went from one state to another on each event (with the guards recorded on them).
 //!
@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::executions::paging::execution_pages;
-use crate::executions::{ExecutionStore, ListQuery, Status, TraceStep};
+use crate::executions::paging::{execution_pages, PagedReads};
+use crate::executions::{ListQuery, Status, TraceStep};
 use crate::kit::validate::MAX_PAGE;
 use crate::{Result, StoreError};
 
@@ -246,8 +246,8 @@ fn json_of(text: &str) -> Option<Value> {
 
 /// The figures of `definition` counted by reading: every execution of it (through the
 /// listing) and the traces of the first `max_traces` (by id). `NotFound` if the definition
-/// has no executions. What [`ExecutionStore::graph_figures`] does by default.
-pub fn graph_figures_by_scan<S: ExecutionStore + ?Sized>(
+/// has no executions. What [`crate::ExecutionStore::graph_figures`] does by default.
+pub fn graph_figures_by_scan<S: PagedReads + ?Sized>(
     store: &S,
     definition: &str,
     max_traces: usize,
@@ -261,7 +261,7 @@ pub fn graph_figures_by_scan<S: ExecutionStore + ?Sized>(
             tally.add_now(summary.active_path.clone(), summary.status, 1);
             if (traces_read as usize) < max_traces {
                 // An execution purged since the page was read has no trace: nothing to add.
-                match store.read_trace(&summary.id) {
+                match store.trace_of(&summary.id) {
                     Ok(steps) => steps.iter().for_each(|s| tally.add_trace_step(s)),
                     Err(StoreError::NotFound { .. }) => {}
                     Err(e) => return Err(e),

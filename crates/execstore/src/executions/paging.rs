@@ -20,13 +20,14 @@
 use std::fmt;
 
 use crate::error::{Result, StoreError};
-use crate::executions::model::{DueTimer, ExecutionPage, OutboxEntry, SpawnEntry};
+use crate::executions::model::{DueTimer, ExecutionPage, OutboxEntry, SpawnEntry, TraceStep};
 use crate::executions::query::ListQuery;
 
-/// The four paged reads the pagers follow. Every [`ExecutionStore`](crate::ExecutionStore)
-/// has them (a blanket implementation beside the contract forwards to `list_executions`,
-/// `pending_outbox`, `pending_spawns` and `due_timers`), so a pager takes any store; the
-/// pagers themselves know only this, and the contract's own defaults can page too.
+/// The reads the pagers and the contract's scanning defaults follow: four paged reads and an
+/// execution's trace. Every [`ExecutionStore`](crate::ExecutionStore) has them (a blanket
+/// implementation beside the contract forwards to `list_executions`, `pending_outbox`,
+/// `pending_spawns`, `due_timers` and `read_trace`), so a pager takes any store; the pagers
+/// and scans themselves know only this, and the contract's own defaults can page too.
 pub trait PagedReads {
     /// One page of a listing (`ExecutionStore::list_executions`).
     fn page_of_executions(&self, query: &ListQuery) -> Result<ExecutionPage>;
@@ -36,6 +37,8 @@ pub trait PagedReads {
     fn page_of_spawns(&self, after: Option<i64>, limit: usize) -> Result<Vec<SpawnEntry>>;
     /// Timers due at `now` after `after` (`ExecutionStore::due_timers`).
     fn page_of_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>>;
+    /// An execution's trace, oldest step first (`ExecutionStore::read_trace`).
+    fn trace_of(&self, execution_id: &str) -> Result<Vec<TraceStep>>;
 }
 
 /// A store answered a page that does not move past the previous one: following it would

@@ -611,6 +611,9 @@ impl<S: ExecutionStore + ?Sized> PagedReads for S {
     fn page_of_timers(&self, now: f64, after: Option<&DueTimer>, limit: usize) -> Result<Vec<DueTimer>> {
         self.due_timers(now, after, limit)
     }
+    fn trace_of(&self, execution_id: &str) -> Result<Vec<TraceStep>> {
+        self.read_trace(execution_id)
+    }
 }
 
 #[cfg(test)]
