@@ -283,7 +283,7 @@ pub fn graph_figures_by_scan<S: PagedReads + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Effects, Execution, MemoryStore};
+    use crate::{Effects, Execution, ExecutionStore, MemoryStore};
     use serde_json::json;
 
     #[test]
