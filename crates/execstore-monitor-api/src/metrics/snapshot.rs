@@ -304,7 +304,7 @@ fn workspaces(
     // Due runs across every workspace in one read (the due index), judged by the stored
     // rules' policy as the runs listing judges them.
     let params = Params::new("", &[], now)?;
-    let policy = crate::workspaces::stored_policy(storage, &list, &params)?;
+    let policy = crate::workspaces::stored_policy(storage, None, &params)?;
     let mut due: HashMap<WorkspaceRef, u64> = HashMap::new();
     let due_runs = storage.due_runs(at, QUEUE_CAP, &policy)?;
     if due_runs.len() >= QUEUE_CAP {

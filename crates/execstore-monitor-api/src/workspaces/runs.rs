@@ -23,25 +23,32 @@ const RUNS_SCAN_CAP: usize = 100_000;
 /// defined in code are not in the store).
 pub(crate) fn policy(
     storage: &dyn WorkspaceStorage,
-    workspaces: &[WorkspaceRef],
+    workspace: Option<&WorkspaceRef>,
     params: &Params,
 ) -> Result<RunPolicy, ApiError> {
     let mut policy = RunPolicy::new();
-    for ws in workspaces {
-        for stored in storage.stored_rules(ws)? {
-            if stored.status != StoredRuleStatus::Active {
-                continue;
-            }
-            let name = stored.name().to_owned();
-            if stored.rule.get("ordering").and_then(Value::as_str) == Some("scope") {
-                policy.ordered.insert(name.clone());
-            }
-            if stored.rule.get("on_dead_letter").and_then(Value::as_str) == Some("block") {
-                policy.blocking.insert(name.clone());
-            }
-            if stored.rule.get("enabled") == Some(&Value::Bool(false)) {
-                policy.disabled.insert(name);
-            }
+    // One workspace's stored rules, or every workspace's in one read.
+    let rules = match workspace {
+        Some(ws) => storage.stored_rules(ws)?,
+        None => storage
+            .all_stored_rules()?
+            .into_iter()
+            .map(|(_, rule)| rule)
+            .collect(),
+    };
+    for stored in rules {
+        if stored.status != StoredRuleStatus::Active {
+            continue;
+        }
+        let name = stored.name().to_owned();
+        if stored.rule.get("ordering").and_then(Value::as_str) == Some("scope") {
+            policy.ordered.insert(name.clone());
+        }
+        if stored.rule.get("on_dead_letter").and_then(Value::as_str) == Some("block") {
+            policy.blocking.insert(name.clone());
+        }
+        if stored.rule.get("enabled") == Some(&Value::Bool(false)) {
+            policy.disabled.insert(name);
         }
     }
     policy.disabled.extend(list(params, "disabled"));
@@ -125,7 +132,7 @@ impl Call<'_> {
         runs: Vec<Run>,
     ) -> Result<Vec<Value>, ApiError> {
         let ws = ws.clone();
-        let policy = policy(storage, std::slice::from_ref(&ws), params)?;
+        let policy = policy(storage, Some(&ws), params)?;
         let now = Timestamp::from_secs_f64(self.now).map_err(ApiError::from)?;
         // The run leases of this page's runs only (a workspace may hold tens of thousands).
         let keys: Vec<String> = runs.iter().map(|r| run_lease(r.id())).collect();
@@ -191,8 +198,7 @@ impl Call<'_> {
             None => Timestamp::from_secs_f64(self.now).map_err(ApiError::from)?,
         };
         let limit = params.limit()?;
-        let workspaces = storage.workspaces()?;
-        let policy = policy(storage, &workspaces, &params)?;
+        let policy = policy(storage, None, &params)?;
         let items: Vec<Value> = storage
             .due_runs(now, limit, &policy)?
             .into_iter()

@@ -138,6 +138,9 @@ pub(super) const SCHEDULES: &str = concat!(
 
 pub(super) const STORED_RULE: &str = "SELECT version::int8, status, rule::text, provenance::text \
      FROM reflexr_rules WHERE tenant_id = $1 AND workspace_id = $2 AND name = $3";
+/// Every workspace's active stored rules, by tenant, workspace and name (`COLLATE "C"`).
+pub(super) const ALL_STORED_RULES: &str = "SELECT version::int8, status, rule::text, provenance::text, \
+     tenant_id, workspace_id FROM reflexr_rules WHERE status = 'active' ORDER BY tenant_id, workspace_id, name";
 /// The active stored rules by name: the column is `COLLATE "C"`, so code-point order.
 pub(super) const STORED_RULES: &str = "SELECT version::int8, status, rule::text, provenance::text \
      FROM reflexr_rules WHERE tenant_id = $1 AND workspace_id = $2 AND status = 'active' ORDER BY name";

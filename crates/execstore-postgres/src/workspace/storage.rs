@@ -333,6 +333,20 @@ impl WorkspaceDriver for PgWorkspaceDriver {
         Ok(Some(summaries))
     }
 
+    fn all_stored_rules(&self) -> Result<Option<Vec<(WorkspaceRef, StoredRule)>>> {
+        let workspaces = self.workspaces()?;
+        let rules = self
+            .conn(None)?
+            .query(sql::ALL_STORED_RULES, &[])?
+            .iter()
+            .map(|row| {
+                let ws = WorkspaceRef::new(col::<String>(row, 4)?, col::<String>(row, 5)?);
+                Ok((ws, stored_rule(row)?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(execstore::workspace::rules_of(&workspaces, rules)))
+    }
+
     fn due_runs(&self, now: Timestamp, n: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
         let (disabled, ordered, plain, blocking) = due_policy(policy);
         let now = bind_time(now);

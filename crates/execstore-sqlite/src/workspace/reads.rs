@@ -167,12 +167,7 @@ impl WorkspaceDriver for SqliteWorkspaceDriver {
     }
 
     fn workspaces(&self) -> Result<Vec<WorkspaceRef>> {
-        sql::all(&*self.inner.reader()?, sql::WORKSPACES, &[], |row| {
-            Ok(WorkspaceRef::new(
-                row.get::<_, String>(0).db()?,
-                row.get::<_, String>(1).db()?,
-            ))
-        })
+        sql::workspaces(&*self.inner.reader()?)
     }
 
     fn workspace_info(&self, workspace: &WorkspaceRef) -> Result<Option<WorkspaceInfo>> {
@@ -225,6 +220,16 @@ impl WorkspaceDriver for SqliteWorkspaceDriver {
         })?;
         attach_cursors(&mut summaries, cursors);
         Ok(Some(summaries))
+    }
+
+    fn all_stored_rules(&self) -> Result<Option<Vec<(WorkspaceRef, StoredRule)>>> {
+        // One connection for both reads (a store of one connection has no other to take).
+        let conn = self.inner.reader()?;
+        let workspaces = sql::workspaces(&conn)?;
+        Ok(Some(execstore::workspace::rules_of(
+            &workspaces,
+            sql::all_active_rules(&conn)?,
+        )))
     }
 
     fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {

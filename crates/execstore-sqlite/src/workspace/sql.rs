@@ -263,6 +263,29 @@ pub(crate) fn active_rules(conn: &Connection, ws: &WorkspaceRef) -> Result<Vec<S
     all(conn, &sql, params![ws.tenant_id, ws.workspace_id], stored_rule)
 }
 
+/// Every workspace with a log, by tenant then workspace.
+pub(crate) fn workspaces(conn: &Connection) -> Result<Vec<WorkspaceRef>> {
+    all(conn, WORKSPACES, &[], |row| {
+        Ok(WorkspaceRef::new(
+            row.get::<_, String>(0).db()?,
+            row.get::<_, String>(1).db()?,
+        ))
+    })
+}
+
+/// Every workspace's active stored rules, by tenant, workspace and name (one walk of the
+/// rules table's primary key).
+pub(crate) fn all_active_rules(conn: &Connection) -> Result<Vec<(WorkspaceRef, StoredRule)>> {
+    let sql = format!(
+        "SELECT {RULE_COLUMNS}, tenant_id, workspace_id FROM reflexr_rules WHERE status = 'active' \
+         ORDER BY tenant_id, workspace_id, name"
+    );
+    all(conn, &sql, &[], |row| {
+        let ws = WorkspaceRef::new(row.get::<_, String>(4).db()?, row.get::<_, String>(5).db()?);
+        Ok((ws, stored_rule(row)?))
+    })
+}
+
 /// A count or limit as SQLite's integer (`LIMIT -1` is no limit).
 pub(crate) fn limit_param(limit: Option<usize>) -> i64 {
     limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX))

@@ -76,6 +76,11 @@ pub trait WorkspaceDriver: Send + Sync + 'static {
     fn workspace_summaries(&self) -> Result<Option<Vec<WorkspaceSummary>>> {
         Ok(None)
     }
+    /// [`WorkspaceStorage::all_stored_rules`](super::WorkspaceStorage::all_stored_rules) in
+    /// the driver's own queries, or `None` (the default) for the front to make the calls.
+    fn all_stored_rules(&self) -> Result<Option<Vec<(WorkspaceRef, StoredRule)>>> {
+        Ok(None)
+    }
     /// The runs to attempt at `now`; `limit` is between 1 and
     /// [`MAX_READ`](super::MAX_READ).
     fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>>;

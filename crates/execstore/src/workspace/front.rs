@@ -239,6 +239,13 @@ impl<S: AsWorkspaceFront> WorkspaceStorage for S {
         }
     }
 
+    fn all_stored_rules(&self) -> Result<Vec<(WorkspaceRef, StoredRule)>> {
+        match self.front().driver.all_stored_rules()? {
+            Some(rules) => Ok(rules),
+            None => super::storage::rules_by_calls(self),
+        }
+    }
+
     fn due_runs(&self, now: Timestamp, limit: usize, policy: &RunPolicy) -> Result<Vec<(WorkspaceRef, Run)>> {
         check_due_limit(limit)?;
         if limit == 0 {

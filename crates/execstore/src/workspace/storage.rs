@@ -316,6 +316,14 @@ pub trait WorkspaceStorage: Send + Sync {
         summaries_by_calls(self)
     }
 
+    /// The active stored rules of every workspace of [`WorkspaceStorage::workspaces`], in its
+    /// order, each workspace's by name: what a store-wide run policy is made of (the monitor's
+    /// due runs). The default makes a [`WorkspaceStorage::stored_rules`] call per workspace;
+    /// backends answer it in one query.
+    fn all_stored_rules(&self) -> Result<Vec<(WorkspaceRef, StoredRule)>> {
+        rules_by_calls(self)
+    }
+
     /// One page of a search of the log (docs/search.md): the envelopes matching
     /// `search.filter`, having examined at most `search.scan` of them, how far it got and
     /// where to go on. A bad search is [`StoreError::InvalidInput`]. The default reads
@@ -376,6 +384,41 @@ pub trait WorkspaceStorage: Send + Sync {
         }
         Ok(search_runs_with(search, rows))
     }
+}
+
+/// [`WorkspaceStorage::all_stored_rules`] by the per-workspace calls it spares.
+pub fn rules_by_calls<S: WorkspaceStorage + ?Sized>(storage: &S) -> Result<Vec<(WorkspaceRef, StoredRule)>> {
+    let mut out = Vec::new();
+    for ws in storage.workspaces()? {
+        for rule in storage.stored_rules(&ws)? {
+            out.push((ws.clone(), rule));
+        }
+    }
+    Ok(out)
+}
+
+/// Keeps the rules of `workspaces` (each workspace's in their order), ordered as they are:
+/// what a backend's one query over every stored rule narrows to
+/// [`WorkspaceStorage::all_stored_rules`]'s answer.
+pub fn rules_of(
+    workspaces: &[WorkspaceRef],
+    rules: Vec<(WorkspaceRef, StoredRule)>,
+) -> Vec<(WorkspaceRef, StoredRule)> {
+    let mut by_workspace: std::collections::HashMap<WorkspaceRef, Vec<StoredRule>> =
+        std::collections::HashMap::new();
+    for (ws, rule) in rules {
+        by_workspace.entry(ws).or_default().push(rule);
+    }
+    workspaces
+        .iter()
+        .flat_map(|ws| {
+            by_workspace
+                .remove(ws)
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |rule| (ws.clone(), rule))
+        })
+        .collect()
 }
 
 /// [`WorkspaceStorage::workspace_summaries`] by the per-workspace calls it spares.

@@ -107,6 +107,70 @@ pub fn leases_of_match_the_leases(h: &dyn WorkspaceHarness) {
     assert!(s.leases_of(&a, &[]).unwrap().is_empty());
 }
 
+/// [`WorkspaceStorage::all_stored_rules`] answers what a [`WorkspaceStorage::stored_rules`]
+/// call per listed workspace would: the active rules (no archived one, a new version in
+/// place of the old) of each workspace with a log, in the listing's order, each workspace's
+/// by name; the rules of a workspace without a log are left out, as the calls leave them.
+pub fn all_stored_rules_match_the_calls(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    let calls = || crate::workspace::rules_by_calls(s).unwrap();
+    assert_eq!(s.all_stored_rules().unwrap(), calls());
+    let (b, a, v, quiet) = (
+        ws("t-rall-b", "w"),
+        ws("t-rall-a", "w"),
+        ws("t-rall-a", "v"),
+        ws("t-rall-c", "w"),
+    );
+    for w in [&b, &a, &v] {
+        append(s, w, &["e"]);
+    }
+    commit(s, &a, |tx| {
+        for name in ["suite:z", "suite:m", "suite:B"] {
+            tx.save_stored_rule(&stored(name, 1, StoredRuleStatus::Active))
+                .unwrap();
+        }
+        tx.save_stored_rule(&stored("suite:gone", 1, StoredRuleStatus::Archived))
+            .unwrap();
+        tx.save_stored_rule(&stored("suite:m", 2, StoredRuleStatus::Active))
+            .unwrap();
+    });
+    commit(s, &b, |tx| {
+        tx.save_stored_rule(&stored("suite:a", 1, StoredRuleStatus::Active))
+            .unwrap();
+    });
+    // A workspace whose transactions appended nothing is not listed: its rules are not either.
+    commit(s, &quiet, |tx| {
+        tx.save_stored_rule(&stored("suite:q", 1, StoredRuleStatus::Active))
+            .unwrap();
+    });
+    let got = s.all_stored_rules().unwrap();
+    assert_eq!(got, calls());
+    let seen: Vec<(String, String, i64)> = got
+        .iter()
+        .map(|(w, r)| (w.to_string(), r.name().to_owned(), r.version))
+        .filter(|(w, _, _)| w.starts_with("t-rall-"))
+        .collect();
+    let want = [
+        ("t-rall-a/w", "suite:B", 1),
+        ("t-rall-a/w", "suite:m", 2),
+        ("t-rall-a/w", "suite:z", 1),
+        ("t-rall-b/w", "suite:a", 1),
+    ];
+    let want: Vec<(String, String, i64)> = want
+        .iter()
+        .map(|(w, n, v)| (w.to_string(), n.to_string(), *v))
+        .collect();
+    assert_eq!(seen, want);
+    // Archiving takes a rule out; the calls agree again.
+    commit(s, &a, |tx| {
+        tx.save_stored_rule(&stored("suite:z", 2, StoredRuleStatus::Archived))
+            .unwrap();
+    });
+    let got = s.all_stored_rules().unwrap();
+    assert_eq!(got, calls());
+    assert!(!got.iter().any(|(_, r)| r.name() == "suite:z"));
+}
+
 /// Every key argument, in a transaction and outside one, is checked alike on every backend:
 /// an empty key, or one with a NUL, is [`StoreError::InvalidInput`] naming the argument, and
 /// the transaction stays usable with nothing of the call in it.
