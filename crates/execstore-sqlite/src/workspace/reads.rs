@@ -9,7 +9,7 @@ use execstore::workspace::{
     Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, RunRow, StoredRule,
     Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef, WorkspaceSummary,
 };
-use execstore::Result;
+use execstore::{Result, StoreError};
 use rusqlite::{params, OptionalExtension, ToSql};
 
 use super::tx::SqliteTx;
@@ -295,6 +295,27 @@ impl WorkspaceDriver for SqliteWorkspaceDriver {
             )?);
         }
         Ok(out)
+    }
+
+    fn leases_page(
+        &self,
+        workspace: &WorkspaceRef,
+        after_key: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Lease>> {
+        // Every key is above the empty text (keys are never empty).
+        let limit = i64::try_from(limit).map_err(|_| StoreError::invalid("limit", "out of range"))?;
+        sql::all(
+            &*self.inner.reader()?,
+            sql::LEASES_PAGE,
+            params![
+                workspace.tenant_id,
+                workspace.workspace_id,
+                after_key.unwrap_or(""),
+                limit
+            ],
+            sql::lease,
+        )
     }
 
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {

@@ -99,6 +99,11 @@ pub(crate) const RELEASE_LEASE: &str = "DELETE FROM reflexr_leases \
 pub(crate) const LEASES: &str = "SELECT \"key\", holder, expires_at FROM reflexr_leases \
      WHERE tenant_id = ?1 AND workspace_id = ?2 ORDER BY \"key\"";
 
+/// One page of leases: a range of the primary key (`sqlite_autoindex_reflexr_leases_1`), in
+/// its order (`BINARY`: byte order, as [`LEASES`]).
+pub(crate) const LEASES_PAGE: &str = "SELECT \"key\", holder, expires_at FROM reflexr_leases \
+     WHERE tenant_id = ?1 AND workspace_id = ?2 AND \"key\" > ?3 ORDER BY \"key\" LIMIT ?4";
+
 pub(crate) const LEASE: &str = "SELECT \"key\", holder, expires_at FROM reflexr_leases \
      WHERE tenant_id = ?1 AND workspace_id = ?2 AND \"key\" = ?3";
 

@@ -107,6 +107,35 @@ fn log_reads_use_the_indexes() {
     assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), [190, 194, 198]);
 }
 
+/// A page of leases is one range of the primary key, in its order (no sort of the
+/// workspace's every lease row), and pages on from a key.
+#[test]
+fn a_page_of_leases_walks_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(&dir);
+    let w = WorkspaceRef::new("t", "w");
+    for i in 0..50 {
+        assert!(s
+            .acquire_lease(&w, &format!("run:{i:03}"), "h", std::time::Duration::from_secs(9))
+            .unwrap());
+    }
+    let p = plan(
+        &s,
+        sql::LEASES_PAGE,
+        &[&w.tenant_id, &w.workspace_id, &"run:010", &5i64],
+    );
+    assert!(
+        p.iter().any(|step| step.contains("reflexr_leases")
+            && step.contains("sqlite_autoindex_reflexr_leases_1")
+            && step.contains("key>?")),
+        "not a range of the key: {p:?}"
+    );
+    assert!(!p.iter().any(|step| step.contains("TEMP B-TREE")), "sorts: {p:?}");
+    let page = s.leases_page(&w, Some("run:010"), 3).unwrap();
+    let keys: Vec<&str> = page.iter().map(|l| l.key.as_str()).collect();
+    assert_eq!(keys, ["run:011", "run:012", "run:013"]);
+}
+
 /// The commit path prepares each statement once per connection and then reuses it.
 #[test]
 fn statements_are_prepared_once() {

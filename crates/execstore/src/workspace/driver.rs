@@ -102,6 +102,22 @@ pub trait WorkspaceDriver: Send + Sync + 'static {
             .filter(|l| keys.contains(l.key.as_str()))
             .collect())
     }
+    /// Up to `limit` (1 to [`MAX_READ`](super::MAX_READ)) lease rows whose key is after
+    /// `after_key` (a checked key; `None`: from the first), by key. The default filters
+    /// [`WorkspaceDriver::leases`].
+    fn leases_page(
+        &self,
+        workspace: &WorkspaceRef,
+        after_key: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Lease>> {
+        Ok(self
+            .leases(workspace)?
+            .into_iter()
+            .filter(|l| after_key.is_none_or(|after| l.key.as_str() > after))
+            .take(limit)
+            .collect())
+    }
     /// A consumer's saved seq, or 0.
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64>;
     /// Atomically: saves `seq` (not negative) unless the cursor is already further.

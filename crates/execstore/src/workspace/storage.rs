@@ -296,6 +296,27 @@ pub trait WorkspaceStorage: Send + Sync {
             .filter(|l| keys.contains(l.key.as_str()))
             .collect())
     }
+    /// One page of a workspace's lease rows (expired ones included), by key: the first
+    /// `limit` (1 to [`MAX_READ`]) whose key is after `after_key` (`None`: from the first).
+    /// Paging on from each page's last key lists [`WorkspaceStorage::leases`], each row once.
+    /// A `limit` out of range, or an `after_key` that is no key, is
+    /// [`StoreError::InvalidInput`]. The default filters [`WorkspaceStorage::leases`];
+    /// backends read the page off the table's key.
+    fn leases_page(
+        &self,
+        workspace: &WorkspaceRef,
+        after_key: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Lease>> {
+        workspace.check()?;
+        check_leases_page(after_key, limit)?;
+        Ok(self
+            .leases(workspace)?
+            .into_iter()
+            .filter(|l| after_key.is_none_or(|after| l.key.as_str() > after))
+            .take(limit)
+            .collect())
+    }
     /// How far a named consumer has got: the seq saved, or 0.
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64>;
     /// Saves a consumer's seq; a cursor only moves forward (the furthest save wins).
@@ -408,6 +429,21 @@ pub fn check_lease(key: &str, holder: &str, ttl: Option<Duration>) -> Result<()>
         if ttl.as_secs() > 100 * 365 * 24 * 3600 {
             return Err(StoreError::invalid("ttl", "longer than 100 years"));
         }
+    }
+    Ok(())
+}
+
+/// Checks a page of leases' arguments: `limit` between 1 and [`MAX_READ`], `after_key` a
+/// key (as [`check_lease`] checks one).
+pub fn check_leases_page(after_key: Option<&str>, limit: usize) -> Result<()> {
+    if let Some(after) = after_key {
+        check_id("after_key", after)?;
+    }
+    if !(1..=MAX_READ).contains(&limit) {
+        return Err(StoreError::invalid(
+            "limit",
+            format!("{limit} is not between 1 and {MAX_READ}"),
+        ));
     }
     Ok(())
 }

@@ -170,6 +170,7 @@ macro_rules! workspace_conformance_tests {
             workspaces_lists_those_with_a_log,
             summaries_match_the_calls_they_spare,
             leases_of_match_the_leases,
+            leases_page_pages_the_leases,
             bad_input_changes_nothing,
             malformed_keys_are_refused_alike,
             recover_runs_letters_leases_rules,
