@@ -207,6 +207,20 @@ impl AsyncWorkspaceStorage {
         self.on(workspace, |s, w| s.leases(w)).await
     }
 
+    /// [`WorkspaceStorage::leases_page`].
+    pub async fn leases_page(
+        &self,
+        workspace: &WorkspaceRef,
+        after_key: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Lease>> {
+        let after_key = after_key.map(str::to_owned);
+        self.on(workspace, move |s, w| {
+            s.leases_page(w, after_key.as_deref(), limit)
+        })
+        .await
+    }
+
     /// [`WorkspaceStorage::cursor`].
     pub async fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {
         let name = name.to_owned();

@@ -264,6 +264,10 @@ async fn every_workspace_storage_and_transaction_method_works(backend: Backend) 
     assert!(s.acquire_lease(&w, "k", "a", ttl).await.expect("lease"));
     assert!(!s.acquire_lease(&w, "k", "b", ttl).await.expect("lease"));
     assert_eq!(s.leases(&w).await.expect("leases").len(), 1);
+    assert!(s.acquire_lease(&w, "l", "a", ttl).await.expect("lease"));
+    let page = s.leases_page(&w, Some("k"), 5).await.expect("leases_page");
+    assert_eq!(page.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(), ["l"]);
+    s.release_lease(&w, "l", "a").await.expect("release");
     s.release_lease(&w, "k", "a").await.expect("release");
     assert!(s.leases(&w).await.expect("leases").is_empty());
     clock.advance_micros(1);
