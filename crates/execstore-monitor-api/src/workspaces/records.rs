@@ -1,11 +1,11 @@
-//! A workspace's dead letters, leases (lapsed or not), consumer cursors (with their lag),
+//! A workspace's dead letters, leases (lapsed or not, a page at a time), consumer cursors (with their lag),
 //! stored rules and a stored rule's version history.
 
 use execstore::workspace::{Envelope, Timestamp};
 use serde_json::{json, Value};
 
 use super::ts;
-use crate::{decode, ApiError, ApiResult, Call};
+use crate::{decode, ApiError, ApiResult, Call, DEFAULT_LIMIT};
 
 impl Call<'_> {
     pub(crate) fn dead_letters(&self, t: &str, w: &str) -> ApiResult {
@@ -23,13 +23,23 @@ impl Call<'_> {
         Ok(json!({ "items": items }))
     }
 
+    /// A page of lease rows by key: `limit` of them (default [`DEFAULT_LIMIT`]) after the key
+    /// `after`, and `next_after` (the page's last key) while more follow.
     pub(crate) fn leases(&self, t: &str, w: &str) -> ApiResult {
-        self.ws_params(&[])?;
+        let params = self.ws_params(&["after", "limit"])?;
         let (ws, _, _) = self.workspace(t, w)?;
+        let limit = params.limit()?;
+        let after = params.get("after");
+        if let Some(after) = after {
+            execstore::kit::validate::check_id("after", after)?;
+        }
         let now = Timestamp::from_secs_f64(self.now).map_err(ApiError::from)?;
-        let items: Vec<Value> = self
-            .ws()?
-            .leases(&ws)?
+        // One more than shown: whether another page follows.
+        let mut leases = self.ws()?.leases_page(&ws, after, limit + 1)?;
+        let more = leases.len() > limit;
+        leases.truncate(limit);
+        let next_after = more.then(|| leases.last().map(|l| l.key.clone())).flatten();
+        let items: Vec<Value> = leases
             .into_iter()
             .map(|l| {
                 json!({
@@ -40,7 +50,7 @@ impl Call<'_> {
                 })
             })
             .collect();
-        Ok(json!({ "items": items, "now": self.now }))
+        Ok(json!({ "items": items, "next_after": next_after, "now": self.now }))
     }
 
     pub(crate) fn cursors(&self, t: &str, w: &str) -> ApiResult {
