@@ -655,12 +655,19 @@ async function showDeadLetters(body) {
 }
 
 async function showLeases(body) {
+  const r = view.route;
   const list = h("div", { class: "table-wrap", id: "ws-leases" });
+  // A page at a time, by key: `cursor` in the URL is the key the page starts after.
+  const pager = h("div", { class: "pager", id: "ws-leases-pager" });
   const a = actionCtx();
-  clear(body, wsResult(), h("p", { class: "muted" }, "Every lease row, by key: held until it expires, lapsed after (another holder may take it, or release it here)."), list);
-  const page = await load(list, () => ctx.api.get(`${wsPath()}/leases`));
+  clear(body, wsResult(), h("p", { class: "muted" }, "Every lease row, by key: held until it expires, lapsed after (another holder may take it, or release it here)."), list, pager);
+  const page = await load(list, () => ctx.api.get(`${wsPath()}/leases`, { after: r.cursor || undefined }));
   if (!page) return;
-  if (!page.items.length) { clear(list, empty("No leases", "")); return; }
+  clear(pager,
+    h("button", { type: "button", disabled: !r.cursor, onclick: () => go(here({})) }, "« First"),
+    h("span", { class: "where" }, r.cursor ? `${page.items.length} shown after ${r.cursor}` : `${page.items.length} shown`),
+    h("button", { type: "button", id: "ws-next", disabled: !page.next_after, onclick: () => go(here({ cursor: page.next_after })) }, "Next ▶"));
+  if (!page.items.length) { clear(list, empty("No leases", r.cursor ? `None after ${r.cursor}.` : "")); return; }
   clear(list, grid([
     { label: "Key", class: "id", cell: (l) => h("span", { class: "mono", title: l.key }, l.key) },
     { label: "Holder", class: "id", cell: (l) => l.holder },

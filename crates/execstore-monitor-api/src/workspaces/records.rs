@@ -5,7 +5,7 @@ use execstore::workspace::{Envelope, Timestamp};
 use serde_json::{json, Value};
 
 use super::ts;
-use crate::{decode, ApiError, ApiResult, Call, DEFAULT_LIMIT};
+use crate::{decode, ApiError, ApiResult, Call};
 
 impl Call<'_> {
     pub(crate) fn dead_letters(&self, t: &str, w: &str) -> ApiResult {
@@ -23,7 +23,7 @@ impl Call<'_> {
         Ok(json!({ "items": items }))
     }
 
-    /// A page of lease rows by key: `limit` of them (default [`DEFAULT_LIMIT`]) after the key
+    /// A page of lease rows by key: `limit` of them (default [`DEFAULT_LIMIT`](crate::DEFAULT_LIMIT)) after the key
     /// `after`, and `next_after` (the page's last key) while more follow.
     pub(crate) fn leases(&self, t: &str, w: &str) -> ApiResult {
         let params = self.ws_params(&["after", "limit"])?;
