@@ -9,11 +9,12 @@
 //! ```
 //!
 //! Without `--db` the file is a temporary one; with it, an existing file's leases are used
-//! as they are (nothing is added when `t0/w0` already holds some).
+//! as they are (nothing is added when `t0/w0` already holds some). The file also holds one
+//! envelope of `t0/w0`, so that `execstore monitor --db FILE` shows the workspace.
 
 use std::time::Instant;
 
-use execstore::workspace::{WorkspaceRef, WorkspaceStorage};
+use execstore::workspace::{Entry, WorkspaceRef, WorkspaceStorage};
 use execstore_sqlite::{SqliteWorkspaceOptions, SqliteWorkspaceStorage};
 
 fn median_ms(mut f: impl FnMut() -> usize) -> (f64, usize) {
@@ -71,6 +72,16 @@ fn main() {
                 }
             }
         }
+        tx.commit().expect("commit");
+        // One envelope, so that the workspace exists for the monitor.
+        let mut tx = storage.begin(&w).expect("begin");
+        let event = serde_json::json!({"type": "bench:start"});
+        tx.append(&[Entry::new(
+            "e0",
+            serde_json::json!({"kind": "source"}),
+            event.as_object().expect("object").clone(),
+        )])
+        .expect("append");
         tx.commit().expect("commit");
         println!(
             "filled {n} leases (and {} beside) in {:.1} s",
