@@ -146,6 +146,21 @@ impl AsyncWorkspaceStorage {
             .await
     }
 
+    /// [`WorkspaceStorage::dead_letters_page`].
+    pub async fn dead_letters_page(
+        &self,
+        workspace: &WorkspaceRef,
+        rule: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, EvaluationError)>> {
+        let rule = rule.map(str::to_owned);
+        self.on(workspace, move |s, w| {
+            s.dead_letters_page(w, rule.as_deref(), after, limit)
+        })
+        .await
+    }
+
     /// [`WorkspaceStorage::progress`].
     pub async fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>> {
         self.on(workspace, |s, w| s.progress(w)).await

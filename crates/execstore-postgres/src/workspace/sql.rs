@@ -120,6 +120,13 @@ pub(super) const DEAD_LETTERS: &str = "SELECT body::text FROM reflexr_dead_lette
      WHERE tenant_id = $1 AND workspace_id = $2 ORDER BY position";
 pub(super) const RULE_DEAD_LETTERS: &str = "SELECT body::text FROM reflexr_dead_letters \
      WHERE tenant_id = $1 AND workspace_id = $2 AND rule = $3 ORDER BY position";
+/// A page of dead letters: a range of `pk_reflexr_dead_letters` (position).
+pub(super) const DEAD_LETTERS_PAGE: &str = "SELECT position, body::text FROM reflexr_dead_letters \
+     WHERE tenant_id = $1 AND workspace_id = $2 AND position > $3 ORDER BY position LIMIT $4";
+/// A page of one rule's dead letters: a range of `ix_reflexr_dead_letters_rule`.
+pub(super) const RULE_DEAD_LETTERS_PAGE: &str = "SELECT position, body::text FROM reflexr_dead_letters \
+     WHERE tenant_id = $1 AND workspace_id = $2 AND rule = $3 AND position > $4 \
+     ORDER BY position LIMIT $5";
 
 pub(super) const SCHEDULE: &str = concat!(
     "SELECT ",

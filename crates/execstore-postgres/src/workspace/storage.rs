@@ -301,6 +301,26 @@ impl WorkspaceDriver for PgWorkspaceDriver {
             .collect()
     }
 
+    fn dead_letters_page(
+        &self,
+        workspace: &WorkspaceRef,
+        rule: Option<&str>,
+        after: i64,
+        n: usize,
+    ) -> Result<Vec<(i64, EvaluationError)>> {
+        let rows = match rule {
+            Some(rule) => self.query(
+                workspace,
+                sql::RULE_DEAD_LETTERS_PAGE,
+                &[&rule, &after, &limit(n)],
+            )?,
+            None => self.query(workspace, sql::DEAD_LETTERS_PAGE, &[&after, &limit(n)])?,
+        };
+        rows.iter()
+            .map(|row| Ok((col(row, 0)?, EvaluationError::from_json(&col::<String>(row, 1)?)?)))
+            .collect()
+    }
+
     fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>> {
         self.query(workspace, sql::ALL_PROGRESS, &[])?
             .iter()

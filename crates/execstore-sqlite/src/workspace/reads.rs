@@ -118,6 +118,32 @@ impl WorkspaceDriver for SqliteWorkspaceDriver {
         sql::all(&*self.inner.reader()?, &text, &args, sql::run)
     }
 
+    fn dead_letters_page(
+        &self,
+        workspace: &WorkspaceRef,
+        rule: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, EvaluationError)>> {
+        let conn = self.inner.reader()?;
+        let limit = i64::try_from(limit).map_err(|_| StoreError::invalid("limit", "out of range"))?;
+        let (t, w) = (&workspace.tenant_id, &workspace.workspace_id);
+        match rule {
+            Some(rule) => sql::all(
+                &conn,
+                sql::RULE_DEAD_LETTERS_PAGE,
+                params![t, w, rule, after, limit],
+                sql::numbered_dead_letter,
+            ),
+            None => sql::all(
+                &conn,
+                sql::DEAD_LETTERS_PAGE,
+                params![t, w, after, limit],
+                sql::numbered_dead_letter,
+            ),
+        }
+    }
+
     fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>> {
         let conn = self.inner.reader()?;
         match rule {

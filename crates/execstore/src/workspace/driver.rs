@@ -61,6 +61,23 @@ pub trait WorkspaceDriver: Send + Sync + 'static {
     fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>>;
     /// Dead letters, oldest first, of one rule or all.
     fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>>;
+    /// Up to `limit` (1 to [`MAX_READ`](super::MAX_READ)) dead letters (of `rule`, checked, or
+    /// all) recorded after position `after` (not negative), oldest first, with their
+    /// positions. The default numbers [`WorkspaceDriver::dead_letters`] from 1.
+    fn dead_letters_page(
+        &self,
+        workspace: &WorkspaceRef,
+        rule: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, EvaluationError)>> {
+        Ok(super::storage::number_dead_letters(
+            self.dead_letters(workspace, None)?,
+            rule,
+            after,
+            limit,
+        ))
+    }
     /// Every rule's progress, in the order the rules first saved one.
     fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>>;
     /// Each schedule's last tick (UTC), in the order the schedules first ticked.

@@ -13,8 +13,8 @@ use super::model::{
 use super::policy::RunPolicy;
 use super::search::{reads_event, search_log_with, search_runs_with, LogPage, LogSearch, RunPage, RunSearch};
 use super::storage::{
-    check_cursor, check_entries, check_lease, check_leases_page, LogQuery, RunQuery, WorkspaceCapabilities,
-    WorkspaceStorage, WorkspaceTx,
+    check_cursor, check_dead_letters_page, check_entries, check_lease, check_leases_page, LogQuery, RunQuery,
+    WorkspaceCapabilities, WorkspaceStorage, WorkspaceTx,
 };
 use super::time::{Clock, Timestamp};
 use super::{check_batch, check_due_limit, check_key, wrong_version};
@@ -210,6 +210,17 @@ impl<S: AsWorkspaceFront> WorkspaceStorage for S {
     fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>> {
         checked!(workspace, rule.map_or(Ok(()), |r| check_key("rule", r));
             self.front().driver.dead_letters(workspace, rule))
+    }
+
+    fn dead_letters_page(
+        &self,
+        workspace: &WorkspaceRef,
+        rule: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, EvaluationError)>> {
+        checked!(workspace, check_dead_letters_page(rule, after, limit);
+            self.front().driver.dead_letters_page(workspace, rule, after, limit))
     }
 
     fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>> {

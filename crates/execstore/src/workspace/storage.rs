@@ -261,6 +261,28 @@ pub trait WorkspaceStorage: Send + Sync {
     fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>>;
     /// Dead letters, oldest first, of one rule or all.
     fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>>;
+    /// One page of [`WorkspaceStorage::dead_letters`]: the first `limit` (1 to [`MAX_READ`])
+    /// recorded after position `after` (0: from the first), each with its position, which
+    /// grows in the order they were recorded (a backend's own numbering: pass the last one
+    /// back for the next page). A `limit` out of range, a negative `after` or a bad rule is
+    /// [`StoreError::InvalidInput`]. The default numbers [`WorkspaceStorage::dead_letters`]
+    /// from 1; backends read the page off the table's key.
+    fn dead_letters_page(
+        &self,
+        workspace: &WorkspaceRef,
+        rule: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, EvaluationError)>> {
+        workspace.check()?;
+        check_dead_letters_page(rule, after, limit)?;
+        Ok(number_dead_letters(
+            self.dead_letters(workspace, None)?,
+            rule,
+            after,
+            limit,
+        ))
+    }
     /// Every rule's progress, in the order the rules first saved one.
     fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>>;
     /// Each schedule's last tick (UTC), in the order the schedules first ticked.
@@ -446,6 +468,39 @@ pub fn check_leases_page(after_key: Option<&str>, limit: usize) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Checks a page of dead letters' arguments: `rule` a key, `after` not negative, `limit`
+/// between 1 and [`MAX_READ`].
+pub fn check_dead_letters_page(rule: Option<&str>, after: i64, limit: usize) -> Result<()> {
+    if let Some(rule) = rule {
+        check_id("rule", rule)?;
+    }
+    if after < 0 {
+        return Err(StoreError::invalid("after", format!("{after} is negative")));
+    }
+    if !(1..=MAX_READ).contains(&limit) {
+        return Err(StoreError::invalid(
+            "limit",
+            format!("{limit} is not between 1 and {MAX_READ}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The default page of dead letters: `all` (every dead letter of the workspace, oldest first)
+/// numbered from 1, those of `rule` after `after`, the first `limit`.
+pub(crate) fn number_dead_letters(
+    all: Vec<EvaluationError>,
+    rule: Option<&str>,
+    after: i64,
+    limit: usize,
+) -> Vec<(i64, EvaluationError)> {
+    (1i64..)
+        .zip(all)
+        .filter(|(position, l)| *position > after && rule.is_none_or(|r| l.rule() == r))
+        .take(limit)
+        .collect()
 }
 
 /// Checks a cursor's arguments.

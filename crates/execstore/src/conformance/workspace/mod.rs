@@ -161,6 +161,7 @@ macro_rules! workspace_conformance_tests {
             progress_and_scope_states,
             runs_upsert_list_and_scope_order,
             dead_letters_oldest_first,
+            dead_letters_page_pages_the_dead_letters,
             schedules_tick,
             stored_rules_one_version_at_a_time,
             leases_are_exclusive_and_expire,
