@@ -8,19 +8,28 @@ use super::ts;
 use crate::{decode, ApiError, ApiResult, Call};
 
 impl Call<'_> {
+    /// A page of dead letters (of `rule`, or all), oldest first: `limit` of them (default
+    /// [`DEFAULT_LIMIT`](crate::DEFAULT_LIMIT)) recorded after the position `after`, and
+    /// `next_after` (the page's last position) while more follow.
     pub(crate) fn dead_letters(&self, t: &str, w: &str) -> ApiResult {
-        let params = self.ws_params(&["rule"])?;
+        let params = self.ws_params(&["rule", "after", "limit"])?;
         let (ws, _, _) = self.workspace(t, w)?;
         if let Some(rule) = params.get("rule") {
             execstore::kit::validate::check_id("rule", rule)?;
         }
-        let items: Vec<Value> = self
+        let (after, limit) = (params.seq("after")?.unwrap_or(0), params.limit()?);
+        // One more than shown: whether another page follows.
+        let mut letters = self
             .ws()?
-            .dead_letters(&ws, params.get("rule"))?
+            .dead_letters_page(&ws, params.get("rule"), after, limit + 1)?;
+        let more = letters.len() > limit;
+        letters.truncate(limit);
+        let next_after = more.then(|| letters.last().map(|(p, _)| *p)).flatten();
+        let items: Vec<Value> = letters
             .into_iter()
-            .map(|l| Value::Object(l.doc().clone()))
+            .map(|(_, l)| Value::Object(l.doc().clone()))
             .collect();
-        Ok(json!({ "items": items }))
+        Ok(json!({ "items": items, "next_after": next_after }))
     }
 
     /// A page of lease rows by key: `limit` of them (default [`DEFAULT_LIMIT`](crate::DEFAULT_LIMIT)) after the key

@@ -398,6 +398,54 @@ fn leases_page_by_key() {
     assert_eq!(between.body["next_after"], "k50");
 }
 
+/// The dead letters page by position: `limit` (50 by default) after `after`, of a rule or
+/// all, and `next_after` while more follow; paging on lists every one once, oldest first.
+#[test]
+fn dead_letters_page_by_position() {
+    let (s, _) = storage();
+    let w = WorkspaceRef::new("acme", "prod");
+    let mut tx = s.begin(&w).unwrap();
+    let letters: Vec<EvaluationError> = (0..60)
+        .map(|i| EvaluationError::new(if i % 3 == 0 { "rare" } else { "page" }, 100 + i, "boom"))
+        .collect();
+    tx.dead_letter(&letters).unwrap();
+    tx.commit().unwrap();
+    let first = get(&s, "/api/workspaces/acme/prod/dead-letters");
+    assert_eq!(
+        first.body["items"].as_array().unwrap().len(),
+        crate::DEFAULT_LIMIT
+    );
+    assert!(first.body["next_after"].is_i64(), "{:?}", first.body);
+    for rule in [None, Some("rare"), Some("page")] {
+        let all: Vec<Value> = s
+            .dead_letters(&w, rule)
+            .unwrap()
+            .into_iter()
+            .map(|l| Value::Object(l.doc().clone()))
+            .collect();
+        let base = match rule {
+            Some(r) => format!("/api/workspaces/acme/prod/dead-letters?limit=7&rule={r}"),
+            None => "/api/workspaces/acme/prod/dead-letters?limit=7".to_owned(),
+        };
+        let (mut seen, mut target) = (Vec::new(), base.clone());
+        loop {
+            let page = get(&s, &target);
+            assert_eq!(page.status, 200, "{:?}", page.body);
+            let items = page.body["items"].as_array().unwrap();
+            assert!(items.len() <= 7);
+            seen.extend(items.iter().cloned());
+            match page.body["next_after"].as_i64() {
+                Some(next) => target = format!("{base}&after={next}"),
+                None => break,
+            }
+        }
+        assert_eq!(seen, all, "{rule:?}");
+    }
+    let whole = get(&s, "/api/workspaces/acme/prod/dead-letters?limit=61");
+    assert_eq!(whole.body["items"].as_array().unwrap().len(), 61);
+    assert_eq!(whole.body["next_after"], Value::Null);
+}
+
 #[test]
 fn due_runs_follow_the_stored_rules_policy() {
     let (s, _) = storage();
@@ -430,6 +478,9 @@ fn bad_parameters_are_400s_with_the_error_shape() {
         "/api/workspaces/acme/prod/runs?cursor=WyJydW5zIiwxODQ0Njc0NDA3MzcwOTU1MTYxNV0",
         "/api/workspaces/acme/prod/runs?limit=100001",
         "/api/workspaces/acme/prod/leases?now=1",
+        "/api/workspaces/acme/prod/dead-letters?limit=0",
+        "/api/workspaces/acme/prod/dead-letters?after=-1",
+        "/api/workspaces/acme/prod/dead-letters?after=x",
         "/api/workspaces/acme/prod/leases?limit=0",
         "/api/workspaces/acme/prod/leases?limit=x",
         "/api/workspaces/acme/prod/leases?after=a%00b",
