@@ -1,5 +1,5 @@
-//! A workspace's dead letters, leases (lapsed or not, a page at a time), consumer cursors (with their lag),
-//! stored rules and a stored rule's version history.
+//! A workspace's dead letters and leases (lapsed or not), a page at a time, consumer cursors
+//! (with their lag), stored rules and a stored rule's version history.
 
 use execstore::workspace::{Envelope, Timestamp};
 use serde_json::{json, Value};
@@ -32,8 +32,9 @@ impl Call<'_> {
         Ok(json!({ "items": items, "next_after": next_after }))
     }
 
-    /// A page of lease rows by key: `limit` of them (default [`DEFAULT_LIMIT`](crate::DEFAULT_LIMIT)) after the key
-    /// `after`, and `next_after` (the page's last key) while more follow.
+    /// A page of lease rows by key: `limit` of them (default
+    /// [`DEFAULT_LIMIT`](crate::DEFAULT_LIMIT)) after the key `after`, and `next_after` (the
+    /// page's last key) while more follow.
     pub(crate) fn leases(&self, t: &str, w: &str) -> ApiResult {
         let params = self.ws_params(&["after", "limit"])?;
         let (ws, _, _) = self.workspace(t, w)?;
