@@ -117,6 +117,54 @@ test("the views from one table, and dead letters across workspaces", async (t) =
     assertCalm(p);
   });
 
+  await t.test("a workspace with more than a page: its first page here, its tab pages on", async () => {
+    python(`
+import json, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1])
+with conn:
+    pos = conn.execute("SELECT coalesce(max(position), 0) FROM reflexr_dead_letters WHERE tenant_id = 'globex' AND workspace_id = 'platform'").fetchone()[0]
+    for i in range(70):
+        body = {"rule": "bulk:rule", "seq": 1000 + i, "error": "bulk %d" % i}
+        conn.execute("INSERT INTO reflexr_dead_letters VALUES ('globex', 'platform', ?, 'bulk:rule', ?)", (pos + 1 + i, json.dumps(body)))
+`, db);
+    const all = [];
+    for (let after = 0; ;) {
+      const body = (await apiGet(url, `api/workspaces/globex/platform/dead-letters?limit=500&after=${after}`)).body;
+      all.push(...body.items.map((d) => `${d.rule} ${d.seq} ${d.error}`));
+      if (!body.next_after) break;
+      after = body.next_after;
+    }
+    assert.ok(all.length >= 70);
+    const p = await page(b);
+    await p.goto(`${url}?view=dead-letters`);
+    await p.waitForSelector("#dl-list tbody tr");
+    assert.match(await p.textContent("#dl-summary"), /\(the oldest 50 of each\)/);
+    const here = (await shown(p)).filter((r) => r[0] === "globex / platform").map((r) => `${r[1]} ${r[2]} ${r[3]}`);
+    assert.deepEqual(here, all.slice(0, 50), "the workspace's oldest 50");
+    await p.click('#dl-more a.ws-more:text("globex / platform")');
+    await p.waitForSelector("#ws-dead tbody tr");
+    assert.match(p.url(), /tenant=globex&ws=platform&tab=dead-letters/);
+    const rows = () => p.$$eval("#ws-dead tbody tr", (trs) => trs.map((tr) => [...tr.cells].slice(0, 3).map((c) => c.textContent).join(" ")));
+    const paged = [];
+    for (;;) {
+      const page = await rows();
+      paged.push(...page);
+      if (await p.$eval("#ws-next", (x) => x.disabled)) break;
+      const before = p.url();
+      await p.keyboard.press("n");
+      await p.waitForFunction((was) => location.href !== was, before);
+      await p.waitForFunction((first) => {
+        const tr = document.querySelector("#ws-dead tbody tr");
+        return tr && [...tr.cells].slice(0, 3).map((c) => c.textContent).join(" ") !== first;
+      }, page[0]);
+      assert.match(p.url(), /cursor=\d+/);
+    }
+    assert.deepEqual(paged, all, "the tab's pages joined are every dead letter, oldest first");
+    await p.click('#ws-dead-pager button:text("« First")');
+    await p.waitForFunction(() => !/cursor=/.test(location.search));
+    assertCalm(p);
+  });
+
   await t.test("a reflexr user's file: no executions, the dead letters listed", async () => {
     const only = join(dir, "reflexr-only.db");
     const fixture = fileURLToPath(new URL("store_fixture.py", import.meta.url));

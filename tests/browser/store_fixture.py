@@ -179,6 +179,20 @@ def ws_append(db, tenant, workspace, type_):
                 {"kind": "source", "name": "second-writer"}, {"type": type_, "n": n})
 
 
+def ws_leases(db, tenant, workspace, n):
+    """`n` lease rows `bulk-0000`.. of a workspace, as reflexr writes them: every other one
+    lapsed an hour ago, the others held for an hour."""
+    conn = connect(db)
+    now = time.time()
+    with conn:
+        for i in range(int(n)):
+            conn.execute(
+                'INSERT INTO reflexr_leases (tenant_id, workspace_id, "key", holder, expires_at) '
+                "VALUES (?, ?, ?, ?, ?)",
+                (tenant, workspace, "bulk-%04d" % i, "worker-%d" % (i % 3),
+                 _ts_sql(now - 3600 if i % 2 else now + 3600)))
+
+
 def ws_only(src, dst):
     conn = sqlite3.connect(dst)
     conn.execute("ATTACH DATABASE ? AS src", (src,))
@@ -209,6 +223,8 @@ if __name__ == "__main__":
         ws_hostile(db)
     elif command == "ws-only":
         ws_only(db, rest[0])
+    elif command == "ws-leases":
+        ws_leases(db, *rest)
     elif command == "ws-append":
         ws_append(db, *rest)
     else:

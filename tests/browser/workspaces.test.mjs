@@ -143,6 +143,44 @@ test("the workspace views over the demo's workspace story", async (t) => {
     assertCalm(p);
   });
 
+  await t.test("leases: a page at a time by key, Next ▶ and « First", async () => {
+    fixture("ws-leases", db, "globex", "platform", "120");
+    const all = [];
+    for (let after = ""; ;) {
+      const body = (await apiGet(url, `api/workspaces/globex/platform/leases?limit=500${after ? `&after=${encodeURIComponent(after)}` : ""}`)).body;
+      all.push(...body.items.map((l) => l.key));
+      if (!body.next_after) break;
+      after = body.next_after;
+    }
+    assert.ok(all.length >= 120, `${all.length} leases`);
+    const p = await page(b);
+    await p.goto(`${url}${link({ tenant: "globex", ws: "platform", tab: "leases" })}`);
+    await p.waitForSelector("#ws-leases tbody tr");
+    const keys = () => p.$$eval("#ws-leases tbody tr td:first-child", (tds) => tds.map((td) => td.textContent));
+    const shown = [];
+    for (;;) {
+      const page = await keys();
+      assert.ok(page.length > 0 && page.length <= 50, `a page of ${page.length}`);
+      shown.push(...page);
+      if (await p.$eval("#ws-next", (x) => x.disabled)) break;
+      // The button, or `n` as on the runs page.
+      if (shown.length > 50) await p.click("#ws-next");
+      else await p.keyboard.press("n");
+      await p.waitForFunction((last) => {
+        const first = document.querySelector("#ws-leases tbody tr td:first-child");
+        return first && first.textContent > last;
+      }, page[page.length - 1]);
+      assert.match(p.url(), /cursor=/);
+    }
+    assert.deepEqual(shown, all, "the pages joined are every lease row, by key, each once");
+    assert.match(await p.textContent("#ws-leases"), /lapsed/);
+    await p.screenshot({ path: join(artifacts, "monitor-workspaces-leases-page.png") });
+    await p.click('#ws-leases-pager button:text("« First")');
+    await p.waitForFunction((first) => document.querySelector("#ws-leases tbody tr td:first-child")?.textContent === first, all[0]);
+    assert.doesNotMatch(p.url(), /cursor=/);
+    assertCalm(p);
+  });
+
   await t.test("stored HTML and script payloads are shown as text", async () => {
     const p = await page(b);
     await p.goto(`${url}${link({ tenant: EVIL.tenant, ws: EVIL.ws, env: "evt-xss-1" })}`);

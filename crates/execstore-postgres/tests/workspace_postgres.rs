@@ -517,6 +517,61 @@ fn tail_and_typed_reads_use_the_indexes() {
     }
 }
 
+/// On a workspace of 20,000 lease rows, a page of leases walks `pk_reflexr_leases` from the
+/// key it starts after (custom and generic plans alike) where the database's collation sorts
+/// keys as bytes (libc `C`, as the test clusters are); in another (ICU, `C.utf8`, any
+/// language's) it must sort, but answers alike (the suite's `leases_page_pages_the_leases`
+/// passes on such databases too).
+#[test]
+fn a_page_of_leases_walks_the_key() {
+    let h = ws_harness!();
+    let s = h.pg();
+    let w = ws("t-lpg", "w");
+    let mut c = h.client();
+    c.batch_execute(
+        "INSERT INTO reflexr_leases (tenant_id, workspace_id, key, holder, expires_at) \
+         SELECT 't-lpg', w, 'run:' || lpad(g::text, 6, '0'), 'h', now() \
+         FROM generate_series(1, 20000) g, (VALUES ('v'), ('w'), ('x')) AS ws(w); \
+         ANALYZE reflexr_leases",
+    )
+    .unwrap();
+    let bytes: bool = c
+        .query_one(
+            "SELECT datcollate IN ('C', 'POSIX') AND coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') = 'c' \
+             FROM pg_database d WHERE datname = current_database()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let page = s.leases_page(&w, Some("run:010000"), 3).unwrap();
+    let keys: Vec<&str> = page.iter().map(|l| l.key.as_str()).collect();
+    assert_eq!(keys, ["run:010001", "run:010002", "run:010003"]);
+    let plan = s.explain_leases_page(&w, Some("run:010000"), 100, "").unwrap();
+    if !bytes {
+        assert!(plan.contains("Sort"), "{plan}");
+        return;
+    }
+    let check = |plan: &str| {
+        assert!(plan.contains("pk_reflexr_leases"), "{plan}");
+        assert!(!plan.contains("Seq Scan") && !plan.contains("Sort"), "{plan}");
+    };
+    check(&plan);
+    let analyzed = s.explain_leases_page(&w, None, 100, "ANALYZE").unwrap();
+    check(&analyzed);
+    assert!(analyzed.contains("rows=100 "), "reads 100 rows:\n{analyzed}");
+    let url = format!(
+        "{}{}options=-c%20plan_cache_mode%3Dforce_generic_plan",
+        h.url,
+        if h.url.contains('?') { '&' } else { '?' }
+    );
+    let generic = PgWorkspaceStorage::open(&url, h.options()).unwrap();
+    check(
+        &generic
+            .explain_leases_page(&w, Some("run:010000"), 100, "")
+            .unwrap(),
+    );
+}
+
 /// A call that fails in the server (here a stored rule's name PostgreSQL's text cannot hold)
 /// is rolled back to its savepoint: nothing of it stays, the counters did not move, and the
 /// transaction goes on and commits.

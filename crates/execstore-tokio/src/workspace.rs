@@ -146,6 +146,21 @@ impl AsyncWorkspaceStorage {
             .await
     }
 
+    /// [`WorkspaceStorage::dead_letters_page`].
+    pub async fn dead_letters_page(
+        &self,
+        workspace: &WorkspaceRef,
+        rule: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, EvaluationError)>> {
+        let rule = rule.map(str::to_owned);
+        self.on(workspace, move |s, w| {
+            s.dead_letters_page(w, rule.as_deref(), after, limit)
+        })
+        .await
+    }
+
     /// [`WorkspaceStorage::progress`].
     pub async fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>> {
         self.on(workspace, |s, w| s.progress(w)).await
@@ -205,6 +220,20 @@ impl AsyncWorkspaceStorage {
     /// [`WorkspaceStorage::leases`].
     pub async fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>> {
         self.on(workspace, |s, w| s.leases(w)).await
+    }
+
+    /// [`WorkspaceStorage::leases_page`].
+    pub async fn leases_page(
+        &self,
+        workspace: &WorkspaceRef,
+        after_key: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Lease>> {
+        let after_key = after_key.map(str::to_owned);
+        self.on(workspace, move |s, w| {
+            s.leases_page(w, after_key.as_deref(), limit)
+        })
+        .await
     }
 
     /// [`WorkspaceStorage::cursor`].

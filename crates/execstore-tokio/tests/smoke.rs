@@ -248,6 +248,16 @@ async fn every_workspace_storage_and_transaction_method_works(backend: Backend) 
     };
     assert_eq!(s.runs(&w, &query).await.expect("runs").len(), 2);
     assert_eq!(s.dead_letters(&w, Some("rule")).await.expect("dead").len(), 1);
+    let page = s
+        .dead_letters_page(&w, Some("rule"), 0, 5)
+        .await
+        .expect("dead page");
+    assert_eq!(page.len(), 1);
+    assert!(s
+        .dead_letters_page(&w, None, page[0].0, 5)
+        .await
+        .expect("dead page")
+        .is_empty());
     assert_eq!(s.progress(&w).await.expect("progress").len(), 1);
     assert_eq!(s.schedules(&w).await.expect("schedules").len(), 1);
     assert_eq!(s.stored_rules(&w).await.expect("stored_rules").len(), 1);
@@ -264,6 +274,10 @@ async fn every_workspace_storage_and_transaction_method_works(backend: Backend) 
     assert!(s.acquire_lease(&w, "k", "a", ttl).await.expect("lease"));
     assert!(!s.acquire_lease(&w, "k", "b", ttl).await.expect("lease"));
     assert_eq!(s.leases(&w).await.expect("leases").len(), 1);
+    assert!(s.acquire_lease(&w, "l", "a", ttl).await.expect("lease"));
+    let page = s.leases_page(&w, Some("k"), 5).await.expect("leases_page");
+    assert_eq!(page.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(), ["l"]);
+    s.release_lease(&w, "l", "a").await.expect("release");
     s.release_lease(&w, "k", "a").await.expect("release");
     assert!(s.leases(&w).await.expect("leases").is_empty());
     clock.advance_micros(1);

@@ -1,7 +1,8 @@
 // Dead letters across workspaces (`?view=dead-letters`): every envelope a rule could not
 // evaluate, in every workspace of every tenant, so an operator sees them without opening
 // each workspace. Each row links to its workspace's dead letters and to the envelope's place
-// in the log. Read from `/api/workspaces` and each one's `/dead-letters`.
+// in the log. Read from `/api/workspaces` and each one's `/dead-letters` (its first page: a
+// workspace with more says so, and its own tab pages on).
 
 import { $, clear, h } from "../dom.js";
 import { emptyBox, table } from "../format.js";
@@ -35,6 +36,7 @@ async function load({ quiet = false } = {}) {
         h("p", { class: "muted" }, "Envelopes a rule could not evaluate, in every workspace, by workspace and seq."),
         h("span", { class: "muted", id: "dl-summary", "aria-live": "polite" })),
       h("div", { id: "dl-result" }),
+      h("div", { id: "dl-more" }),
       h("div", { class: "table-wrap", id: "dl-list" }));
     clear(main, root);
   }
@@ -49,7 +51,13 @@ async function load({ quiet = false } = {}) {
     clear($("#dl-result", root), wsResult());
     const rows = workspaces.flatMap((w, i) => pages[i].items.map((d) => ({ ...d, tenant: w.tenant_id, ws: w.workspace_id })));
     const where = new Set(rows.map((d) => `${d.tenant}\u0000${d.ws}`)).size;
-    $("#dl-summary", root).textContent = `${rows.length} in ${where} of ${workspaces.length} workspace${workspaces.length === 1 ? "" : "s"}`;
+    // Each workspace's first page only: where more follow, its own tab pages on.
+    const more = workspaces.filter((w, i) => pages[i].next_after);
+    $("#dl-summary", root).textContent = `${rows.length} in ${where} of ${workspaces.length} workspace${workspaces.length === 1 ? "" : "s"}` +
+      (more.length ? ` (the oldest ${pages.find((p) => p.next_after).items.length} of each)` : "");
+    clear($("#dl-more", root), more.length ? h("p", { class: "muted" }, "More in ",
+      more.flatMap((w, i) => [i ? ", " : null, wsLink({ tenant: w.tenant_id, ws: w.workspace_id, tab: "dead-letters" }, `${w.tenant_id} / ${w.workspace_id}`, { class: "ws-more" })]),
+      ": its Dead letters tab pages on.") : null);
     if (!rows.length) {
       clear(list, emptyBox("No dead letters", "Every rule evaluated every envelope, in every workspace."));
       return;

@@ -627,7 +627,10 @@ async function showRuns(body) {
 // --- Dead letters, leases, cursors -------------------------------------------------------------
 
 async function showDeadLetters(body) {
+  const r = view.route;
   const list = h("div", { class: "table-wrap", id: "ws-dead" });
+  // A page at a time, oldest first: `cursor` in the URL is the position the page starts after.
+  const pager = h("div", { class: "pager", id: "ws-dead-pager" });
   const a = actionCtx();
   const mode = h("select", { id: "ws-replay-mode", "aria-label": "Replay mode" },
     h("option", { value: "rebuild" }, "rebuild (recompute state, fire nothing up to the head)"),
@@ -638,10 +641,15 @@ async function showDeadLetters(body) {
     get json() { return { mode: mode.value }; }, done: replayedText,
   });
   clear(body, wsResult(), h("div", { class: "filters" }, h("span", { class: "muted" }, "Envelopes a rule could not evaluate, oldest first. A replay evaluates the rule again from just before one; the dead letter stays listed (reflexr keeps them)."),
-    a.writable ? h("label", null, "Mode ", mode) : null, replayAll), list);
-  const page = await load(list, () => ctx.api.get(`${wsPath()}/dead-letters`));
+    a.writable ? h("label", null, "Mode ", mode) : null, replayAll), list, pager);
+  const after = /^\d+$/.test(r.cursor) ? r.cursor : undefined;
+  const page = await load(list, () => ctx.api.get(`${wsPath()}/dead-letters`, { after }));
   if (!page) return;
-  if (!page.items.length) { clear(list, empty("No dead letters", "Every rule evaluated every envelope.")); return; }
+  clear(pager,
+    h("button", { type: "button", disabled: !after, onclick: () => go(here({})) }, "« First"),
+    h("span", { class: "where" }, after ? `${page.items.length} shown, later ones` : `${page.items.length} shown`),
+    h("button", { type: "button", id: "ws-next", disabled: !page.next_after, onclick: () => go(here({ cursor: String(page.next_after) })) }, "Next ▶"));
+  if (!page.items.length) { clear(list, empty("No dead letters", after ? "None after these." : "Every rule evaluated every envelope.")); return; }
   clear(list, grid([
     { label: "Rule", class: "id", cell: (d) => d.rule },
     { label: "Seq", class: "num", cell: (d) => link(here({ tab: "log", seq: String(d.seq) }), String(d.seq)) },
@@ -655,12 +663,19 @@ async function showDeadLetters(body) {
 }
 
 async function showLeases(body) {
+  const r = view.route;
   const list = h("div", { class: "table-wrap", id: "ws-leases" });
+  // A page at a time, by key: `cursor` in the URL is the key the page starts after.
+  const pager = h("div", { class: "pager", id: "ws-leases-pager" });
   const a = actionCtx();
-  clear(body, wsResult(), h("p", { class: "muted" }, "Every lease row, by key: held until it expires, lapsed after (another holder may take it, or release it here)."), list);
-  const page = await load(list, () => ctx.api.get(`${wsPath()}/leases`));
+  clear(body, wsResult(), h("p", { class: "muted" }, "Every lease row, by key: held until it expires, lapsed after (another holder may take it, or release it here)."), list, pager);
+  const page = await load(list, () => ctx.api.get(`${wsPath()}/leases`, { after: r.cursor || undefined }));
   if (!page) return;
-  if (!page.items.length) { clear(list, empty("No leases", "")); return; }
+  clear(pager,
+    h("button", { type: "button", disabled: !r.cursor, onclick: () => go(here({})) }, "« First"),
+    h("span", { class: "where" }, r.cursor ? `${page.items.length} shown after ${r.cursor}` : `${page.items.length} shown`),
+    h("button", { type: "button", id: "ws-next", disabled: !page.next_after, onclick: () => go(here({ cursor: page.next_after })) }, "Next ▶"));
+  if (!page.items.length) { clear(list, empty("No leases", r.cursor ? `None after ${r.cursor}.` : "")); return; }
   clear(list, grid([
     { label: "Key", class: "id", cell: (l) => h("span", { class: "mono", title: l.key }, l.key) },
     { label: "Holder", class: "id", cell: (l) => l.holder },

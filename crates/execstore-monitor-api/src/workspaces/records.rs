@@ -1,5 +1,5 @@
-//! A workspace's dead letters, leases (lapsed or not), consumer cursors (with their lag),
-//! stored rules and a stored rule's version history.
+//! A workspace's dead letters and leases (lapsed or not), a page at a time, consumer cursors
+//! (with their lag), stored rules and a stored rule's version history.
 
 use execstore::workspace::{Envelope, Timestamp};
 use serde_json::{json, Value};
@@ -8,28 +8,48 @@ use super::ts;
 use crate::{decode, ApiError, ApiResult, Call};
 
 impl Call<'_> {
+    /// A page of dead letters (of `rule`, or all), oldest first: `limit` of them (default
+    /// [`DEFAULT_LIMIT`](crate::DEFAULT_LIMIT)) recorded after the position `after`, and
+    /// `next_after` (the page's last position) while more follow.
     pub(crate) fn dead_letters(&self, t: &str, w: &str) -> ApiResult {
-        let params = self.ws_params(&["rule"])?;
+        let params = self.ws_params(&["rule", "after", "limit"])?;
         let (ws, _, _) = self.workspace(t, w)?;
         if let Some(rule) = params.get("rule") {
             execstore::kit::validate::check_id("rule", rule)?;
         }
-        let items: Vec<Value> = self
+        let (after, limit) = (params.seq("after")?.unwrap_or(0), params.limit()?);
+        // One more than shown: whether another page follows.
+        let mut letters = self
             .ws()?
-            .dead_letters(&ws, params.get("rule"))?
+            .dead_letters_page(&ws, params.get("rule"), after, limit + 1)?;
+        let more = letters.len() > limit;
+        letters.truncate(limit);
+        let next_after = more.then(|| letters.last().map(|(p, _)| *p)).flatten();
+        let items: Vec<Value> = letters
             .into_iter()
-            .map(|l| Value::Object(l.doc().clone()))
+            .map(|(_, l)| Value::Object(l.doc().clone()))
             .collect();
-        Ok(json!({ "items": items }))
+        Ok(json!({ "items": items, "next_after": next_after }))
     }
 
+    /// A page of lease rows by key: `limit` of them (default
+    /// [`DEFAULT_LIMIT`](crate::DEFAULT_LIMIT)) after the key `after`, and `next_after` (the
+    /// page's last key) while more follow.
     pub(crate) fn leases(&self, t: &str, w: &str) -> ApiResult {
-        self.ws_params(&[])?;
+        let params = self.ws_params(&["after", "limit"])?;
         let (ws, _, _) = self.workspace(t, w)?;
+        let limit = params.limit()?;
+        let after = params.get("after");
+        if let Some(after) = after {
+            execstore::kit::validate::check_id("after", after)?;
+        }
         let now = Timestamp::from_secs_f64(self.now).map_err(ApiError::from)?;
-        let items: Vec<Value> = self
-            .ws()?
-            .leases(&ws)?
+        // One more than shown: whether another page follows.
+        let mut leases = self.ws()?.leases_page(&ws, after, limit + 1)?;
+        let more = leases.len() > limit;
+        leases.truncate(limit);
+        let next_after = more.then(|| leases.last().map(|l| l.key.clone())).flatten();
+        let items: Vec<Value> = leases
             .into_iter()
             .map(|l| {
                 json!({
@@ -40,7 +60,7 @@ impl Call<'_> {
                 })
             })
             .collect();
-        Ok(json!({ "items": items, "now": self.now }))
+        Ok(json!({ "items": items, "next_after": next_after, "now": self.now }))
     }
 
     pub(crate) fn cursors(&self, t: &str, w: &str) -> ApiResult {

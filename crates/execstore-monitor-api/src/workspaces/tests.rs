@@ -347,6 +347,105 @@ fn dead_letters_leases_cursors_and_rules() {
     );
 }
 
+/// The leases page is a page by key: `limit` rows (50 by default) after `after`, and
+/// `next_after` while more follow; paging on lists every row once, lapsed ones included.
+#[test]
+fn leases_page_by_key() {
+    let (s, _) = storage();
+    let w = WorkspaceRef::new("acme", "prod");
+    for i in 0..60 {
+        let ttl = Duration::from_secs(if i % 2 == 0 { 1 } else { 600 });
+        assert!(s.acquire_lease(&w, &format!("k{i:02}"), "h", ttl).unwrap());
+    }
+    let all: Vec<String> = s.leases(&w).unwrap().into_iter().map(|l| l.key).collect();
+    assert_eq!(all.len(), 61);
+    let first = get(&s, "/api/workspaces/acme/prod/leases");
+    assert_eq!(
+        first.body["items"].as_array().unwrap().len(),
+        crate::DEFAULT_LIMIT
+    );
+    assert_eq!(first.body["next_after"], "k49");
+    let mut seen = Vec::new();
+    let mut target = "/api/workspaces/acme/prod/leases?limit=7".to_owned();
+    loop {
+        let page = get(&s, &target);
+        assert_eq!(page.status, 200, "{:?}", page.body);
+        let items = page.body["items"].as_array().unwrap();
+        assert!(items.len() <= 7);
+        seen.extend(items.iter().map(|l| l["key"].as_str().unwrap().to_owned()));
+        match page.body["next_after"].as_str() {
+            Some(next) => target = format!("/api/workspaces/acme/prod/leases?limit=7&after={next}"),
+            None => break,
+        }
+    }
+    assert_eq!(seen, all);
+    // A page that ends on the last key says so: no empty page after it.
+    let last = get(&s, "/api/workspaces/acme/prod/leases?limit=61");
+    assert_eq!(last.body["next_after"], Value::Null);
+    // The page's now (20 s) is past the 1 s leases' expiry, before the others'.
+    let rows = s.leases_of(&w, &["k10".into(), "k11".into()]).unwrap();
+    let lapsed = get(&s, "/api/workspaces/acme/prod/leases?after=k09&limit=2");
+    assert_eq!(
+        lapsed.body["items"],
+        json!([
+            {"key": "k10", "holder": "h", "expires_at": rows[0].expires_at.to_json_text(), "lapsed": true},
+            {"key": "k11", "holder": "h", "expires_at": rows[1].expires_at.to_json_text(), "lapsed": false},
+        ])
+    );
+    // After a key that is not there: from the next one.
+    let between = get(&s, "/api/workspaces/acme/prod/leases?after=k5&limit=1");
+    assert_eq!(between.body["items"][0]["key"], "k50");
+    assert_eq!(between.body["next_after"], "k50");
+}
+
+/// The dead letters page by position: `limit` (50 by default) after `after`, of a rule or
+/// all, and `next_after` while more follow; paging on lists every one once, oldest first.
+#[test]
+fn dead_letters_page_by_position() {
+    let (s, _) = storage();
+    let w = WorkspaceRef::new("acme", "prod");
+    let mut tx = s.begin(&w).unwrap();
+    let letters: Vec<EvaluationError> = (0..60)
+        .map(|i| EvaluationError::new(if i % 3 == 0 { "rare" } else { "page" }, 100 + i, "boom"))
+        .collect();
+    tx.dead_letter(&letters).unwrap();
+    tx.commit().unwrap();
+    let first = get(&s, "/api/workspaces/acme/prod/dead-letters");
+    assert_eq!(
+        first.body["items"].as_array().unwrap().len(),
+        crate::DEFAULT_LIMIT
+    );
+    assert!(first.body["next_after"].is_i64(), "{:?}", first.body);
+    for rule in [None, Some("rare"), Some("page")] {
+        let all: Vec<Value> = s
+            .dead_letters(&w, rule)
+            .unwrap()
+            .into_iter()
+            .map(|l| Value::Object(l.doc().clone()))
+            .collect();
+        let base = match rule {
+            Some(r) => format!("/api/workspaces/acme/prod/dead-letters?limit=7&rule={r}"),
+            None => "/api/workspaces/acme/prod/dead-letters?limit=7".to_owned(),
+        };
+        let (mut seen, mut target) = (Vec::new(), base.clone());
+        loop {
+            let page = get(&s, &target);
+            assert_eq!(page.status, 200, "{:?}", page.body);
+            let items = page.body["items"].as_array().unwrap();
+            assert!(items.len() <= 7);
+            seen.extend(items.iter().cloned());
+            match page.body["next_after"].as_i64() {
+                Some(next) => target = format!("{base}&after={next}"),
+                None => break,
+            }
+        }
+        assert_eq!(seen, all, "{rule:?}");
+    }
+    let whole = get(&s, "/api/workspaces/acme/prod/dead-letters?limit=61");
+    assert_eq!(whole.body["items"].as_array().unwrap().len(), 61);
+    assert_eq!(whole.body["next_after"], Value::Null);
+}
+
 #[test]
 fn due_runs_follow_the_stored_rules_policy() {
     let (s, _) = storage();
@@ -379,6 +478,13 @@ fn bad_parameters_are_400s_with_the_error_shape() {
         "/api/workspaces/acme/prod/runs?cursor=WyJydW5zIiwxODQ0Njc0NDA3MzcwOTU1MTYxNV0",
         "/api/workspaces/acme/prod/runs?limit=100001",
         "/api/workspaces/acme/prod/leases?now=1",
+        "/api/workspaces/acme/prod/dead-letters?limit=0",
+        "/api/workspaces/acme/prod/dead-letters?after=-1",
+        "/api/workspaces/acme/prod/dead-letters?after=x",
+        "/api/workspaces/acme/prod/leases?limit=0",
+        "/api/workspaces/acme/prod/leases?limit=x",
+        "/api/workspaces/acme/prod/leases?after=a%00b",
+        "/api/workspaces/acme/prod/leases?after=a&after=b",
         "/api/workspaces/%FF/prod/log",
         "/api/due-runs?now=yesterday",
         "/api/due-runs?now=-5",

@@ -87,6 +87,9 @@ pub(crate) struct Shared {
     /// Whether the role is held by reflexr's row-level security policies, so that every read
     /// must first name its tenant.
     pub(crate) held_by_policies: bool,
+    /// Whether lease keys sort as bytes in the column's collation, so that a page of leases
+    /// is a range of the primary key ([`schema::keys_sort_as_bytes`]).
+    pub(crate) keys_sort_as_bytes: bool,
 }
 
 /// A [`WorkspaceStorage`](execstore::workspace::WorkspaceStorage) over one PostgreSQL
@@ -153,14 +156,18 @@ impl PgWorkspaceStorage {
     pub fn on(db: &Db, options: PgWorkspaceOptions) -> Result<Self> {
         let pool = db.pool.clone();
         let config = db.config.clone();
-        let (schema, held_by_policies) = {
+        let (schema, held_by_policies, keys_sort_as_bytes) = {
             let mut conn = db.conn()?;
             let found = schema::open(
                 &mut conn.client,
                 db.options().schema.as_deref(),
                 db.is_read_only(),
             )?;
-            (found.schema, schema::held_by_policies(&mut conn.client)?)
+            (
+                found.schema,
+                schema::held_by_policies(&mut conn.client)?,
+                schema::keys_sort_as_bytes(&mut conn.client)?,
+            )
         };
         let channel = channel(&schema);
         let driver = PgWorkspaceDriver {
@@ -168,6 +175,7 @@ impl PgWorkspaceStorage {
             shared: Arc::new(Shared {
                 channel,
                 held_by_policies,
+                keys_sort_as_bytes,
             }),
             pool,
             schema,

@@ -225,6 +225,25 @@ pub(super) fn held_by_policies(client: &mut Client) -> Result<bool> {
     Ok(row.get(0))
 }
 
+/// Whether `reflexr_leases.key` sorts as bytes in its own collation (the database's, as
+/// reflexr declares no other): a libc `C` or `POSIX` collation. Then the primary key serves
+/// keys in byte order, the order every backend lists them in; otherwise only a sort does.
+pub(super) fn keys_sort_as_bytes(client: &mut Client) -> Result<bool> {
+    let row = client
+        .query_one(
+            "SELECT CASE WHEN c.collname IN ('C', 'POSIX') THEN true \
+             WHEN c.collname = 'default' THEN (SELECT d.datcollate IN ('C', 'POSIX') \
+               AND coalesce(to_jsonb(d) ->> 'datlocprovider', 'c') = 'c' \
+               FROM pg_catalog.pg_database d WHERE d.datname = current_database()) \
+             ELSE false END \
+             FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_collation c ON c.oid = a.attcollation \
+             WHERE a.attrelid = 'reflexr_leases'::regclass AND a.attname = 'key'",
+            &[],
+        )
+        .db()?;
+    Ok(row.get::<_, Option<bool>>(0).unwrap_or(false))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

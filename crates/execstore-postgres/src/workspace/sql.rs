@@ -120,6 +120,13 @@ pub(super) const DEAD_LETTERS: &str = "SELECT body::text FROM reflexr_dead_lette
      WHERE tenant_id = $1 AND workspace_id = $2 ORDER BY position";
 pub(super) const RULE_DEAD_LETTERS: &str = "SELECT body::text FROM reflexr_dead_letters \
      WHERE tenant_id = $1 AND workspace_id = $2 AND rule = $3 ORDER BY position";
+/// A page of dead letters: a range of `pk_reflexr_dead_letters` (position).
+pub(super) const DEAD_LETTERS_PAGE: &str = "SELECT position, body::text FROM reflexr_dead_letters \
+     WHERE tenant_id = $1 AND workspace_id = $2 AND position > $3 ORDER BY position LIMIT $4";
+/// A page of one rule's dead letters: a range of `ix_reflexr_dead_letters_rule`.
+pub(super) const RULE_DEAD_LETTERS_PAGE: &str = "SELECT position, body::text FROM reflexr_dead_letters \
+     WHERE tenant_id = $1 AND workspace_id = $2 AND rule = $3 AND position > $4 \
+     ORDER BY position LIMIT $5";
 
 pub(super) const SCHEDULE: &str = concat!(
     "SELECT ",
@@ -175,6 +182,21 @@ pub(super) const LEASES_OF: &str = concat!(
     "SELECT key, holder, ",
     ts!("expires_at"),
     " FROM reflexr_leases WHERE tenant_id = $1 AND workspace_id = $2 AND key = ANY($3) ORDER BY key COLLATE \"C\""
+);
+/// One page of leases where keys sort as bytes in the column's own collation (a `C` or
+/// `POSIX` database, or column): a range of `pk_reflexr_leases`, in its order.
+pub(super) const LEASES_PAGE: &str = concat!(
+    "SELECT key, holder, ",
+    ts!("expires_at"),
+    " FROM reflexr_leases WHERE tenant_id = $1 AND workspace_id = $2 AND key > $3 ORDER BY key LIMIT $4"
+);
+/// One page of leases in any other collation: the same rows and order (bytes), but no index
+/// serves `COLLATE "C"`, so the workspace's lease rows are read and the first kept.
+pub(super) const LEASES_PAGE_BY_BYTES: &str = concat!(
+    "SELECT key, holder, ",
+    ts!("expires_at"),
+    " FROM reflexr_leases WHERE tenant_id = $1 AND workspace_id = $2 AND key COLLATE \"C\" > $3 \
+     ORDER BY key COLLATE \"C\" LIMIT $4"
 );
 pub(super) const CURSORS: &str = "SELECT name, seq FROM reflexr_cursors \
      WHERE tenant_id = $1 AND workspace_id = $2 ORDER BY name COLLATE \"C\"";

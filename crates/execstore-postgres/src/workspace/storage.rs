@@ -140,6 +140,52 @@ impl PgWorkspaceStorage {
     }
 }
 
+impl PgWorkspaceDriver {
+    /// The statement of a page of leases: a range of the primary key where the column's
+    /// collation orders keys as bytes, else a sort.
+    fn leases_page_sql(&self) -> &'static str {
+        if self.shared.keys_sort_as_bytes {
+            sql::LEASES_PAGE
+        } else {
+            sql::LEASES_PAGE_BY_BYTES
+        }
+    }
+}
+
+impl PgWorkspaceStorage {
+    /// The server's plan (`EXPLAIN`, with `options` as [`PgWorkspaceStorage::explain_read`]
+    /// takes them) for the statement [`WorkspaceStorage::leases_page`] runs, with the same
+    /// parameters: to see that it walks `pk_reflexr_leases` (where keys sort as bytes).
+    pub fn explain_leases_page(
+        &self,
+        workspace: &WorkspaceRef,
+        after_key: Option<&str>,
+        n: usize,
+        options: &str,
+    ) -> Result<String> {
+        if !options
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b',' || b == b' ')
+        {
+            return Err(execstore::StoreError::invalid(
+                "options",
+                "EXPLAIN options are words and commas",
+            ));
+        }
+        workspace.check()?;
+        execstore::workspace::check_leases_page(after_key, n)?;
+        let driver = self.0.driver();
+        let explain = if options.trim().is_empty() {
+            format!("EXPLAIN {}", driver.leases_page_sql())
+        } else {
+            format!("EXPLAIN ({options}) {}", driver.leases_page_sql())
+        };
+        let rows = driver.query(workspace, &explain, &[&after_key.unwrap_or(""), &limit(n)])?;
+        let lines: Vec<String> = rows.iter().map(|r| col(r, 0)).collect::<Result<_>>()?;
+        Ok(lines.join("\n"))
+    }
+}
+
 impl PgWorkspaceStorage {
     /// The server's plan (`EXPLAIN`, with `options` as [`PgWorkspaceStorage::explain_read`]
     /// takes them) for the statement [`WorkspaceStorage::due_runs`] runs, with the same
@@ -252,6 +298,26 @@ impl WorkspaceDriver for PgWorkspaceDriver {
         };
         rows.iter()
             .map(|row| EvaluationError::from_json(&col::<String>(row, 0)?))
+            .collect()
+    }
+
+    fn dead_letters_page(
+        &self,
+        workspace: &WorkspaceRef,
+        rule: Option<&str>,
+        after: i64,
+        n: usize,
+    ) -> Result<Vec<(i64, EvaluationError)>> {
+        let rows = match rule {
+            Some(rule) => self.query(
+                workspace,
+                sql::RULE_DEAD_LETTERS_PAGE,
+                &[&rule, &after, &limit(n)],
+            )?,
+            None => self.query(workspace, sql::DEAD_LETTERS_PAGE, &[&after, &limit(n)])?,
+        };
+        rows.iter()
+            .map(|row| Ok((col(row, 0)?, EvaluationError::from_json(&col::<String>(row, 1)?)?)))
             .collect()
     }
 
@@ -397,6 +463,24 @@ impl WorkspaceDriver for PgWorkspaceDriver {
                 })
             })
             .collect()
+    }
+
+    fn leases_page(&self, workspace: &WorkspaceRef, after_key: Option<&str>, n: usize) -> Result<Vec<Lease>> {
+        // Every key is above the empty text (keys are never empty).
+        self.query(
+            workspace,
+            self.leases_page_sql(),
+            &[&after_key.unwrap_or(""), &limit(n)],
+        )?
+        .iter()
+        .map(|row| {
+            Ok(Lease {
+                key: col(row, 0)?,
+                holder: col(row, 1)?,
+                expires_at: time(&col::<String>(row, 2)?)?,
+            })
+        })
+        .collect()
     }
 
     fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>> {

@@ -9,7 +9,7 @@ use execstore::workspace::{
     Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, RunRow, StoredRule,
     Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef, WorkspaceSummary,
 };
-use execstore::Result;
+use execstore::{Result, StoreError};
 use rusqlite::{params, OptionalExtension, ToSql};
 
 use super::tx::SqliteTx;
@@ -116,6 +116,32 @@ impl WorkspaceDriver for SqliteWorkspaceDriver {
         args.push(&limit);
         let text = runs_query(filters.iter().map(|(column, _)| *column));
         sql::all(&*self.inner.reader()?, &text, &args, sql::run)
+    }
+
+    fn dead_letters_page(
+        &self,
+        workspace: &WorkspaceRef,
+        rule: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, EvaluationError)>> {
+        let conn = self.inner.reader()?;
+        let limit = i64::try_from(limit).map_err(|_| StoreError::invalid("limit", "out of range"))?;
+        let (t, w) = (&workspace.tenant_id, &workspace.workspace_id);
+        match rule {
+            Some(rule) => sql::all(
+                &conn,
+                sql::RULE_DEAD_LETTERS_PAGE,
+                params![t, w, rule, after, limit],
+                sql::numbered_dead_letter,
+            ),
+            None => sql::all(
+                &conn,
+                sql::DEAD_LETTERS_PAGE,
+                params![t, w, after, limit],
+                sql::numbered_dead_letter,
+            ),
+        }
     }
 
     fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>> {
@@ -300,6 +326,27 @@ impl WorkspaceDriver for SqliteWorkspaceDriver {
             )?);
         }
         Ok(out)
+    }
+
+    fn leases_page(
+        &self,
+        workspace: &WorkspaceRef,
+        after_key: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Lease>> {
+        // Every key is above the empty text (keys are never empty).
+        let limit = i64::try_from(limit).map_err(|_| StoreError::invalid("limit", "out of range"))?;
+        sql::all(
+            &*self.inner.reader()?,
+            sql::LEASES_PAGE,
+            params![
+                workspace.tenant_id,
+                workspace.workspace_id,
+                after_key.unwrap_or(""),
+                limit
+            ],
+            sql::lease,
+        )
     }
 
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {

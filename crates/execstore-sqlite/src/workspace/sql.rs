@@ -73,6 +73,13 @@ pub(crate) const DEAD_LETTERS: &str = "SELECT body FROM reflexr_dead_letters \
      WHERE tenant_id = ?1 AND workspace_id = ?2 ORDER BY position";
 pub(crate) const RULE_DEAD_LETTERS: &str = "SELECT body FROM reflexr_dead_letters \
      WHERE tenant_id = ?1 AND workspace_id = ?2 AND rule = ?3 ORDER BY position";
+/// A page of dead letters: a range of the primary key (position).
+pub(crate) const DEAD_LETTERS_PAGE: &str = "SELECT position, body FROM reflexr_dead_letters \
+     WHERE tenant_id = ?1 AND workspace_id = ?2 AND position > ?3 ORDER BY position LIMIT ?4";
+/// A page of one rule's dead letters: a range of `ix_reflexr_dead_letters_rule`.
+pub(crate) const RULE_DEAD_LETTERS_PAGE: &str = "SELECT position, body FROM reflexr_dead_letters \
+     WHERE tenant_id = ?1 AND workspace_id = ?2 AND rule = ?3 AND position > ?4 \
+     ORDER BY position LIMIT ?5";
 
 pub(crate) const SCHEDULE: &str = "SELECT at FROM reflexr_schedules \
      WHERE tenant_id = ?1 AND workspace_id = ?2 AND name = ?3";
@@ -98,6 +105,11 @@ pub(crate) const RELEASE_LEASE: &str = "DELETE FROM reflexr_leases \
      WHERE tenant_id = ?1 AND workspace_id = ?2 AND \"key\" = ?3 AND holder = ?4";
 pub(crate) const LEASES: &str = "SELECT \"key\", holder, expires_at FROM reflexr_leases \
      WHERE tenant_id = ?1 AND workspace_id = ?2 ORDER BY \"key\"";
+
+/// One page of leases: a range of the primary key (`sqlite_autoindex_reflexr_leases_1`), in
+/// its order (`BINARY`: byte order, as [`LEASES`]).
+pub(crate) const LEASES_PAGE: &str = "SELECT \"key\", holder, expires_at FROM reflexr_leases \
+     WHERE tenant_id = ?1 AND workspace_id = ?2 AND \"key\" > ?3 ORDER BY \"key\" LIMIT ?4";
 
 pub(crate) const LEASE: &str = "SELECT \"key\", holder, expires_at FROM reflexr_leases \
      WHERE tenant_id = ?1 AND workspace_id = ?2 AND \"key\" = ?3";
@@ -172,6 +184,14 @@ pub(crate) fn run(row: &Row<'_>) -> Result<Run> {
 /// A dead letter's body column.
 pub(crate) fn dead_letter(row: &Row<'_>) -> Result<EvaluationError> {
     EvaluationError::from_json(&row.get::<_, String>(0).db()?)
+}
+
+/// A dead letter with its position: position, body.
+pub(crate) fn numbered_dead_letter(row: &Row<'_>) -> Result<(i64, EvaluationError)> {
+    Ok((
+        row.get(0).db()?,
+        EvaluationError::from_json(&row.get::<_, String>(1).db()?)?,
+    ))
 }
 
 /// A lease row: key, holder, expires_at.

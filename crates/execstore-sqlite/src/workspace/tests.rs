@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use execstore::workspace::{Entry, LogQuery, ManualClock, Timestamp, WorkspaceRef, WorkspaceStorage};
+use execstore::workspace::{
+    Entry, EvaluationError, LogQuery, ManualClock, Timestamp, WorkspaceRef, WorkspaceStorage,
+};
 use serde_json::json;
 
 use super::reads::log_query;
@@ -105,6 +107,78 @@ fn log_reads_use_the_indexes() {
     // And they answer as the suite expects.
     let tail = s.read(&w, &LogQuery::new().types(["t:b"]).last(3)).unwrap();
     assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), [190, 194, 198]);
+}
+
+/// A page of leases is one range of the primary key, in its order (no sort of the
+/// workspace's every lease row), and pages on from a key.
+#[test]
+fn a_page_of_leases_walks_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(&dir);
+    let w = WorkspaceRef::new("t", "w");
+    for i in 0..50 {
+        assert!(s
+            .acquire_lease(&w, &format!("run:{i:03}"), "h", std::time::Duration::from_secs(9))
+            .unwrap());
+    }
+    let p = plan(
+        &s,
+        sql::LEASES_PAGE,
+        &[&w.tenant_id, &w.workspace_id, &"run:010", &5i64],
+    );
+    assert!(
+        p.iter().any(|step| step.contains("reflexr_leases")
+            && step.contains("sqlite_autoindex_reflexr_leases_1")
+            && step.contains("key>?")),
+        "not a range of the key: {p:?}"
+    );
+    assert!(!p.iter().any(|step| step.contains("TEMP B-TREE")), "sorts: {p:?}");
+    let page = s.leases_page(&w, Some("run:010"), 3).unwrap();
+    let keys: Vec<&str> = page.iter().map(|l| l.key.as_str()).collect();
+    assert_eq!(keys, ["run:011", "run:012", "run:013"]);
+}
+
+/// A page of dead letters is one range of the primary key (all) or of
+/// `ix_reflexr_dead_letters_rule` (one rule's), in position order, with no sort.
+#[test]
+fn a_page_of_dead_letters_walks_an_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(&dir);
+    let w = WorkspaceRef::new("t", "w");
+    let mut tx = s.begin(&w).unwrap();
+    let letters: Vec<EvaluationError> = (0..40)
+        .map(|i| EvaluationError::new(if i % 4 == 0 { "rare" } else { "common" }, i, "boom"))
+        .collect();
+    tx.dead_letter(&letters).unwrap();
+    tx.commit().unwrap();
+    let (t, ws) = (&w.tenant_id, &w.workspace_id);
+    for (sql, args, index) in [
+        (
+            sql::DEAD_LETTERS_PAGE,
+            vec![t as &dyn rusqlite::ToSql, ws, &3i64, &5i64],
+            "sqlite_autoindex_reflexr_dead_letters_1",
+        ),
+        (
+            sql::RULE_DEAD_LETTERS_PAGE,
+            vec![t as &dyn rusqlite::ToSql, ws, &"rare", &3i64, &5i64],
+            "ix_reflexr_dead_letters_rule",
+        ),
+    ] {
+        let p = plan(&s, sql, &args);
+        assert!(
+            p.iter().any(|step| step.contains("reflexr_dead_letters")
+                && step.contains(index)
+                && step.contains("position>?")),
+            "not a range of {index}: {p:?}"
+        );
+        assert!(!p.iter().any(|step| step.contains("TEMP B-TREE")), "sorts: {p:?}");
+    }
+    let page = s.dead_letters_page(&w, Some("rare"), 0, 3).unwrap();
+    let seqs: Vec<i64> = page
+        .iter()
+        .map(|(_, l)| l.doc()["seq"].as_i64().unwrap())
+        .collect();
+    assert_eq!(seqs, [0, 4, 8]);
 }
 
 /// The commit path prepares each statement once per connection and then reuses it.

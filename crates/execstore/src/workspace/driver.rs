@@ -61,6 +61,23 @@ pub trait WorkspaceDriver: Send + Sync + 'static {
     fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>>;
     /// Dead letters, oldest first, of one rule or all.
     fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>>;
+    /// Up to `limit` (1 to [`MAX_READ`](super::MAX_READ)) dead letters (of `rule`, checked, or
+    /// all) recorded after position `after` (not negative), oldest first, with their
+    /// positions. The default numbers [`WorkspaceDriver::dead_letters`] from 1.
+    fn dead_letters_page(
+        &self,
+        workspace: &WorkspaceRef,
+        rule: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, EvaluationError)>> {
+        Ok(super::storage::number_dead_letters(
+            self.dead_letters(workspace, None)?,
+            rule,
+            after,
+            limit,
+        ))
+    }
     /// Every rule's progress, in the order the rules first saved one.
     fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>>;
     /// Each schedule's last tick (UTC), in the order the schedules first ticked.
@@ -105,6 +122,22 @@ pub trait WorkspaceDriver: Send + Sync + 'static {
             .leases(workspace)?
             .into_iter()
             .filter(|l| keys.contains(l.key.as_str()))
+            .collect())
+    }
+    /// Up to `limit` (1 to [`MAX_READ`](super::MAX_READ)) lease rows whose key is after
+    /// `after_key` (a checked key; `None`: from the first), by key. The default filters
+    /// [`WorkspaceDriver::leases`].
+    fn leases_page(
+        &self,
+        workspace: &WorkspaceRef,
+        after_key: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Lease>> {
+        Ok(self
+            .leases(workspace)?
+            .into_iter()
+            .filter(|l| after_key.is_none_or(|after| l.key.as_str() > after))
+            .take(limit)
             .collect())
     }
     /// A consumer's saved seq, or 0.

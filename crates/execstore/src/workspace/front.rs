@@ -13,8 +13,8 @@ use super::model::{
 use super::policy::RunPolicy;
 use super::search::{reads_event, search_log_with, search_runs_with, LogPage, LogSearch, RunPage, RunSearch};
 use super::storage::{
-    check_cursor, check_entries, check_lease, LogQuery, RunQuery, WorkspaceCapabilities, WorkspaceStorage,
-    WorkspaceTx,
+    check_cursor, check_dead_letters_page, check_entries, check_lease, check_leases_page, LogQuery, RunQuery,
+    WorkspaceCapabilities, WorkspaceStorage, WorkspaceTx,
 };
 use super::time::{Clock, Timestamp};
 use super::{check_batch, check_due_limit, check_key, wrong_version};
@@ -212,6 +212,17 @@ impl<S: AsWorkspaceFront> WorkspaceStorage for S {
             self.front().driver.dead_letters(workspace, rule))
     }
 
+    fn dead_letters_page(
+        &self,
+        workspace: &WorkspaceRef,
+        rule: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, EvaluationError)>> {
+        checked!(workspace, check_dead_letters_page(rule, after, limit);
+            self.front().driver.dead_letters_page(workspace, rule, after, limit))
+    }
+
     fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>> {
         checked!(workspace; self.front().driver.progress(workspace))
     }
@@ -276,6 +287,16 @@ impl<S: AsWorkspaceFront> WorkspaceStorage for S {
 
     fn leases_of(&self, workspace: &WorkspaceRef, keys: &[String]) -> Result<Vec<Lease>> {
         checked!(workspace; self.front().driver.leases_of(workspace, keys))
+    }
+
+    fn leases_page(
+        &self,
+        workspace: &WorkspaceRef,
+        after_key: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Lease>> {
+        checked!(workspace, check_leases_page(after_key, limit);
+            self.front().driver.leases_page(workspace, after_key, limit))
     }
 
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {

@@ -588,6 +588,26 @@ impl WorkspaceDriver for MemoryWorkspaceDriver {
         })
     }
 
+    fn leases_page(
+        &self,
+        workspace: &WorkspaceRef,
+        after_key: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Lease>> {
+        use std::ops::Bound;
+        let from = after_key.map_or(Bound::Unbounded, Bound::Excluded);
+        self.with(workspace, |d| {
+            d.map(|d| {
+                d.leases
+                    .range::<str, _>((from, Bound::Unbounded))
+                    .take(limit)
+                    .map(|(_, l)| l.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+        })
+    }
+
     fn cursor(&self, workspace: &WorkspaceRef, name: &str) -> Result<i64> {
         self.with(workspace, |d| {
             d.and_then(|d| d.cursors.get(name).copied()).unwrap_or(0)

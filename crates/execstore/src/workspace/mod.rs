@@ -41,8 +41,9 @@ pub use search::{
     parse_log_where, parse_run_where, LogPage, LogSearch, RunPage, RunRow, RunSearch, LOG_ROOTS, RUN_ROOTS,
 };
 pub use storage::{
-    check_cursor, check_entries, check_lease, rules_by_calls, rules_of, summaries_by_calls, LogQuery,
-    RunQuery, WorkspaceCapabilities, WorkspaceStorage, WorkspaceTx, MAX_BATCH, MAX_READ,
+    check_cursor, check_dead_letters_page, check_entries, check_lease, check_leases_page, rules_by_calls,
+    rules_of, summaries_by_calls, LogQuery, RunQuery, WorkspaceCapabilities, WorkspaceStorage, WorkspaceTx,
+    MAX_BATCH, MAX_READ,
 };
 pub use subscribe::{Subscription, SUBSCRIBE_PAGE};
 #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]

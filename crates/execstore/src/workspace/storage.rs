@@ -261,6 +261,28 @@ pub trait WorkspaceStorage: Send + Sync {
     fn runs(&self, workspace: &WorkspaceRef, query: &RunQuery) -> Result<Vec<Run>>;
     /// Dead letters, oldest first, of one rule or all.
     fn dead_letters(&self, workspace: &WorkspaceRef, rule: Option<&str>) -> Result<Vec<EvaluationError>>;
+    /// One page of [`WorkspaceStorage::dead_letters`]: the first `limit` (1 to [`MAX_READ`])
+    /// recorded after position `after` (0: from the first), each with its position, which
+    /// grows in the order they were recorded (a backend's own numbering: pass the last one
+    /// back for the next page). A `limit` out of range, a negative `after` or a bad rule is
+    /// [`StoreError::InvalidInput`]. The default numbers [`WorkspaceStorage::dead_letters`]
+    /// from 1; backends read the page off the table's key.
+    fn dead_letters_page(
+        &self,
+        workspace: &WorkspaceRef,
+        rule: Option<&str>,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, EvaluationError)>> {
+        workspace.check()?;
+        check_dead_letters_page(rule, after, limit)?;
+        Ok(number_dead_letters(
+            self.dead_letters(workspace, None)?,
+            rule,
+            after,
+            limit,
+        ))
+    }
     /// Every rule's progress, in the order the rules first saved one.
     fn progress(&self, workspace: &WorkspaceRef) -> Result<Vec<(String, RuleProgress)>>;
     /// Each schedule's last tick (UTC), in the order the schedules first ticked.
@@ -294,6 +316,27 @@ pub trait WorkspaceStorage: Send + Sync {
             .leases(workspace)?
             .into_iter()
             .filter(|l| keys.contains(l.key.as_str()))
+            .collect())
+    }
+    /// One page of a workspace's lease rows (expired ones included), by key: the first
+    /// `limit` (1 to [`MAX_READ`]) whose key is after `after_key` (`None`: from the first).
+    /// Paging on from each page's last key lists [`WorkspaceStorage::leases`], each row once.
+    /// A `limit` out of range, or an `after_key` that is no key, is
+    /// [`StoreError::InvalidInput`]. The default filters [`WorkspaceStorage::leases`];
+    /// backends read the page off the table's key.
+    fn leases_page(
+        &self,
+        workspace: &WorkspaceRef,
+        after_key: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Lease>> {
+        workspace.check()?;
+        check_leases_page(after_key, limit)?;
+        Ok(self
+            .leases(workspace)?
+            .into_iter()
+            .filter(|l| after_key.is_none_or(|after| l.key.as_str() > after))
+            .take(limit)
             .collect())
     }
     /// How far a named consumer has got: the seq saved, or 0.
@@ -453,6 +496,54 @@ pub fn check_lease(key: &str, holder: &str, ttl: Option<Duration>) -> Result<()>
         }
     }
     Ok(())
+}
+
+/// Checks a page of leases' arguments: `limit` between 1 and [`MAX_READ`], `after_key` a
+/// key (as [`check_lease`] checks one).
+pub fn check_leases_page(after_key: Option<&str>, limit: usize) -> Result<()> {
+    if let Some(after) = after_key {
+        check_id("after_key", after)?;
+    }
+    if !(1..=MAX_READ).contains(&limit) {
+        return Err(StoreError::invalid(
+            "limit",
+            format!("{limit} is not between 1 and {MAX_READ}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a page of dead letters' arguments: `rule` a key, `after` not negative, `limit`
+/// between 1 and [`MAX_READ`].
+pub fn check_dead_letters_page(rule: Option<&str>, after: i64, limit: usize) -> Result<()> {
+    if let Some(rule) = rule {
+        check_id("rule", rule)?;
+    }
+    if after < 0 {
+        return Err(StoreError::invalid("after", format!("{after} is negative")));
+    }
+    if !(1..=MAX_READ).contains(&limit) {
+        return Err(StoreError::invalid(
+            "limit",
+            format!("{limit} is not between 1 and {MAX_READ}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The default page of dead letters: `all` (every dead letter of the workspace, oldest first)
+/// numbered from 1, those of `rule` after `after`, the first `limit`.
+pub(crate) fn number_dead_letters(
+    all: Vec<EvaluationError>,
+    rule: Option<&str>,
+    after: i64,
+    limit: usize,
+) -> Vec<(i64, EvaluationError)> {
+    (1i64..)
+        .zip(all)
+        .filter(|(position, l)| *position > after && rule.is_none_or(|r| l.rule() == r))
+        .take(limit)
+        .collect()
 }
 
 /// Checks a cursor's arguments.

@@ -171,6 +171,74 @@ pub fn all_stored_rules_match_the_calls(h: &dyn WorkspaceHarness) {
     assert!(!got.iter().any(|(_, r)| r.name() == "suite:z"));
 }
 
+/// [`WorkspaceStorage::leases_page`] pages through what [`WorkspaceStorage::leases`] lists:
+/// at any limit, the pages joined are every row in key (byte) order, each once, expired ones
+/// included, and the page after the last key is empty; a page may start after a key that is
+/// not there; a limit of 0 or past [`MAX_READ`], or an `after_key` that is no key, is refused.
+pub fn leases_page_pages_the_leases(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    let (a, b, none) = (ws("t-lpg", "a"), ws("t-lpg", "b"), ws("t-lpg", "none"));
+    append(s, &a, &["e"]);
+    let keys: Vec<String> = (0..17)
+        .map(|i| format!("run:{:02}", (i * 7) % 17))
+        .chain(["K", "a", "a0", "aa", "b", "\u{e9}t\u{e9}", "z~"].map(String::from))
+        .collect();
+    // Some lapse, some are held, one is released: the page lists rows, not holders.
+    for (i, key) in keys.iter().enumerate() {
+        let ttl = Duration::from_secs(if i % 3 == 0 { 1 } else { 60 });
+        assert!(s.acquire_lease(&a, key, &format!("h{}", i % 4), ttl).unwrap());
+    }
+    assert!(s.acquire_lease(&b, "a", "other", Duration::from_secs(5)).unwrap());
+    assert!(s
+        .acquire_lease(&b, "run:99", "other", Duration::from_secs(5))
+        .unwrap());
+    h.clock().advance_micros(2_000_000);
+    let holder = s.leases_of(&a, &["run:03".into()]).unwrap().remove(0).holder;
+    s.release_lease(&a, "run:03", &holder).unwrap();
+    let all = s.leases(&a).unwrap();
+    assert_eq!(all.len(), keys.len() - 1);
+    assert!(
+        all.iter()
+            .any(|l| l.expires_at <= crate::workspace::Clock::now(h.clock())),
+        "some lapsed"
+    );
+    for limit in [1, 2, 3, 7, all.len(), MAX_READ] {
+        let mut joined = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = s.leases_page(&a, after.as_deref(), limit).unwrap();
+            assert!(page.len() <= limit, "limit {limit}: a page of {}", page.len());
+            let Some(last) = page.last() else { break };
+            after = Some(last.key.clone());
+            joined.extend(page);
+        }
+        assert_eq!(joined, all, "limit {limit}: the pages joined");
+        let last = all.last().map(|l| l.key.as_str());
+        assert!(s.leases_page(&a, last, limit).unwrap().is_empty());
+    }
+    let keys_of =
+        |page: Vec<crate::workspace::Lease>| -> Vec<String> { page.into_iter().map(|l| l.key).collect() };
+    // After a key that is not there (nor any lease): from the next one.
+    assert_eq!(keys_of(s.leases_page(&a, Some("a00"), 2).unwrap()), ["aa", "b"]);
+    assert_eq!(keys_of(s.leases_page(&a, Some("Z"), 1).unwrap()), ["a"]);
+    assert_eq!(keys_of(s.leases_page(&a, None, 2).unwrap()), ["K", "a"]);
+    assert_eq!(
+        keys_of(s.leases_page(&a, Some("z~"), 5).unwrap()),
+        ["\u{e9}t\u{e9}"]
+    );
+    assert_eq!(s.leases_page(&b, None, 10).unwrap(), s.leases(&b).unwrap());
+    assert!(s.leases_page(&none, None, 10).unwrap().is_empty());
+    let field = |r: Result<Vec<crate::workspace::Lease>>| match r {
+        Err(StoreError::InvalidInput { field, .. }) => field,
+        other => panic!("expected InvalidInput, got {other:?}"),
+    };
+    assert_eq!(field(s.leases_page(&a, None, 0)), "limit");
+    assert_eq!(field(s.leases_page(&a, Some("a"), MAX_READ + 1)), "limit");
+    assert_eq!(field(s.leases_page(&a, Some(""), 5)), "after_key");
+    assert_eq!(field(s.leases_page(&a, Some("a\0"), 5)), "after_key");
+    invalid(s.leases_page(&ws("", "w"), None, 5), "empty tenant");
+}
+
 /// Every key argument, in a transaction and outside one, is checked alike on every backend:
 /// an empty key, or one with a NUL, is [`StoreError::InvalidInput`] naming the argument, and
 /// the transaction stays usable with nothing of the call in it.
@@ -217,6 +285,10 @@ pub fn malformed_keys_are_refused_alike(h: &dyn WorkspaceHarness) {
             ),
             ("name", field_of(s.cursor(&w, bad).map(drop), "cursor")),
             ("key", field_of(s.release_lease(&w, bad, "h"), "release_lease")),
+            (
+                "after_key",
+                field_of(s.leases_page(&w, Some(bad), 10).map(drop), "leases_page"),
+            ),
         ];
         for (want, got) in refused {
             assert_eq!(got, want, "the refused argument, for key {bad:?}");

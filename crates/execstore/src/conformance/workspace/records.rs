@@ -191,6 +191,91 @@ pub fn dead_letters_oldest_first(h: &dyn WorkspaceHarness) {
     );
 }
 
+/// [`WorkspaceStorage::dead_letters_page`] pages through what
+/// [`WorkspaceStorage::dead_letters`] lists, of one rule or all: at any limit, the pages
+/// joined are every dead letter oldest first, each once, with positions that grow (and
+/// leave gaps where other records took numbers), the page after the last position is empty,
+/// and a limit of 0 or past [`MAX_READ`], a negative `after` or a bad rule is refused.
+pub fn dead_letters_page_pages_the_dead_letters(h: &dyn WorkspaceHarness) {
+    let s = h.storage();
+    let (w, other) = (ws("t-dlp", "w"), ws("t-dlp", "other"));
+    for i in 0..9i64 {
+        commit(s, &w, |tx| {
+            let rules = ["b", "a", "c"];
+            let letters: Vec<EvaluationError> = (0..=(i % 3))
+                .map(|k| EvaluationError::new(rules[((i + k) % 3) as usize], i * 10 + k, "boom"))
+                .collect();
+            tx.dead_letter(&letters).unwrap();
+            tx.save_runs(&[run(&format!("r{i}"), "a", "k", i + 1, t0())])
+                .unwrap();
+        });
+    }
+    commit(s, &other, |tx| {
+        tx.dead_letter(&[EvaluationError::new("a", 1, "x")]).unwrap()
+    });
+    for rule in [None, Some("a"), Some("b"), Some("none")] {
+        let all = s.dead_letters(&w, rule).unwrap();
+        for limit in [1, 2, 5, all.len().max(1), MAX_READ] {
+            let (mut joined, mut positions, mut after) = (Vec::new(), Vec::new(), 0);
+            loop {
+                let page = s.dead_letters_page(&w, rule, after, limit).unwrap();
+                assert!(
+                    page.len() <= limit,
+                    "{rule:?} limit {limit}: a page of {}",
+                    page.len()
+                );
+                let Some((last, _)) = page.last() else { break };
+                after = *last;
+                for (position, letter) in page {
+                    positions.push(position);
+                    joined.push(letter);
+                }
+            }
+            assert_eq!(joined, all, "{rule:?} limit {limit}: the pages joined");
+            assert!(positions.windows(2).all(|p| p[0] < p[1]), "{positions:?}");
+            assert!(positions.first().is_none_or(|p| *p > 0), "{positions:?}");
+        }
+    }
+    // One rule's positions are those its letters have in the whole list.
+    let every = s.dead_letters_page(&w, None, 0, MAX_READ).unwrap();
+    let of_a: Vec<i64> = every
+        .iter()
+        .filter(|(_, l)| l.rule() == "a")
+        .map(|(p, _)| *p)
+        .collect();
+    let page_a: Vec<i64> = s
+        .dead_letters_page(&w, Some("a"), 0, MAX_READ)
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(page_a, of_a);
+    // From the middle: after a position, whether a letter has it or not.
+    let (mid, _) = every[every.len() / 2].clone();
+    let from_mid = s.dead_letters_page(&w, None, mid, 3).unwrap();
+    assert_eq!(from_mid, every[every.len() / 2 + 1..every.len() / 2 + 4].to_vec());
+    let last = every.last().map(|(p, _)| *p).unwrap();
+    assert!(s.dead_letters_page(&w, None, last, 5).unwrap().is_empty());
+    assert_eq!(
+        s.dead_letters_page(&other, None, 0, 5).unwrap().len(),
+        1,
+        "another workspace's letters are its own"
+    );
+    assert!(s
+        .dead_letters_page(&ws("t-dlp", "none"), None, 0, 5)
+        .unwrap()
+        .is_empty());
+    let field = |r: Result<Vec<(i64, EvaluationError)>>| match r {
+        Err(StoreError::InvalidInput { field, .. }) => field,
+        other => panic!("expected InvalidInput, got {other:?}"),
+    };
+    assert_eq!(field(s.dead_letters_page(&w, None, 0, 0)), "limit");
+    assert_eq!(field(s.dead_letters_page(&w, None, 0, MAX_READ + 1)), "limit");
+    assert_eq!(field(s.dead_letters_page(&w, None, -1, 5)), "after");
+    assert_eq!(field(s.dead_letters_page(&w, Some(""), 0, 5)), "rule");
+    assert_eq!(field(s.dead_letters_page(&w, Some("a\0"), 0, 5)), "rule");
+}
+
 /// Schedule ticks: read and saved in a transaction; listed in UTC in first-tick order.
 pub fn schedules_tick(h: &dyn WorkspaceHarness) {
     let s = h.storage();
