@@ -34,6 +34,7 @@ mod rows;
 mod schema;
 mod search;
 mod sql;
+mod step;
 mod store;
 #[cfg(test)]
 mod test_support;
