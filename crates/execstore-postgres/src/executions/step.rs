@@ -3,25 +3,33 @@
 //! Before, a W1 step ran `{pfx}execstore_step`, which called `{pfx}execstore_commit` (a
 //! nested plpgsql call) and then wrote the listing keys, and three row triggers kept the
 //! figures of migrations 8 and 9 from what it wrote: the trace trigger (parsing the new step
-//! and finding its execution's definition), the keys trigger of the graph (a `-1`/`+1` row of
-//! where the execution sits, twice finding its definition) and the counts' (on a status
-//! change). Those triggers and the nested call were about a third of the step's time on the
-//! server (`pg_stat_statements`, `track_functions`). Now the step function is one body: the
-//! CAS write (returning the stored definition), the effects, the keys (one `UPDATE` that
-//! returns the keys it replaced) and one `INSERT` of every graph delta of the step (where it
-//! sat and sits, its trace step and guards), plus the counts' deltas when its status or
+//! and finding its execution's definition), the graph's keys trigger (a `-1`/`+1` row of
+//! where the execution sits, finding its definition twice) and the counts' (on a status
+//! change). Now the step function is one body: the CAS write (returning the stored
+//! definition), the effects, the keys (one `UPDATE` that returns the keys it replaced) and one
+//! `INSERT` of every graph delta of the step (where it sat and sits, its trace step and
+//! guards, and the steps the ring dropped), plus the counts' deltas when its status or
 //! root-ness changed. The rows are the ones the triggers appended, so readers are unchanged.
+//!
+//! Both functions plan their statements once per session (`plan_cache_mode =
+//! force_generic_plan`): with PostgreSQL's default, a statement over a parameter the planner
+//! can fold (the trace step given to the immutable `{pfx}execstore_graph_step_rows`, the
+//! ring's bound) kept a custom plan and was planned again on every call, which doubled the
+//! step's time on the server once the trace ring was full (every plan here is a few primary
+//! key lookups, the same whatever the values).
 //!
 //! The function tells the triggers it keeps the figures itself through the
 //! transaction-local setting `execstore.step` (`on` while it runs): the keys trigger, the
 //! graph's trace and keys triggers and the counts' keys triggers skip the rows it writes
 //! (their `WHEN`, evaluated without calling them). Every other writer (harel 0.9's own
-//! store, the batch function, an older execstore's step, which sets `execstore.keys_written`
-//! only, any statement) still fires them. The triggers that see an execution inserted or
-//! deleted, moved or truncated are unchanged.
+//! store, the batch function, any statement) still fires them; the keys trigger still skips
+//! the writes of a caller that sets `execstore.keys_written` (migration 6's protocol). The
+//! triggers that see an execution inserted, deleted, moved or truncated are unchanged.
 
-/// Migration 10's statements (one batch): the triggers' `WHEN` clauses, then the function.
-pub(crate) const STEP_OWN_FIGURES: &str = r#"DROP TRIGGER IF EXISTS {pfx}execstore_keys_write ON {executions};
+/// Migration 10's statements (one batch): the triggers' `WHEN` clauses, the step function,
+/// and generic plans for the commit function too (the batch path).
+pub(crate) const STEP_OWN_FIGURES: &str = r#"ALTER FUNCTION {pfx}execstore_commit SET plan_cache_mode = force_generic_plan;
+DROP TRIGGER IF EXISTS {pfx}execstore_keys_write ON {executions};
 CREATE TRIGGER {pfx}execstore_keys_write AFTER INSERT OR UPDATE ON {executions} FOR EACH ROW
   WHEN (current_setting('execstore.keys_written', true) IS DISTINCT FROM 'on'
     AND current_setting('execstore.step', true) IS DISTINCT FROM 'on')
@@ -56,7 +64,7 @@ CREATE OR REPLACE FUNCTION {pfx}execstore_step(
   p_trace text, p_trace_max bigint,
   p_status text, p_root boolean, p_created float8, p_updated float8, p_finished float8, p_path text,
   OUT o_ok boolean, OUT o_found bigint, OUT o_seqs bigint[])
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
   v_defn text;
   v_idx bigint;
