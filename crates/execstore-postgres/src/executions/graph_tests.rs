@@ -235,3 +235,45 @@ fn the_graph_is_read_from_the_kept_figures() {
         assert!(none.steps.is_empty() && none.guards.is_empty() && none.traces_read == 0);
     });
 }
+
+/// Migration 10: the step function writes its step's figures itself (the triggers skip its
+/// rows, so nothing is counted twice: the figures still equal a scan once the ring drops
+/// steps), and both commit functions plan their statements once per session.
+#[test]
+fn the_step_keeps_its_own_figures_with_generic_plans() {
+    on_own_prefix("graph", "kst", |url, prefix, store| {
+        let mut exe = Execution::new("e0", "d0");
+        exe.status = Status::Running;
+        store.save(&mut exe).unwrap();
+        let max = store.trace_max().map_or(8, |m| m as usize);
+        for n in 0..max + 2 {
+            let (from, to) = if n % 2 == 0 { ("a", "b") } else { ("b", "a") };
+            exe.active_path = Some(to.into());
+            if n == max + 1 {
+                exe.status = Status::Done;
+            }
+            store
+                .commit(
+                    &mut exe,
+                    &Effects::new().trace(step("Go", Some(from), to, &["g"])),
+                )
+                .unwrap();
+        }
+        same(store, &["d0"], "steps past the ring");
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        for function in ["execstore_step", "execstore_commit"] {
+            let config: Option<Vec<String>> = client
+                .query_one(
+                    "SELECT proconfig FROM pg_proc WHERE proname = $1",
+                    &[&format!("{prefix}_{function}")],
+                )
+                .unwrap()
+                .get(0);
+            assert_eq!(
+                config,
+                Some(vec!["plan_cache_mode=force_generic_plan".to_string()]),
+                "{function}"
+            );
+        }
+    });
+}
