@@ -34,7 +34,6 @@ mod rows;
 mod schema;
 mod search;
 mod sql;
-mod step;
 mod store;
 #[cfg(test)]
 mod test_support;

@@ -213,13 +213,6 @@ END; $$ LANGUAGE plpgsql$fn$; \
         description: "graph figures by definition, kept by triggers",
         statements: &[super::graph::GRAPH],
     },
-    Migration {
-        version: 10,
-        // The step function keeps its own step's figures (keys, counts, graph) in one body,
-        // instead of a nested call and three row triggers. See `executions/step.rs`.
-        description: "the step function writes its own counts and graph deltas, the triggers skip its rows",
-        statements: &[super::step::STEP_OWN_FIGURES],
-    },
 ];
 
 /// Migration 8. A writer never updates a shared counter row (concurrent commits would wait on
