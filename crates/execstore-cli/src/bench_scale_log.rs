@@ -28,6 +28,8 @@ use execstore_any::{Options, Target, POSTGRES, SQLITE};
 use execstore_monitor_api::{ApiRequest, MonitorApi, Stores};
 use serde_json::{json, Map, Value};
 
+use crate::bench_scale::plot::{draw_plot, Chart, Plot};
+use crate::bench_scale::{print_row, round};
 use crate::bench_w2::{bench_run, entry, t0, workspace, STATUSES};
 use crate::error::CliError;
 
@@ -474,23 +476,6 @@ fn file_bytes(path: &Path) -> u64 {
         .sum()
 }
 
-fn round(x: f64) -> f64 {
-    if x >= 100.0 {
-        x.round()
-    } else {
-        (x * 1000.0).round() / 1000.0
-    }
-}
-
-fn print_row(out: &mut dyn std::io::Write, backend: &str, row: &Map<String, Value>) -> anyhow::Result<()> {
-    let mut line = backend.to_owned();
-    for (k, v) in row {
-        line.push_str(&format!("  {k}={v}"));
-    }
-    writeln!(out, "{line}").map_err(CliError::Io)?;
-    Ok(())
-}
-
 /// The keys drawn as read times (ms).
 fn read_keys() -> Vec<String> {
     let mut keys: Vec<String> = ["tail_read_ms", "typed_tail_read_ms", "window_read_ms"]
@@ -506,103 +491,34 @@ fn read_keys() -> Vec<String> {
 /// Two charts in one SVG: each read's time (ms) against the log's size, with the monitor's
 /// 20 ms budget, and the append rates.
 fn plot(path: &Path, backend: &str, answer: &Value) -> anyhow::Result<()> {
-    use plotters::prelude::*;
-    let rows = answer["rows"].as_array().cloned().unwrap_or_default();
-    let sizes: Vec<f64> = rows.iter().filter_map(|r| r["envelopes"].as_f64()).collect();
-    let (lo, hi) = (
-        sizes.first().copied().unwrap_or(1.0) / 2.0,
-        sizes.last().copied().unwrap_or(10.0) * 2.0,
-    );
-    let root = SVGBackend::new(path, (1150, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(draw)?;
-    let (left, right) = root.split_horizontally(700);
-    let keys = read_keys();
-    let max_ms = rows
-        .iter()
-        .flat_map(|r| keys.iter().filter_map(move |k| r[k.as_str()].as_f64()))
-        .fold(40.0f64, f64::max);
-    let mut chart = ChartBuilder::on(&left)
-        .caption(
-            format!("{backend}: workspace log reads (ms, median of {SAMPLES})"),
-            ("sans-serif", 16),
-        )
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(50)
-        .build_cartesian_2d((lo..hi).log_scale(), (0.01f64..max_ms * 2.0).log_scale())
-        .map_err(draw)?;
-    chart
-        .configure_mesh()
-        .x_desc("envelopes in the workspace (runs: a tenth)")
-        .y_desc("ms")
-        .draw()
-        .map_err(draw)?;
-    chart
-        .draw_series(LineSeries::new(vec![(lo, 20.0), (hi, 20.0)], RED.stroke_width(1)))
-        .map_err(draw)?
-        .label("20 ms budget")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], RED));
-    for (n, key) in keys.iter().enumerate() {
-        let color = Palette99::pick(n).to_rgba();
-        let points: Vec<(f64, f64)> = rows
-            .iter()
-            .filter_map(|r| Some((r["envelopes"].as_f64()?, r[key.as_str()].as_f64()?.max(0.01))))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)))
-            .map_err(draw)?
-            .label(key.trim_end_matches("_ms").to_owned())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font(("sans-serif", 9))
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(draw)?;
     let rates = [
         "append_envelopes_per_s",
         "fill_envelopes_per_s",
         "fill_runs_per_s",
     ];
-    let max_rate = rows
-        .iter()
-        .flat_map(|r| rates.iter().filter_map(move |k| r[*k].as_f64()))
-        .fold(1.0f64, f64::max);
-    let mut chart = ChartBuilder::on(&right)
-        .caption(format!("{backend}: writes per second"), ("sans-serif", 16))
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(60)
-        .build_cartesian_2d((lo..hi).log_scale(), 0f64..max_rate * 1.2)
-        .map_err(draw)?;
-    chart.configure_mesh().x_desc("envelopes").draw().map_err(draw)?;
-    for (n, key) in rates.iter().enumerate() {
-        let color = Palette99::pick(n + 5).to_rgba();
-        let points: Vec<(f64, f64)> = rows
-            .iter()
-            .filter_map(|r| Some((r["envelopes"].as_f64()?, r[*key].as_f64()?)))
-            .collect();
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)))
-            .map_err(draw)?
-            .label(*key)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerLeft)
-        .label_font(("sans-serif", 10))
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(draw)?;
-    root.present().map_err(draw)?;
-    Ok(())
-}
-
-fn draw<E: std::fmt::Display>(e: E) -> anyhow::Error {
-    anyhow::anyhow!("cannot draw the plot: {e}")
+    draw_plot(
+        path,
+        &Plot {
+            x_key: "envelopes",
+            x_desc: "envelopes in the workspace (runs: a tenth)",
+            size: (1150, 560),
+            split: 700,
+            reads: Chart {
+                caption: format!("{backend}: workspace log reads (ms, median of {SAMPLES})"),
+                keys: read_keys(),
+                first_colour: 0,
+                label_size: 9,
+            },
+            floor_ms: 0.01,
+            min_top_ms: 40.0,
+            budget_ms: Some(20.0),
+            rates: Chart {
+                caption: format!("{backend}: writes per second"),
+                keys: rates.iter().map(|k| k.to_string()).collect(),
+                first_colour: 5,
+                label_size: 10,
+            },
+        },
+        answer,
+    )
 }

@@ -15,7 +15,7 @@
 mod fill;
 mod measure;
 mod monitor;
-mod plot;
+pub(crate) mod plot;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -235,7 +235,7 @@ pub(super) fn store_err(e: execstore::StoreError) -> anyhow::Error {
     CliError::Store(e).into()
 }
 
-pub(super) fn round(x: f64) -> f64 {
+pub(crate) fn round(x: f64) -> f64 {
     if x >= 100.0 {
         x.round()
     } else {
@@ -243,7 +243,11 @@ pub(super) fn round(x: f64) -> f64 {
     }
 }
 
-fn print_row(out: &mut dyn std::io::Write, backend: &str, row: &Map<String, Value>) -> anyhow::Result<()> {
+pub(crate) fn print_row(
+    out: &mut dyn std::io::Write,
+    backend: &str,
+    row: &Map<String, Value>,
+) -> anyhow::Result<()> {
     let mut line = backend.to_owned();
     for (k, v) in row {
         line.push_str(&format!("  {k}={v}"));

@@ -21,6 +21,7 @@ pub(crate) enum Arg {
     Text(String),
     Real(f64),
     Int(i64),
+    Texts(Vec<String>),
 }
 
 impl Arg {
@@ -29,6 +30,7 @@ impl Arg {
             Arg::Text(s) => s,
             Arg::Real(f) => f,
             Arg::Int(i) => i,
+            Arg::Texts(t) => t,
         }
     }
 }
@@ -53,6 +55,7 @@ impl Conditions {
             Arg::Text(_) => "text",
             Arg::Real(_) => "float8",
             Arg::Int(_) => "int8",
+            Arg::Texts(_) => "text[]",
         };
         self.args.push(arg);
         format!("${}::{cast}", self.args.len())

@@ -9,6 +9,15 @@
 //! documents and orders them with NULLs last, as every backend does. A cursor inside the
 //! NULL tail skips the first arm.
 //!
+//! A `where` filter that few executions match (at most [`FEW_MATCHES`], read by a probe that
+//! stops past it, through the declared attributes' indexes) turns the walk off: the arms take
+//! those ids (`k.id = ANY`, lookups of the keys' primary key; the filter is still checked on
+//! each) and order them by the time plus zero, which no index gives, so they are sorted. A
+//! walk would test execution after execution until a page of rare matches turned up, all of
+//! them when they are old: the planner cannot know where in the time order the matches lie,
+//! and at 300,000 executions it walked for 5 s to find 300. (Left to itself with the filter
+//! alone, it hashed the matches against every key.)
+//!
 //! [`ListOrder::UpdatedDesc`]: execstore::executions::ListOrder::UpdatedDesc
 //! [`ListOrder::CreatedDesc`]: execstore::executions::ListOrder::CreatedDesc
 
@@ -20,6 +29,10 @@ use super::filters::{where_clause, Arg, Conditions, Filtered};
 use super::rows::{col, corrupt, limit_param};
 use super::sql::Stmts;
 use super::PgStore;
+
+/// At most this many executions matching a `where` filter make the listing sort its matches
+/// instead of walking a time index (see the module's documentation).
+pub(crate) const FEW_MATCHES: i64 = 2000;
 
 /// The keys' column of a time order's key.
 fn time_column(order: ListOrder) -> &'static str {
@@ -38,14 +51,23 @@ impl Stmts {
         after: Option<&TimeKey>,
         statuses: &[&str],
         fetch: i64,
+        few: Option<&[String]>,
     ) -> Filtered {
         let time_col = time_column(query.order);
+        // With few matches, a key no index gives: the matches are read and sorted.
+        let order_key = if few.is_some() {
+            format!("k.{time_col} + 0")
+        } else {
+            format!("k.{time_col}")
+        };
         let mut c = Conditions::default();
         let limit = c.param(Arg::Int(fetch));
         let mut arms = Vec::new();
+        let ids = few.map(|ids| c.param(Arg::Texts(ids.to_vec())));
         let in_null_tail = after.is_some_and(|key| key.time.is_none());
         if !in_null_tail {
             let from = self.filter_conditions(query, statuses, &mut c);
+            c.terms.extend(ids.iter().map(|p| format!("k.id = ANY({p})")));
             match after {
                 Some(TimeKey { time: Some(time), id }) => {
                     let time = c.param(Arg::Real(*time));
@@ -56,18 +78,19 @@ impl Stmts {
             }
             let terms = std::mem::take(&mut c.terms);
             arms.push(format!(
-                "(SELECT k.id FROM {from}{} ORDER BY k.{time_col} DESC, k.id DESC LIMIT {limit})",
+                "(SELECT k.id FROM {from}{} ORDER BY {order_key} DESC, k.id DESC LIMIT {limit})",
                 where_clause(&terms)
             ));
         }
         let from = self.filter_conditions(query, statuses, &mut c);
+        c.terms.extend(ids.iter().map(|p| format!("k.id = ANY({p})")));
         c.terms.push(format!("k.{time_col} IS NULL"));
         if let Some(TimeKey { id, .. }) = after.filter(|_| in_null_tail) {
             let id = c.param(Arg::Text(id.clone()));
             c.terms.push(format!("k.id < {id}"));
         }
         arms.push(format!(
-            "(SELECT k.id FROM {from}{} ORDER BY k.{time_col} DESC, k.id DESC LIMIT {limit})",
+            "(SELECT k.id FROM {from}{} ORDER BY {order_key} DESC, k.id DESC LIMIT {limit})",
             where_clause(&c.terms)
         ));
         Filtered {
@@ -131,6 +154,38 @@ impl PgStore {
         }
     }
 
+    /// The ids of the executions `query`'s `where` filter matches when they are at most
+    /// [`FEW_MATCHES`], found through indexes; `None` when more match, without a filter, or
+    /// when one of its context paths is not a declared attribute (the probe would read every
+    /// document to say so).
+    pub(crate) fn few_matches(&self, query: &ListQuery) -> Result<Option<Vec<String>>> {
+        let Some(filter) = &query.filter else {
+            return Ok(None);
+        };
+        let on_context = filter.paths().iter().any(|p| p.root == "context");
+        if !on_context
+            || !execstore::executions::search::scanned_paths(filter, &self.list_attributes()?).is_empty()
+        {
+            return Ok(None);
+        }
+        let mut args = Vec::new();
+        let term = super::search::condition(filter, &mut args);
+        let sql = format!(
+            "SELECT (e.id COLLATE \"C\")::text FROM {} e WHERE {term} LIMIT {}",
+            self.sql.executions,
+            FEW_MATCHES + 1
+        );
+        let args: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a.as_sql()).collect();
+        let rows = self.query(&sql, &args)?;
+        if rows.len() > usize::try_from(FEW_MATCHES).unwrap_or(usize::MAX) {
+            return Ok(None);
+        }
+        rows.iter()
+            .map(|row| col(row, 0))
+            .collect::<Result<Vec<String>>>()
+            .map(Some)
+    }
+
     /// A page in a time order ([`ListOrder::UpdatedDesc`], [`ListOrder::CreatedDesc`]).
     pub(crate) fn list_page_by_time(&self, query: &ListQuery) -> Result<ExecutionPage> {
         let after = query.validated_time_after()?;
@@ -144,7 +199,10 @@ impl PgStore {
             statuses.dedup();
         }
         let fetch = limit_param(query.limit.saturating_add(1));
-        let ordered = self.sql.list_by_time(query, after.as_ref(), &statuses, fetch);
+        let few = self.few_matches(query)?;
+        let ordered = self
+            .sql
+            .list_by_time(query, after.as_ref(), &statuses, fetch, few.as_deref());
         let args: Vec<&(dyn ToSql + Sync)> = ordered.args.iter().map(|a| a.as_sql()).collect();
         let rows = self.query(&ordered.sql, &args)?;
         Ok(ExecutionPage::from_overfetch_in(
@@ -221,7 +279,7 @@ pub(crate) fn summaries(rows: &[postgres::Row]) -> Result<Vec<ExecutionSummary>>
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{explain, fill, on_own_prefix};
+    use super::super::test_support::{analyze, explain, fill, on_own_prefix};
     use super::super::PgStore;
     use execstore::{
         executions::{encode_created_cursor, encode_updated_cursor, ListOrder, ListQuery, Status},
@@ -280,7 +338,7 @@ mod tests {
             let after = query.validated_time_after().unwrap();
             let plan = explain(
                 &mut client,
-                &store.sql.list_by_time(&query, after.as_ref(), &[], 51),
+                &store.sql.list_by_time(&query, after.as_ref(), &[], 51, None),
             );
             assert!(plan.contains(&index), "{what}: {index} not used:\n{plan}");
             assert!(!plan.contains("Seq Scan"), "{what}: a sequential scan:\n{plan}");
@@ -298,5 +356,74 @@ mod tests {
             assert_eq!(page.items.len(), expected, "{what}");
             assert!(page.items.windows(2).all(|w| order.compare(&w[0], &w[1]).is_lt()));
         }
+    }
+
+    /// A `where` on a declared attribute that few executions match (here 10 of 6,000, the
+    /// oldest) is answered by reading its matches from the attribute's index and sorting them,
+    /// not by walking the time index backwards past every newer execution; one that many
+    /// match (every execution) keeps the walk. Both give the page of a scan.
+    #[test]
+    fn few_matches_of_an_attribute_are_sorted_not_walked() {
+        on_own_prefix("order", "lofew", |url, prefix, store| {
+            let mut client = fill(url, prefix, store, |exe, n| {
+                exe.updated_at = Some(2e9 + n as f64);
+                let customer = if n < 10 {
+                    "rare".to_owned()
+                } else {
+                    format!("c-{}", n % 50)
+                };
+                exe.context.insert("customer".into(), customer.into());
+                exe.context.insert("kind".into(), "every".into());
+            });
+            store.declare_attribute("context.customer").unwrap();
+            store.declare_attribute("context.kind").unwrap();
+            analyze(&mut client, prefix);
+            let w = |text: &str| {
+                ListQuery::new()
+                    .order(ListOrder::UpdatedDesc)
+                    .limit(5)
+                    .filter(execstore::executions::parse_where(text, 0.0).unwrap())
+            };
+            let (rare, every) = (w("context.customer = rare"), w("context.kind = every"));
+            let mut matched = store.few_matches(&rare).unwrap().expect("10 match");
+            matched.sort();
+            let want: Vec<String> = (0..10).map(|n| format!("e{n:05}")).collect();
+            assert_eq!(matched, want);
+            assert!(store.few_matches(&every).unwrap().is_none(), "6,000 match");
+            assert!(
+                store.few_matches(&ListQuery::new()).unwrap().is_none(),
+                "no filter"
+            );
+            // An undeclared path is not probed: the probe would read every document.
+            assert!(store.few_matches(&w("context.other = x")).unwrap().is_none());
+            let walk = format!("Scan Backward using {prefix}_execstore_k_updated");
+            let plan = explain(
+                &mut client,
+                &store.sql.list_by_time(&rare, None, &[], 6, Some(&matched)),
+            );
+            let lookups = format!("using {prefix}_execstore_keys_pkey");
+            assert!(plan.contains(&lookups), "the matches' keys looked up:\n{plan}");
+            assert!(!plan.contains(&walk), "no walk of the time index:\n{plan}");
+            assert!(!plan.contains("Seq Scan"), "no sequential scan:\n{plan}");
+            let plan = explain(&mut client, &store.sql.list_by_time(&every, None, &[], 6, None));
+            assert!(plan.contains(&walk), "many matches: the walk:\n{plan}");
+            // The pages: the newest of the matches, by updated_at descending.
+            let ids = |q: &ListQuery| -> Vec<String> {
+                store
+                    .list_executions(q)
+                    .unwrap()
+                    .items
+                    .into_iter()
+                    .map(|e| e.id)
+                    .collect()
+            };
+            assert_eq!(ids(&rare), ["e00009", "e00008", "e00007", "e00006", "e00005"]);
+            let cursor = store.list_executions(&rare).unwrap().next_cursor;
+            assert_eq!(
+                ids(&rare.clone().cursor(cursor)),
+                ["e00004", "e00003", "e00002", "e00001", "e00000"]
+            );
+            assert_eq!(ids(&every), ["e05999", "e05998", "e05997", "e05996", "e05995"]);
+        });
     }
 }
