@@ -33,6 +33,19 @@ package_published() {
 		'
 }
 
+# Deletes what an earlier `cargo package` unpacked of these crates. Cargo unpacks each package
+# it verifies against into $CARGO_HOME/registry/src/-<hash>/NAME-VERSION (a registry of the
+# packages just made, named by no host, hence the leading `-`) and reuses that directory
+# while it exists: with the version unchanged, a later run would build the next crate against
+# the sources of the last run's package. Directories of crates.io and other named registries
+# are left alone.
+package_forget_unpacked() {
+	local home=${CARGO_HOME:-$HOME/.cargo} name
+	for name in "$@"; do
+		rm -rf "$home"/registry/src/-*/"$name"-[0-9]*
+	done
+}
+
 package_crates() {
 	if [ -n "${EXECSTORE_SKIP_PACKAGE:-}" ]; then
 		_package_say "skipped: $EXECSTORE_SKIP_PACKAGE"
@@ -46,6 +59,7 @@ package_crates() {
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/execstore-package.XXXXXX") || return 1
 	touch "$dir/.started"
 	started=$SECONDS
+	package_forget_unpacked "${crates[@]}"
 	_package_say "cargo package --locked ${args[*]}"
 	cargo package --locked "${args[@]}" || { rm -rf "$dir"; return 1; }
 	_package_say "packed and verified ${#crates[@]} crates in $((SECONDS - started)) s"
