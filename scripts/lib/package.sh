@@ -33,16 +33,25 @@ package_published() {
 		'
 }
 
-# Deletes what an earlier `cargo package` unpacked of these crates. Cargo unpacks each package
-# it verifies against into $CARGO_HOME/registry/src/-<hash>/NAME-VERSION (a registry of the
-# packages just made, named by no host, hence the leading `-`) and reuses that directory
-# while it exists: with the version unchanged, a later run would build the next crate against
-# the sources of the last run's package. Directories of crates.io and other named registries
-# are left alone.
+# Forgets what an earlier `cargo package` on this machine left of these crates. Cargo unpacks
+# each package a verification builds against into $CARGO_HOME/registry/src/-<hash>/NAME-VERSION
+# (a registry of the packages just made, named by no host, hence the leading `-`), reuses that
+# directory while it exists, and never looks at a registry package's sources again once built:
+# with the version unchanged, a later run would verify the next crate against the last run's
+# package. So where such a directory is found, it goes, with what cargo built of these crates
+# (`cargo clean -p`, every source alike; the verification builds them again in any case).
+# Directories of crates.io and other named registries are left alone. A fresh machine (CI) has
+# neither, and nothing is cleaned.
 package_forget_unpacked() {
-	local home=${CARGO_HOME:-$HOME/.cargo} name
+	local home=${CARGO_HOME:-$HOME/.cargo} name stale=()
 	for name in "$@"; do
+		compgen -G "$home/registry/src/-*/$name-[0-9]*" >/dev/null && stale+=("$name")
+	done
+	[ ${#stale[@]} -gt 0 ] || return 0
+	_package_say "an earlier run's packages of ${stale[*]}: unpacked sources and builds removed"
+	for name in "${stale[@]}"; do
 		rm -rf "$home"/registry/src/-*/"$name"-[0-9]*
+		cargo clean --quiet -p "$name" || return 1
 	done
 }
 
@@ -59,7 +68,7 @@ package_crates() {
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/execstore-package.XXXXXX") || return 1
 	touch "$dir/.started"
 	started=$SECONDS
-	package_forget_unpacked "${crates[@]}"
+	package_forget_unpacked "${crates[@]}" || { rm -rf "$dir"; return 1; }
 	_package_say "cargo package --locked ${args[*]}"
 	cargo package --locked "${args[@]}" || { rm -rf "$dir"; return 1; }
 	_package_say "packed and verified ${#crates[@]} crates in $((SECONDS - started)) s"
