@@ -21,7 +21,12 @@
 //!   written counts them, a deleted or moved one takes its remaining steps out (or along).
 //!
 //! A step is read as JSON with `NaN`, `Infinity` and `-Infinity` (which Python's
-//! `json.dumps` writes) as `null`, and NUL escapes as the keys read them.
+//! `json.dumps` writes) as `null`, and NUL escapes as the keys read them. Every surrogate's
+//! escape (`\ud800`: PostgreSQL's JSON refuses a lone one, which Python writes) is read as
+//! the six characters of its text, its backslash doubled (an escape is a backslash after an
+//! even run of them), and undone in the labels, so a label keeps it as a scan does; entries
+//! without `\ud` skip that. (A label with a backslash itself before such text, `\\ud800`,
+//! reads as the escape: a figure's label, never a failed write.)
 
 use execstore::executions::{FiguresTally, GraphFigures};
 use execstore::Result;
@@ -36,16 +41,24 @@ pub(crate) const GRAPH: &str = r#"CREATE TABLE IF NOT EXISTS {pfx}execstore_grap
 CREATE TABLE IF NOT EXISTS {pfx}execstore_graph_deltas (definition_id TEXT NOT NULL, kind SMALLINT NOT NULL,
   a TEXT NOT NULL, b TEXT NOT NULL, c TEXT NOT NULL, n INT NOT NULL);
 CREATE INDEX IF NOT EXISTS {pfx}execstore_graph_deltas_def ON {pfx}execstore_graph_deltas (definition_id);
+CREATE OR REPLACE FUNCTION {pfx}execstore_graph_unmark(p text)
+RETURNS text LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE WHEN strpos(p, '\\u') = 0 THEN p
+    ELSE regexp_replace(p, '(?<!\\)((?:\\\\)*)\\\\(u[dD][89a-fA-F][0-9a-fA-F]{2})', '\1\\\2', 'g') END
+$fn$;
 CREATE OR REPLACE FUNCTION {pfx}execstore_graph_step_rows(p_entry text)
 RETURNS TABLE (kind smallint, a text, b text, c text, n int)
 LANGUAGE sql IMMUTABLE AS $fn$
-  WITH s AS (SELECT replace(replace(replace(replace(p_entry, '\u0000', '\ufffd'), '-Infinity', 'null'),
-    'Infinity', 'null'), 'NaN', 'null')::json AS j)
-  SELECT 1::smallint, COALESCE((j -> 'from_path')::text, ''), COALESCE((j -> 'to_path')::text, ''),
-    COALESCE((j -> 'event_kind')::text, ''), 1 FROM s
+  WITH s AS (SELECT replace(replace(replace(replace(
+    CASE WHEN strpos(p_entry, '\ud') + strpos(p_entry, '\uD') = 0 THEN p_entry
+      ELSE regexp_replace(p_entry, '(?<!\\)((?:\\\\)*)\\(u[dD][89a-fA-F][0-9a-fA-F]{2})', '\1\\\\\2', 'g') END,
+    '\u0000', '\ufffd'), '-Infinity', 'null'), 'Infinity', 'null'), 'NaN', 'null')::json AS j),
+  k AS (SELECT j, {pfx}execstore_graph_unmark(COALESCE((j -> 'from_path')::text, '')) AS a,
+    {pfx}execstore_graph_unmark(COALESCE((j -> 'to_path')::text, '')) AS b FROM s)
+  SELECT 1::smallint, a, b, {pfx}execstore_graph_unmark(COALESCE((j -> 'event_kind')::text, '')), 1 FROM k
   UNION ALL
-  SELECT 2::smallint, COALESCE((j -> 'from_path')::text, ''), COALESCE((j -> 'to_path')::text, ''), g::text, 1
-  FROM s, json_array_elements(CASE WHEN json_typeof(j -> 'guards') = 'array' THEN j -> 'guards' ELSE '[]' END) g
+  SELECT 2::smallint, a, b, {pfx}execstore_graph_unmark(g::text), 1
+  FROM k, json_array_elements(CASE WHEN json_typeof(j -> 'guards') = 'array' THEN j -> 'guards' ELSE '[]' END) g
 $fn$;
 CREATE OR REPLACE FUNCTION {pfx}execstore_graph_trace() RETURNS trigger
 LANGUAGE plpgsql AS $fn$

@@ -132,6 +132,35 @@ fn the_graph_figures_follow_every_writer() {
             );
             trace(&mut other, "h1", &entry);
         }
+        // Lone surrogates, as Python's json.dumps writes them (PostgreSQL's JSON refuses
+        // them), beside a pair: the step is written and counted under the labels a scan reads.
+        trace(
+            &mut other,
+            "h1",
+            r#"{"event_kind": "E1\ud800", "from_path": "s\udfff", "to_path": "s", "guards": ["\ud83d\ude00", "x\udc00y"], "x": NaN}"#,
+        );
+        same(store, &defs, "lone surrogates");
+        // A backslash itself before such text (`"\\ud800"`) labels its figure as the escape
+        // would (the module's documentation): the write goes through, and taking the step out
+        // takes out what it added.
+        let last = format!("(SELECT MAX(idx) FROM {tr} WHERE execution_id = 'h1')");
+        other
+            .execute(
+                &format!("INSERT INTO {tr} (execution_id, idx, entry) SELECT 'h1', {last} + 1, $1::text"),
+                &[&r#"{"event_kind": "\\ud800", "from_path": "s", "to_path": "s"}"#],
+            )
+            .unwrap();
+        other
+            .execute(
+                &format!("DELETE FROM {tr} WHERE execution_id = 'h1' AND idx = {last}"),
+                &[],
+            )
+            .unwrap();
+        same(
+            store,
+            &defs,
+            "a backslash before surrogate text, written and taken out",
+        );
         other
             .execute(
                 &format!("UPDATE {t} SET data = $1, version = 2 WHERE id = $2 AND version = 1"),

@@ -320,7 +320,7 @@ pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
          DROP FUNCTION IF EXISTS {pfx}execstore_counts_key; DROP FUNCTION IF EXISTS {pfx}execstore_counts_out; \
          DROP FUNCTION IF EXISTS {pfx}execstore_fold_counts; DROP FUNCTION IF EXISTS {pfx}execstore_fold_graph; \
          DROP FUNCTION IF EXISTS {pfx}execstore_graph_trace; DROP FUNCTION IF EXISTS {pfx}execstore_graph_key; \
-         DROP FUNCTION IF EXISTS {pfx}execstore_graph_execution; DROP FUNCTION IF EXISTS {pfx}execstore_graph_step_rows",
+         DROP FUNCTION IF EXISTS {pfx}execstore_graph_execution; DROP FUNCTION IF EXISTS {pfx}execstore_graph_step_rows; DROP FUNCTION IF EXISTS {pfx}execstore_graph_unmark",
         tables.join(", ")
     ))
     .db()?;
