@@ -36,6 +36,8 @@ mod search;
 mod sql;
 mod store;
 #[cfg(test)]
+mod surrogate_tests;
+#[cfg(test)]
 mod test_support;
 
 pub(crate) use schema::SCHEMA_LOCK;
@@ -717,7 +719,7 @@ impl<'a> BatchParams<'a> {
     }
 }
 
-/// A text key as the listing reads it from the stored document (`JSON_OF_DATA`): the
+/// A text key as the listing reads it from the stored document (`schema::json_of`): the
 /// document's `\u0000` escapes, a NUL or a backslash followed by `u0000`, read as
 /// `\ufffd`. A NUL becomes U+FFFD (a PostgreSQL text cannot hold one), and a backslash
 /// followed by `u0000` becomes one followed by `ufffd`.

@@ -120,7 +120,7 @@ mod tests {
         let index = Tables::new(Some("harel"))
             .unwrap()
             .sql(schema::MIGRATIONS[0].statements[1]);
-        let status = format!("({}->>'status')", schema::JSON_OF_DATA);
+        let status = format!("({}->>'status')", schema::json_of("data"));
         assert!(index.contains(&format!("({status}, (id COLLATE")), "{index}");
         assert!(unkeyed
             .list(false, false, 1, true)

@@ -21,21 +21,47 @@ pub(crate) trait Sql {
 
 impl Sql for Tables {
     fn sql(&self, template: &str) -> String {
-        self.fill(&template.replace("{json}", JSON_OF_DATA))
+        self.fill(
+            &template
+                .replace("{json}", &json_of("data"))
+                .replace("{new_json}", &json_of("NEW.data")),
+        )
     }
 }
 
-/// `data` as JSON, the way every read into it and every index over it spells it.
+/// The column `column` (harel's `data`, or `NEW.data` in a trigger) as text PostgreSQL's
+/// JSON functions accept: the one spelling every read of the document's fields and every
+/// index over them uses (PostgreSQL matches expression indexes structurally). `data` itself
+/// is stored untouched.
 ///
-/// PostgreSQL's JSON functions refuse a document holding the escape `\u0000` anywhere (its
-/// text type cannot hold NUL), even when the field read is another one; an execution's
-/// context may hold one. Replacing the six characters `\u0000` by `\ufffd` keeps the
-/// document valid JSON whatever precedes them (the replacement has the same shape) and
-/// leaves every field without a NUL as it was; `data` itself is stored untouched. `json`
-/// rather than `jsonb`: a validating scan, cheaper than building a `jsonb` on every write
-/// that the status index costs. PostgreSQL matches expression indexes structurally, so the
-/// listing spells it exactly so.
-pub(crate) const JSON_OF_DATA: &str = r"(replace(data, '\u0000', '\ufffd')::json)";
+/// What PostgreSQL's JSON functions refuse (anywhere in the document, even when the field
+/// read is another one) and Python's `json.dumps` writes:
+/// - the escape `\u0000` (a text cannot hold NUL): its six characters become `\ufffd`, the
+///   same shape, so the document stays valid whatever precedes them;
+/// - a lone surrogate's escape (`\ud800` not followed by a low one, or `\udc00` not after a
+///   high one): it becomes `\ufffd` too. Pairs (`\ud83d\ude00`, how `json.dumps` writes an
+///   emoji) are kept: they are marked first (their backslashes as the character 1, which
+///   valid JSON never holds raw), then every surrogate escape left is a lone one, then the
+///   marks are undone. An escape is a backslash after an even run of them (`\\ud800` is a
+///   backslash and text).
+///
+/// A document without `\ud` or `\uD` (nearly all) skips the regular expressions, and so does
+/// one holding the character 1 (not valid JSON either way).
+pub(crate) fn parseable(column: &str) -> String {
+    let pair = r"'(?<!\\)((?:\\\\)*)\\(u[dD][89abAB][0-9a-fA-F]{2})\\(u[dD][c-fC-F][0-9a-fA-F]{2})'";
+    let lone = r"'(?<!\\)((?:\\\\)*)\\u[dD][89a-fA-F][0-9a-fA-F]{2}'";
+    let marked = r"'\1' || chr(1) || '\2' || chr(1) || '\3'";
+    let nul = format!(r"replace({column}, '\u0000', '\ufffd')");
+    format!(
+        r"(CASE WHEN strpos({column}, '\ud') + strpos({column}, '\uD') = 0 OR strpos({column}, chr(1)) > 0 THEN {nul} ELSE replace(regexp_replace(regexp_replace({nul}, {pair}, {marked}, 'g'), {lone}, '\1\\ufffd', 'g'), chr(1), '\') END)"
+    )
+}
+
+/// `column` as `json` ([`parseable`]). `json` rather than `jsonb`: a validating scan,
+/// cheaper than building a `jsonb`.
+pub(crate) fn json_of(column: &str) -> String {
+    format!("({}::json)", parseable(column))
+}
 
 /// harel 0.9's PostgreSQL store tables (`harel.engine.schema._PG_STORE`, without its
 /// `commit_cas` function, which execstore does not use), statement for statement.
@@ -213,7 +239,33 @@ END; $$ LANGUAGE plpgsql$fn$; \
         description: "graph figures by definition, kept by triggers",
         statements: &[super::graph::GRAPH],
     },
+    Migration {
+        version: 10,
+        // Migration 6's keys trigger and the declared attributes' indexes read the document
+        // as `replace(data, '\u0000', '\ufffd')`, which PostgreSQL's JSON refuses when it
+        // holds a lone surrogate's escape (Python's `json.dumps` writes them): a write of
+        // such a document through harel's statements failed, and so did a listing page
+        // holding one. The
+        // trigger's function is rewritten with `parseable`'s spelling (its text is execstore's
+        // own: the one expression is swapped, and the migration fails if it is not found),
+        // and `rebuild_attribute_indexes` rebuilds each declared attribute's two indexes
+        // (in this transaction: writers wait for the rebuild).
+        description: "lone surrogates' escapes read as U+FFFD by the keys trigger and the attributes' indexes",
+        statements: &[KEYS_SYNC_RESPELLED],
+    },
 ];
+
+/// Migration 10's rewrite of `{pfx}execstore_keys_sync` (see `parseable`).
+const KEYS_SYNC_RESPELLED: &str = r#"DO $m$
+DECLARE
+  v_old text := pg_get_functiondef('{pfx}execstore_keys_sync()'::regprocedure);
+  v_new text := replace(v_old, $o$(replace(NEW.data, '\u0000', '\ufffd')::json)$o$, $n${new_json}$n$);
+BEGIN
+  IF v_new = v_old THEN
+    RAISE EXCEPTION 'execstore migration 10: {pfx}execstore_keys_sync does not read the document as migration 6 wrote it';
+  END IF;
+  EXECUTE v_new;
+END $m$"#;
 
 /// Migration 8. A writer never updates a shared counter row (concurrent commits would wait on
 /// each other's row locks, and two batches touching two definitions in opposite orders would
@@ -498,6 +550,9 @@ pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
         if migration.needs_applying(applied.as_deref(), &tables.migrations)? {
             for stmt in migration.statements {
                 tx.batch_execute(&tables.sql(stmt)).db()?;
+            }
+            if migration.version == 10 {
+                super::search::rebuild_attribute_indexes(&mut tx, tables)?;
             }
             tx.execute(&insert, &[&migration.version, &migration.description, &checksum])
                 .db()?;

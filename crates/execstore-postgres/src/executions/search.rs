@@ -30,13 +30,15 @@ use execstore::{Result, StoreError};
 
 use super::filters::Arg;
 use super::rows::prefix_upper_bound;
+use super::schema::{parseable, Sql as _};
 use super::PgStore;
 use crate::db::Db as _;
 
-/// The document as `jsonb` (harel's text may hold `\u0000`, which `jsonb` refuses), over
-/// the column of `table` (`"e."` in the listing, `""` in the index).
+/// The document as `jsonb` (harel's text may hold `\u0000` and lone surrogates, which `jsonb`
+/// refuses: see [`parseable`]), over the column of `table` (`"e."` in the listing, `""` in
+/// the index). Migration 10 rebuilt the indexes of earlier declarations with this spelling.
 fn jsonb(table: &str) -> String {
-    format!(r"(replace({table}data, '\u0000', '\ufffd')::jsonb)")
+    format!("({}::jsonb)", parseable(&format!("{table}data")))
 }
 
 /// The path as a text array literal: `'{"context","odd key"}'` (keys hold no quote,
@@ -115,18 +117,8 @@ impl PgStore {
         let canonical = path.to_string();
         let index = index_name(&self.sql.pfx, &canonical);
         let known = self.check_room(&canonical)?;
-        let (j, t) = exprs("", &path);
         let executions = &self.sql.executions;
-        let builds = [
-            (
-                format!("{index}_j"),
-                format!("({j}, (id COLLATE \"C\")) WHERE {j} IS NOT NULL"),
-            ),
-            (
-                format!("{index}_t"),
-                format!("({t}, (id COLLATE \"C\")) WHERE {j} IS NOT NULL"),
-            ),
-        ];
+        let builds = index_builds(&index, &path);
         let mut conn = self.conn()?;
         let built = (|| {
             for (name, columns) in &builds {
@@ -211,6 +203,53 @@ impl PgStore {
             Ok(true)
         })
     }
+}
+
+/// The two indexes of the attribute at `path` whose indexes are named after `index`: each
+/// name and what follows `ON <executions>`.
+fn index_builds(index: &str, path: &Path) -> [(String, String); 2] {
+    let (j, t) = exprs("", path);
+    [
+        (
+            format!("{index}_j"),
+            format!("({j}, (id COLLATE \"C\")) WHERE {j} IS NOT NULL"),
+        ),
+        (
+            format!("{index}_t"),
+            format!("({t}, (id COLLATE \"C\")) WHERE {j} IS NOT NULL"),
+        ),
+    ]
+}
+
+/// Migration 10: every declared attribute's indexes built again with this build's spelling
+/// of the document ([`jsonb`]), in the migration's transaction (so plainly, not
+/// concurrently), and the table analyzed if there were any.
+pub(crate) fn rebuild_attribute_indexes(
+    tx: &mut postgres::Transaction<'_>,
+    tables: &super::schema::Tables,
+) -> Result<()> {
+    let table = tables.sql("{pfx}execstore_attributes");
+    let rows = tx
+        .query(
+            &format!("SELECT path, index_name FROM {table} ORDER BY path COLLATE \"C\""),
+            &[],
+        )
+        .db()?;
+    for row in &rows {
+        let (text, index): (String, String) = (row.get(0), row.get(1));
+        let path = attribute_path(&text)?;
+        for (name, columns) in index_builds(&index, &path) {
+            tx.batch_execute(&format!(
+                "DROP INDEX IF EXISTS {name}; CREATE INDEX {name} ON {} {columns}",
+                tables.executions
+            ))
+            .db()?;
+        }
+    }
+    if !rows.is_empty() {
+        tx.batch_execute(&format!("ANALYZE {}", tables.executions)).db()?;
+    }
+    Ok(())
 }
 
 /// Whether the index `name` (in the session's search path) exists and is `INVALID`: left by
