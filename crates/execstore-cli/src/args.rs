@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use execstore::executions::{ListOrder, Status};
 
-pub use crate::workspace_args::{DeadLettersArgs, DueRunsArgs, LogArgs, RulesArgs, RunsArgs, WorkspaceArg};
+pub use crate::workspace_args::{
+    DeadLettersArgs, DueRunsArgs, LeasesArgs, LogArgs, RulesArgs, RunsArgs, WorkspaceArg,
+};
 
 /// Where `execstore demo` writes when `--db` is not given.
 pub const DEMO_DB: &str = "execstore-demo.db";
@@ -49,7 +51,7 @@ pub enum Command {
     /// List a workspace's dead letters, oldest first.
     DeadLetters(DeadLettersArgs),
     /// List a workspace's leases (held and lapsed).
-    Leases(WorkspaceArg),
+    Leases(LeasesArgs),
     /// List a workspace's consumer cursors and their lag behind the head.
     Cursors(WorkspaceArg),
     /// List each rule's progress in a workspace.

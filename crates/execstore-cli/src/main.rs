@@ -303,7 +303,7 @@ fn run_workspace_command(
         Command::Runs(args) => wc::runs(storage, args, json, out)?,
         Command::DueRuns(args) => wc::due_runs(storage, args, json, out)?,
         Command::DeadLetters(args) => wc::dead_letters(storage, args, json, out)?,
-        Command::Leases(ws) => wc::leases(storage, ws, json, out)?,
+        Command::Leases(args) => wc::leases(storage, args, json, out)?,
         Command::Cursors(ws) => wc::cursors(storage, ws, json, out)?,
         Command::Progress(ws) => wc::progress(storage, ws, json, out)?,
         Command::Schedules(ws) => wc::schedules(storage, ws, json, out)?,

@@ -110,6 +110,26 @@ pub struct DeadLettersArgs {
     /// Only this rule's.
     #[arg(long, value_name = "RULE")]
     pub rule: Option<String>,
+    /// Only those recorded after this position (the `--after` a page with --limit printed).
+    #[arg(long, value_name = "POS", default_value_t = 0, value_parser = clap::value_parser!(i64).range(0..))]
+    pub after: i64,
+    /// At most N (default: every one, read a page at a time).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: Option<u32>,
+}
+
+/// `execstore leases`.
+#[derive(Debug, Args)]
+pub struct LeasesArgs {
+    #[command(flatten)]
+    pub ws: WorkspaceArg,
+    /// Only the leases whose key sorts after this one (the `--after` a page with --limit
+    /// printed).
+    #[arg(long, value_name = "KEY")]
+    pub after: Option<String>,
+    /// At most N (default: every one, read a page at a time).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: Option<u32>,
 }
 
 /// `execstore rules`.

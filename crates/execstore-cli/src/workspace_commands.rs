@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 
 use crate::error::Result;
 use crate::table::Table;
-use crate::workspace_args::{DeadLettersArgs, DueRunsArgs, LogArgs, RulesArgs, RunsArgs, WorkspaceArg};
+use crate::workspace_args::{
+    DeadLettersArgs, DueRunsArgs, LeasesArgs, LogArgs, RulesArgs, RunsArgs, WorkspaceArg,
+};
 
 /// Writes records whose JSON text is given, as one JSON array, each element verbatim.
 fn write_records<I: IntoIterator<Item = String>>(out: &mut dyn Write, records: I) -> Result<()> {
@@ -316,60 +318,136 @@ pub fn due_runs(
     Ok(())
 }
 
-/// `execstore dead-letters`: oldest first.
+/// How many rows one read of a paged listing takes.
+const PAGE_ROWS: usize = 1000;
+
+/// Reads a listing page by page (`read(after, n)` gives up to `n` rows after the position
+/// `after`, `position` gives a row's), up to `limit` rows (`None`: all), and the position to
+/// go on from when `limit` stopped it before the end.
+fn read_pages<T, P: Clone>(
+    mut after: P,
+    limit: Option<u32>,
+    mut read: impl FnMut(&P, usize) -> execstore::Result<Vec<T>>,
+    position: impl Fn(&T) -> P,
+) -> Result<(Vec<T>, Option<P>)> {
+    let want = limit.map_or(usize::MAX, |n| n as usize);
+    let mut rows = Vec::new();
+    loop {
+        // One more than wanted, so a limit that ends the listing exactly says no more.
+        let n = PAGE_ROWS.min(want.saturating_sub(rows.len()).saturating_add(1));
+        let page = read(&after, n)?;
+        let ended = page.len() < n;
+        if let Some(last) = page.last() {
+            after = position(last);
+        }
+        rows.extend(page);
+        if rows.len() > want {
+            rows.truncate(want);
+            let next = rows.last().map(&position);
+            return Ok((rows, next));
+        }
+        if ended {
+            return Ok((rows, None));
+        }
+    }
+}
+
+/// The line saying where a limited listing goes on (stderr with `--json`).
+fn go_on(next: Option<String>, json: bool, out: &mut dyn Write) -> Result<()> {
+    if let Some(next) = next {
+        let note = format!("more: go on with --after {next}");
+        if json {
+            eprintln!("{note}");
+        } else {
+            writeln!(out, "{note}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `execstore dead-letters`: oldest first, read a page at a time from `--after`.
 pub fn dead_letters(
     storage: &dyn WorkspaceStorage,
     args: &DeadLettersArgs,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let letters = storage.dead_letters(&args.ws.reference(), args.rule.as_deref())?;
+    let reference = args.ws.reference();
+    let rule = args.rule.as_deref();
+    let (letters, next) = read_pages(
+        args.after,
+        args.limit,
+        |after, n| storage.dead_letters_page(&reference, rule, *after, n),
+        |(position, _)| *position,
+    )?;
     if json {
-        return write_records(out, letters.iter().map(|l| l.to_json()));
+        write_records(out, letters.iter().map(|(_, l)| l.to_json()))?;
+    } else {
+        let mut table = Table::new(&[("RULE", 30), ("SEQ", 0), ("ERROR", 80)]).when_empty("no dead letters");
+        for (_, l) in &letters {
+            table.row(vec![
+                l.rule().to_owned(),
+                text(l.doc().get("seq")),
+                text(l.doc().get("error")),
+            ]);
+        }
+        table.write(out)?;
     }
-    let mut table = Table::new(&[("RULE", 30), ("SEQ", 0), ("ERROR", 80)]).when_empty("no dead letters");
-    for l in &letters {
-        table.row(vec![
-            l.rule().to_owned(),
-            text(l.doc().get("seq")),
-            text(l.doc().get("error")),
-        ]);
-    }
-    table.write(out)?;
-    Ok(())
+    go_on(next.map(|p| p.to_string()), json, out)
 }
 
-/// `execstore leases`: every lease row, by key; `expired` against the machine's clock.
+/// `execstore leases`: the lease rows by key, read a page at a time from `--after`;
+/// `expired` against the machine's clock.
 pub fn leases(
     storage: &dyn WorkspaceStorage,
-    ws: &WorkspaceArg,
+    args: &LeasesArgs,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let leases = storage.leases(&ws.reference())?;
+    let reference = args.ws.reference();
+    let (leases, next) = read_pages(
+        args.after.clone(),
+        args.limit,
+        |after, n| storage.leases_page(&reference, after.as_deref(), n),
+        |l| Some(l.key.clone()),
+    )?;
     if json {
-        return write_values(
+        write_values(
             out,
             leases
                 .iter()
                 .map(|l| json!({"key": l.key, "holder": l.holder, "expires_at": l.expires_at.to_json_text()}))
                 .collect(),
-        );
+        )?;
+    } else {
+        let now = crate::time::now();
+        let mut table =
+            Table::new(&[("KEY", 50), ("HOLDER", 40), ("EXPIRES AT", 0), ("", 0)]).when_empty("no leases");
+        for l in &leases {
+            let lapsed = l.expires_at.secs_f64() <= now;
+            table.row(vec![
+                l.key.clone(),
+                l.holder.clone(),
+                l.expires_at.to_json_text(),
+                if lapsed { "lapsed".into() } else { "held".into() },
+            ]);
+        }
+        table.write(out)?;
     }
-    let now = crate::time::now();
-    let mut table =
-        Table::new(&[("KEY", 50), ("HOLDER", 40), ("EXPIRES AT", 0), ("", 0)]).when_empty("no leases");
-    for l in &leases {
-        let lapsed = l.expires_at.secs_f64() <= now;
-        table.row(vec![
-            l.key.clone(),
-            l.holder.clone(),
-            l.expires_at.to_json_text(),
-            if lapsed { "lapsed".into() } else { "held".into() },
-        ]);
+    go_on(next.flatten().map(|k: String| shell_word(&k)), json, out)
+}
+
+/// `key` as one shell word: as it is when it is plain, else in single quotes.
+fn shell_word(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+=,".contains(c))
+    {
+        key.to_owned()
+    } else {
+        format!("'{}'", key.replace('\'', r"'\''"))
     }
-    table.write(out)?;
-    Ok(())
 }
 
 /// `execstore cursors`: each consumer's seq and its lag behind the head.

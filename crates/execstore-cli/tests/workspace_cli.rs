@@ -381,3 +381,136 @@ fn read_commands_open_postgres_too() {
     let err = fails(&["--db", &url, "--prefix", &prefix, "list"], 1);
     assert!(err.contains("not found") || err.contains("no"), "{err}");
 }
+
+/// `leases` and `dead-letters` read page by page (the contracts' pages, a thousand rows a
+/// read): every row once by default, `--limit` stops and says where to go on, `--after`
+/// goes on from there, and a bad `--after` or `--limit` is refused.
+#[test]
+fn leases_and_dead_letters_page_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("paged.db");
+    let s = SqliteWorkspaceStorage::open(&db, SqliteWorkspaceOptions::new()).unwrap();
+    let w = WorkspaceRef::new("acme", "prod");
+    // 2,500 leases (more than one read's thousand), keys needing quotes among them.
+    for i in 0..2500 {
+        let key = if i == 1 {
+            "it's #1".to_owned()
+        } else {
+            format!("k{i:05}")
+        };
+        assert!(s.acquire_lease(&w, &key, "h", Duration::from_secs(600)).unwrap());
+    }
+    let mut tx = s.begin(&w).unwrap();
+    let letters: Vec<EvaluationError> = (0..1500)
+        .map(|i| EvaluationError::new(if i % 2 == 0 { "a" } else { "b" }, i, format!("boom {i}")))
+        .collect();
+    tx.dead_letter(&letters).unwrap();
+    tx.commit().unwrap();
+    drop(s);
+    let d = db.to_str().unwrap();
+    let run = |cmd: &[&str]| -> Output {
+        let mut args = vec!["--db", d, "--json"];
+        args.extend_from_slice(cmd);
+        args.extend_from_slice(&["--tenant", "acme", "--workspace", "prod"]);
+        execstore(&args)
+    };
+    let keys = |out: &Output| -> Vec<String> {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        v.iter().map(|l| l["key"].as_str().unwrap().to_owned()).collect()
+    };
+    let all = keys(&run(&["leases"]));
+    let mut want: Vec<String> = (0..2500)
+        .map(|i| {
+            if i == 1 {
+                "it's #1".to_owned()
+            } else {
+                format!("k{i:05}")
+            }
+        })
+        .collect();
+    want.sort();
+    assert_eq!(all, want, "every lease once, by key");
+    // Pages of 700 by --limit and --after reassemble the listing; each but the last says
+    // where to go on (on stderr with --json), as a shell word.
+    let mut paged = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut cmd = vec!["leases", "--limit", "700"];
+        let unquoted;
+        if let Some(a) = &after {
+            unquoted = a.trim_matches('\'').replace(r"'\''", "'");
+            cmd.extend_from_slice(&["--after", &unquoted]);
+        }
+        let out = run(&cmd);
+        let page = keys(&out);
+        assert!(page.len() <= 700);
+        paged.extend(page);
+        let note = String::from_utf8(out.stderr).unwrap();
+        match note.trim().strip_prefix("more: go on with --after ") {
+            Some(next) => after = Some(next.to_owned()),
+            None => {
+                assert!(note.trim().is_empty(), "{note}");
+                break;
+            }
+        }
+    }
+    assert_eq!(paged, want);
+    assert_eq!(want[0], "it's #1");
+    let first = run(&["leases", "--limit", "1"]);
+    assert_eq!(
+        String::from_utf8(first.stderr).unwrap().trim(),
+        r"more: go on with --after 'it'\''s #1'"
+    );
+    // A limit that ends the listing exactly says nothing more.
+    let exact = run(&["leases", "--limit", "2500"]);
+    assert_eq!(keys(&exact).len(), 2500);
+    assert!(
+        exact.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&exact.stderr)
+    );
+
+    // Dead letters: positions are the backend's; rule `b`'s 750, oldest first, in pages.
+    let seqs = |out: &Output| -> Vec<i64> {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        v.iter().map(|l| l["seq"].as_i64().unwrap()).collect()
+    };
+    let every = seqs(&run(&["dead-letters"]));
+    assert_eq!(every, (0..1500).collect::<Vec<i64>>());
+    let b_first = run(&["dead-letters", "--rule", "b", "--limit", "500"]);
+    let mut b = seqs(&b_first);
+    let note = String::from_utf8(b_first.stderr).unwrap();
+    let next = note
+        .trim()
+        .strip_prefix("more: go on with --after ")
+        .expect(&note)
+        .to_owned();
+    b.extend(seqs(&run(&["dead-letters", "--rule", "b", "--after", &next])));
+    assert_eq!(b, (0..1500).filter(|i| i % 2 == 1).collect::<Vec<i64>>());
+    // The table says it too, after the rows.
+    let table = ok(&[
+        "--db",
+        d,
+        "dead-letters",
+        "--limit",
+        "2",
+        "--tenant",
+        "acme",
+        "--workspace",
+        "prod",
+    ]);
+    assert!(
+        table.trim_end().ends_with("more: go on with --after 2"),
+        "{table}"
+    );
+
+    for bad in [
+        &["leases", "--limit", "0"][..],
+        &["dead-letters", "--after", "-1"],
+        &["dead-letters", "--limit", "x"],
+    ] {
+        assert_eq!(run(bad).status.code(), Some(2), "{bad:?}");
+    }
+}
