@@ -113,30 +113,16 @@ impl PgWorkspaceStorage {
     /// statement [`WorkspaceStorage::read`] runs for `query`, with the same parameters: to see
     /// which index a read uses.
     pub fn explain_read(&self, workspace: &WorkspaceRef, query: &LogQuery, options: &str) -> Result<String> {
-        if !options
-            .bytes()
-            .all(|b| b.is_ascii_alphabetic() || b == b',' || b == b' ')
-        {
-            return Err(execstore::StoreError::invalid(
-                "options",
-                "EXPLAIN options are words and commas",
-            ));
-        }
+        let explain = explain(options)?;
         workspace.check()?;
         let Some(query) = query.checked()? else {
             return Ok(String::new());
         };
         let window = Window::of(&query);
-        let explain = if options.trim().is_empty() {
-            format!("EXPLAIN {}", window.sql)
-        } else {
-            format!("EXPLAIN ({options}) {}", window.sql)
-        };
+        let explain = format!("{explain}{}", window.sql);
         let mut all: Vec<&(dyn ToSql + Sync)> = vec![&workspace.tenant_id, &workspace.workspace_id];
         all.extend(window.params());
-        let rows = self.0.driver().conn_for(workspace)?.query(&explain, &all)?;
-        let lines: Vec<String> = rows.iter().map(|r| col(r, 0)).collect::<Result<_>>()?;
-        Ok(lines.join("\n"))
+        plan_text(&self.0.driver().conn_for(workspace)?.query(&explain, &all)?)
     }
 }
 
@@ -163,26 +149,12 @@ impl PgWorkspaceStorage {
         n: usize,
         options: &str,
     ) -> Result<String> {
-        if !options
-            .bytes()
-            .all(|b| b.is_ascii_alphabetic() || b == b',' || b == b' ')
-        {
-            return Err(execstore::StoreError::invalid(
-                "options",
-                "EXPLAIN options are words and commas",
-            ));
-        }
+        let explain = explain(options)?;
         workspace.check()?;
         execstore::workspace::check_leases_page(after_key, n)?;
         let driver = self.0.driver();
-        let explain = if options.trim().is_empty() {
-            format!("EXPLAIN {}", driver.leases_page_sql())
-        } else {
-            format!("EXPLAIN ({options}) {}", driver.leases_page_sql())
-        };
-        let rows = driver.query(workspace, &explain, &[&after_key.unwrap_or(""), &limit(n)])?;
-        let lines: Vec<String> = rows.iter().map(|r| col(r, 0)).collect::<Result<_>>()?;
-        Ok(lines.join("\n"))
+        let explain = format!("{explain}{}", driver.leases_page_sql());
+        plan_text(&driver.query(workspace, &explain, &[&after_key.unwrap_or(""), &limit(n)])?)
     }
 }
 
@@ -197,29 +169,40 @@ impl PgWorkspaceStorage {
         policy: &RunPolicy,
         options: &str,
     ) -> Result<String> {
-        if !options
-            .bytes()
-            .all(|b| b.is_ascii_alphabetic() || b == b',' || b == b' ')
-        {
-            return Err(execstore::StoreError::invalid(
-                "options",
-                "EXPLAIN options are words and commas",
-            ));
-        }
-        let explain = if options.trim().is_empty() {
-            format!("EXPLAIN {}", sql::due_runs())
-        } else {
-            format!("EXPLAIN ({options}) {}", sql::due_runs())
-        };
+        let explain = explain(options)?;
+        let explain = format!("{explain}{}", sql::due_runs());
         let (disabled, ordered, plain, blocking) = due_policy(policy);
         let now = bind_time(now);
-        let rows = self.0.driver().conn(None)?.query(
+        plan_text(&self.0.driver().conn(None)?.query(
             &explain,
             &[&now, &limit(n), &disabled, &ordered, &plain, &blocking],
-        )?;
-        let lines: Vec<String> = rows.iter().map(|r| col(r, 0)).collect::<Result<_>>()?;
-        Ok(lines.join("\n"))
+        )?)
     }
+}
+
+/// `EXPLAIN` with `options` (`ANALYZE, BUFFERS`; empty: none), which must be words and
+/// commas, to put before a statement.
+fn explain(options: &str) -> Result<String> {
+    if !options
+        .bytes()
+        .all(|b| b.is_ascii_alphabetic() || b == b',' || b == b' ')
+    {
+        return Err(execstore::StoreError::invalid(
+            "options",
+            "EXPLAIN options are words and commas",
+        ));
+    }
+    Ok(if options.trim().is_empty() {
+        "EXPLAIN ".to_owned()
+    } else {
+        format!("EXPLAIN ({options}) ")
+    })
+}
+
+/// An `EXPLAIN`'s rows, a line each.
+fn plan_text(rows: &[postgres::Row]) -> Result<String> {
+    let lines: Vec<String> = rows.iter().map(|r| col(r, 0)).collect::<Result<_>>()?;
+    Ok(lines.join("\n"))
 }
 
 /// `due_runs`' rule lists: the disabled, the ordered, the ordered that do not block, those
