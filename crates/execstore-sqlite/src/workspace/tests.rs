@@ -264,3 +264,38 @@ fn search_narrows_in_sql() {
             .unwrap();
     assert_eq!(got.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![191, 192, 193]);
 }
+
+/// `all_stored_rules` is answered by the driver's one read (its hook gives `Some`), not by a
+/// call per workspace, and equals what those calls give.
+#[test]
+fn all_stored_rules_is_one_read() {
+    use execstore::workspace::{StoredRule, StoredRuleStatus, WorkspaceDriver as _};
+    let dir = tempfile::tempdir().unwrap();
+    let s = storage(&dir);
+    for (i, ws) in [WorkspaceRef::new("t", "b"), WorkspaceRef::new("t", "a")]
+        .iter()
+        .enumerate()
+    {
+        let mut tx = s.begin(ws).unwrap();
+        tx.append(&[entry(format!("e{i}"), "a")]).unwrap();
+        for name in ["r:x", "r:y"] {
+            let rule = json!({"name": name, "n": i});
+            tx.save_stored_rule(&StoredRule {
+                rule: rule.as_object().unwrap().clone(),
+                version: 1,
+                status: StoredRuleStatus::Active,
+                provenance: serde_json::Map::new(),
+            })
+            .unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    let hooked =
+        s.0.driver()
+            .all_stored_rules()
+            .unwrap()
+            .expect("the driver's one read");
+    assert_eq!(hooked.len(), 4);
+    assert_eq!(hooked, execstore::workspace::rules_by_calls(&s).unwrap());
+    assert_eq!(s.all_stored_rules().unwrap(), hooked);
+}
