@@ -143,29 +143,26 @@ impl Stmts {
 }
 
 impl PgStore {
-    /// `page` saying which context paths of `query`'s `where` were scanned (not declared as
-    /// search attributes), in either order.
-    pub(crate) fn note_scan(&self, query: &ListQuery, page: ExecutionPage) -> Result<ExecutionPage> {
+    /// The context paths of `query`'s `where` that are not declared as search attributes, so
+    /// are scanned (read once a listing: the declared attributes are a query).
+    pub(crate) fn scanned_paths(&self, query: &ListQuery) -> Result<Vec<String>> {
         match &query.filter {
-            Some(f) if f.paths().iter().any(|p| p.root == "context") => Ok(page.scanned(
+            Some(f) if f.paths().iter().any(|p| p.root == "context") => Ok(
                 execstore::executions::search::scanned_paths(f, &self.list_attributes()?),
-            )),
-            _ => Ok(page),
+            ),
+            _ => Ok(Vec::new()),
         }
     }
 
     /// The ids of the executions `query`'s `where` filter matches when they are at most
-    /// [`FEW_MATCHES`], found through indexes; `None` when more match, without a filter, or
-    /// when one of its context paths is not a declared attribute (the probe would read every
-    /// document to say so).
-    pub(crate) fn few_matches(&self, query: &ListQuery) -> Result<Option<Vec<String>>> {
+    /// [`FEW_MATCHES`], found through indexes; `None` when more match, without a filter on
+    /// the context, or when one of its context paths is scanned (`scanned`: see
+    /// [`PgStore::scanned_paths`]; the probe would read every document to say so).
+    pub(crate) fn few_matches(&self, query: &ListQuery, scanned: &[String]) -> Result<Option<Vec<String>>> {
         let Some(filter) = &query.filter else {
             return Ok(None);
         };
-        let on_context = filter.paths().iter().any(|p| p.root == "context");
-        if !on_context
-            || !execstore::executions::search::scanned_paths(filter, &self.list_attributes()?).is_empty()
-        {
+        if !filter.paths().iter().any(|p| p.root == "context") || !scanned.is_empty() {
             return Ok(None);
         }
         let mut args = Vec::new();
@@ -186,8 +183,9 @@ impl PgStore {
             .map(Some)
     }
 
-    /// A page in a time order ([`ListOrder::UpdatedDesc`], [`ListOrder::CreatedDesc`]).
-    pub(crate) fn list_page_by_time(&self, query: &ListQuery) -> Result<ExecutionPage> {
+    /// A page in a time order ([`ListOrder::UpdatedDesc`], [`ListOrder::CreatedDesc`]);
+    /// `scanned`: see [`PgStore::scanned_paths`].
+    pub(crate) fn list_page_by_time(&self, query: &ListQuery, scanned: &[String]) -> Result<ExecutionPage> {
         let after = query.validated_time_after()?;
         let mut statuses: Vec<&'static str> = Vec::new();
         if let Some(set) = &query.status {
@@ -199,7 +197,7 @@ impl PgStore {
             statuses.dedup();
         }
         let fetch = limit_param(query.limit.saturating_add(1));
-        let few = self.few_matches(query)?;
+        let few = self.few_matches(query, scanned)?;
         let ordered = self
             .sql
             .list_by_time(query, after.as_ref(), &statuses, fetch, few.as_deref());
@@ -385,17 +383,15 @@ mod tests {
                     .filter(execstore::executions::parse_where(text, 0.0).unwrap())
             };
             let (rare, every) = (w("context.customer = rare"), w("context.kind = every"));
-            let mut matched = store.few_matches(&rare).unwrap().expect("10 match");
+            let few = |q: &ListQuery| store.few_matches(q, &store.scanned_paths(q).unwrap()).unwrap();
+            let mut matched = few(&rare).expect("10 match");
             matched.sort();
             let want: Vec<String> = (0..10).map(|n| format!("e{n:05}")).collect();
             assert_eq!(matched, want);
-            assert!(store.few_matches(&every).unwrap().is_none(), "6,000 match");
-            assert!(
-                store.few_matches(&ListQuery::new()).unwrap().is_none(),
-                "no filter"
-            );
+            assert!(few(&every).is_none(), "6,000 match");
+            assert!(few(&ListQuery::new()).is_none(), "no filter");
             // An undeclared path is not probed: the probe would read every document.
-            assert!(store.few_matches(&w("context.other = x")).unwrap().is_none());
+            assert!(few(&w("context.other = x")).is_none());
             let walk = format!("Scan Backward using {prefix}_execstore_k_updated");
             let plan = explain(
                 &mut client,

@@ -85,9 +85,9 @@ impl ExecutionStore for PgStore {
     }
 
     fn list_executions(&self, query: &ListQuery) -> Result<ExecutionPage> {
+        let scanned = self.scanned_paths(query)?;
         if query.order != ListOrder::Id {
-            let page = self.list_page_by_time(query)?;
-            return self.note_scan(query, page);
+            return Ok(self.list_page_by_time(query, &scanned)?.scanned(scanned));
         }
         let after = query.validated_after()?;
         let mut statuses: Vec<&'static str> = Vec::new();
@@ -125,8 +125,7 @@ impl ExecutionStore for PgStore {
         } else {
             self.query(&sql, &args)?
         };
-        let page = ExecutionPage::from_overfetch(super::order::summaries(&rows)?, query.limit);
-        self.note_scan(query, page)
+        Ok(ExecutionPage::from_overfetch(super::order::summaries(&rows)?, query.limit).scanned(scanned))
     }
 
     fn attributes(&self) -> Result<Vec<SearchAttribute>> {
