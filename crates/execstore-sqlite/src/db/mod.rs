@@ -263,6 +263,16 @@ pub(crate) fn has_table(conn: &Connection, name: &str) -> Result<bool> {
     .db()
 }
 
+/// Whether the database of `conn` has the index `name`.
+pub(crate) fn has_index(conn: &Connection, name: &str) -> Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1)",
+        [name],
+        |row| row.get(0),
+    )
+    .db()
+}
+
 /// The sets of execution tables the database of `conn` holds (see
 /// `execstore::kit::names::execution_prefixes`).
 pub(crate) fn execution_prefixes_of(conn: &Connection) -> Result<Vec<Option<String>>> {

@@ -208,6 +208,11 @@ impl SqliteStore {
             store.sql.has_counts.store(has_counts, Ordering::Relaxed);
             let has_graph = db::has_table(&conn, &store.sql.graph.table)?;
             store.sql.has_graph.store(has_graph, Ordering::Relaxed);
+            let has_state_index = db::has_index(&conn, &store.sql.state_index)?;
+            store
+                .sql
+                .has_state_index
+                .store(has_state_index, Ordering::Relaxed);
             drop(conn);
             return Ok(store);
         }
@@ -225,6 +230,11 @@ impl SqliteStore {
             store.sql.has_counts.store(has_counts, Ordering::Relaxed);
             let has_graph = db::has_table(&conn, &store.sql.graph.table)?;
             store.sql.has_graph.store(has_graph, Ordering::Relaxed);
+            let has_state_index = db::has_index(&conn, &store.sql.state_index)?;
+            store
+                .sql
+                .has_state_index
+                .store(has_state_index, Ordering::Relaxed);
         }
         #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
         if let Some(path) = db

@@ -30,7 +30,9 @@ fn time_column(order: ListOrder) -> &'static str {
 impl Stmts {
     /// The listing of `query` in its time order (its time descending), resuming after
     /// `after` (the decoded cursor), fetching `fetch` rows; `sizes` are the kept counts the
-    /// choice of index reads when the query has several indexed filters (`plan.rs`).
+    /// choice of index reads when the query has several indexed filters, `window` the field
+    /// whose range drives instead, its rows sorted (a time field's window, or `active_path`
+    /// for a pinned state; `plan.rs`).
     ///
     /// Each status of the filter (or every status, without one) is walked on its own, two
     /// arms each (the times, then the NULL tail), each arm a range of one index read at most
@@ -54,7 +56,12 @@ impl Stmts {
             _ => &query.updated,
         };
         let windowed = own_window.after.is_some() || own_window.before.is_some();
-        let table = &self.executions;
+        // A pinned state drives by its index (`plan.rs`): named, as SQLite's statistics (when
+        // `ANALYZE` made some) may rate a state's equality as no narrower than the table.
+        let table = match window {
+            Some("active_path") => format!("{} INDEXED BY {}", self.executions, self.state_index),
+            _ => self.executions.clone(),
+        };
         let mut args = Vec::new();
         let mut arms = Vec::new();
         let in_null_tail = after.is_some_and(|key| key.time.is_none());
@@ -115,7 +122,7 @@ impl Stmts {
         }
         if arms.is_empty() {
             // A window with a cursor in the NULL tail: nothing is left.
-            arms.push(format!("SELECT id FROM {table} WHERE 0"));
+            arms.push(format!("SELECT id FROM {} WHERE 0", self.executions));
         }
         args.push(Value::Integer(fetch));
         Filtered {
@@ -398,5 +405,50 @@ mod tests {
     #[test]
     fn created_order_walks_the_index() {
         walks_the_index(ListOrder::CreatedDesc, "execstore_executions_by_created");
+    }
+
+    /// A `where` pinning a state few executions are at (`state = X`, alone or and-ed) is
+    /// answered from the active path's index, its few rows sorted, even where `ANALYZE`'s
+    /// statistics say a state holds many (the walk of the order's index would read every
+    /// execution more recent than the state's); a state holding more than
+    /// `WINDOW_SORT_CAP` executions, or one not pinned (inside an `or`), walks the order's
+    /// index.
+    #[test]
+    fn a_rare_state_drives_the_listing() {
+        let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
+        for i in 0..3000 {
+            let mut exe = Execution::new(format!("e{i:05}"), "d");
+            // The rare state's 40 are the least recently updated.
+            exe.active_path = Some(if i < 40 { "rare" } else { "busy" }.into());
+            exe.updated_at = Some(2e9 + i as f64);
+            exe.created_at = Some(2e9 + i as f64);
+            store.save(&mut exe).unwrap();
+        }
+        store.read().unwrap().execute_batch("ANALYZE").unwrap();
+        let w = |text: &str| {
+            ListQuery::new()
+                .order(ListOrder::UpdatedDesc)
+                .limit(50)
+                .filter(execstore::executions::parse_where(text, 0.0).unwrap())
+        };
+        let walk = "execstore_executions_by_updated";
+        let state = "execstore_executions_by_active_path";
+        for text in ["state = rare", "state = rare and definition = d"] {
+            let p = plan(&store, &w(text));
+            assert!(p.iter().any(|s| s.contains(state)), "{text}: {p:?}");
+            assert!(!p.iter().any(|s| s.contains(walk)), "{text}: {p:?}");
+            let page = store.list_executions(&w(text)).unwrap();
+            let ids: Vec<String> = page.items.iter().map(|s| s.id.clone()).collect();
+            assert_eq!(ids, reference(&store, &w(text), 50), "{text}");
+            assert_eq!(ids.len(), 40, "{text}");
+            assert_eq!(ids[0], "e00039", "{text}: most recently updated first");
+        }
+        for text in ["state = busy", "state = rare or state = none"] {
+            let p = plan(&store, &w(text));
+            assert!(p.iter().any(|s| s.contains(walk)), "{text}: {p:?}");
+            let page = store.list_executions(&w(text)).unwrap();
+            let ids: Vec<String> = page.items.iter().map(|s| s.id.clone()).collect();
+            assert_eq!(ids, reference(&store, &w(text), 50), "{text}");
+        }
     }
 }

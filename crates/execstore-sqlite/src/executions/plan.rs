@@ -16,12 +16,19 @@
 //! [`WINDOW_SORT_CAP`] entries read: a window that small drives instead ([`Driver::Window`]:
 //! its range read and its ids sorted, at most that many); a larger one is checked on the walk.
 //!
+//! So is a `where` that pins the active path (`state = X`, alone or and-ed): the walk of
+//! the order's index would read every execution more recent than the state's (SQLite's
+//! statistics, when `ANALYZE` made some, say a state holds many: most executions sit in a
+//! few states), so the state's executions are counted first on migration 2's
+//! `(active_path, id)` index, and drive when they are few.
+//!
 //! SQLite without statistics cannot know this, and might walk the wrong index (or one
 //! index by equality and sort): every filter that is not the driver is written with a
 //! unary `+` (`+definition_id = ?`), which keeps its index out of the choice and leaves
 //! the result the same.
 
 use execstore::executions::{ListOrder, ListQuery, TimeRange};
+use execstore::kit::filter::{Cmp, Expr, Filter, Op, Term, Value as FilterValue};
 use rusqlite::types::Value;
 
 use super::filters::{Conditions, Filtered, WhereClause};
@@ -48,6 +55,24 @@ pub(crate) enum Driver {
 /// when the window holds recent executions (the monitor's "last hour") but reads every
 /// execution more recent than an old one.
 pub(crate) const WINDOW_SORT_CAP: i64 = 2_000;
+
+/// The active path `filter` pins: a `state = "X"` term that every match meets (the
+/// filter itself, or one of its top-level `and` terms).
+pub(crate) fn pinned_state(filter: &Filter) -> Option<&str> {
+    fn pinned(e: &Expr) -> Option<&str> {
+        match e {
+            Expr::Term(Term {
+                path,
+                op: Op::Cmp(Cmp::Eq, FilterValue::Str(state)),
+            }) if path.root == "state" && path.keys.is_empty() => Some(state.as_str()),
+            _ => None,
+        }
+    }
+    match &filter.expr {
+        Expr::And(parts) => parts.iter().find_map(pinned),
+        e => pinned(e),
+    }
+}
 
 /// The time field of a time order's key.
 pub(crate) fn order_field(order: ListOrder) -> &'static str {
@@ -145,6 +170,15 @@ impl Stmts {
             "SELECT status, SUM(n), SUM(CASE WHEN definition_id = ?1 THEN n ELSE 0 END), \
              SUM(CASE WHEN root = 1 THEN n ELSE 0 END) FROM {} GROUP BY status",
             self.counts_table
+        )
+    }
+
+    /// How many executions are at the active path `?1`, counted on its index (migration 2)
+    /// up to `?2`.
+    pub(crate) fn state_count(&self) -> String {
+        format!(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM {} WHERE json_extract(data,'$.active_path') = ?1 LIMIT ?2)",
+            self.executions
         )
     }
 

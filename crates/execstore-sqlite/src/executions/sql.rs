@@ -59,6 +59,11 @@ pub(crate) struct Stmts {
     pub(crate) graph: super::graph::GraphSql,
     /// Whether their tables are there (as `has_counts`): else the graph is scanned.
     pub(crate) has_graph: std::sync::atomic::AtomicBool,
+    /// Migration 2's index of the active path (`plan.rs`: a pinned state drives with it).
+    pub(crate) state_index: String,
+    /// Whether it is there (a file no writer of this version opened may lack it: a pinned
+    /// state is then not counted, which would read every row).
+    pub(crate) has_state_index: std::sync::atomic::AtomicBool,
     /// Set once a listing or the counts met a document that is not JSON (see
     /// [`Stmts::skipping_unreadable`]): from then on they skip such rows.
     pub(crate) skip_unreadable: std::sync::atomic::AtomicBool,
@@ -150,6 +155,8 @@ impl Stmts {
             has_counts: std::sync::atomic::AtomicBool::new(false),
             graph: super::graph::GraphSql::new(t),
             has_graph: std::sync::atomic::AtomicBool::new(false),
+            state_index: t.sql("{pfx}execstore_executions_by_active_path"),
+            has_state_index: std::sync::atomic::AtomicBool::new(false),
             skip_unreadable: std::sync::atomic::AtomicBool::new(false),
             unreadable: t.sql(
                 "SELECT id, json_error_position(data) FROM {executions} WHERE NOT json_valid(data) ORDER BY id LIMIT ?1",

@@ -487,8 +487,10 @@ impl SqliteStore {
         Ok(ExecutionPage::from_overfetch_in(query.order, items, query.limit))
     }
 
-    /// The window on another time field than `query`'s order that drives its walk: the
-    /// smallest of them if it holds at most [`plan::WINDOW_SORT_CAP`] executions (`plan.rs`).
+    /// The range that drives `query`'s walk instead of its order's index (`plan.rs`): the
+    /// smallest of the windows on another time field than the order's, and of the active
+    /// path its `where` pins (`state = X`), if it holds at most [`plan::WINDOW_SORT_CAP`]
+    /// executions; `None`: the order's index.
     pub(crate) fn driving_window(
         &self,
         conn: &rusqlite::Connection,
@@ -508,6 +510,20 @@ impl SqliteStore {
                 .db()?;
             if n <= plan::WINDOW_SORT_CAP && best.is_none_or(|(_, m)| n < m) {
                 best = Some((field, n));
+            }
+        }
+        let pinned = query.filter.as_ref().and_then(plan::pinned_state);
+        if let Some(state) = pinned.filter(|_| self.sql.has_state_index.load(Ordering::Relaxed)) {
+            let counted = self.sql.state_count();
+            let n: i64 = conn
+                .prepare_cached(&counted)
+                .db()?
+                .query_row(rusqlite::params![state, plan::WINDOW_SORT_CAP + 1], |row| {
+                    row.get(0)
+                })
+                .db()?;
+            if n <= plan::WINDOW_SORT_CAP && best.is_none_or(|(_, m)| n < m) {
+                best = Some(("active_path", n));
             }
         }
         Ok(best.map(|(field, _)| field))
