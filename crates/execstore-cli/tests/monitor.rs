@@ -359,6 +359,16 @@ fn store_wide_views_page_oldest_first() {
         }
         assert!(got["parent_updated_at"].is_f64(), "{got}");
     }
+    // Each parent's time is its own (read for the page's parents at once).
+    let mut parents: Vec<&str> = items.iter().map(|i| i["parent_id"].as_str().unwrap()).collect();
+    parents.sort_unstable();
+    parents.dedup();
+    assert!(parents.len() > 1, "{parents:?}");
+    for item in items.iter().take(30) {
+        let parent = item["parent_id"].as_str().unwrap();
+        let detail = m.ok(&format!("api/executions/{parent}"));
+        assert_eq!(item["parent_updated_at"], detail["execution"]["updated_at"], "{item}");
+    }
 }
 
 #[test]
