@@ -367,7 +367,10 @@ fn store_wide_views_page_oldest_first() {
     for item in items.iter().take(30) {
         let parent = item["parent_id"].as_str().unwrap();
         let detail = m.ok(&format!("api/executions/{parent}"));
-        assert_eq!(item["parent_updated_at"], detail["execution"]["updated_at"], "{item}");
+        assert_eq!(
+            item["parent_updated_at"], detail["execution"]["updated_at"],
+            "{item}"
+        );
     }
 }
 

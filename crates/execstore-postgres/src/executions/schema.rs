@@ -245,11 +245,10 @@ END; $$ LANGUAGE plpgsql$fn$; \
         // as `replace(data, '\u0000', '\ufffd')`, which PostgreSQL's JSON refuses when it
         // holds a lone surrogate's escape (Python's `json.dumps` writes them): a write of
         // such a document through harel's statements failed, and so did a listing page
-        // holding one. The
-        // trigger's function is rewritten with `parseable`'s spelling (its text is execstore's
-        // own: the one expression is swapped, and the migration fails if it is not found),
-        // and `rebuild_attribute_indexes` rebuilds each declared attribute's two indexes
-        // (in this transaction: writers wait for the rebuild).
+        // holding one. The trigger's function is rewritten with `parseable`'s spelling (its
+        // text is execstore's own: the one expression is swapped, and the migration fails if
+        // it is not found), and `rebuild_attribute_indexes` rebuilds each declared
+        // attribute's two indexes (in this transaction: writers wait for the rebuild).
         description: "lone surrogates' escapes read as U+FFFD by the keys trigger and the attributes' indexes",
         statements: &[KEYS_SYNC_RESPELLED],
     },
@@ -633,6 +632,32 @@ mod tests {
             assert!(name.len() <= 63, "{name}");
         }
         assert!(t.migrations.len() <= 63);
+    }
+
+    /// A released migration's statements never change (a store migrated by an earlier build
+    /// refuses to open with a build whose checksum differs): add a migration instead.
+    #[test]
+    fn released_migrations_keep_their_checksums() {
+        let released = [
+            "fnv1a64:a73eda90161ca3b7",
+            "fnv1a64:7c2046bf15d70c72",
+            "fnv1a64:412fc1e32ce172ab",
+            "fnv1a64:7c8b03a81f56d1f9",
+            "fnv1a64:4e75c3399ca559be",
+            "fnv1a64:2aa93722159bf5f9",
+            "fnv1a64:b48f4aabfb71ff00",
+            "fnv1a64:e45be1ae6b1ae720",
+            "fnv1a64:377e0acb47a4f999",
+            "fnv1a64:0293e8c7693174cb",
+        ];
+        for (m, sum) in MIGRATIONS.iter().zip(released) {
+            assert_eq!(m.checksum(), sum, "migration {}", m.version);
+        }
+        assert_eq!(
+            MIGRATIONS.len(),
+            released.len(),
+            "a new migration: add its checksum here"
+        );
     }
 
     #[test]

@@ -249,6 +249,29 @@ pub(crate) fn migrate(conn: &mut Connection, tables: &Tables) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// A released migration's statements never change (a file migrated by an earlier build
+    /// refuses to open with a build whose checksum differs): add a migration instead.
+    #[test]
+    fn released_migrations_keep_their_checksums() {
+        let released = [
+            "fnv1a64:7489680900a288f3",
+            "fnv1a64:8c31926da90f4bc5",
+            "fnv1a64:be05ad154ecc5a2a",
+            "fnv1a64:48149dd0e202f135",
+            "fnv1a64:c8d84ee92685d902",
+            "fnv1a64:39066ed74a420137",
+            "fnv1a64:aec96e877b520cea",
+        ];
+        for (m, sum) in MIGRATIONS.iter().zip(released) {
+            assert_eq!(m.checksum(), sum, "migration {}", m.version);
+        }
+        assert_eq!(
+            MIGRATIONS.len(),
+            released.len(),
+            "a new migration: add its checksum here"
+        );
+    }
+
     #[test]
     fn checksum_is_stable_and_prefix_independent() {
         let c = MIGRATIONS[0].checksum();
