@@ -154,26 +154,40 @@ impl PgStore {
         }
     }
 
-    /// The ids of the executions `query`'s `where` filter matches when they are at most
-    /// [`FEW_MATCHES`], found through indexes; `None` when more match, without a filter on
-    /// the context, or when one of its context paths is scanned (`scanned`: see
-    /// [`PgStore::scanned_paths`]; the probe would read every document to say so).
+    /// The ids of the executions `query`'s `where` filter may match, when they are at most
+    /// [`FEW_MATCHES`], found through indexes: those at the state it pins (`state = X`, read
+    /// off the listing keys' active-path index, a superset the listing filters), else the
+    /// matches of a filter on declared attributes (`scanned`: see [`PgStore::scanned_paths`];
+    /// with one scanned, the probe would read every document to say so). `None` when more
+    /// match, or without such a filter.
     pub(crate) fn few_matches(&self, query: &ListQuery, scanned: &[String]) -> Result<Option<Vec<String>>> {
         let Some(filter) = &query.filter else {
             return Ok(None);
         };
-        if !filter.paths().iter().any(|p| p.root == "context") || !scanned.is_empty() {
-            return Ok(None);
-        }
-        let mut args = Vec::new();
-        let term = super::search::condition(filter, &mut args);
-        let sql = format!(
-            "SELECT (e.id COLLATE \"C\")::text FROM {} e WHERE {term} LIMIT {}",
-            self.sql.executions,
-            FEW_MATCHES + 1
-        );
-        let args: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a.as_sql()).collect();
-        let rows = self.query(&sql, &args)?;
+        let rows = if let Some(state) = execstore::executions::search::pinned_state(filter) {
+            let sql = format!(
+                "SELECT k.id::text FROM {} k WHERE k.active_path = $1::text LIMIT {}",
+                self.sql.keys,
+                FEW_MATCHES + 1
+            );
+            self.query(&sql, &[&state])?
+        } else {
+            if !filter.paths().iter().any(|p| p.root == "context") || !scanned.is_empty() {
+                return Ok(None);
+            }
+            let mut args = Vec::new();
+            let term = super::search::condition(filter, &mut args);
+            // The keys joined: the filter may read them too (`state`, `status`, times).
+            let sql = format!(
+                "SELECT (e.id COLLATE \"C\")::text FROM {} e JOIN {} k ON {} WHERE {term} LIMIT {}",
+                self.sql.executions,
+                self.sql.keys,
+                super::sql::KEYS_JOIN,
+                FEW_MATCHES + 1
+            );
+            let args: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a.as_sql()).collect();
+            self.query(&sql, &args)?
+        };
         if rows.len() > usize::try_from(FEW_MATCHES).unwrap_or(usize::MAX) {
             return Ok(None);
         }
@@ -420,6 +434,68 @@ mod tests {
                 ["e00004", "e00003", "e00002", "e00001", "e00000"]
             );
             assert_eq!(ids(&every), ["e05999", "e05998", "e05997", "e05996", "e05995"]);
+        });
+    }
+
+    /// A `where` pinning a state few executions are at is answered from their ids (read off
+    /// the keys' active-path index), not by a walk of the time index; a crowded state walks;
+    /// a filter on declared attributes that also reads the keys (`status`) is probed with
+    /// the keys joined.
+    #[test]
+    fn a_rare_state_is_sorted_not_walked() {
+        on_own_prefix("order", "lostate", |url, prefix, store| {
+            let mut client = fill(url, prefix, store, |exe, n| {
+                exe.updated_at = Some(2e9 + n as f64);
+                exe.active_path = Some(if n % 600 == 7 { "rare" } else { "busy" }.into());
+                exe.status = Status::Running;
+                exe.context
+                    .insert("customer".into(), format!("c-{}", n % 50).into());
+            });
+            store.declare_attribute("context.customer").unwrap();
+            analyze(&mut client, prefix);
+            let w = |text: &str| {
+                ListQuery::new()
+                    .order(ListOrder::UpdatedDesc)
+                    .limit(5)
+                    .filter(execstore::executions::parse_where(text, 0.0).unwrap())
+            };
+            let few = |q: &ListQuery| store.few_matches(q, &store.scanned_paths(q).unwrap()).unwrap();
+            let ids = |q: &ListQuery| -> Vec<String> {
+                store
+                    .list_executions(q)
+                    .unwrap()
+                    .items
+                    .into_iter()
+                    .map(|e| e.id)
+                    .collect()
+            };
+            let rare = w("state = rare");
+            let mut matched = few(&rare).expect("10 at the state");
+            matched.sort();
+            let want: Vec<String> = (0..10).map(|i| format!("e{:05}", i * 600 + 7)).collect();
+            assert_eq!(matched, want);
+            let walk = format!("Scan Backward using {prefix}_execstore_k_updated");
+            let plan = explain(
+                &mut client,
+                &store.sql.list_by_time(&rare, None, &[], 6, Some(&matched)),
+            );
+            assert!(!plan.contains(&walk), "no walk of the time index:\n{plan}");
+            assert_eq!(ids(&rare), ["e05407", "e04807", "e04207", "e03607", "e03007"]);
+            // And-ed with another term, the state's ids are a superset the listing filters.
+            let both = w("state = rare and context.customer = c-7");
+            assert!(few(&both).is_some());
+            assert_eq!(ids(&both), ["e05407", "e04807", "e04207", "e03607", "e03007"]);
+            let none = w("state = rare and context.customer = c-8");
+            assert!(ids(&none).is_empty());
+            assert!(few(&w("state = busy")).is_none(), "5,990 at the state");
+            assert_eq!(
+                ids(&w("state = busy")),
+                ["e05999", "e05998", "e05997", "e05996", "e05995"]
+            );
+            // Declared attributes and a key in one filter: probed with the keys joined.
+            let mixed = w("context.customer = c-7 and status = RUNNING");
+            assert_eq!(few(&mixed).map(|m| m.len()), Some(120));
+            assert_eq!(ids(&mixed), ["e05957", "e05907", "e05857", "e05807", "e05757"]);
         });
     }
 }

@@ -28,7 +28,6 @@
 //! the result the same.
 
 use execstore::executions::{ListOrder, ListQuery, TimeRange};
-use execstore::kit::filter::{Cmp, Expr, Filter, Op, Term, Value as FilterValue};
 use rusqlite::types::Value;
 
 use super::filters::{Conditions, Filtered, WhereClause};
@@ -55,24 +54,6 @@ pub(crate) enum Driver {
 /// when the window holds recent executions (the monitor's "last hour") but reads every
 /// execution more recent than an old one.
 pub(crate) const WINDOW_SORT_CAP: i64 = 2_000;
-
-/// The active path `filter` pins: a `state = "X"` term that every match meets (the
-/// filter itself, or one of its top-level `and` terms).
-pub(crate) fn pinned_state(filter: &Filter) -> Option<&str> {
-    fn pinned(e: &Expr) -> Option<&str> {
-        match e {
-            Expr::Term(Term {
-                path,
-                op: Op::Cmp(Cmp::Eq, FilterValue::Str(state)),
-            }) if path.root == "state" && path.keys.is_empty() => Some(state.as_str()),
-            _ => None,
-        }
-    }
-    match &filter.expr {
-        Expr::And(parts) => parts.iter().find_map(pinned),
-        e => pinned(e),
-    }
-}
 
 /// The time field of a time order's key.
 pub(crate) fn order_field(order: ListOrder) -> &'static str {

@@ -512,7 +512,10 @@ impl SqliteStore {
                 best = Some((field, n));
             }
         }
-        let pinned = query.filter.as_ref().and_then(plan::pinned_state);
+        let pinned = query
+            .filter
+            .as_ref()
+            .and_then(execstore::executions::search::pinned_state);
         if let Some(state) = pinned.filter(|_| self.sql.has_state_index.load(Ordering::Relaxed)) {
             let counted = self.sql.state_count();
             let n: i64 = conn

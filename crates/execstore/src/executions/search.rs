@@ -227,6 +227,25 @@ pub fn attribute_path(text: &str) -> Result<Path> {
     Ok(t.path.clone())
 }
 
+/// The active path `filter` pins: a `state = "X"` term that every match meets (the filter
+/// itself, or one of its top-level `and` terms). A backend may read the state's executions
+/// first when they are few, as an index of the active path gives them.
+pub fn pinned_state(filter: &Filter) -> Option<&str> {
+    fn pinned(e: &filter::Expr) -> Option<&str> {
+        match e {
+            filter::Expr::Term(Term {
+                path,
+                op: Op::Cmp(Cmp::Eq, Value::Str(state)),
+            }) if path.root == "state" && path.keys.is_empty() => Some(state.as_str()),
+            _ => None,
+        }
+    }
+    match &filter.expr {
+        filter::Expr::And(parts) => parts.iter().find_map(pinned),
+        e => pinned(e),
+    }
+}
+
 /// The paths of `filter` that are answered by a scan, given the store's `declared`
 /// attributes: every context path not declared (the other roots are indexed everywhere).
 pub fn scanned_paths(filter: &Filter, declared: &[SearchAttribute]) -> Vec<String> {
