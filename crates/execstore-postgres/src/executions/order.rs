@@ -155,8 +155,9 @@ impl PgStore {
     }
 
     /// The ids of the executions `query`'s `where` filter may match, when they are at most
-    /// [`FEW_MATCHES`], found through indexes: those at the state it pins (`state = X`, read
-    /// off the listing keys' active-path index, a superset the listing filters), else the
+    /// [`FEW_MATCHES`], found through indexes: those in the state it pins (`state = X`: at
+    /// `X` or below it, read off the listing keys' active-path index, a superset the
+    /// listing filters), else the
     /// matches of a filter on declared attributes (`scanned`: see [`PgStore::scanned_paths`];
     /// with one scanned, the probe would read every document to say so). `None` when more
     /// match, or without such a filter.
@@ -165,12 +166,14 @@ impl PgStore {
             return Ok(None);
         };
         let rows = if let Some(state) = execstore::executions::search::pinned_state(filter) {
+            // In the state: at it, or below it (`X.` up to `X/`, `/` following `.`).
             let sql = format!(
-                "SELECT k.id::text FROM {} k WHERE k.active_path = $1::text LIMIT {}",
+                "SELECT k.id::text FROM {} k WHERE k.active_path = $1::text \
+                 OR (k.active_path >= $2::text AND k.active_path < $3::text) LIMIT {}",
                 self.sql.keys,
                 FEW_MATCHES + 1
             );
-            self.query(&sql, &[&state])?
+            self.query(&sql, &[&state, &format!("{state}."), &format!("{state}/")])?
         } else {
             if !filter.paths().iter().any(|p| p.root == "context") || !scanned.is_empty() {
                 return Ok(None);
@@ -446,7 +449,15 @@ mod tests {
         on_own_prefix("order", "lostate", |url, prefix, store| {
             let mut client = fill(url, prefix, store, |exe, n| {
                 exe.updated_at = Some(2e9 + n as f64);
-                exe.active_path = Some(if n % 600 == 7 { "rare" } else { "busy" }.into());
+                // One of them below the state: in it too.
+                exe.active_path = Some(
+                    match (n % 600, n) {
+                        (7, 5407) => "rare.deep",
+                        (7, _) => "rare",
+                        _ => "busy",
+                    }
+                    .into(),
+                );
                 exe.status = Status::Running;
                 exe.context
                     .insert("customer".into(), format!("c-{}", n % 50).into());

@@ -419,7 +419,15 @@ mod tests {
         for i in 0..3000 {
             let mut exe = Execution::new(format!("e{i:05}"), "d");
             // The rare state's 40 are the least recently updated.
-            exe.active_path = Some(if i < 40 { "rare" } else { "busy" }.into());
+            // Ten of them below it: in the state too.
+            exe.active_path = Some(
+                match i {
+                    0..30 => "rare",
+                    30..40 => "rare.deep",
+                    _ => "busy",
+                }
+                .into(),
+            );
             exe.updated_at = Some(2e9 + i as f64);
             exe.created_at = Some(2e9 + i as f64);
             store.save(&mut exe).unwrap();

@@ -154,11 +154,13 @@ impl Stmts {
         )
     }
 
-    /// How many executions are at the active path `?1`, counted on its index (migration 2)
-    /// up to `?2`.
+    /// How many executions are in the state `?1` (at it, or below it: `?2` = `?1.` up to
+    /// `?3` = `?1/`, `/` following `.`), counted on the active path's index (migration 2) up
+    /// to `?4`.
     pub(crate) fn state_count(&self) -> String {
         format!(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM {} WHERE json_extract(data,'$.active_path') = ?1 LIMIT ?2)",
+            "SELECT COUNT(*) FROM (SELECT 1 FROM {} WHERE json_extract(data,'$.active_path') = ?1 \
+             OR (json_extract(data,'$.active_path') >= ?2 AND json_extract(data,'$.active_path') < ?3) LIMIT ?4)",
             self.executions
         )
     }

@@ -521,9 +521,15 @@ impl SqliteStore {
             let n: i64 = conn
                 .prepare_cached(&counted)
                 .db()?
-                .query_row(rusqlite::params![state, plan::WINDOW_SORT_CAP + 1], |row| {
-                    row.get(0)
-                })
+                .query_row(
+                    rusqlite::params![
+                        state,
+                        format!("{state}."),
+                        format!("{state}/"),
+                        plan::WINDOW_SORT_CAP + 1
+                    ],
+                    |row| row.get(0),
+                )
                 .db()?;
             if n <= plan::WINDOW_SORT_CAP && best.is_none_or(|(_, m)| n < m) {
                 best = Some(("active_path", n));

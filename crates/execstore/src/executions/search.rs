@@ -227,9 +227,10 @@ pub fn attribute_path(text: &str) -> Result<Path> {
     Ok(t.path.clone())
 }
 
-/// The active path `filter` pins: a `state = "X"` term that every match meets (the filter
-/// itself, or one of its top-level `and` terms). A backend may read the state's executions
-/// first when they are few, as an index of the active path gives them.
+/// The state `filter` pins: a `state = "X"` term (in `X`: at it or below it) that every
+/// match meets (the filter itself, or one of its top-level `and` terms). A backend may read
+/// the state's executions first when they are few, as an index of the active path gives
+/// them.
 pub fn pinned_state(filter: &Filter) -> Option<&str> {
     fn pinned(e: &filter::Expr) -> Option<&str> {
         match e {

@@ -8,7 +8,7 @@
 
 use crate::conformance::executions::{all_pages, scope};
 use crate::executions::search::execution_matches;
-use crate::executions::{parse_where, Execution, ExecutionStore, ListQuery, Status};
+use crate::executions::{parse_where, Execution, ExecutionStore, ListOrder, ListQuery, Status};
 use crate::kit::filter::{Cmp, Expr, Filter, Op, Path, Term, Value};
 use crate::StoreError;
 
@@ -161,6 +161,15 @@ pub fn where_filter_matches_reference(store: &dyn ExecutionStore) {
                 listed(store, &query, &ns),
                 expected,
                 "{text} (declared: {declared})"
+            );
+            // In a time order too (a backend may probe the filter's matches first there).
+            let mut by_time = listed(store, &query.clone().order(ListOrder::UpdatedDesc), &ns);
+            by_time.sort();
+            let mut sorted = expected.clone();
+            sorted.sort();
+            assert_eq!(
+                by_time, sorted,
+                "{text} in the updated order (declared: {declared})"
             );
             // With the other filters of the listing.
             let narrowed = query
