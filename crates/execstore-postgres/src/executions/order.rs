@@ -393,12 +393,6 @@ mod tests {
             store.declare_attribute("context.customer").unwrap();
             store.declare_attribute("context.kind").unwrap();
             analyze(&mut client, prefix);
-            let w = |text: &str| {
-                ListQuery::new()
-                    .order(ListOrder::UpdatedDesc)
-                    .limit(5)
-                    .filter(execstore::executions::parse_where(text, 0.0).unwrap())
-            };
             let (rare, every) = (w("context.customer = rare"), w("context.kind = every"));
             let few = |q: &ListQuery| store.few_matches(q, &store.scanned_paths(q).unwrap()).unwrap();
             let mut matched = few(&rare).expect("10 match");
@@ -421,15 +415,7 @@ mod tests {
             let plan = explain(&mut client, &store.sql.list_by_time(&every, None, &[], 6, None));
             assert!(plan.contains(&walk), "many matches: the walk:\n{plan}");
             // The pages: the newest of the matches, by updated_at descending.
-            let ids = |q: &ListQuery| -> Vec<String> {
-                store
-                    .list_executions(q)
-                    .unwrap()
-                    .items
-                    .into_iter()
-                    .map(|e| e.id)
-                    .collect()
-            };
+            let ids = |q: &ListQuery| page_ids(store, q);
             assert_eq!(ids(&rare), ["e00009", "e00008", "e00007", "e00006", "e00005"]);
             let cursor = store.list_executions(&rare).unwrap().next_cursor;
             assert_eq!(
@@ -438,6 +424,25 @@ mod tests {
             );
             assert_eq!(ids(&every), ["e05999", "e05998", "e05997", "e05996", "e05995"]);
         });
+    }
+
+    /// The first 5 in the updated order that the `where` text selects.
+    fn w(text: &str) -> ListQuery {
+        ListQuery::new()
+            .order(ListOrder::UpdatedDesc)
+            .limit(5)
+            .filter(execstore::executions::parse_where(text, 0.0).unwrap())
+    }
+
+    /// The ids of `q`'s first page.
+    fn page_ids(store: &PgStore, q: &ListQuery) -> Vec<String> {
+        store
+            .list_executions(q)
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|e| e.id)
+            .collect()
     }
 
     /// A `where` pinning a state few executions are at is answered from their ids (read off
@@ -464,22 +469,8 @@ mod tests {
             });
             store.declare_attribute("context.customer").unwrap();
             analyze(&mut client, prefix);
-            let w = |text: &str| {
-                ListQuery::new()
-                    .order(ListOrder::UpdatedDesc)
-                    .limit(5)
-                    .filter(execstore::executions::parse_where(text, 0.0).unwrap())
-            };
             let few = |q: &ListQuery| store.few_matches(q, &store.scanned_paths(q).unwrap()).unwrap();
-            let ids = |q: &ListQuery| -> Vec<String> {
-                store
-                    .list_executions(q)
-                    .unwrap()
-                    .items
-                    .into_iter()
-                    .map(|e| e.id)
-                    .collect()
-            };
+            let ids = |q: &ListQuery| page_ids(store, q);
             let rare = w("state = rare");
             let mut matched = few(&rare).expect("10 at the state");
             matched.sort();

@@ -262,14 +262,7 @@ mod tests {
             "fnv1a64:39066ed74a420137",
             "fnv1a64:aec96e877b520cea",
         ];
-        for (m, sum) in MIGRATIONS.iter().zip(released) {
-            assert_eq!(m.checksum(), sum, "migration {}", m.version);
-        }
-        assert_eq!(
-            MIGRATIONS.len(),
-            released.len(),
-            "a new migration: add its checksum here"
-        );
+        execstore::kit::migration::check_released(MIGRATIONS, &released).unwrap();
     }
 
     #[test]

@@ -53,6 +53,31 @@ impl Migration {
     }
 }
 
+/// Checks that every migration of `migrations` released so far still has the checksum
+/// recorded for it in `released` (in order), and that none is new: a backend's test calls it
+/// with its list, so that a changed statement fails a test rather than making every store it
+/// migrated refuse to open. The message names the first difference.
+pub fn check_released(migrations: &[Migration], released: &[&str]) -> std::result::Result<(), String> {
+    for (m, sum) in migrations.iter().zip(released) {
+        if m.checksum() != *sum {
+            return Err(format!(
+                "migration {} was released with checksum {sum} and now has {}: add a migration instead",
+                m.version,
+                m.checksum()
+            ));
+        }
+    }
+    match migrations.get(released.len()) {
+        Some(m) => Err(format!(
+            "migration {} is new: add its checksum {} to the released list",
+            m.version,
+            m.checksum()
+        )),
+        None if migrations.len() < released.len() => Err("a released migration is gone".into()),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +101,26 @@ mod tests {
             }
             other => panic!("a changed migration: {other:?}"),
         }
+    }
+
+    #[test]
+    fn released_checksums_are_checked() {
+        let a = Migration {
+            version: 1,
+            description: "a",
+            statements: &["CREATE INDEX a ON t (c)"],
+        };
+        let b = Migration {
+            version: 2,
+            description: "b",
+            statements: &["CREATE INDEX b ON t (d)"],
+        };
+        let (sa, sb) = (a.checksum(), b.checksum());
+        assert_eq!(check_released(&[a, b], &[&sa, &sb]), Ok(()));
+        let changed = check_released(&[a, b], &[&sa, "fnv1a64:0000000000000000"]).unwrap_err();
+        assert!(changed.contains("migration 2 was released"), "{changed}");
+        let new = check_released(&[a, b], &[&sa]).unwrap_err();
+        assert!(new.contains("migration 2 is new"), "{new}");
+        assert!(check_released(&[a], &[&sa, &sb]).is_err(), "one gone");
     }
 }
