@@ -8,22 +8,12 @@
 //! cargo run --release -p execstore-postgres --example all_rules -- URL [N] [R]
 //! ```
 
-use std::time::Instant;
-
 use execstore::workspace::{rules_by_calls, WorkspaceStorage};
 use execstore_postgres::{ConnectOptions, PgWorkspaceOptions, PgWorkspaceStorage};
 
-fn median_ms(mut f: impl FnMut() -> usize) -> (f64, usize) {
-    let mut times = Vec::new();
-    let mut n = 0;
-    for _ in 0..9 {
-        let start = Instant::now();
-        n = f();
-        times.push(start.elapsed().as_secs_f64() * 1000.0);
-    }
-    times.sort_by(f64::total_cmp);
-    (times[4], n)
-}
+#[path = "support/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -48,8 +38,8 @@ fn main() {
              ANALYZE reflexr_workspaces; ANALYZE reflexr_rules",
         ))
         .expect("fill");
-    let (calls, a) = median_ms(|| rules_by_calls(&storage).expect("calls").len());
-    let (one, b) = median_ms(|| storage.all_stored_rules().expect("all").len());
+    let (calls, a) = median_ms(9, || rules_by_calls(&storage).expect("calls").len());
+    let (one, b) = median_ms(9, || storage.all_stored_rules().expect("all").len());
     assert_eq!(
         rules_by_calls(&storage).expect("calls"),
         storage.all_stored_rules().expect("all")

@@ -14,17 +14,9 @@ use execstore::executions::{graph::graph_figures_by_scan, BatchItem, Status};
 use execstore::{Effects, Execution, ExecutionStore};
 use execstore_postgres::{drop_store, PgOptions, PgStore};
 
-fn median_ms(f: &dyn Fn()) -> f64 {
-    let mut v: Vec<f64> = (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    v.sort_by(f64::total_cmp);
-    v[2]
-}
+#[path = "support/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -67,8 +59,8 @@ fn main() {
         "first read (folds every delta the fill appended): {:.1} ms",
         t.elapsed().as_secs_f64() * 1e3
     );
-    let kept = median_ms(&|| {
-        store.graph_figures("orders", 100_000).expect("kept");
+    let (kept, _) = median_ms(5, || {
+        store.graph_figures("orders", 100_000).expect("kept").executions as usize
     });
     // The fold left the deltas' dead rows behind until (auto)vacuum clears them.
     let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
@@ -77,12 +69,14 @@ fn main() {
             "VACUUM ANALYZE {prefix}_execstore_graph_deltas, {prefix}_execstore_graph"
         ))
         .expect("vacuum");
-    let vacuumed = median_ms(&|| {
-        store.graph_figures("orders", 100_000).expect("kept");
+    let (vacuumed, _) = median_ms(5, || {
+        store.graph_figures("orders", 100_000).expect("kept").executions as usize
     });
     println!("kept, after VACUUM of the deltas: {vacuumed:.2} ms");
-    let scanned = median_ms(&|| {
-        graph_figures_by_scan(&store, "orders", 20_000).expect("scanned");
+    let (scanned, _) = median_ms(5, || {
+        graph_figures_by_scan(&store, "orders", 20_000)
+            .expect("scanned")
+            .executions as usize
     });
     println!(
         "graph of {n}: kept {kept:.2} ms, scanned (20,000 traces) {scanned:.1} ms (x{:.0})",

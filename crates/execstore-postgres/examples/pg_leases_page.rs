@@ -13,17 +13,9 @@ use std::time::Instant;
 use execstore::workspace::{WorkspaceRef, WorkspaceStorage};
 use execstore_postgres::{ConnectOptions, PgWorkspaceOptions, PgWorkspaceStorage};
 
-fn median_ms(mut f: impl FnMut() -> usize) -> (f64, usize) {
-    let mut times = Vec::new();
-    let mut n = 0;
-    for _ in 0..9 {
-        let start = Instant::now();
-        n = f();
-        times.push(start.elapsed().as_secs_f64() * 1000.0);
-    }
-    times.sort_by(f64::total_cmp);
-    (times[4], n)
-}
+#[path = "support/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -51,12 +43,16 @@ fn main() {
         start.elapsed().as_secs_f64()
     );
     let w = WorkspaceRef::new("t0", "w0");
-    let (every, rows) = median_ms(|| storage.leases(&w).expect("leases").len());
+    let (every, rows) = median_ms(9, || storage.leases(&w).expect("leases").len());
     let middle = format!("run:w0-r{:07}", rows / 2);
     let last = storage.leases(&w).expect("leases").pop().map(|l| l.key);
-    let (first, a) = median_ms(|| storage.leases_page(&w, None, 51).expect("page").len());
-    let (mid, b) = median_ms(|| storage.leases_page(&w, Some(&middle), 51).expect("page").len());
-    let (end, c) = median_ms(|| storage.leases_page(&w, last.as_deref(), 51).expect("page").len());
+    let (first, a) = median_ms(9, || storage.leases_page(&w, None, 51).expect("page").len());
+    let (mid, b) = median_ms(9, || {
+        storage.leases_page(&w, Some(&middle), 51).expect("page").len()
+    });
+    let (end, c) = median_ms(9, || {
+        storage.leases_page(&w, last.as_deref(), 51).expect("page").len()
+    });
     println!("leases() (every row, {rows}): {every:.2} ms");
     println!("leases_page first ({a}): {first:.3} ms; after the middle ({b}): {mid:.3} ms; after the last ({c}): {end:.3} ms");
     let plan = storage

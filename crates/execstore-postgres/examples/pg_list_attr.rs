@@ -16,18 +16,9 @@ use execstore::executions::{parse_where, BatchItem, ListOrder, ListQuery};
 use execstore::{Effects, Execution, ExecutionStore};
 use execstore_postgres::{drop_store, PgOptions, PgStore};
 
-fn median_ms(f: &dyn Fn() -> usize) -> (f64, usize) {
-    let mut n = 0;
-    let mut v: Vec<f64> = (0..9)
-        .map(|_| {
-            let t = Instant::now();
-            n = f();
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    v.sort_by(f64::total_cmp);
-    (v[4], n)
-}
+#[path = "support/timing.rs"]
+mod timing;
+use timing::median_ms;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -77,10 +68,10 @@ fn main() {
             .order(ListOrder::UpdatedDesc)
             .limit(50)
             .filter(parse_where(text, 0.0).expect("where"));
-        let (ms, got) = median_ms(&|| store.list_executions(&query).expect("list").items.len());
+        let (ms, got) = median_ms(9, || store.list_executions(&query).expect("list").items.len());
         println!("{text}: first page ({got}) {ms:.2} ms");
     }
-    let (ms, got) = median_ms(&|| store.attributes().expect("attributes").len());
+    let (ms, got) = median_ms(9, || store.attributes().expect("attributes").len());
     println!("the declared attributes ({got}), read by each listing with a `where`: {ms:.2} ms");
     drop(client);
     if std::env::var_os("KEEP").is_none() {

@@ -8,18 +8,10 @@ mod common;
 use std::time::Duration;
 
 use execstore::conformance::workspace::entry;
-use execstore::workspace::{Entry, LogQuery, NewRun, Run, Timestamp, WorkspaceRef, WorkspaceStorage};
+use execstore::workspace::{Entry, LogQuery, NewRun, Run, Timestamp, WorkspaceStorage};
 use execstore_postgres::PgWorkspaceStorage;
 
-fn ws(t: &str, w: &str) -> WorkspaceRef {
-    WorkspaceRef::new(t, w)
-}
-
-fn commit_append(s: &dyn WorkspaceStorage, w: &WorkspaceRef, entries: &[Entry]) {
-    let mut tx = s.begin(w).unwrap();
-    tx.append(entries).unwrap();
-    tx.commit().unwrap();
-}
+use common::{commit_append, ws};
 
 /// On a workspace of 20,000 envelopes, the store's own tail read walks the primary key
 /// backwards from the end, and typed reads use `ix_reflexr_events_type`: never a sequential

@@ -10,9 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use execstore::conformance::workspace::entry;
-use execstore::workspace::{
-    Clock, Entry, LogQuery, ManualClock, NewRun, Run, Timestamp, WorkspaceRef, WorkspaceStorage,
-};
+use execstore::workspace::{Clock, LogQuery, ManualClock, NewRun, Run, Timestamp, WorkspaceStorage};
 use execstore::StoreError;
 use execstore_postgres::{
     has_workspace_tables, PgWorkspaceOptions, PgWorkspaceStorage, REFLEXR_SCHEMA_VERSION,
@@ -21,15 +19,7 @@ use serde_json::json;
 
 use common::unique_prefix;
 
-fn ws(t: &str, w: &str) -> WorkspaceRef {
-    WorkspaceRef::new(t, w)
-}
-
-fn commit_append(s: &dyn WorkspaceStorage, w: &WorkspaceRef, entries: &[Entry]) {
-    let mut tx = s.begin(w).unwrap();
-    tx.append(entries).unwrap();
-    tx.commit().unwrap();
-}
+use common::{commit_append, ws};
 
 fn strings(client: &mut postgres::Client, sql: &str) -> Vec<String> {
     client.query(sql, &[]).unwrap().iter().map(|r| r.get(0)).collect()

@@ -205,6 +205,15 @@ fn plan_text(rows: &[postgres::Row]) -> Result<String> {
     Ok(lines.join("\n"))
 }
 
+/// A lease row: key, holder, expiry.
+fn lease(row: &postgres::Row) -> Result<Lease> {
+    Ok(Lease {
+        key: col(row, 0)?,
+        holder: col(row, 1)?,
+        expires_at: time(&col::<String>(row, 2)?)?,
+    })
+}
+
 /// `due_runs`' rule lists: the disabled, the ordered, the ordered that do not block, those
 /// that do.
 type DuePolicy<'a> = (Vec<&'a str>, Vec<&'a str>, Vec<&'a str>, Vec<&'a str>);
@@ -438,13 +447,7 @@ impl WorkspaceDriver for PgWorkspaceDriver {
             .collect();
         self.query(workspace, sql::LEASES_OF, &[&keys])?
             .iter()
-            .map(|row| {
-                Ok(Lease {
-                    key: col(row, 0)?,
-                    holder: col(row, 1)?,
-                    expires_at: time(&col::<String>(row, 2)?)?,
-                })
-            })
+            .map(lease)
             .collect()
     }
 
@@ -456,26 +459,14 @@ impl WorkspaceDriver for PgWorkspaceDriver {
             &[&after_key.unwrap_or(""), &limit(n)],
         )?
         .iter()
-        .map(|row| {
-            Ok(Lease {
-                key: col(row, 0)?,
-                holder: col(row, 1)?,
-                expires_at: time(&col::<String>(row, 2)?)?,
-            })
-        })
+        .map(lease)
         .collect()
     }
 
     fn leases(&self, workspace: &WorkspaceRef) -> Result<Vec<Lease>> {
         self.query(workspace, sql::LEASES, &[])?
             .iter()
-            .map(|row| {
-                Ok(Lease {
-                    key: col(row, 0)?,
-                    holder: col(row, 1)?,
-                    expires_at: time(&col::<String>(row, 2)?)?,
-                })
-            })
+            .map(lease)
             .collect()
     }
 

@@ -269,3 +269,19 @@ macro_rules! ws_harness {
         }
     };
 }
+
+/// The workspace `t`/`w`.
+pub fn ws(t: &str, w: &str) -> execstore::workspace::WorkspaceRef {
+    execstore::workspace::WorkspaceRef::new(t, w)
+}
+
+/// Appends `entries` to `w` in a transaction of their own.
+pub fn commit_append(
+    s: &dyn execstore::workspace::WorkspaceStorage,
+    w: &execstore::workspace::WorkspaceRef,
+    entries: &[execstore::workspace::Entry],
+) {
+    let mut tx = s.begin(w).unwrap();
+    tx.append(entries).unwrap();
+    tx.commit().unwrap();
+}
