@@ -170,6 +170,90 @@ SELECT e.definition_id, s.kind, s.a, s.b, s.c, SUM(s.n)
 FROM {trace} t JOIN {executions} e ON e.id = t.execution_id, LATERAL {pfx}execstore_graph_step_rows(t.entry) s
 GROUP BY 1, 2, 3, 4, 5"#;
 
+/// Migration 11's statements (one batch): the trace's deltas written once per statement, and
+/// folds bounded in rows.
+///
+/// Migration 9's row trigger appended a delta row per step (and per guard): a statement
+/// copying a million steps (an import, a bulk fill) left millions of rows, all folded by the
+/// next reader (18 s at 1,000,000 executions). The statement triggers here read the rows a
+/// statement inserted, deleted or updated (its transition tables: PostgreSQL allows them on
+/// a trigger of one event, so three triggers share one function) and append their figures
+/// summed, a row per figure. A step function's write of one step appends what the row trigger
+/// did.
+///
+/// `{pfx}execstore_fold_graph(max)` and `{pfx}execstore_fold_counts(max)` fold at most `max`
+/// deltas (any, by their physical address, under the same advisory lock as the full folds,
+/// which stay for older builds) and answer how many they folded: a reader folds a bounded
+/// amount and sums what is left of its definition, so no read pays for everything written
+/// since the last one. The statement is planned at each call (`EXECUTE`): a plan a session
+/// cached while the deltas were few filters every row by the array of addresses (time growing
+/// as the square of the rows: 19 s for 100,000) where a large table wants them looked up.
+pub(crate) const GRAPH_BY_STATEMENT: &str = r#"CREATE OR REPLACE FUNCTION {pfx}execstore_graph_trace_rows() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP <> 'INSERT' THEN
+    INSERT INTO {pfx}execstore_graph_deltas (definition_id, kind, a, b, c, n)
+    SELECT e.definition_id, s.kind, s.a, s.b, s.c, -SUM(s.n)
+    FROM {pfx}execstore_trace_gone t JOIN {executions} e ON e.id = t.execution_id,
+      LATERAL {pfx}execstore_graph_step_rows(t.entry) s
+    GROUP BY 1, 2, 3, 4, 5;
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO {pfx}execstore_graph_deltas (definition_id, kind, a, b, c, n)
+    SELECT e.definition_id, s.kind, s.a, s.b, s.c, SUM(s.n)
+    FROM {pfx}execstore_trace_added t JOIN {executions} e ON e.id = t.execution_id,
+      LATERAL {pfx}execstore_graph_step_rows(t.entry) s
+    GROUP BY 1, 2, 3, 4, 5;
+  END IF;
+  RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_write ON {trace};
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_inserted ON {trace};
+CREATE TRIGGER {pfx}execstore_graph_trace_inserted AFTER INSERT ON {trace}
+  REFERENCING NEW TABLE AS {pfx}execstore_trace_added FOR EACH STATEMENT
+  EXECUTE FUNCTION {pfx}execstore_graph_trace_rows();
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_updated ON {trace};
+CREATE TRIGGER {pfx}execstore_graph_trace_updated AFTER UPDATE ON {trace}
+  REFERENCING OLD TABLE AS {pfx}execstore_trace_gone NEW TABLE AS {pfx}execstore_trace_added FOR EACH STATEMENT
+  EXECUTE FUNCTION {pfx}execstore_graph_trace_rows();
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_deleted ON {trace};
+CREATE TRIGGER {pfx}execstore_graph_trace_deleted AFTER DELETE ON {trace}
+  REFERENCING OLD TABLE AS {pfx}execstore_trace_gone FOR EACH STATEMENT
+  EXECUTE FUNCTION {pfx}execstore_graph_trace_rows();
+CREATE OR REPLACE FUNCTION {pfx}execstore_fold_graph(p_max int) RETURNS bigint
+LANGUAGE plpgsql AS $fn$
+DECLARE v_n bigint := 0;
+BEGIN
+  IF pg_try_advisory_xact_lock(hashtext('{pfx}execstore_graph')) THEN
+    EXECUTE format($q$WITH d AS (DELETE FROM {pfx}execstore_graph_deltas
+        WHERE ctid = ANY (ARRAY(SELECT ctid FROM {pfx}execstore_graph_deltas LIMIT %s))
+        RETURNING definition_id, kind, a, b, c, n),
+      f AS (INSERT INTO {pfx}execstore_graph AS g (definition_id, kind, a, b, c, n)
+        SELECT definition_id, kind, a, b, c, SUM(n) FROM d GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+        ON CONFLICT (definition_id, kind, a, b, c) DO UPDATE SET n = g.n + EXCLUDED.n)
+    SELECT COUNT(*) FROM d$q$, GREATEST(p_max, 0)) INTO v_n;
+  END IF;
+  RETURN v_n;
+END
+$fn$;
+CREATE OR REPLACE FUNCTION {pfx}execstore_fold_counts(p_max int) RETURNS bigint
+LANGUAGE plpgsql AS $fn$
+DECLARE v_n bigint := 0;
+BEGIN
+  IF pg_try_advisory_xact_lock(hashtext('{pfx}execstore_counts')) THEN
+    EXECUTE format($q$WITH d AS (DELETE FROM {pfx}execstore_count_deltas
+        WHERE ctid = ANY (ARRAY(SELECT ctid FROM {pfx}execstore_count_deltas LIMIT %s))
+        RETURNING definition_id, status, root, n),
+      f AS (INSERT INTO {pfx}execstore_counts AS c (definition_id, status, root, n)
+        SELECT definition_id, status, root, SUM(n) FROM d GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+        ON CONFLICT (definition_id, status, root) DO UPDATE SET n = c.n + EXCLUDED.n)
+    SELECT COUNT(*) FROM d$q$, GREATEST(p_max, 0)) INTO v_n;
+  END IF;
+  RETURN v_n;
+END
+$fn$"#;
+
 /// The statements reading the kept figures.
 #[derive(Debug)]
 pub(crate) struct GraphSql {

@@ -264,3 +264,126 @@ fn the_graph_is_read_from_the_kept_figures() {
         assert!(none.steps.is_empty() && none.guards.is_empty() && none.traces_read == 0);
     });
 }
+
+/// The deltas under `prefix`.
+fn deltas(client: &mut postgres::Client, prefix: &str, table: &str) -> i64 {
+    client
+        .query_one(&format!("SELECT COUNT(*) FROM {prefix}_execstore_{table}"), &[])
+        .unwrap()
+        .get(0)
+}
+
+/// Migration 11: a statement writing many steps appends its figures summed (a row per
+/// figure, not per step), whether it inserts, rewrites or deletes them; a fold takes at most
+/// the rows it is given, a read folds at most `FOLD_MAX` and sums the rest; the figures stay
+/// a scan's throughout.
+#[test]
+fn a_bulk_statement_appends_its_figures_summed_and_folds_are_bounded() {
+    on_own_prefix("graph", "kgb", |url, prefix, store| {
+        let defs = ["d0", "d1"];
+        for i in 0..200 {
+            let mut exe = Execution::new(format!("e{i:03}"), format!("d{}", i % 2));
+            exe.active_path = Some("s".into());
+            store.save(&mut exe).unwrap();
+        }
+        same(store, &defs, "saved");
+        let mut other = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        assert_eq!(deltas(&mut other, prefix, "graph_deltas"), 0);
+        // 2,000 steps in one statement: two kinds of step, one with two guards.
+        other
+            .execute(
+                &format!(
+                    "INSERT INTO {prefix}_trace (execution_id, idx, entry) \
+                     SELECT e.id, g, CASE WHEN g % 2 = 0 \
+                       THEN '{{\"event_kind\": \"Go\", \"from_path\": \"s\", \"to_path\": \"t\", \"guards\": [\"ok\", 1]}}' \
+                       ELSE '{{\"event_kind\": \"Back\", \"from_path\": \"t\", \"to_path\": \"s\"}}' END \
+                     FROM {prefix}_executions e, generate_series(0, 9) g"
+                ),
+                &[],
+            )
+            .unwrap();
+        // Per definition: two steps and two guards, each a row.
+        assert_eq!(deltas(&mut other, prefix, "graph_deltas"), 8);
+        same(store, &defs, "a bulk insert");
+        other
+            .execute(
+                &format!("UPDATE {prefix}_trace SET entry = '{{\"event_kind\": \"Z\", \"to_path\": \"s\"}}' WHERE idx >= 8"),
+                &[],
+            )
+            .unwrap();
+        // (The read before folded every delta.) Out: per definition two steps and two guards;
+        // in: one step.
+        assert_eq!(deltas(&mut other, prefix, "graph_deltas"), 10);
+        same(store, &defs, "a bulk update");
+        other
+            .execute(&format!("DELETE FROM {prefix}_trace WHERE idx < 4"), &[])
+            .unwrap();
+        assert_eq!(deltas(&mut other, prefix, "graph_deltas"), 8);
+        same(store, &defs, "a bulk delete");
+        let d0 = store.graph_figures("d0", ALL).unwrap();
+        assert_eq!(d0.steps.iter().map(|s| s.n).sum::<u64>(), 100 * 6);
+
+        // A bounded fold takes what it is given, and the figures are the same after it.
+        let before = store.graph_figures("d1", ALL).unwrap();
+        other
+            .execute(
+                &format!(
+                    "INSERT INTO {prefix}_execstore_graph_deltas (definition_id, kind, a, b, c, n) \
+                     SELECT 'd1', 1, '\"s\"', '\"t\"', '\"Go\"', 1 FROM generate_series(1, 10)"
+                ),
+                &[],
+            )
+            .unwrap();
+        let folded: i64 = other
+            .query_one(&format!("SELECT {prefix}_execstore_fold_graph(4)"), &[])
+            .unwrap()
+            .get(0);
+        assert_eq!((folded, deltas(&mut other, prefix, "graph_deltas")), (4, 6));
+        let after = store.graph_figures("d1", ALL).unwrap();
+        let go = |f: &GraphFigures| {
+            f.steps
+                .iter()
+                .filter(|s| s.event == Some(json!("Go")))
+                .map(|s| s.n)
+                .sum::<u64>()
+        };
+        assert_eq!(go(&after), go(&before) + 10);
+
+        // A read folds at most FOLD_MAX, and sums the rest.
+        let max = i64::from(super::sql::FOLD_MAX);
+        other
+            .execute(
+                &format!(
+                    "INSERT INTO {prefix}_execstore_graph_deltas (definition_id, kind, a, b, c, n) \
+                     SELECT 'd1', 1, '\"s\"', '\"t\"', '\"Go\"', 1 FROM generate_series(1, $1::int8)"
+                ),
+                &[&(max + 5)],
+            )
+            .unwrap();
+        let read = store.graph_figures("d1", ALL).unwrap();
+        assert_eq!(go(&read), go(&after) + max as u64 + 5);
+        assert_eq!(deltas(&mut other, prefix, "graph_deltas"), 5);
+        let pending = |store: &PgStore| {
+            store
+                .count_by_status(&execstore::executions::ListQuery::default())
+                .unwrap()
+                .into_iter()
+                .find(|(s, _)| *s == Status::Pending)
+                .unwrap()
+                .1
+        };
+        assert_eq!(pending(store), 200);
+        assert_eq!(deltas(&mut other, prefix, "count_deltas"), 0);
+        other
+            .execute(
+                &format!(
+                    "INSERT INTO {prefix}_execstore_count_deltas (definition_id, status, root, n) \
+                     SELECT 'd1', 'PENDING', true, 0 FROM generate_series(1, $1::int8)"
+                ),
+                &[&(max + 7)],
+            )
+            .unwrap();
+        assert_eq!(pending(store), 200);
+        assert_eq!(deltas(&mut other, prefix, "count_deltas"), 7);
+    });
+}

@@ -320,8 +320,9 @@ pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
          DROP FUNCTION IF EXISTS {pfx}execstore_step; DROP FUNCTION IF EXISTS {pfx}execstore_keys_sync; \
          DROP FUNCTION IF EXISTS {pfx}execstore_commit_batch; DROP FUNCTION IF EXISTS {pfx}execstore_commit; \
          DROP FUNCTION IF EXISTS {pfx}execstore_counts_key; DROP FUNCTION IF EXISTS {pfx}execstore_counts_out; \
-         DROP FUNCTION IF EXISTS {pfx}execstore_fold_counts; DROP FUNCTION IF EXISTS {pfx}execstore_fold_graph; \
-         DROP FUNCTION IF EXISTS {pfx}execstore_graph_trace; DROP FUNCTION IF EXISTS {pfx}execstore_graph_key; \
+         DROP FUNCTION IF EXISTS {pfx}execstore_fold_counts(), {pfx}execstore_fold_counts(integer); \
+         DROP FUNCTION IF EXISTS {pfx}execstore_fold_graph(), {pfx}execstore_fold_graph(integer); \
+         DROP FUNCTION IF EXISTS {pfx}execstore_graph_trace; DROP FUNCTION IF EXISTS {pfx}execstore_graph_trace_rows; DROP FUNCTION IF EXISTS {pfx}execstore_graph_key; \
          DROP FUNCTION IF EXISTS {pfx}execstore_graph_execution; DROP FUNCTION IF EXISTS {pfx}execstore_graph_step_rows; DROP FUNCTION IF EXISTS {pfx}execstore_graph_unmark",
         tables.join(", ")
     ))
@@ -354,7 +355,7 @@ impl PgStore {
         }
         let pool = db.pool.clone();
         let config = &db.config;
-        let (keyed, counted, graphed) = {
+        let (keyed, counted, graphed, bounded) = {
             let mut conn = db.conn()?;
             if read_only {
                 schema::check_present(&mut conn.client, &tables)?;
@@ -365,11 +366,15 @@ impl PgStore {
                 schema::has_keys(&mut conn.client, &tables)?,
                 schema::has_counts(&mut conn.client, &tables)?,
                 schema::has_graph(&mut conn.client, &tables)?,
+                schema::has_bounded_folds(&mut conn.client, &tables)?,
             )
         };
         // Migration 6 made the keys and the step function together.
         let plain = (!keyed).then(|| plain::PlainStmts::new(&tables));
-        let sql = Stmts::new(&tables, options.unlocked_claims, keyed);
+        let mut sql = Stmts::new(&tables, options.unlocked_claims, keyed);
+        if bounded {
+            sql.bound_folds(&tables);
+        }
         let listener = |work: Work| Listener::new(config.clone(), sql.channels.of(work).to_owned());
         Ok(PgStore {
             listeners: [
@@ -394,7 +399,7 @@ impl PgStore {
         &self.db
     }
 
-    /// The highest execstore migration applied to this database (6 for this build's
+    /// The highest execstore migration applied to this database (11 for this build's
     /// schema; more if a newer build migrated it).
     pub fn schema_version(&self) -> Result<i64> {
         let row = self.query_one(&self.sql.schema_version, &[])?;
@@ -423,6 +428,25 @@ impl PgStore {
         let tx = client.transaction().db()?;
         let mut tx = Tx { tx, statements };
         let out = f(&mut tx, &self.sql)?;
+        tx.tx.commit().db()?;
+        Ok(out)
+    }
+
+    /// Runs `f` in one read-only `REPEATABLE READ` transaction: its statements read one
+    /// snapshot.
+    fn snapshot<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.conn()?;
+        let Conn {
+            client, statements, ..
+        } = &mut *conn;
+        let tx = client
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .db()?;
+        let mut tx = Tx { tx, statements };
+        let out = f(&mut tx)?;
         tx.tx.commit().db()?;
         Ok(out)
     }

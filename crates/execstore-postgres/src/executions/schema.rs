@@ -252,6 +252,14 @@ END; $$ LANGUAGE plpgsql$fn$; \
         description: "lone surrogates' escapes read as U+FFFD by the keys trigger and the attributes' indexes",
         statements: &[KEYS_SYNC_RESPELLED],
     },
+    Migration {
+        version: 11,
+        // Migration 9's trace trigger appended a delta per step, which a bulk statement
+        // turned into millions for the next reader to fold; the figures are now summed per
+        // statement, and readers fold a bounded number of deltas. See `executions/graph.rs`.
+        description: "the trace's graph deltas summed per statement, and folds bounded in rows",
+        statements: &[super::graph::GRAPH_BY_STATEMENT],
+    },
 ];
 
 /// Migration 10's rewrite of `{pfx}execstore_keys_sync` (see `parseable`).
@@ -594,6 +602,17 @@ pub(crate) fn has_graph(client: &mut Client, tables: &Tables) -> Result<bool> {
     Ok(row.get(0))
 }
 
+/// Whether migration 11's bounded folds are there (else readers fold every delta).
+pub(crate) fn has_bounded_folds(client: &mut Client, tables: &Tables) -> Result<bool> {
+    let row = client
+        .query_one(
+            "SELECT to_regprocedure($1) IS NOT NULL",
+            &[&tables.sql("{pfx}execstore_fold_graph(integer)")],
+        )
+        .db()?;
+    Ok(row.get(0))
+}
+
 /// For a read-only open: every one of harel's tables is there (execstore's own migrations
 /// need not be: a database only harel wrote is read without them, just less fast).
 pub(crate) fn check_present(client: &mut Client, tables: &Tables) -> Result<()> {
@@ -649,6 +668,7 @@ mod tests {
             "fnv1a64:e45be1ae6b1ae720",
             "fnv1a64:377e0acb47a4f999",
             "fnv1a64:0293e8c7693174cb",
+            "fnv1a64:34c26fcd6f1a131b",
         ];
         execstore::kit::migration::check_released(MIGRATIONS, &released).unwrap();
     }

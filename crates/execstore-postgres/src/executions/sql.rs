@@ -21,6 +21,10 @@ const KEYS_OF_DATA: &str = "(SELECT (id COLLATE \"C\") AS id, ({json}->>'status'
      (({json}->>'updated_at')::float8) AS updated_at, (({json}->>'finished_at')::float8) AS finished_at, \
      (({json}->>'active_path') COLLATE \"C\") AS active_path FROM {executions})";
 
+/// The most deltas a reader folds before a read of the kept counts or graph figures (about a
+/// tenth of a second's work): what is left is summed by the read, and folded by later ones.
+pub(crate) const FOLD_MAX: i32 = 100_000;
+
 /// How an execution `e` meets its keys `k`: one clause that both the keys' primary key (in
 /// the `"C"` collation) and the executions' `"C"`-collated id index can answer, so either side
 /// may drive the join.
@@ -119,7 +123,8 @@ pub(crate) struct Stmts {
     /// The kept counts of migration 8 and their deltas (see `schema.rs`, `COUNTS`).
     pub(crate) counts_table: String,
     pub(crate) count_deltas_table: String,
-    /// Folds the deltas into the counts (a no-op while another folds).
+    /// Folds the deltas into the counts (a no-op while another folds): every delta, or at
+    /// most [`FOLD_MAX`] of them once migration 11 is there ([`Stmts::bound_folds`]).
     pub(crate) fold_counts: String,
     /// The graph figures kept by migration 9 (see `graph.rs`).
     pub(crate) graph: super::graph::GraphSql,
@@ -262,6 +267,12 @@ impl Stmts {
             fold_counts: t.sql("SELECT {pfx}execstore_fold_counts()"),
             graph: super::graph::GraphSql::new(t),
         }
+    }
+
+    /// Migration 11's folds, of at most [`FOLD_MAX`] deltas each.
+    pub(crate) fn bound_folds(&mut self, t: &Tables) {
+        self.fold_counts = t.sql(&format!("SELECT {{pfx}}execstore_fold_counts({FOLD_MAX})"));
+        self.graph.fold = t.sql(&format!("SELECT {{pfx}}execstore_fold_graph({FOLD_MAX})"));
     }
 
     /// The listing statement for one shape of filter. Its parameters, in order: the cursor id
