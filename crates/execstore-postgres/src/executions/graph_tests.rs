@@ -302,8 +302,10 @@ fn a_bulk_statement_appends_its_figures_summed_and_folds_are_bounded() {
                 &[],
             )
             .unwrap();
-        // Per definition: two steps and two guards, each a row.
-        assert_eq!(deltas(&mut other, prefix, "graph_deltas"), 8);
+        // Per definition: two steps and two guards, each a row (or none: the statement may
+        // have folded them, once in 1,024).
+        let appended = |other: &mut postgres::Client| deltas(other, prefix, "graph_deltas");
+        assert!([0, 8].contains(&appended(&mut other)));
         same(store, &defs, "a bulk insert");
         other
             .execute(
@@ -313,12 +315,12 @@ fn a_bulk_statement_appends_its_figures_summed_and_folds_are_bounded() {
             .unwrap();
         // (The read before folded every delta.) Out: per definition two steps and two guards;
         // in: one step.
-        assert_eq!(deltas(&mut other, prefix, "graph_deltas"), 10);
+        assert!([0, 10].contains(&appended(&mut other)));
         same(store, &defs, "a bulk update");
         other
             .execute(&format!("DELETE FROM {prefix}_trace WHERE idx < 4"), &[])
             .unwrap();
-        assert_eq!(deltas(&mut other, prefix, "graph_deltas"), 8);
+        assert!([0, 8].contains(&appended(&mut other)));
         same(store, &defs, "a bulk delete");
         let d0 = store.graph_figures("d0", ALL).unwrap();
         assert_eq!(d0.steps.iter().map(|s| s.n).sum::<u64>(), 100 * 6);
@@ -385,5 +387,42 @@ fn a_bulk_statement_appends_its_figures_summed_and_folds_are_bounded() {
             .unwrap();
         assert_eq!(pending(store), 200);
         assert_eq!(deltas(&mut other, prefix, "count_deltas"), 7);
+    });
+}
+
+/// Migration 11: writers fold (one trace statement or keys change in 1,024, at random), so
+/// the deltas stay few without a reader; never in a transaction that is not `READ
+/// COMMITTED`. The odds: a READ COMMITTED run of 30,000 statements leaves more than 15,000
+/// deltas once in two million runs; a REPEATABLE READ run of 5,000 would have folded 99
+/// times in 100.
+#[test]
+fn writers_fold_the_deltas_without_a_reader() {
+    on_own_prefix("graph", "kgw", |url, prefix, store| {
+        let mut exe = Execution::new("w1", "d0");
+        exe.active_path = Some("s".into());
+        store.save(&mut exe).unwrap();
+        let mut other = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let steps = |from: i32, to: i32| {
+            format!(
+                "DO $$ BEGIN FOR i IN {from}..{to} LOOP \
+                 INSERT INTO {prefix}_trace (execution_id, idx, entry) \
+                 VALUES ('w1', i, '{{\"event_kind\": \"E\", \"from_path\": \"s\", \"to_path\": \"s\"}}'); \
+                 END LOOP; END $$"
+            )
+        };
+        other
+            .batch_execute(&format!(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ; {}; COMMIT",
+                steps(1, 5000)
+            ))
+            .unwrap();
+        // The save's rows too (an execution at a path, and its count).
+        assert_eq!(deltas(&mut other, prefix, "graph_deltas"), 5001);
+        other.batch_execute(&steps(5001, 35000)).unwrap();
+        let left = deltas(&mut other, prefix, "graph_deltas");
+        assert!(left < 15_000, "{left} deltas left of 35,001");
+        same(store, &["d0"], "folded by writers");
+        let d0 = store.graph_figures("d0", ALL).unwrap();
+        assert_eq!(d0.steps.iter().map(|s| s.n).sum::<u64>(), 35_000);
     });
 }

@@ -668,7 +668,7 @@ mod tests {
             "fnv1a64:e45be1ae6b1ae720",
             "fnv1a64:377e0acb47a4f999",
             "fnv1a64:0293e8c7693174cb",
-            "fnv1a64:34c26fcd6f1a131b",
+            "fnv1a64:e11dfa8343fa3ebe",
         ];
         execstore::kit::migration::check_released(MIGRATIONS, &released).unwrap();
     }
