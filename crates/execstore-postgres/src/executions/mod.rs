@@ -355,24 +355,20 @@ impl PgStore {
         }
         let pool = db.pool.clone();
         let config = &db.config;
-        let (keyed, counted, graphed, bounded) = {
+        let present = {
             let mut conn = db.conn()?;
             if read_only {
                 schema::check_present(&mut conn.client, &tables)?;
             } else if options.create_schema {
                 schema::migrate(&mut conn.client, &tables)?;
             }
-            (
-                schema::has_keys(&mut conn.client, &tables)?,
-                schema::has_counts(&mut conn.client, &tables)?,
-                schema::has_graph(&mut conn.client, &tables)?,
-                schema::has_bounded_folds(&mut conn.client, &tables)?,
-            )
+            schema::present(&mut conn.client, &tables)?
         };
+        let (keyed, counted, graphed) = (present.keys, present.counts, present.graph);
         // Migration 6 made the keys and the step function together.
         let plain = (!keyed).then(|| plain::PlainStmts::new(&tables));
         let mut sql = Stmts::new(&tables, options.unlocked_claims, keyed);
-        if bounded {
+        if present.bounded_folds {
             sql.bound_folds(&tables);
         }
         let listener = |work: Work| Listener::new(config.clone(), sql.channels.of(work).to_owned());

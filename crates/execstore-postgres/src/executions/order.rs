@@ -219,12 +219,19 @@ impl PgStore {
             }
             let mut args = Vec::new();
             let term = super::search::condition(filter, &mut args);
-            // The keys joined: the filter may read them too (`state`, `status`, times).
+            // The keys joined when the filter reads them too (`state`, `status`, times).
+            let from = if super::search::reads_keys(filter) {
+                format!(
+                    "{} e JOIN {} k ON {}",
+                    self.sql.executions,
+                    self.sql.keys,
+                    super::sql::KEYS_JOIN
+                )
+            } else {
+                format!("{} e", self.sql.executions)
+            };
             let sql = format!(
-                "SELECT (e.id COLLATE \"C\")::text FROM {} e JOIN {} k ON {} WHERE {term} LIMIT {}",
-                self.sql.executions,
-                self.sql.keys,
-                super::sql::KEYS_JOIN,
+                "SELECT (e.id COLLATE \"C\")::text FROM {from} WHERE {term} LIMIT {}",
                 FEW_MATCHES + 1
             );
             let args: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a.as_sql()).collect();

@@ -568,49 +568,41 @@ pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
     tx.commit().db()
 }
 
-/// Whether the listing keys of migration 6 are there (a read-only open of a database that no
-/// execstore of this version migrated reads them from the documents instead).
-pub(crate) fn has_keys(client: &mut Client, tables: &Tables) -> Result<bool> {
-    let row = client
-        .query_one(
-            "SELECT to_regclass($1) IS NOT NULL",
-            &[&tables.sql("{pfx}execstore_keys")],
-        )
-        .db()?;
-    Ok(row.get(0))
+/// Which of execstore's later objects a database has, read at open in one round trip: a
+/// database an earlier build migrated, a read-only open of one no execstore of this version
+/// migrated, or a schema harel owns (`create_schema` off) may lack them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Present {
+    /// The listing keys of migration 6 (else they are read from the documents).
+    pub(crate) keys: bool,
+    /// The counts of migration 8 (else the counts are read from the keys).
+    pub(crate) counts: bool,
+    /// The graph figures of migration 9 (else the graph is scanned).
+    pub(crate) graph: bool,
+    /// Migration 11's bounded folds (else readers fold every delta).
+    pub(crate) bounded_folds: bool,
 }
 
-/// Whether the counts of migration 8 are there (else the counts are read from the keys).
-pub(crate) fn has_counts(client: &mut Client, tables: &Tables) -> Result<bool> {
+/// What [`Present`] says of the database under `tables`.
+pub(crate) fn present(client: &mut Client, tables: &Tables) -> Result<Present> {
     let row = client
         .query_one(
-            "SELECT to_regclass($1) IS NOT NULL",
-            &[&tables.sql("{pfx}execstore_counts")],
+            "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, \
+             to_regclass($3) IS NOT NULL, to_regprocedure($4) IS NOT NULL",
+            &[
+                &tables.sql("{pfx}execstore_keys"),
+                &tables.sql("{pfx}execstore_counts"),
+                &tables.sql("{pfx}execstore_graph"),
+                &tables.sql("{pfx}execstore_fold_graph(integer)"),
+            ],
         )
         .db()?;
-    Ok(row.get(0))
-}
-
-/// Whether the graph figures of migration 9 are there (else the graph is scanned).
-pub(crate) fn has_graph(client: &mut Client, tables: &Tables) -> Result<bool> {
-    let row = client
-        .query_one(
-            "SELECT to_regclass($1) IS NOT NULL",
-            &[&tables.sql("{pfx}execstore_graph")],
-        )
-        .db()?;
-    Ok(row.get(0))
-}
-
-/// Whether migration 11's bounded folds are there (else readers fold every delta).
-pub(crate) fn has_bounded_folds(client: &mut Client, tables: &Tables) -> Result<bool> {
-    let row = client
-        .query_one(
-            "SELECT to_regprocedure($1) IS NOT NULL",
-            &[&tables.sql("{pfx}execstore_fold_graph(integer)")],
-        )
-        .db()?;
-    Ok(row.get(0))
+    Ok(Present {
+        keys: row.get(0),
+        counts: row.get(1),
+        graph: row.get(2),
+        bounded_folds: row.get(3),
+    })
 }
 
 /// For a read-only open: every one of harel's tables is there (execstore's own migrations

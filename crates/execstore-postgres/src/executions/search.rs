@@ -410,6 +410,15 @@ impl Sql<'_> {
     }
 }
 
+/// Whether `filter`'s [`condition`] reads the listing keys (`k`: an id, status, state or
+/// time), so must be joined to them.
+pub(crate) fn reads_keys(filter: &Filter) -> bool {
+    filter.paths().iter().any(|p| match kind_of(p) {
+        Kind::Text(column) | Kind::Time(column) => column.starts_with("k."),
+        Kind::Json(..) => false,
+    })
+}
+
 /// The filter as one condition over `k` and `e`, its parameters appended to `args`.
 pub(crate) fn condition(filter: &Filter, args: &mut Vec<Arg>) -> String {
     Sql { args }.expr(&filter.expr)
