@@ -426,3 +426,23 @@ fn writers_fold_the_deltas_without_a_reader() {
         assert_eq!(d0.steps.iter().map(|s| s.n).sum::<u64>(), 35_000);
     });
 }
+
+/// Writers fold as much as readers: migration 11's triggers call both folds with the literal
+/// `FOLD_MAX` (its text is frozen by its checksum, so the constant follows it, not the other
+/// way round), and with no other bound.
+#[test]
+fn writers_fold_at_most_what_readers_fold() {
+    let text = super::graph::GRAPH_BY_STATEMENT;
+    let max = super::sql::FOLD_MAX;
+    for fold in ["execstore_fold_graph(", "execstore_fold_counts("] {
+        let bounds: Vec<&str> = text
+            .match_indices(fold)
+            .map(|(at, _)| {
+                let args = &text[at + fold.len()..];
+                &args[..args.find(')').unwrap_or(args.len())]
+            })
+            .filter(|args| !args.contains("p_max"))
+            .collect();
+        assert_eq!(bounds, vec![max.to_string(); 2], "{fold}: every writer's bound");
+    }
+}

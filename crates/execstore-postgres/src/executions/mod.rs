@@ -417,30 +417,33 @@ impl PgStore {
     /// Runs `f` in one transaction and commits it if `f` succeeds; an error (from `f` or the
     /// commit) or a panic rolls everything back.
     fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>, &Stmts) -> Result<T>) -> Result<T> {
-        let mut conn = self.conn()?;
-        let Conn {
-            client, statements, ..
-        } = &mut *conn;
-        let tx = client.transaction().db()?;
-        let mut tx = Tx { tx, statements };
-        let out = f(&mut tx, &self.sql)?;
-        tx.tx.commit().db()?;
-        Ok(out)
+        self.in_transaction(|b| b, |tx| f(tx, &self.sql))
     }
 
     /// Runs `f` in one read-only `REPEATABLE READ` transaction: its statements read one
     /// snapshot.
     fn snapshot<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.in_transaction(
+            |b| {
+                b.isolation_level(postgres::IsolationLevel::RepeatableRead)
+                    .read_only(true)
+            },
+            f,
+        )
+    }
+
+    /// Runs `f` in a transaction of a pooled connection, started as `begin` makes it, and
+    /// commits it if `f` succeeds (dropping it uncommitted rolls it back).
+    fn in_transaction<T>(
+        &self,
+        begin: impl for<'b> FnOnce(postgres::TransactionBuilder<'b>) -> postgres::TransactionBuilder<'b>,
+        f: impl FnOnce(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
         let mut conn = self.conn()?;
         let Conn {
             client, statements, ..
         } = &mut *conn;
-        let tx = client
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .db()?;
+        let tx = begin(client.build_transaction()).start().db()?;
         let mut tx = Tx { tx, statements };
         let out = f(&mut tx)?;
         tx.tx.commit().db()?;
