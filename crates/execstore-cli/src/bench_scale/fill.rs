@@ -227,6 +227,15 @@ impl Copier {
                     }
                     tx.commit()?;
                 }
+                // The statistics autovacuum would gather within a minute of a bulk change:
+                // measured at once, a read is planned on the table as it was before the copies
+                // (at 10,000 executions, 9,000 of them copied in seconds, the listing keys'
+                // estimates were 88 rows where 10,320 matched, and a definition's page took
+                // 16 ms where it takes 2 once analyzed).
+                client.batch_execute(&format!(
+                    "ANALYZE {}, {}execstore_keys, {}, {}",
+                    t.executions, t.pfx, t.trace, t.timers
+                ))?;
             }
         }
         Ok(())
