@@ -53,7 +53,6 @@ fn table_names_without_prefix() {
         names(&conn, "table"),
         [
             "execstore_attributes",
-            "execstore_counts",
             "execstore_graph_guards",
             "execstore_graph_now",
             "execstore_graph_steps",
@@ -67,6 +66,8 @@ fn table_names_without_prefix() {
             "trace"
         ]
     );
+    // The counts by definition and status: a view of the graph's figures (migration 8).
+    assert_eq!(names(&conn, "view"), ["execstore_counts"]);
     let indexes: Vec<String> = names(&conn, "index")
         .into_iter()
         .filter(|n| !n.starts_with("sqlite_autoindex"))
@@ -100,7 +101,6 @@ fn table_names_with_harel_prefix() {
         names(&conn, "table"),
         [
             "harel_execstore_attributes",
-            "harel_execstore_counts",
             "harel_execstore_graph_guards",
             "harel_execstore_graph_now",
             "harel_execstore_graph_steps",
@@ -114,6 +114,7 @@ fn table_names_with_harel_prefix() {
             "sqlite_sequence"
         ]
     );
+    assert_eq!(names(&conn, "view"), ["harel_execstore_counts"]);
     assert!(names(&conn, "index")
         .iter()
         .all(|n| n.starts_with("harel_execstore_") || n.starts_with("sqlite_autoindex_harel_")));
@@ -137,8 +138,8 @@ fn two_prefixes_share_one_file() {
     let harel = open_harel(&db(&dir));
     plain.save(&mut Execution::new("only-plain", "d")).unwrap();
     assert!(harel.load("only-plain").unwrap().is_none());
-    assert_eq!(plain.schema_version().unwrap(), 7);
-    assert_eq!(harel.schema_version().unwrap(), 7);
+    assert_eq!(plain.schema_version().unwrap(), 8);
+    assert_eq!(harel.schema_version().unwrap(), 8);
 }
 
 #[test]
@@ -163,7 +164,7 @@ fn migrations_recorded_once_and_idempotent() {
     let dir = tempfile::tempdir().unwrap();
     for _ in 0..3 {
         let store = open(&db(&dir));
-        assert_eq!(store.schema_version().unwrap(), 7);
+        assert_eq!(store.schema_version().unwrap(), 8);
     }
     let conn = Connection::open(db(&dir)).unwrap();
     let rows: Vec<(i64, String, String, String)> = conn
@@ -173,7 +174,7 @@ fn migrations_recorded_once_and_idempotent() {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    assert_eq!(rows.len(), 7, "{rows:?}");
+    assert_eq!(rows.len(), 8, "{rows:?}");
     let (version, description, checksum, applied_at) = &rows[0];
     assert_eq!(*version, 1);
     assert!(!description.is_empty());
@@ -463,13 +464,13 @@ fn concurrent_opens_of_a_fresh_file_migrate_once() {
         })
         .collect();
     for handle in handles {
-        assert_eq!(handle.join().unwrap().unwrap(), 7);
+        assert_eq!(handle.join().unwrap().unwrap(), 8);
     }
     let conn = Connection::open(&path).unwrap();
     let count: i64 = conn
         .query_row("SELECT COUNT(*) FROM execstore_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(count, 7);
+    assert_eq!(count, 8);
     assert_eq!(open(&path).ids_with_prefix("t").unwrap().len(), 8);
 }
 
@@ -664,7 +665,7 @@ fn opens_a_file_harel_created() {
     )
     .unwrap();
     let store = open_harel(&db(&dir));
-    assert_eq!(store.schema_version().unwrap(), 7);
+    assert_eq!(store.schema_version().unwrap(), 8);
     let exe = store.load("old").unwrap().unwrap();
     assert_eq!((exe.version, exe.status), (7, Status::Done));
     let page = store

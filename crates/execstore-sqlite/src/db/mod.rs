@@ -253,10 +253,10 @@ pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connect
     Ok(reader)
 }
 
-/// Whether the database of `conn` has a table named `name`.
+/// Whether the database of `conn` has a table (or a view, which reads as one) named `name`.
 pub(crate) fn has_table(conn: &Connection, name: &str) -> Result<bool> {
     conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?1)",
         [name],
         |row| row.get(0),
     )

@@ -1,6 +1,7 @@
-//! The counts kept by migration 5's triggers (`schema.rs`): right under every writer, read by
-//! `count_by_status`, built for an old file by its first writer, scanned by a read-only open
-//! of a file without them.
+//! The counts by definition, status and root-ness, kept by triggers (migration 5's table,
+//! folded by migration 8 into the graph's `now`, of which the counts are a view; `schema.rs`,
+//! `graph.rs`): right under every writer, read by `count_by_status`, built for an old file by
+//! its first writer, scanned by a read-only open of a file without them.
 
 use super::*;
 use execstore::executions::{control, ListQuery, Status};
@@ -145,7 +146,7 @@ fn the_counts_are_read_from_the_kept_figures() {
             &store,
             store.sql.maintained_counts(&query.count_filter().unwrap()),
         );
-        assert!(p.iter().any(|s| s.contains("execstore_counts")), "{p:?}");
+        assert!(p.iter().any(|s| s.contains("execstore_graph_now")), "{p:?}");
         assert!(!p.iter().any(|s| s.contains(" executions")), "{p:?}");
     }
     let before = count(&store, ListQuery::new().definition("d1"), Status::Running);
@@ -153,7 +154,7 @@ fn the_counts_are_read_from_the_kept_figures() {
         .lock()
         .unwrap()
         .execute(
-            "UPDATE execstore_counts SET n = n + 1000 WHERE definition_id = 'd1' AND status = 'RUNNING'",
+            "UPDATE execstore_graph_now SET n = n + 1000 WHERE definition_id = 'd1' AND status = 'RUNNING'",
             [],
         )
         .unwrap();
@@ -179,15 +180,7 @@ fn an_old_file_gets_its_counts_from_its_first_writer() {
             exe.status = if i < 3 { Status::Done } else { Status::Running };
             store.save(&mut exe).unwrap();
         }
-        store
-            .lock()
-            .unwrap()
-            .execute_batch(
-                "DROP TRIGGER execstore_counts_insert; DROP TRIGGER execstore_counts_update; \
-                 DROP TRIGGER execstore_counts_delete; DROP TABLE execstore_counts; \
-                 DELETE FROM execstore_migrations WHERE version = 5",
-            )
-            .unwrap();
+        super::tests::rewind(&store.lock().unwrap(), 4);
     }
     let read_only = SqliteStore::open(&path, SqliteOptions::new().read_only(true)).unwrap();
     assert!(!read_only.sql.has_counts.load(Ordering::Relaxed));
@@ -244,4 +237,74 @@ fn a_row_that_is_not_json_is_not_counted() {
     conn.execute("DELETE FROM executions WHERE id IN ('worse', 'bad', 'hurt')", [])
         .unwrap();
     assert_eq!(kept(&conn, ""), running(1));
+}
+
+/// The kind (`table`, `view`) of `name` in the file of `conn`.
+fn kind(conn: &Connection, name: &str) -> String {
+    conn.query_row("SELECT type FROM sqlite_master WHERE name = ?1", [name], |r| {
+        r.get(0)
+    })
+    .unwrap()
+}
+
+/// A file a build that knew migration 7 wrote (the counts in their own table, `now` without
+/// root-ness), with children, statuses, paths and definitions mixed, then written by harel's
+/// statements under its triggers, gets from this build's first writer (migration 8) the
+/// counts and the graph's figures a scan gives, and keeps them through the writes after.
+#[test]
+fn a_file_at_migration_7_keeps_its_figures_through_migration_8() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v7.db");
+    let definitions = ["d0", "d1", "d2"];
+    {
+        let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+        for i in 0..30 {
+            let mut exe = Execution::new(format!("e{i:02}"), format!("d{}", i % 3));
+            exe.status = Status::ALL[i % Status::ALL.len()];
+            exe.active_path = Some(format!("s{}", i % 4));
+            exe.parent_id = (i % 5 == 1).then(|| "e00".to_owned());
+            store.save(&mut exe).unwrap();
+            let step = super::graph_tests::step("Go", Some("s0"), "s1", &["g"]);
+            store.commit(&mut exe, &Effects::new().trace(step)).unwrap();
+        }
+        let conn = store.lock().unwrap();
+        super::tests::rewind(&conn, 7);
+        assert_eq!(kind(&conn, "execstore_counts"), "table");
+        conn.execute_batch(
+            "UPDATE executions SET data = json_set(data, '$.status', 'DONE'), version = version + 1 WHERE id = 'e02';
+             UPDATE executions SET data = json_remove(data, '$.parent_id'), version = version + 1 WHERE id = 'e06';
+             DELETE FROM executions WHERE id = 'e07';",
+        )
+        .unwrap();
+        assert_eq!(kept(&conn, ""), scanned(&conn, ""));
+    }
+    let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+    {
+        let conn = store.read().unwrap();
+        assert_eq!(kind(&conn, "execstore_counts"), "view");
+        assert_eq!(kept(&conn, ""), scanned(&conn, ""));
+    }
+    super::graph_tests::same(&store, &definitions, "after migration 8");
+    store
+        .lock()
+        .unwrap()
+        .execute_batch(
+            "UPDATE executions SET data = json_set(data, '$.parent_id', 'e00', '$.status', 'FAILED') WHERE id = 'e03';
+             UPDATE executions SET data = json_set(data, '$.active_path', 's9') WHERE id = 'e04';
+             UPDATE executions SET definition_id = 'd1' WHERE id = 'e05';",
+        )
+        .unwrap();
+    let failed_roots = count(&store, ListQuery::new().roots_only(true), Status::Failed);
+    let conn = store.read().unwrap();
+    assert_eq!(kept(&conn, ""), scanned(&conn, ""));
+    assert_eq!(
+        failed_roots,
+        scanned(&conn, "")
+            .iter()
+            .filter(|(_, s, root, _)| s == "FAILED" && *root == 1)
+            .map(|(_, _, _, n)| *n as u64)
+            .sum::<u64>()
+    );
+    drop(conn);
+    super::graph_tests::same(&store, &definitions, "after harel's writes");
 }

@@ -67,6 +67,29 @@ macro_rules! now_delta {
     };
 }
 
+/// [`now_delta!`] for migration 8's `now`, which also keys each figure by root-ness (1 for an
+/// execution without a parent), so that it holds the counts by definition and status too.
+macro_rules! rooted_now_delta {
+    ($row:literal, $n:literal) => {
+        concat!(
+            "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) SELECT ",
+            $row,
+            ".definition_id, COALESCE(",
+            $row,
+            ".data -> '$.active_path', ''), COALESCE(json_extract(",
+            $row,
+            ".data, '$.status'), ''), json_extract(",
+            $row,
+            ".data, '$.parent_id') IS NULL, ",
+            $n,
+            " WHERE json_valid(",
+            $row,
+            ".data) ",
+            "ON CONFLICT (definition_id, active_path, status, root) DO UPDATE SET n = n + excluded.n;"
+        )
+    };
+}
+
 /// The upserts of one trace row's step and guards (the row `$row`, `new`/`old`), under its
 /// execution's definition, adding `$n`.
 macro_rules! step_delta {
@@ -244,6 +267,56 @@ pub(crate) const GRAPH_STATEMENTS: &[&str] = &[
     ),
 ];
 
+/// Migration 8's statements: the counts by definition, status and root-ness (migration 5's
+/// table and its three triggers) folded into `now`, which gains a `root` key: one upsert per
+/// changed figure where there were two (a new execution wrote both tables). The counts are
+/// then a view summing `now` over the active paths (a few rows per definition), read by the
+/// same statements as the table was. The executions' three triggers on `now` are created
+/// again for the new key (the update's also fires when the parent changes); the steps'
+/// and guards' are unchanged. `now` is filled again from the rows present, in this
+/// transaction.
+pub(crate) const ROOTED_NOW_STATEMENTS: &[&str] = &[
+    "DROP TRIGGER IF EXISTS {pfx}execstore_counts_insert",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_counts_update",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_counts_delete",
+    "DROP TABLE IF EXISTS {pfx}execstore_counts",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_executions_insert",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_executions_delete",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_executions_update",
+    "DROP TABLE IF EXISTS {pfx}execstore_graph_now",
+    "CREATE TABLE IF NOT EXISTS {pfx}execstore_graph_now \
+     (definition_id TEXT NOT NULL, active_path TEXT NOT NULL, status TEXT NOT NULL, root INTEGER NOT NULL, \
+     n INTEGER NOT NULL, PRIMARY KEY (definition_id, active_path, status, root)) WITHOUT ROWID",
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_insert AFTER INSERT ON {executions} BEGIN ",
+        rooted_now_delta!("new", "1"),
+        trace_delta!("new", "1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_delete AFTER DELETE ON {executions} BEGIN ",
+        rooted_now_delta!("old", "-1"),
+        trace_delta!("old", "-1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_update AFTER UPDATE OF definition_id, data \
+         ON {executions} WHEN NOT json_valid(old.data) OR NOT json_valid(new.data) \
+         OR old.definition_id IS NOT new.definition_id \
+         OR json_extract(old.data, '$.status') IS NOT json_extract(new.data, '$.status') \
+         OR (old.data -> '$.active_path') IS NOT (new.data -> '$.active_path') \
+         OR (json_extract(old.data, '$.parent_id') IS NULL) IS NOT (json_extract(new.data, '$.parent_id') IS NULL) BEGIN ",
+        rooted_now_delta!("old", "-1"),
+        rooted_now_delta!("new", "1"),
+        " END"
+    ),
+    "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) \
+     SELECT definition_id, COALESCE(data -> '$.active_path', ''), COALESCE(json_extract(data, '$.status'), ''), \
+     json_extract(data, '$.parent_id') IS NULL, COUNT(*) FROM {executions} WHERE json_valid(data) GROUP BY 1, 2, 3, 4",
+    "CREATE VIEW IF NOT EXISTS {pfx}execstore_counts AS SELECT definition_id, status, root, SUM(n) AS n \
+     FROM {pfx}execstore_graph_now GROUP BY definition_id, status, root",
+];
+
 /// The read of the maintained figures of one definition (`?1`; `?2` false: no step), one
 /// statement so that it sees one snapshot: the kind of each row (0: now, 1: a step, 2: a
 /// guard), its three keys and its count.
@@ -260,8 +333,8 @@ impl GraphSql {
         GraphSql {
             table: t.sql("{pfx}execstore_graph_now"),
             read: t.sql(
-                "SELECT 0, active_path, status, '', n FROM {pfx}execstore_graph_now \
-                 WHERE definition_id = ?1 AND n <> 0 \
+                "SELECT 0, active_path, status, '', SUM(n) FROM {pfx}execstore_graph_now \
+                 WHERE definition_id = ?1 GROUP BY active_path, status HAVING SUM(n) <> 0 \
                  UNION ALL SELECT 1, from_path, to_path, event, n FROM {pfx}execstore_graph_steps \
                  WHERE definition_id = ?1 AND n <> 0 AND ?2 \
                  UNION ALL SELECT 2, from_path, to_path, guard, n FROM {pfx}execstore_graph_guards \

@@ -23,7 +23,7 @@ fn shown(f: &GraphFigures) -> impl PartialEq + std::fmt::Debug {
 }
 
 /// For every definition: the kept figures (maintained) equal a scan's.
-fn same(store: &SqliteStore, definitions: &[&str], what: &str) {
+pub(super) fn same(store: &SqliteStore, definitions: &[&str], what: &str) {
     for d in definitions {
         match (store.graph_figures(d, ALL), graph_figures_by_scan(store, d, ALL)) {
             (Ok(kept), Ok(scanned)) => {
@@ -36,7 +36,12 @@ fn same(store: &SqliteStore, definitions: &[&str], what: &str) {
     }
 }
 
-fn step(kind: &str, from: Option<&str>, to: &str, guards: &[&str]) -> execstore::executions::TraceStep {
+pub(super) fn step(
+    kind: &str,
+    from: Option<&str>,
+    to: &str,
+    guards: &[&str],
+) -> execstore::executions::TraceStep {
     json!({"event_kind": kind, "from_path": from, "to_path": to, "guards": guards, "timestamp": 1.0})
         .as_object()
         .unwrap()
@@ -261,25 +266,7 @@ fn an_old_file_gets_its_graph_figures_from_its_first_writer() {
                 )
                 .unwrap();
         }
-        let conn = store.lock().unwrap();
-        let triggers: Vec<String> = conn
-            .prepare(
-                "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'execstore_graph_%'",
-            )
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
-        assert_eq!(triggers.len(), 8, "{triggers:?}");
-        for trigger in triggers {
-            conn.execute_batch(&format!("DROP TRIGGER {trigger}")).unwrap();
-        }
-        conn.execute_batch(
-            "DROP TABLE execstore_graph_now; DROP TABLE execstore_graph_steps; \
-             DROP TABLE execstore_graph_guards; DELETE FROM execstore_migrations WHERE version = 7",
-        )
-        .unwrap();
+        super::tests::rewind(&store.lock().unwrap(), 6);
     }
     let read_only = SqliteStore::open(&path, SqliteOptions::new().read_only(true)).unwrap();
     assert!(!read_only.sql.has_graph.load(Ordering::Relaxed));

@@ -374,3 +374,44 @@ fn commits_reach_the_database_file_in_the_background() {
     let (before, after) = file_pages(Some(0));
     assert_eq!(after, before, "nothing checkpoints with checkpoint_pages(0)");
 }
+
+/// Takes an unprefixed file this build wrote back to the state a build that knew migrations
+/// up to `version` (4 to 7) left it in: the figures of migrations 5, 7 and 8 dropped, those of
+/// 5 and 7 up to `version` made again from their released statements (filled from the rows
+/// present), and the record of every later one deleted.
+pub(crate) fn rewind(conn: &Connection, version: i64) {
+    let kept: Vec<(String, String)> = conn
+        .prepare(
+            "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view', 'table') \
+             AND (name LIKE 'execstore_graph%' OR name LIKE 'execstore_counts%') \
+             ORDER BY CASE type WHEN 'trigger' THEN 0 WHEN 'view' THEN 1 ELSE 2 END",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    for (kind, name) in kept {
+        conn.execute_batch(&format!("DROP {kind} {name}")).unwrap();
+    }
+    conn.execute(
+        "DELETE FROM execstore_migrations WHERE version > ?1 OR version IN (5, 7)",
+        [version],
+    )
+    .unwrap();
+    let tables = super::schema::Tables::new(None).unwrap();
+    for m in super::schema::MIGRATIONS
+        .iter()
+        .filter(|m| [5, 7].contains(&m.version) && i64::from(m.version) <= version)
+    {
+        for stmt in m.statements {
+            conn.execute_batch(&super::schema::Sql::sql(&tables, stmt))
+                .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO execstore_migrations (version, description, checksum) VALUES (?1, ?2, ?3)",
+            rusqlite::params![m.version, m.description, m.checksum()],
+        )
+        .unwrap();
+    }
+}
