@@ -76,17 +76,11 @@ fn table_names_without_prefix() {
         indexes,
         [
             "execstore_executions_by_active_path",
-            "execstore_executions_by_created",
             "execstore_executions_by_definition",
-            "execstore_executions_by_definition_created",
-            "execstore_executions_by_definition_updated",
             "execstore_executions_by_finished",
             "execstore_executions_by_status",
-            "execstore_executions_by_status_created",
-            "execstore_executions_by_status_updated",
-            "execstore_executions_by_updated",
-            "execstore_executions_roots_by_created",
-            "execstore_executions_roots_by_updated",
+            "execstore_executions_listing_created",
+            "execstore_executions_listing_updated",
             "execstore_timers_by_fire_at"
         ]
     );
@@ -138,8 +132,8 @@ fn two_prefixes_share_one_file() {
     let harel = open_harel(&db(&dir));
     plain.save(&mut Execution::new("only-plain", "d")).unwrap();
     assert!(harel.load("only-plain").unwrap().is_none());
-    assert_eq!(plain.schema_version().unwrap(), 8);
-    assert_eq!(harel.schema_version().unwrap(), 8);
+    assert_eq!(plain.schema_version().unwrap(), 9);
+    assert_eq!(harel.schema_version().unwrap(), 9);
 }
 
 #[test]
@@ -164,7 +158,7 @@ fn migrations_recorded_once_and_idempotent() {
     let dir = tempfile::tempdir().unwrap();
     for _ in 0..3 {
         let store = open(&db(&dir));
-        assert_eq!(store.schema_version().unwrap(), 8);
+        assert_eq!(store.schema_version().unwrap(), 9);
     }
     let conn = Connection::open(db(&dir)).unwrap();
     let rows: Vec<(i64, String, String, String)> = conn
@@ -174,7 +168,7 @@ fn migrations_recorded_once_and_idempotent() {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    assert_eq!(rows.len(), 8, "{rows:?}");
+    assert_eq!(rows.len(), 9, "{rows:?}");
     let (version, description, checksum, applied_at) = &rows[0];
     assert_eq!(*version, 1);
     assert!(!description.is_empty());
@@ -413,13 +407,10 @@ fn corrupt_rows_are_corrupt_not_panics() {
     // ...but a file written without them may hold it.
     conn.execute_batch(
         "DROP INDEX execstore_executions_by_status;
-         DROP INDEX execstore_executions_by_created;
-         DROP INDEX execstore_executions_by_updated;
+         DROP INDEX execstore_executions_listing_created;
+         DROP INDEX execstore_executions_listing_updated;
          DROP INDEX execstore_executions_by_finished;
          DROP INDEX execstore_executions_by_active_path;
-         DROP INDEX execstore_executions_by_status_updated; DROP INDEX execstore_executions_by_status_created;
-         DROP INDEX execstore_executions_by_definition_updated; DROP INDEX execstore_executions_by_definition_created;
-         DROP INDEX execstore_executions_roots_by_updated; DROP INDEX execstore_executions_roots_by_created;
          DELETE FROM executions WHERE id <> 'fine';
          INSERT INTO executions VALUES ('garbage', 'd', '{not json', 1);",
     )
@@ -464,13 +455,13 @@ fn concurrent_opens_of_a_fresh_file_migrate_once() {
         })
         .collect();
     for handle in handles {
-        assert_eq!(handle.join().unwrap().unwrap(), 8);
+        assert_eq!(handle.join().unwrap().unwrap(), 9);
     }
     let conn = Connection::open(&path).unwrap();
     let count: i64 = conn
         .query_row("SELECT COUNT(*) FROM execstore_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(count, 8);
+    assert_eq!(count, 9);
     assert_eq!(open(&path).ids_with_prefix("t").unwrap().len(), 8);
 }
 
@@ -665,7 +656,7 @@ fn opens_a_file_harel_created() {
     )
     .unwrap();
     let store = open_harel(&db(&dir));
-    assert_eq!(store.schema_version().unwrap(), 8);
+    assert_eq!(store.schema_version().unwrap(), 9);
     let exe = store.load("old").unwrap().unwrap();
     assert_eq!((exe.version, exe.status), (7, Status::Done));
     let page = store

@@ -214,12 +214,9 @@ fn a_row_that_is_not_json_is_not_counted() {
         .execute("INSERT INTO executions VALUES ('bad', 'd', '{not json', 1)", [])
         .is_err());
     conn.execute_batch(
-        "DROP INDEX execstore_executions_by_status; DROP INDEX execstore_executions_by_created;
-         DROP INDEX execstore_executions_by_updated; DROP INDEX execstore_executions_by_finished;
+        "DROP INDEX execstore_executions_by_status; DROP INDEX execstore_executions_listing_created;
+         DROP INDEX execstore_executions_listing_updated; DROP INDEX execstore_executions_by_finished;
          DROP INDEX execstore_executions_by_active_path;
-         DROP INDEX execstore_executions_by_status_updated; DROP INDEX execstore_executions_by_status_created;
-         DROP INDEX execstore_executions_by_definition_updated; DROP INDEX execstore_executions_by_definition_created;
-         DROP INDEX execstore_executions_roots_by_updated; DROP INDEX execstore_executions_roots_by_created;
          INSERT INTO executions VALUES ('bad', 'd', '{not json', 1);
          INSERT INTO executions VALUES ('worse', 'd', '{not json either', 1);",
     )
@@ -252,7 +249,18 @@ fn kind(conn: &Connection, name: &str) -> String {
 /// statements under its triggers, gets from this build's first writer (migration 8) the
 /// counts and the graph's figures a scan gives, and keeps them through the writes after.
 #[test]
-fn a_file_at_migration_7_keeps_its_figures_through_migration_8() {
+fn a_file_at_migration_7_keeps_its_figures_through_migrations_8_and_9() {
+    let listing = |conn: &Connection| -> Vec<String> {
+        conn.prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'execstore_executions_%' \
+             AND (name LIKE '%updated' OR name LIKE '%created') ORDER BY name",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+    };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v7.db");
     let definitions = ["d0", "d1", "d2"];
@@ -270,6 +278,7 @@ fn a_file_at_migration_7_keeps_its_figures_through_migration_8() {
         let conn = store.lock().unwrap();
         super::tests::rewind(&conn, 7);
         assert_eq!(kind(&conn, "execstore_counts"), "table");
+        assert_eq!(listing(&conn).len(), 8, "{:?}", listing(&conn));
         conn.execute_batch(
             "UPDATE executions SET data = json_set(data, '$.status', 'DONE'), version = version + 1 WHERE id = 'e02';
              UPDATE executions SET data = json_remove(data, '$.parent_id'), version = version + 1 WHERE id = 'e06';
@@ -281,6 +290,14 @@ fn a_file_at_migration_7_keeps_its_figures_through_migration_8() {
     let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
     {
         let conn = store.read().unwrap();
+        // Migration 9 replaced the eight time indexes of migrations 2 and 6 with its two.
+        assert_eq!(
+            listing(&conn),
+            [
+                "execstore_executions_listing_created",
+                "execstore_executions_listing_updated"
+            ]
+        );
         assert_eq!(kind(&conn, "execstore_counts"), "view");
         assert_eq!(kept(&conn, ""), scanned(&conn, ""));
     }

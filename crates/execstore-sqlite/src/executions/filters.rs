@@ -217,17 +217,18 @@ mod tests {
                 store.save(&mut exe).unwrap();
             }
             let idx = |name: &str| format!("{pfx}execstore_executions_by_{name}");
+            let listing = |name: &str| format!("{pfx}execstore_executions_listing_{name}");
             let q = ListQuery::new;
             let cases: Vec<(&str, ListQuery, Vec<String>)> = vec![
                 (
                     "created",
                     q().created_between(Some(1e9 + 10.0), Some(1e9 + 20.0)),
-                    vec![idx("created")],
+                    vec![listing("created")],
                 ),
                 (
                     "updated after",
                     q().updated_between(Some(2e9 + 2990.0), None),
-                    vec![idx("updated")],
+                    vec![listing("updated")],
                 ),
                 (
                     "finished before",
@@ -244,8 +245,8 @@ mod tests {
                     q().created_between(Some(1e9), Some(1e9 + 100.0))
                         .roots_only(true)
                         .cursor(Some(execstore::executions::encode_cursor("e00050"))),
-                    // The roots' `created_at` (migration 6): the window's range of roots.
-                    vec![idx("created").replace("_by_created", "_roots_by_created")],
+                    // The window's range of `created_at` (migration 9), roots checked on it.
+                    vec![listing("created")],
                 ),
                 (
                     "updated + search",

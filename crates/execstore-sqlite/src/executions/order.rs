@@ -2,7 +2,7 @@
 //! the counts by status of a listing's filter: one statement each, built with their
 //! parameters over the filter of `filters.rs`.
 //!
-//! A time order is a walk of migration 2's `(updated_at, id)` or `(created_at, id)`
+//! A time order is a walk of migration 9's `(updated_at, id, ...)` or `(created_at, id, ...)`
 //! expression index backwards, in two arms: the executions with that time after the
 //! cursor's key (a row-value range of the index, most recent first), then those without one
 //! (`IS NULL`, a range of the same index by id, descending). Each arm reads at most a page
@@ -16,7 +16,7 @@ use execstore::executions::{ListOrder, ListQuery, TimeKey};
 use rusqlite::types::Value;
 
 use super::filters::{Conditions, Filtered, WhereClause};
-use super::plan::{choose, order_field, Driver, Sizes};
+use super::plan::{order_field, Driver};
 use super::sql::Stmts;
 
 /// The indexed expression of a time order's key, spelled as migration 2 spells it.
@@ -29,10 +29,10 @@ fn time_column(order: ListOrder) -> &'static str {
 
 impl Stmts {
     /// The listing of `query` in its time order (its time descending), resuming after
-    /// `after` (the decoded cursor), fetching `fetch` rows; `sizes` are the kept counts the
-    /// choice of index reads when the query has several indexed filters, `window` the field
-    /// whose range drives instead, its rows sorted (a time field's window, or `active_path`
-    /// for a pinned state; `plan.rs`).
+    /// `after` (the decoded cursor), fetching `fetch` rows; `drivers` the index each status
+    /// slot reads (one per status of `statuses`, or one for every status; `plan.rs`),
+    /// `window` the field whose range drives instead, its rows sorted (a time field's
+    /// window, or `active_path` for a pinned state).
     ///
     /// Each status of the filter (or every status, without one) is walked on its own, two
     /// arms each (the times, then the NULL tail), each arm a range of one index read at most
@@ -46,7 +46,7 @@ impl Stmts {
         query: &ListQuery,
         after: Option<&TimeKey>,
         statuses: &[&str],
-        sizes: Option<&Sizes>,
+        drivers: &[Driver],
         window: Option<&str>,
         fetch: i64,
     ) -> Filtered {
@@ -71,17 +71,14 @@ impl Stmts {
             statuses.iter().copied().map(Some).collect()
         };
         let own = order_field(query.order);
-        // A window on another field drives (`plan.rs`): the order's own time, like every
-        // other indexed filter, is then checked on the window's rows.
-        // Its `ORDER BY` too: a one-sided window looks to SQLite like a quarter of the table,
-        // which it would rather walk in the order's index (or the id's) than sort.
-        let walked = if window.is_some() { "+" } else { "" };
-        let plus = |field: &str| field != own && Some(field) != window;
-        for status in slots {
-            let driver = match window {
-                Some(_) => Driver::Window,
-                None => choose(query, status, sizes),
-            };
+        for (status, &driver) in slots.into_iter().zip(drivers) {
+            // Another index drives (`plan.rs`: a window on another field, a status's or a
+            // definition's executions sorted): the order's own time, like every other
+            // filter, is then checked on its rows. Its `ORDER BY` too: a one-sided window
+            // looks to SQLite like a quarter of the table, which it would rather walk in the
+            // order's index (or the id's) than sort.
+            let walked = if driver == Driver::Walk { "" } else { "+" };
+            let plus = |field: &str| (field != own || !walked.is_empty()) && Some(field) != window;
             if !in_null_tail {
                 let mut c = Conditions::default();
                 self.key_conditions(query, status, driver, &mut c);
@@ -186,18 +183,17 @@ mod tests {
         let mut statuses: Vec<&str> = query.status.iter().flatten().map(|s| s.as_str()).collect();
         statuses.sort_unstable();
         statuses.dedup();
-        let (sizes, window) = {
+        let (drivers, window) = {
             let conn = store.read().unwrap();
-            (
-                store.driver_sizes(&conn, query, &statuses, false).unwrap(),
-                store.driving_window(&conn, query, false).unwrap(),
-            )
+            let window = store.driving_window(&conn, query, false).unwrap();
+            let drivers = store.drivers(&conn, query, &statuses, window, 51, false).unwrap();
+            (drivers, window)
         };
         super::super::tests::filtered_plan(
             store,
             store
                 .sql
-                .list_by_time(query, after.as_ref(), &statuses, sizes.as_ref(), window, 51),
+                .list_by_time(query, after.as_ref(), &statuses, &drivers, window, 51),
         )
     }
 
@@ -211,14 +207,20 @@ mod tests {
         all.into_iter().take(limit).map(|s| s.id).collect()
     }
 
-    /// The listing in `order` walks the `(time, id)` index named `index` (a `SEARCH` of it,
-    /// never a `SCAN` of the table nor a sort of it), first page and after a cursor, on a
-    /// store of 3,000 executions without statistics, and answers in that order.
+    /// The listing in `order` walks migration 9's index named `index` (a `SEARCH` of it,
+    /// never a `SCAN` of the table nor a sort of it, reading no row under a status,
+    /// definition or roots filter), first page and after a cursor, on a store of 3,000
+    /// executions without statistics, or sorts a small filter's executions, and answers in
+    /// that order.
     fn walks_the_index(order: ListOrder, index: &str) {
         let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
         for i in 0..3000 {
             let mut exe = Execution::new(format!("e{i:05}"), format!("d{}", i % 5));
-            exe.status = Status::ALL[i % Status::ALL.len()];
+            // CANCELLING is rare (51, 4 in each time's NULL tail), RUNNING common (807).
+            exe.status = match Status::ALL[i % Status::ALL.len()] {
+                Status::Cancelling if i % 70 != 5 && i % 100 > 1 => Status::Running,
+                status => status,
+            };
             exe.updated_at = (i % 100 != 0).then(|| 2e9 + ((i * 7919) % 3000) as f64);
             exe.created_at = (i % 100 != 1).then(|| 2e9 + ((i * 4999) % 3000) as f64);
             if i % 3 == 0 {
@@ -229,16 +231,8 @@ mod tests {
             }
             store.save(&mut exe).unwrap();
         }
-        let by = |what: &str| {
-            let time = match order {
-                ListOrder::CreatedDesc => "created",
-                _ => "updated",
-            };
-            match what {
-                "roots" => format!("execstore_executions_roots_by_{time}"),
-                _ => format!("execstore_executions_by_{what}_{time}"),
-            }
-        };
+        // A filter's own index (migration 1), read and sorted.
+        let by = |what: &str| format!("execstore_executions_by_{what}");
         let cursor = |time, id: &str| match order {
             ListOrder::CreatedDesc => encode_created_cursor(time, id),
             _ => encode_updated_cursor(time, id),
@@ -263,68 +257,98 @@ mod tests {
             _ => q.created_between(Some(2e9 + 100.0), Some(2e9 + 200.0)),
         };
         let other_index = match order {
-            ListOrder::CreatedDesc => "execstore_executions_by_updated",
-            _ => "execstore_executions_by_created",
+            ListOrder::CreatedDesc => "execstore_executions_listing_updated",
+            _ => "execstore_executions_listing_created",
         };
         let running = || q().status([Status::Running]);
-        // Each filter walks its own index, several statuses each theirs; of two filters,
-        // the one with fewer executions (the `small` definition's 60 against RUNNING's
-        // 3,000 / 6 and the 2,000 roots; RUNNING against the roots).
+        let walk = || index.to_owned();
+        // Each filter of a common status, a definition, roots, alone or together, walks the
+        // order's index and reads them from it (`Some(false)`: the walk, covering); a
+        // filter with few executions (the `small` definition's 60, CANCELLING's 51) is read
+        // from its own index and sorted (`Some(true)`), as each of several statuses that is.
+        // `None`: another time field's window, its range sorted.
         let filtered = [
-            ("status", running(), by("status"), None),
+            ("status", running(), walk(), Some(false)),
             (
                 "two statuses",
                 q().status([Status::Running, Status::Done]),
-                by("status"),
-                None,
+                walk(),
+                Some(false),
             ),
             (
                 "status after a cursor",
                 running().cursor(Some(cursor(Some(2e9 + 1500.0), "e01500"))),
-                by("status"),
-                None,
+                walk(),
+                Some(false),
             ),
             (
                 "status in the tail",
                 running().cursor(Some(cursor(None, "e02900"))),
-                by("status"),
-                None,
+                walk(),
+                Some(false),
             ),
-            ("status with a window", window(running()), by("status"), None),
-            ("definition", q().definition("d1"), by("definition"), None),
-            ("roots", q().roots_only(true), by("roots"), None),
+            ("status with a window", window(running()), walk(), Some(false)),
+            ("definition", q().definition("d1"), walk(), Some(false)),
+            ("roots", q().roots_only(true), walk(), Some(false)),
             (
                 "roots with a window",
                 window(q().roots_only(true)),
-                by("roots"),
-                None,
+                walk(),
+                Some(false),
+            ),
+            (
+                "status and roots",
+                running().roots_only(true),
+                walk(),
+                Some(false),
+            ),
+            (
+                "two statuses, definition, roots",
+                q().status([Status::Running, Status::Done])
+                    .definition("d2")
+                    .roots_only(true),
+                walk(),
+                Some(false),
+            ),
+            (
+                "a rare status",
+                q().status([Status::Cancelling]),
+                by("status"),
+                Some(true),
+            ),
+            (
+                "a rare status after a cursor",
+                q().status([Status::Cancelling])
+                    .cursor(Some(cursor(Some(2e9 + 1500.0), "e01500"))),
+                by("status"),
+                Some(true),
+            ),
+            (
+                "a rare status in the tail",
+                q().status([Status::Cancelling])
+                    .cursor(Some(cursor(None, "e02900"))),
+                by("status"),
+                Some(true),
+            ),
+            (
+                "a small definition",
+                q().definition("small"),
+                by("definition"),
+                Some(true),
+            ),
+            (
+                "a small definition with a window",
+                window(q().definition("small")),
+                by("definition"),
+                Some(true),
             ),
             (
                 "status and a small definition",
                 running().definition("small"),
                 by("definition"),
-                Some(by("status")),
+                Some(true),
             ),
-            (
-                "status and roots",
-                running().roots_only(true),
-                by("status"),
-                Some(by("roots")),
-            ),
-            (
-                "two statuses, definition, roots",
-                q().status([Status::Running, Status::Failed])
-                    .definition("d2")
-                    .roots_only(true),
-                by("status"),
-                Some(by("definition")),
-            ),
-            (
-                "other window",
-                other_window(q()),
-                other_index.to_owned(),
-                Some(index.to_owned()),
-            ),
+            ("other window", other_window(q()), other_index.to_owned(), None),
             (
                 "other window, one-sided",
                 match order {
@@ -332,35 +356,34 @@ mod tests {
                     _ => q().created_between(Some(2e9 + 2900.0), None),
                 },
                 other_index.to_owned(),
-                Some(index.to_owned()),
+                None,
             ),
             (
                 "other window with status",
                 other_window(running()),
                 other_index.to_owned(),
-                Some(by("status")),
+                None,
             ),
         ];
         let cases = cases
             .into_iter()
-            .map(|(what, query)| (what, query, index.to_owned(), None))
+            .map(|(what, query)| (what, query, index.to_owned(), Some(false)))
             .chain(filtered);
-        for (what, query, index, not) in cases {
-            let index = index.as_str();
+        for (what, query, used, sorted) in cases {
+            let used = used.as_str();
             let p = plan(&store, &query);
             assert!(
-                p.iter().any(|s| s.contains(index)),
-                "{what}: {index} is not used: {p:?}"
+                p.iter().any(|s| s.contains(used)),
+                "{what}: {used} is not used: {p:?}"
             );
-            if let Some(not) = not {
+            if used != index {
                 assert!(
-                    !p.iter().any(|s| s.contains(&not)),
-                    "{what}: {not} is used: {p:?}"
+                    !p.iter().any(|s| s.contains(index)),
+                    "{what}: {index} is used: {p:?}"
                 );
             }
             // Every read of the table is a range of an index (the first page's walk of the
-            // index from its end stops after a page), and the one sort is the outer
-            // query's, of at most two pages of ids.
+            // index from its end stops after a page), and a walk reads only the index.
             for step in p.iter().filter(|s| s.contains("executions")) {
                 let first_page_walk =
                     what == "first page" && step == &format!("SCAN executions USING COVERING INDEX {index}");
@@ -368,13 +391,24 @@ mod tests {
                     step.starts_with("SEARCH") || first_page_walk,
                     "{what}: a full scan: {step} in {p:?}"
                 );
+                if sorted == Some(false) && step.contains(index) {
+                    assert!(
+                        step.contains("COVERING INDEX"),
+                        "{what}: the walk reads rows: {p:?}"
+                    );
+                }
             }
             let sorts: Vec<usize> = (0..p.len()).filter(|i| p[*i].contains("TEMP B-TREE")).collect();
-            if what.starts_with("other window") {
-                // Each arm sorts its window's ids (at most `WINDOW_SORT_CAP`).
-                assert_eq!(sorts.last(), Some(&(p.len() - 1)), "{what}: {p:?}");
-            } else {
+            if sorted == Some(false) {
                 assert_eq!(sorts, [p.len() - 1], "{what}: a sort inside an arm: {p:?}");
+            } else {
+                // Each arm sorts what it read (at most `WINDOW_SORT_CAP` of a window's, a few
+                // of a filter's), and the outer query the arms' pages.
+                // (The NULL tail alone is read in the id order of the filter's index.)
+                if !what.ends_with("in the tail") {
+                    assert!(sorts.len() >= 2, "{what}: the arms do not sort: {p:?}");
+                }
+                assert_eq!(sorts.last(), Some(&(p.len() - 1)), "{what}: {p:?}");
             }
             let page = store.list_executions(&query).unwrap();
             if what == "in the tail" {
@@ -389,6 +423,7 @@ mod tests {
                 assert!(ids.len() >= 5, "{what}: {}", ids.len());
             } else {
                 let all = reference(&store, &query, 10_000);
+                assert!(!ids.is_empty(), "{what}: nothing after the cursor");
                 let at = all.iter().position(|id| id == &ids[0]).unwrap();
                 assert_eq!(ids, all[at..(at + ids.len())], "{what}");
             }
@@ -397,14 +432,77 @@ mod tests {
 
     #[test]
     fn updated_order_walks_the_index() {
-        walks_the_index(ListOrder::UpdatedDesc, "execstore_executions_by_updated");
+        walks_the_index(ListOrder::UpdatedDesc, "execstore_executions_listing_updated");
     }
 
-    /// The `created` order answers from migration 2's `(created_at, id)` index, as the
+    /// The `created` order answers from migration 9's `created_at` index, as the
     /// `updated` order from its own.
     #[test]
     fn created_order_walks_the_index() {
-        walks_the_index(ListOrder::CreatedDesc, "execstore_executions_by_created");
+        walks_the_index(ListOrder::CreatedDesc, "execstore_executions_listing_created");
+    }
+
+    /// A filter whose executions are all old (a definition no longer started, an incident's
+    /// failures) is sorted from its own index, though the counts alone say a walk would find
+    /// a page soon (120 of 3,000: 51 / 4% entries, against 2,400 to sort): the probe walks at
+    /// most as far as the sort costs and finds less than a page. The same count, recent, is
+    /// walked.
+    #[test]
+    fn a_filter_of_old_executions_is_sorted_not_walked() {
+        let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
+        for i in 0..3000 {
+            let (definition, status) = match i {
+                0..120 => ("old", Status::Failed),
+                2880.. => ("new", Status::Cancelled),
+                _ => ("d", Status::Running),
+            };
+            let mut exe = Execution::new(format!("e{i:05}"), definition);
+            exe.status = status;
+            exe.updated_at = Some(2e9 + i as f64);
+            store.save(&mut exe).unwrap();
+        }
+        let q = || ListQuery::new().order(ListOrder::UpdatedDesc).limit(50);
+        let walk = "execstore_executions_listing_updated";
+        let cases = [
+            (
+                "old definition",
+                q().definition("old"),
+                "execstore_executions_by_definition",
+            ),
+            (
+                "old status",
+                q().status([Status::Failed]),
+                "execstore_executions_by_status",
+            ),
+            ("new definition", q().definition("new"), walk),
+            ("new status", q().status([Status::Cancelled]), walk),
+        ];
+        for (what, query, index) in cases {
+            let p = plan(&store, &query);
+            assert!(p.iter().any(|s| s.contains(index)), "{what}: {p:?}");
+            if index != walk {
+                assert!(!p.iter().any(|s| s.contains(walk)), "{what}: {p:?}");
+            }
+            let ids: Vec<String> = store
+                .list_executions(&query)
+                .unwrap()
+                .items
+                .into_iter()
+                .map(|s| s.id)
+                .collect();
+            assert_eq!(ids, reference(&store, &query, 50), "{what}");
+            assert_eq!(ids.len(), 50, "{what}");
+        }
+        // The probe reads the index alone, from its end.
+        let query = q().definition("old").status([Status::Failed]).roots_only(true);
+        let probe = store.sql.walk_probe(&query, Some("FAILED"), 2_400, 51);
+        let p = super::super::tests::filtered_plan(&store, probe);
+        let walks: Vec<&String> = p.iter().filter(|s| s.contains("executions")).collect();
+        assert_eq!(
+            walks,
+            [&format!("SCAN executions USING COVERING INDEX {walk}")],
+            "{p:?}"
+        );
     }
 
     /// A `where` pinning a state few executions are at (`state = X`, alone or and-ed) is
@@ -439,7 +537,7 @@ mod tests {
                 .limit(50)
                 .filter(execstore::executions::parse_where(text, 0.0).unwrap())
         };
-        let walk = "execstore_executions_by_updated";
+        let walk = "execstore_executions_listing_updated";
         let state = "execstore_executions_by_active_path";
         for text in ["state = rare", "state = rare and definition = d"] {
             let p = plan(&store, &w(text));

@@ -128,7 +128,8 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         // listing walks one range of one index instead of sorting every match. A step moves
         // an execution's entry in the `updated_at` ones (its status's, its definition's and,
         // for a root, the roots'); `created_at` never changes, so theirs move only with the
-        // status. Roots are a partial index: a child execution has no entry.
+        // status. Roots are a partial index: a child execution has no entry. Migration 9
+        // drops all six (and migration 2's time-order two).
         description: "indexes for the time orders under a status, definition or roots filter",
         statements: &[
             "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_status_updated \
@@ -162,6 +163,31 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         // becomes a view of the same name and columns (see `executions/graph.rs`).
         description: "execution counts folded into the graph's figures by active path",
         statements: super::graph::ROOTED_NOW_STATEMENTS,
+    },
+    Migration {
+        version: 9,
+        // Migration 6's six indexes and migration 2's two time indexes replaced by one per
+        // time order that holds every key the listing filters on: a walk in the order's time
+        // checks the status, definition and root-ness in the index, never reading a
+        // document, and a new execution writes two entries, not eight (`plan.rs`). A filter
+        // with few executions sorts its matches from migration 1's status or definition index.
+        description: "one covering index per time order in place of eight",
+        statements: &[
+            "DROP INDEX IF EXISTS {pfx}execstore_executions_by_status_updated",
+            "DROP INDEX IF EXISTS {pfx}execstore_executions_by_status_created",
+            "DROP INDEX IF EXISTS {pfx}execstore_executions_by_definition_updated",
+            "DROP INDEX IF EXISTS {pfx}execstore_executions_by_definition_created",
+            "DROP INDEX IF EXISTS {pfx}execstore_executions_roots_by_updated",
+            "DROP INDEX IF EXISTS {pfx}execstore_executions_roots_by_created",
+            "DROP INDEX IF EXISTS {pfx}execstore_executions_by_updated",
+            "DROP INDEX IF EXISTS {pfx}execstore_executions_by_created",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_listing_updated \
+         ON {executions} (json_extract(data,'$.updated_at'), id, json_extract(data,'$.status'), \
+         definition_id, json_extract(data,'$.parent_id') IS NULL)",
+            "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_listing_created \
+         ON {executions} (json_extract(data,'$.created_at'), id, json_extract(data,'$.status'), \
+         definition_id, json_extract(data,'$.parent_id') IS NULL)",
+        ],
     },
 ];
 
@@ -270,6 +296,7 @@ mod tests {
             "fnv1a64:39066ed74a420137",
             "fnv1a64:aec96e877b520cea",
             "fnv1a64:0bd7a3e40d0edbaf",
+            "fnv1a64:f21f2a3c21976631",
         ];
         execstore::kit::migration::check_released(MIGRATIONS, &released).unwrap();
     }

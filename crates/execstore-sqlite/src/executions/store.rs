@@ -474,11 +474,11 @@ impl SqliteStore {
         };
         let limit = limit_param(query.limit.saturating_add(1));
         let conn = self.read()?;
-        let sizes = self.driver_sizes(&conn, query, &statuses, skip)?;
         let window = self.driving_window(&conn, query, skip)?;
+        let drivers = self.drivers(&conn, query, &statuses, window, limit, skip)?;
         let ordered = self
             .sql
-            .list_by_time(query, after.as_ref(), &statuses, sizes.as_ref(), window, limit);
+            .list_by_time(query, after.as_ref(), &statuses, &drivers, window, limit);
         let mut stmt = conn
             .prepare_cached(&self.maybe_skipping(ordered.sql, skip))
             .db()?;
@@ -538,8 +538,53 @@ impl SqliteStore {
         Ok(best.map(|(field, _)| field))
     }
 
-    /// The kept counts the choice of a time-ordered walk's index reads (`plan.rs`), when
-    /// `query` (with its distinct `statuses`) has two indexed filters or more.
+    /// The index each status of `query`'s time-ordered listing reads (one for every status
+    /// when `statuses` is empty; `plan.rs`): a `window`'s, or the walk or a sort as
+    /// [`plan::choose`] decides from the kept counts, probing the walk
+    /// ([`Stmts::walk_probe`](super::sql::Stmts)) when it asks to.
+    pub(crate) fn drivers(
+        &self,
+        conn: &rusqlite::Connection,
+        query: &ListQuery,
+        statuses: &[&str],
+        window: Option<&str>,
+        fetch: i64,
+        skip: bool,
+    ) -> Result<Vec<plan::Driver>> {
+        let slots: Vec<Option<&str>> = if statuses.is_empty() {
+            vec![None]
+        } else {
+            statuses.iter().copied().map(Some).collect()
+        };
+        if window.is_some() {
+            return Ok(vec![plan::Driver::Window; slots.len()]);
+        }
+        let sizes = self.driver_sizes(conn, query, statuses, skip)?;
+        let pages = u64::try_from(fetch).unwrap_or(0);
+        let mut drivers = Vec::with_capacity(slots.len());
+        for status in slots {
+            drivers.push(match plan::choose(query, status, sizes.as_ref(), pages) {
+                plan::Choice::Read(driver) => driver,
+                plan::Choice::Probe { budget, sort } => {
+                    let probe = self.sql.walk_probe(query, status, budget, fetch);
+                    let found: i64 = conn
+                        .prepare_cached(&probe.sql)
+                        .db()?
+                        .query_row(rusqlite::params_from_iter(probe.args), |row| row.get(0))
+                        .db()?;
+                    if found >= fetch {
+                        plan::Driver::Walk
+                    } else {
+                        sort
+                    }
+                }
+            });
+        }
+        Ok(drivers)
+    }
+
+    /// The kept counts the choice of a time-ordered listing's index reads (`plan.rs`), when
+    /// `query` (with its distinct `statuses`) has a filter the listing index holds.
     pub(crate) fn driver_sizes(
         &self,
         conn: &rusqlite::Connection,
@@ -547,8 +592,7 @@ impl SqliteStore {
         statuses: &[&str],
         skip: bool,
     ) -> Result<Option<plan::Sizes>> {
-        if plan::indexed_filters(query, statuses) < 2 || skip || !self.sql.has_counts.load(Ordering::Relaxed)
-        {
+        if !plan::indexed_filters(query, statuses) || skip || !self.sql.has_counts.load(Ordering::Relaxed) {
             return Ok(None);
         }
         let definition = query.definition_id.as_deref().unwrap_or_default();
@@ -556,7 +600,7 @@ impl SqliteStore {
         let rows = stmt
             .query_map([definition], |row| {
                 let n = |i| row.get::<_, i64>(i).map(|n| u64::try_from(n).unwrap_or(0));
-                Ok((row.get::<_, String>(0)?, n(1)?, n(2)?, n(3)?))
+                Ok((row.get::<_, String>(0)?, [n(1)?, n(2)?, n(3)?, n(4)?]))
             })
             .db()?;
         let rows = rows.collect::<rusqlite::Result<Vec<_>>>().db()?;
