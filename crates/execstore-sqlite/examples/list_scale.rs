@@ -14,7 +14,8 @@
 //!
 //! The fill is fast rather than realistic in its history: 1,000 executions saved through the
 //! contract (a W1-like mix: every second one RUNNING, the others DONE or FAILED, every fourth
-//! a child of the one before it, five definitions, a small context), then copied with new
+//! a child of the one before it, five definitions, a small context; the 500 with the lowest
+//! ids then moved to a sixth, `def-old`, whose copies go to `def-0`), then copied with new
 //! ids and later times by `INSERT ... SELECT` on the same file (the migrations' indexes and
 //! the counts' triggers see every copy, as they would a commit).
 
@@ -70,9 +71,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop(store);
     let conn = rusqlite::Connection::open(&file)?;
     conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;")?;
+    // A definition no longer started: 500 of the oldest executions (of the base, never
+    // copied), so its share falls as the store grows and its page is at the walk's far end.
+    conn.execute(
+        "UPDATE executions SET definition_id = 'def-old' WHERE id IN \
+         (SELECT id FROM executions ORDER BY id LIMIT 500)",
+        [],
+    )?;
     // Copy k of the base: ids `x0000-k`, times k * BASE later, parents renamed alike.
     let copy = "INSERT INTO executions (id, definition_id, data, version) \
-        SELECT id || '-' || ?1, definition_id, json_set(data, '$.id', id || '-' || ?1, \
+        SELECT id || '-' || ?1, CASE definition_id WHEN 'def-old' THEN 'def-0' ELSE definition_id END, json_set(data, '$.id', id || '-' || ?1, \
         '$.created_at', json_extract(data,'$.created_at') + ?1 * 1000, \
         '$.updated_at', json_extract(data,'$.updated_at') + ?1 * 1000, \
         '$.parent_id', CASE WHEN json_extract(data,'$.parent_id') IS NULL THEN NULL \
@@ -98,6 +106,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ("status FAILED", q().status([Status::Failed])),
                 ("RUNNING or FAILED", q().status([Status::Running, Status::Failed])),
                 ("definition def-1", q().definition("def-1")),
+                ("definition def-old (500, the oldest)", q().definition("def-old")),
+                (
+                    "RUNNING + def-old",
+                    q().status([Status::Running]).definition("def-old"),
+                ),
                 ("roots only", q().roots_only(true)),
                 (
                     "RUNNING + def-1 + roots",
