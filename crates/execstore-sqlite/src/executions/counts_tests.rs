@@ -183,11 +183,14 @@ fn an_old_file_gets_its_counts_from_its_first_writer() {
         super::tests::rewind(&store.lock().unwrap(), 4);
     }
     let read_only = SqliteStore::open(&path, SqliteOptions::new().read_only(true)).unwrap();
-    assert!(!read_only.sql.has_counts.load(Ordering::Relaxed));
+    assert!(!read_only
+        .sql
+        .has_counts
+        .load(std::sync::atomic::Ordering::Relaxed));
     assert_eq!(count(&read_only, ListQuery::new(), Status::Done), 3);
     drop(read_only);
     let writer = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
-    assert!(writer.sql.has_counts.load(Ordering::Relaxed));
+    assert!(writer.sql.has_counts.load(std::sync::atomic::Ordering::Relaxed));
     let conn = writer.read().unwrap();
     assert_eq!(
         kept(&conn, ""),

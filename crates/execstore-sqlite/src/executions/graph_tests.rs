@@ -269,7 +269,7 @@ fn an_old_file_gets_its_graph_figures_from_its_first_writer() {
         super::tests::rewind(&store.lock().unwrap(), 6);
     }
     let read_only = SqliteStore::open(&path, SqliteOptions::new().read_only(true)).unwrap();
-    assert!(!read_only.sql.has_graph.load(Ordering::Relaxed));
+    assert!(!read_only.sql.has_graph.load(std::sync::atomic::Ordering::Relaxed));
     let scanned = read_only.graph_figures("d", ALL).unwrap();
     assert!(!scanned.maintained);
     drop(read_only);

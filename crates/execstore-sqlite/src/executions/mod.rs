@@ -22,7 +22,6 @@ mod tests;
 mod where_sql;
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 use execstore::kit::validate::{check_seq, PreparedCommit};
 use execstore::{
@@ -203,16 +202,9 @@ impl SqliteStore {
                     key: tables.executions.clone(),
                 });
             }
-            // A file no writer of this version opened yet has no counts: they are scanned.
-            let has_counts = db::has_table(&conn, &store.sql.counts_table)?;
-            store.sql.has_counts.store(has_counts, Ordering::Relaxed);
-            let has_graph = db::has_table(&conn, &store.sql.graph.table)?;
-            store.sql.has_graph.store(has_graph, Ordering::Relaxed);
-            let has_state_index = db::has_index(&conn, &store.sql.state_index)?;
-            store
-                .sql
-                .has_state_index
-                .store(has_state_index, Ordering::Relaxed);
+            // A file no writer of this version opened yet may lack the figures and indexes of
+            // the latest migrations: what is missing is scanned or walked otherwise.
+            store.sql.detect_migrated(&conn)?;
             drop(conn);
             return Ok(store);
         }
@@ -226,15 +218,7 @@ impl SqliteStore {
             if options.create_schema {
                 schema::migrate(&mut conn, &tables)?;
             }
-            let has_counts = db::has_table(&conn, &store.sql.counts_table)?;
-            store.sql.has_counts.store(has_counts, Ordering::Relaxed);
-            let has_graph = db::has_table(&conn, &store.sql.graph.table)?;
-            store.sql.has_graph.store(has_graph, Ordering::Relaxed);
-            let has_state_index = db::has_index(&conn, &store.sql.state_index)?;
-            store
-                .sql
-                .has_state_index
-                .store(has_state_index, Ordering::Relaxed);
+            store.sql.detect_migrated(&conn)?;
         }
         #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
         if let Some(path) = db

@@ -50,11 +50,19 @@ pub(crate) enum Driver {
     Window,
 }
 
-/// What sorting one execution costs against walking past one index entry: a sort reads
-/// the execution's document for its time (a table seek and a JSON parse), a walk compares
-/// the keys in the entry it is on. Measured on the 1,000,000-execution curve: a filter
-/// holding 0.16% of the store reads as fast either way.
+/// What sorting one execution costs against walking past one entry of migration 9's index:
+/// a sort reads the execution's document for its time (a table seek and a JSON parse), a
+/// walk compares the keys in the entry it is on. Measured at 1,000,000 executions (the
+/// worst cases in docs/performance.md): about 2.5 us an execution sorted against 0.05 us an
+/// entry walked, a ratio near 50. 20 favours the sort of a middling filter, and keeps the
+/// probe's budget (and so the worst case, a probe that finds nothing and then the sort)
+/// smaller.
 pub(crate) const SORT_COST: u64 = 20;
+
+/// [`SORT_COST`] on a file without migration 9's index (a read-only open of a file no
+/// writer of this build opened): its time indexes hold no filter, so a walk reads the
+/// document of every execution it passes, as a sort does.
+pub(crate) const SORT_COST_WITHOUT_LISTING_INDEX: u64 = 1;
 
 /// The most entries a window on another time field may have to drive the walk: each row it
 /// reads is parsed for the order's time (about 5 us a row on a loaded 2-core machine), so
@@ -147,8 +155,14 @@ pub(crate) enum Choice {
 /// else the walk is probed first, at most as far as the sort would cost, since a filter's
 /// executions may all be old (a definition no longer started, an incident's failures).
 /// Without a sort to fall back on (no status or definition filter) or without the counts:
-/// the walk.
-pub(crate) fn choose(query: &ListQuery, status: Option<&str>, sizes: Option<&Sizes>, fetch: u64) -> Choice {
+/// the walk. `sort_cost` is [`SORT_COST`], or [`SORT_COST_WITHOUT_LISTING_INDEX`].
+pub(crate) fn choose(
+    query: &ListQuery,
+    status: Option<&str>,
+    sizes: Option<&Sizes>,
+    fetch: u64,
+    sort_cost: u64,
+) -> Choice {
     let Some(sizes) = sizes else {
         return Choice::Read(Driver::Walk);
     };
@@ -161,10 +175,10 @@ pub(crate) fn choose(query: &ListQuery, status: Option<&str>, sizes: Option<&Siz
         .map_or(total, |walk| walk.min(total));
     let mut sort: Option<(Driver, u64)> = None;
     if status.is_some() {
-        sort = Some((Driver::Status, SORT_COST.saturating_mul(sizes.sum(status, 0))));
+        sort = Some((Driver::Status, sort_cost.saturating_mul(sizes.sum(status, 0))));
     }
     if query.definition_id.is_some() {
-        let cost = SORT_COST.saturating_mul(sizes.sum(None, 1));
+        let cost = sort_cost.saturating_mul(sizes.sum(None, 1));
         if sort.is_none_or(|(_, c)| cost < c) {
             sort = Some((Driver::Definition, cost));
         }
@@ -305,7 +319,7 @@ mod tests {
     fn the_cheaper_read_wins() {
         let z = sizes();
         let q = ListQuery::new();
-        let pick = |q: &ListQuery, status| choose(q, status, Some(&z), 51);
+        let pick = |q: &ListQuery, status| choose(q, status, Some(&z), 51, SORT_COST);
         let read = Choice::Read;
         let probe = |budget, sort| Choice::Probe { budget, sort };
         // A large status walks (51 / 60% entries), probed at most as far as sorting its
@@ -328,16 +342,31 @@ mod tests {
         assert_eq!(pick(&d.clone().roots_only(true), None), read(Driver::Definition));
         // Without a filter, or without the counts: the walk.
         assert_eq!(pick(&q, None), read(Driver::Walk));
-        assert_eq!(choose(&d, Some("FAILED"), None, 51), read(Driver::Walk));
+        assert_eq!(
+            choose(&d, Some("FAILED"), None, 51, SORT_COST),
+            read(Driver::Walk)
+        );
         // The same 400 in a larger store: probed at 10,000 (51 / 4%: 1,275 entries if they
         // are spread), sorted at 1,000,000 (51 / 0.04%, 127,500).
         let grown = |total: u64| Sizes::from_rows([("RUNNING".to_owned(), [total, 400, 0, 0])]);
         assert_eq!(
-            choose(&d, None, Some(&grown(10_000)), 51),
+            choose(&d, None, Some(&grown(10_000)), 51, SORT_COST),
             probe(8_000, Driver::Definition)
         );
         assert_eq!(
-            choose(&d, None, Some(&grown(1_000_000)), 51),
+            choose(&d, None, Some(&grown(1_000_000)), 51, SORT_COST),
+            read(Driver::Definition)
+        );
+        // Without migration 9's index a walk step costs a sort's: the definition's 400 of
+        // 10,000 are sorted (400 against 1,275 rows read).
+        assert_eq!(
+            choose(
+                &d,
+                None,
+                Some(&grown(10_000)),
+                51,
+                SORT_COST_WITHOUT_LISTING_INDEX
+            ),
             read(Driver::Definition)
         );
         assert!(indexed_filters(&r, &[]) && indexed_filters(&q, &["DONE"]) && !indexed_filters(&q, &[]));

@@ -50,7 +50,8 @@ pub(crate) struct Stmts {
     /// The prefix of execstore's own names (`""` or `"<prefix>_"`).
     pub(crate) pfx: String,
     pub(crate) status_counts_select: String,
-    /// The counts kept by migration 5's triggers (see `schema.rs`), the table's name.
+    /// The counts kept by migration 5's triggers (see `schema.rs`), the table's name; since
+    /// migration 8 a view of the same name and columns over the graph's `now`.
     pub(crate) counts_table: String,
     /// Whether that table is there (applied at open, or by another writer before a read-only
     /// open): the counts without a time window, search or `where` are read from it.
@@ -64,6 +65,13 @@ pub(crate) struct Stmts {
     /// Whether it is there (a file no writer of this version opened may lack it: a pinned
     /// state is then not counted, which would read every row).
     pub(crate) has_state_index: std::sync::atomic::AtomicBool,
+    /// Migration 9's covering index of the `updated` order (its `created` twin comes in the
+    /// same transaction).
+    pub(crate) listing_index: String,
+    /// Whether it is there (a file no writer of this version opened has migration 2's and 6's
+    /// indexes instead, which hold no filter: a walk of them reads every row it passes, so
+    /// `plan.rs` weighs a walk step as a sort's).
+    pub(crate) has_listing_index: std::sync::atomic::AtomicBool,
     /// Set once a listing or the counts met a document that is not JSON (see
     /// [`Stmts::skipping_unreadable`]): from then on they skip such rows.
     pub(crate) skip_unreadable: std::sync::atomic::AtomicBool,
@@ -72,6 +80,22 @@ pub(crate) struct Stmts {
 }
 
 impl Stmts {
+    /// Reads which of the latest migrations' figures and indexes the database of `conn`
+    /// has (all of them once this build migrated it; a read-only open may find an older
+    /// file's): the counts, the graph's figures, the active path's and the listing's indexes.
+    pub(crate) fn detect_migrated(&self, conn: &rusqlite::Connection) -> execstore::Result<()> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let has_counts = crate::db::has_table(conn, &self.counts_table)?;
+        self.has_counts.store(has_counts, Relaxed);
+        let has_graph = crate::db::has_table(conn, &self.graph.table)?;
+        self.has_graph.store(has_graph, Relaxed);
+        let has_state_index = crate::db::has_index(conn, &self.state_index)?;
+        self.has_state_index.store(has_state_index, Relaxed);
+        let has_listing_index = crate::db::has_index(conn, &self.listing_index)?;
+        self.has_listing_index.store(has_listing_index, Relaxed);
+        Ok(())
+    }
+
     pub(crate) fn new(t: &Tables) -> Self {
         // One row by VALUES, not `INSERT ... SELECT`: SQLite treats an INSERT from a SELECT
         // as a statement that may write many rows, and inside the step's transaction gives it
@@ -157,6 +181,8 @@ impl Stmts {
             has_graph: std::sync::atomic::AtomicBool::new(false),
             state_index: t.sql("{pfx}execstore_executions_by_active_path"),
             has_state_index: std::sync::atomic::AtomicBool::new(false),
+            listing_index: t.sql("{pfx}execstore_executions_listing_updated"),
+            has_listing_index: std::sync::atomic::AtomicBool::new(false),
             skip_unreadable: std::sync::atomic::AtomicBool::new(false),
             unreadable: t.sql(
                 "SELECT id, json_error_position(data) FROM {executions} WHERE NOT json_valid(data) ORDER BY id LIMIT ?1",

@@ -561,24 +561,31 @@ impl SqliteStore {
         }
         let sizes = self.driver_sizes(conn, query, statuses, skip)?;
         let pages = u64::try_from(fetch).unwrap_or(0);
+        let sort_cost = if self.sql.has_listing_index.load(Ordering::Relaxed) {
+            plan::SORT_COST
+        } else {
+            plan::SORT_COST_WITHOUT_LISTING_INDEX
+        };
         let mut drivers = Vec::with_capacity(slots.len());
         for status in slots {
-            drivers.push(match plan::choose(query, status, sizes.as_ref(), pages) {
-                plan::Choice::Read(driver) => driver,
-                plan::Choice::Probe { budget, sort } => {
-                    let probe = self.sql.walk_probe(query, status, budget, fetch);
-                    let found: i64 = conn
-                        .prepare_cached(&probe.sql)
-                        .db()?
-                        .query_row(rusqlite::params_from_iter(probe.args), |row| row.get(0))
-                        .db()?;
-                    if found >= fetch {
-                        plan::Driver::Walk
-                    } else {
-                        sort
+            drivers.push(
+                match plan::choose(query, status, sizes.as_ref(), pages, sort_cost) {
+                    plan::Choice::Read(driver) => driver,
+                    plan::Choice::Probe { budget, sort } => {
+                        let probe = self.sql.walk_probe(query, status, budget, fetch);
+                        let found: i64 = conn
+                            .prepare_cached(&probe.sql)
+                            .db()?
+                            .query_row(rusqlite::params_from_iter(probe.args), |row| row.get(0))
+                            .db()?;
+                        if found >= fetch {
+                            plan::Driver::Walk
+                        } else {
+                            sort
+                        }
                     }
-                }
-            });
+                },
+            );
         }
         Ok(drivers)
     }
