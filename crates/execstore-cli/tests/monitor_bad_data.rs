@@ -79,8 +79,8 @@ fn a_damaged_file_answers_corrupt() {
     );
     let (status, body) = get(&monitor, "/api/info");
     assert_eq!(status, 200, "{body}");
-    // The counts are read from the figures kept beside the table (docs/performance.md,
-    // "Scale"), which the damage did not reach.
+    // The counts are read from the figures kept beside the table (docs/scale.md,
+    // "The counts, kept up to date under every writer"), which the damage did not reach.
     let (status, body) = get(&monitor, "/api/counts");
     assert_eq!((status, &body["total"]), (200, &serde_json::json!(200)), "{body}");
 }

@@ -53,7 +53,7 @@ pub(crate) enum Driver {
 /// What sorting one execution costs against walking past one entry of migration 9's index:
 /// a sort reads the execution's document for its time (a table seek and a JSON parse), a
 /// walk compares the keys in the entry it is on. Measured at 1,000,000 executions (the
-/// worst cases in docs/performance.md): about 2.5 us an execution sorted against 0.05 us an
+/// worst cases in docs/scale.md): about 2.5 us an execution sorted against 0.05 us an
 /// entry walked, a ratio near 50. 20 favours the sort of a middling filter, and keeps the
 /// probe's budget (and so the worst case, a probe that finds nothing and then the sort)
 /// smaller.
