@@ -198,6 +198,12 @@ mod tests {
         )
     }
 
+    /// The ids of `query`'s page, as the listing answers it.
+    fn page_ids(store: &SqliteStore, query: &ListQuery) -> Vec<String> {
+        let page = store.list_executions(query).unwrap();
+        page.items.into_iter().map(|s| s.id).collect()
+    }
+
     /// The first `limit` of every execution `query` selects, in its order: read by the id
     /// order's listing (another statement) and sorted here.
     fn reference(store: &SqliteStore, query: &ListQuery, limit: usize) -> Vec<String> {
@@ -484,13 +490,7 @@ mod tests {
             if index != walk {
                 assert!(!p.iter().any(|s| s.contains(walk)), "{what}: {p:?}");
             }
-            let ids: Vec<String> = store
-                .list_executions(&query)
-                .unwrap()
-                .items
-                .into_iter()
-                .map(|s| s.id)
-                .collect();
+            let ids = page_ids(&store, &query);
             assert_eq!(ids, reference(&store, &query, 50), "{what}");
             assert_eq!(ids.len(), 50, "{what}");
         }
@@ -552,13 +552,7 @@ mod tests {
             !p.iter().any(|s| s.contains("execstore_executions_by_updated")),
             "{p:?}"
         );
-        let ids: Vec<String> = old
-            .list_executions(&q)
-            .unwrap()
-            .items
-            .into_iter()
-            .map(|s| s.id)
-            .collect();
+        let ids = page_ids(&old, &q);
         assert_eq!(ids, expected);
         assert_eq!(reference(&old, &q, 50), expected);
     }
