@@ -423,7 +423,7 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub w2: W2Args,
 
-    /// The scale curve instead (issue 27, docs/performance.md "Scale"): one store filled to
+    /// The scale curve instead (issue 27, docs/scale.md): one store filled to
     /// each of --sizes executions, measured at each; prints a table and writes
     /// scale-BACKEND.json and scale-BACKEND.svg into --out. SQLite on a fresh file (--db, or a
     /// temporary one), or PostgreSQL with --url.
