@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # scripts/lib/ahead.sh: the builds of later steps, started early in the background at the
-# lowest CPU priority. Source it after wasm.sh and python.sh; it only defines things.
+# lowest CPU priority. Source it after wasm.sh, python.sh and fuzz.sh; it only defines things.
 #
 # The test command's steps used to build one after the other: the Python wheel (maturin, zig:
 # every dependency again for the explicit target), then wasm-bindgen-cli (cargo install), the
@@ -18,7 +18,10 @@
 #                          package's wasm) and `cargo test --no-run` of the wasm32 suites;
 #                   wheel: python_wheel into a fresh folder, built in target/wheel
 #                          (EXECSTORE_WHEEL_TARGET_DIR), never the workspace's target directory,
-#                          whose lock the foreground's cargo holds.
+#                          whose lock the foreground's cargo holds;
+#                   fuzz:  fuzz_build (cargo-fuzz, nightly, fuzz/target), when fuzz_wanted,
+#                          once wasm and wheel have ended: the last step needs it, so it
+#                          takes no idle time from the builds needed sooner.
 #   ahead_wait NAME
 #                 waits for NAME's build and returns its status; its output is printed
 #                 (indented) when it failed. The step that waits runs the same commands again
@@ -42,6 +45,21 @@ _ahead_wasm() {
 		_ahead_wasm_tests
 }
 
+# Whether PID is still running (a zombie, ended and not yet reaped, is not).
+_ahead_running() {
+	local state
+	state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$state" ] && [ "$state" != Z ]
+}
+
+_ahead_fuzz() { # PIDS of the builds to let go first
+	local pid
+	for pid in "$@"; do
+		while _ahead_running "$pid"; do sleep 5; done
+	done
+	fuzz_build
+}
+
 _ahead_wheel() {
 	local wheel
 	# its own target directory: cargo locks the one it builds in, and this build must never
@@ -53,12 +71,15 @@ _ahead_wheel() {
 
 ahead_start() {
 	AHEAD_DIR=$(mktemp -d "${TMPDIR:-/tmp}/execstore-ahead.XXXXXX")
-	local name
-	for name in wasm wheel; do
+	local name args
+	for name in wasm wheel fuzz; do
 		[ "$name" = wasm ] && [ -n "${EXECSTORE_SKIP_WASM:-}" ] && continue
+		[ "$name" = fuzz ] && ! fuzz_wanted && continue
+		args=()
+		[ "$name" = fuzz ] && args=("${AHEAD_PIDS[@]}")
 		AHEAD_LOGS[$name]="$AHEAD_DIR/$name.log"
 		# a function of this shell, in a subshell at the lowest priority
-		(renice -n 19 -p "$BASHPID" >/dev/null && "_ahead_$name") >"${AHEAD_LOGS[$name]}" 2>&1 &
+		(renice -n 19 -p "$BASHPID" >/dev/null && "_ahead_$name" "${args[@]}") >"${AHEAD_LOGS[$name]}" 2>&1 &
 		AHEAD_PIDS[$name]=$!
 		printf '    started in the background (nice 19): %s\n' "$name"
 	done
