@@ -132,9 +132,15 @@ impl Call {
             }
             7 => {
                 let n = u.int_in_range(0..=4)?;
-                let mut items = Vec::new();
+                let mut items: Vec<BatchItem> = Vec::new();
                 for _ in 0..n {
-                    items.push(BatchItem::new(execution(u, model)?, effects(u)?));
+                    let mut exe = execution(u, model)?;
+                    // One an earlier item creates keeps that item's definition, as a stored
+                    // one does (`execution`): the same known finding, within one batch.
+                    if let Some(first) = items.iter().find(|i| i.execution.id == exe.id) {
+                        exe.definition_id = first.execution.definition_id.clone();
+                    }
+                    items.push(BatchItem::new(exe, effects(u)?));
                 }
                 Call::Batch(items)
             }
