@@ -98,15 +98,25 @@ export function errorBox(error, retry) {
   );
 }
 
-/** Shows "Loading…" in `el` only if the data takes more than a moment (no flicker). */
+// The newest read of each element that shows "Loading…": only its veil may stand.
+const newestRead = new WeakMap();
+
+/** Shows "Loading…" in `el` only if the data takes more than a moment (no flicker); the
+ * function returned takes it back. A newer call for the same `el` overtakes this one: this
+ * one's veil no longer appears, and its end leaves the newer one's alone. A view calls the
+ * function returned at the end of every read, an overtaken one included (its veil, shown
+ * while it ran, would otherwise stay over what the newer read rendered). */
 export function loadingLater(el, text = "Loading…") {
+  const read = {};
+  newestRead.set(el, read);
   const timer = setTimeout(() => {
-    if (!el.querySelector(".state.loading")) {
+    if (newestRead.get(el) === read && !el.querySelector(".state.loading")) {
       el.prepend(h("div", { class: "state loading", "aria-busy": "true" }, h("span", { class: "spinner" }), text));
     }
   }, 150);
   return () => {
     clearTimeout(timer);
+    if (newestRead.get(el) !== read) return;
     const shown = el.querySelector(".state.loading");
     if (shown) shown.remove();
   };

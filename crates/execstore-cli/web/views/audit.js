@@ -50,8 +50,8 @@ async function load({ quiet = false } = {}) {
   const done = quiet ? () => {} : loadingLater(list);
   try {
     const page = await api.get("api/audit", { actor: r.actor, target: r.target, cursor: r.after, limit: r.limit });
-    if (seq !== viewSeq) return;
     done();
+    if (seq !== viewSeq) return;
     if (page.now) setServerNow(page.now);
     clear(list, renderAudit(page.items, { link: (t) => execLink(t) }));
     const next = page.next;
@@ -63,8 +63,8 @@ async function load({ quiet = false } = {}) {
       h("button", { type: "button", id: "next", disabled: !next, onclick: () => { state.stack.push(r.after); navigate({ after: String(next) }); } }, "Next ▶"),
     );
   } catch (e) {
-    if (seq !== viewSeq) return;
     done();
+    if (seq !== viewSeq) return;
     if (!quiet) clear(list, errorBox(e, () => load()));
   }
 }

@@ -46,8 +46,8 @@ async function load({ quiet = false } = {}) {
     const workspaces = (await api.get("api/workspaces")).items;
     const pages = await Promise.all(workspaces.map((w) =>
       api.get(`api/workspaces/${encodeURIComponent(w.tenant_id)}/${encodeURIComponent(w.workspace_id)}/dead-letters`)));
-    if (mine !== seq || !root.isConnected) return;
     done();
+    if (mine !== seq || !root.isConnected) return;
     clear($("#dl-result", root), wsResult());
     const rows = workspaces.flatMap((w, i) => pages[i].items.map((d) => ({ ...d, tenant: w.tenant_id, ws: w.workspace_id })));
     const where = new Set(rows.map((d) => `${d.tenant}\u0000${d.ws}`)).size;
@@ -75,8 +75,8 @@ async function load({ quiet = false } = {}) {
       }) }]),
     ], rows));
   } catch (e) {
-    if (mine !== seq) return;
     done();
+    if (mine !== seq) return;
     if (!quiet) clear(list, errorBox(e, () => load()));
   }
 }

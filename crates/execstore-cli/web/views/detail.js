@@ -48,22 +48,22 @@ export async function load(detail, { quiet = false } = {}) {
     // Shown before and now gone (purged here or by another process), or never there: said
     // so, without asking for it (and logging a 404) on every refresh.
     if ((await stillStored(id)) === false) {
-      if (seq !== detailSeq) return;
       done();
+      if (seq !== detailSeq) return;
       showGone(detail, id);
       return;
     }
     const [one, trace, pending] = await Promise.all([api.get(path), api.get(`${path}/trace`), api.get(`${path}/pending`)]);
-    if (seq !== detailSeq) return;
     done();
+    if (seq !== detailSeq) return;
     const open = records.rememberOpen(detail);
     detail.dataset.id = id;
     delete detail.dataset.purged;
     clear(detail, renderDetail(one, trace, pending));
     records.restoreOpen(detail, open);
   } catch (e) {
-    if (seq !== detailSeq) return;
     done();
+    if (seq !== detailSeq) return;
     if (e instanceof ApiError && e.status === 404 && e.code === "NOT_FOUND") {
       showGone(detail, id);
       return;

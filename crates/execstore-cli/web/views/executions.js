@@ -156,8 +156,8 @@ async function loadList({ quiet = false } = {}) {
   const done = quiet ? () => {} : loadingLater(tableWrap);
   try {
     const page = await api.get("api/executions", { status: r.status.join(","), cursor: r.cursor, limit: r.limit, ...filterParams(r) });
-    if (seq !== listSeq) return;
     done();
+    if (seq !== listSeq) return;
     const previous = state.versions;
     state.versions = new Map(page.items.map((e) => [e.id, e.version]));
     state.list = page;
@@ -170,8 +170,8 @@ async function loadList({ quiet = false } = {}) {
       performance.mark("execstore:list-rendered");
     }
   } catch (e) {
-    if (seq !== listSeq) return;
     done();
+    if (seq !== listSeq) return;
     if (quiet) return;
     state.list = null;
     where.showWhereError(e);

@@ -321,8 +321,8 @@ async function load({ quiet = false } = {}) {
   try {
     const since = meta && meta.live && samples.length ? { since: String(samples[samples.length - 1].at) } : {};
     const answer = await api.get("api/metrics", since);
-    if (mine !== seq || !root.isConnected) return;
     done();
+    if (mine !== seq || !root.isConnected) return;
     const live = Boolean(answer.live);
     if (meta && meta.live !== live) samples = [];
     meta = { live, period: answer.period, keep: answer.keep };
@@ -334,8 +334,8 @@ async function load({ quiet = false } = {}) {
     $("#prometheus-link", root).hidden = !live || state.info?.backend === "opfs";
     render(root);
   } catch (e) {
-    if (mine !== seq) return;
     done();
+    if (mine !== seq) return;
     if (!quiet) clear(grid, errorBox(e, () => load()));
   }
 }

@@ -36,8 +36,8 @@ async function load({ quiet = false } = {}) {
     let page;
     if (r.view === "timers") page = await api.get("api/timers", { cursor: r.after, limit: r.limit, due_before: r.due ? "now" : "" });
     else page = await api.get(`api/${r.view}`, { after: r.after, limit: r.limit });
-    if (seq !== viewSeq) return;
     done();
+    if (seq !== viewSeq) return;
     setServerNow(page.now);
     const render = { outbox: records.renderOutbox, timers: records.renderTimers, spawns: records.renderSpawns }[r.view];
     clear(list, render(page.items));
@@ -51,8 +51,8 @@ async function load({ quiet = false } = {}) {
       h("button", { type: "button", id: "next", disabled: next === null || next === undefined, onclick: () => { state.stack.push(r.after); navigate({ after: String(next) }); } }, "Next ▶"),
     );
   } catch (e) {
-    if (seq !== viewSeq) return;
     done();
+    if (seq !== viewSeq) return;
     if (!quiet) clear(list, errorBox(e, () => load()));
   }
 }
