@@ -50,8 +50,15 @@ _fuzz_skip_all() {
 	printf 'test result: ok. 0 passed; 0 failed; %d ignored; 0 measured; 0 filtered out\n' "${#FUZZ_TARGETS[@]}"
 }
 
+# Whether EXECSTORE_FUZZ_SECONDS is a whole number of seconds.
+_fuzz_seconds_valid() { [[ $(_fuzz_seconds) =~ ^[0-9]+$ ]]; }
+
 fuzz_wanted() {
-	if [ "$(_fuzz_seconds)" = 0 ]; then
+	if ! _fuzz_seconds_valid; then
+		FUZZ_SKIP="EXECSTORE_FUZZ_SECONDS=$(_fuzz_seconds) is not a whole number of seconds"
+		return 1
+	fi
+	if [ "$(_fuzz_seconds)" -eq 0 ]; then
 		FUZZ_SKIP="real fuzzing turned off (EXECSTORE_FUZZ_SECONDS=0; cargo test replays the seed corpus)"
 		return 1
 	fi
@@ -82,6 +89,10 @@ _fuzz_cargo() {
 fuzz_build() { _fuzz_cargo build; }
 
 fuzz_run() {
+	if ! _fuzz_seconds_valid; then
+		printf 'error: EXECSTORE_FUZZ_SECONDS=%s: seconds per fuzz target must be a whole number (0: none)\n' "$(_fuzz_seconds)" >&2
+		return 1
+	fi
 	if ! fuzz_wanted; then
 		_fuzz_say "skipped: $FUZZ_SKIP"
 		_fuzz_skip_all "$FUZZ_SKIP"

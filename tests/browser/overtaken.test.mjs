@@ -24,7 +24,8 @@ async function overtake(p, pattern, within, first, second, ms = 700) {
       }
     });
   });
-  await p.route((u) => pattern.test(u.pathname), async (route) => {
+  const matches = (u) => pattern.test(u.pathname);
+  await p.route(matches, async (route) => {
     if (held-- > 0) await new Promise((r) => setTimeout(r, ms));
     await route.continue();
   });
@@ -36,7 +37,7 @@ async function overtake(p, pattern, within, first, second, ms = 700) {
   }, [first, second]);
   await both;
   await p.waitForFunction((sel) => !document.querySelector(`${sel} .state.loading`), within, { timeout: 5000 });
-  await p.unroute((u) => pattern.test(u.pathname));
+  await p.unroute(matches);
 }
 
 test("a read overtaken by a newer one leaves no Loading… over the view", { timeout: 180_000 }, async (t) => {
