@@ -6,9 +6,10 @@
 // sidecar and of a harel-prefixed file.
 // Run: node --test tests/js/  (needs `npm run build:wasm` and `cargo build -p execstore-cli`)
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, existsSync, readFileSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { once } from "node:events";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -281,11 +282,19 @@ describe("the edge handler", { skip: binMissing() }, () => {
   });
 
   test("Store.sqliteFromBytes: a -wal sidecar's commits are recovered; a harel file's prefix is found; garbage is refused", async () => {
-    // A monitor with a token keeps the file open read-write: an ack lands in the -wal file
-    // and stays there until it exits. Copy both while it runs.
+    // A monitor with a token keeps the file open read-write: an ack lands in the -wal file.
+    // Its checkpointer copies a commit into the database file 10 ms later, unless a reader
+    // still reads from before it: a reader (Python's sqlite3) holds a read transaction
+    // begun before the ack until both files are copied, so the ack is in the -wal file alone
+    // (without it, a slow copy raced the checkpoint and found the ack in both).
     const live = join(tmp.dir, "live.db");
     copyFileSync(db, live);
     const writer = await nativeMonitor(live, ["--token", "t0k"]);
+    const hold = "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\n" +
+      "c.execute('BEGIN')\nc.execute('SELECT COUNT(*) FROM outbox').fetchone()\n" +
+      "print('held', flush=True)\nsys.stdin.read()\nc.execute('COMMIT')\n";
+    const reader = spawn("python3", ["-c", hold, live], { stdio: ["pipe", "pipe", "inherit"] });
+    await once(reader.stdout, "data");
     let copied;
     try {
       const before = (await (await fetch(`${writer.url}api/outbox?limit=10000`)).json()).items;
@@ -294,6 +303,8 @@ describe("the edge handler", { skip: binMissing() }, () => {
       assert.ok(existsSync(`${live}-wal`) && statSync(`${live}-wal`).size > 0, "the ack is in the -wal file");
       copied = { db: readFileSync(live), wal: readFileSync(`${live}-wal`), outbox: before.length };
     } finally {
+      reader.stdin.end();
+      await once(reader, "exit");
       await writer.stop();
     }
     const { Store } = execstore;
