@@ -230,12 +230,21 @@ fn the_demo_graphs_say_what_the_traces_and_the_list_say() {
         .expect("cart -> checkout.address");
     assert_eq!(guarded["guards"][0]["name"], "cart_not_empty");
     assert_eq!(guarded["guards"][0]["count"], guarded["count"]);
-    // SQLite keeps the figures (migration 7): every trace is counted whatever `traces` asks,
-    // and the answer says so; 0 still counts none. States always from every execution.
+    // SQLite keeps where executions sit (migrations 7 and 8), and the answer says so; the
+    // transitions come from the traces of the `traces` most recently updated (one: that
+    // execution's steps alone; 0: none). States always from every execution.
     assert_eq!(orders["maintained"], true);
     let one = m.ok("api/definitions/orders/graph?traces=1");
-    assert_eq!(one["traces_read"], one["executions"]);
-    assert_eq!(one["graph"], orders["graph"]);
+    assert_eq!(one["traces_read"], 1);
+    assert_eq!(one["executions"], orders["executions"]);
+    let newest = m.ok("api/executions?definition=orders&order=updated&limit=1")["items"][0]["id"].clone();
+    let newest = m.ok(&format!("api/executions/{}/graph", enc(newest.as_str().unwrap())));
+    assert_eq!(
+        transition_counts(&one["graph"]),
+        transition_counts(&newest["graph"]),
+        "the newest execution's steps"
+    );
+    assert_ne!(one["graph"], orders["graph"]);
     let none = m.ok("api/definitions/orders/graph?traces=0");
     assert_eq!(none["traces_read"], 0);
     assert_eq!(none["executions"], orders["executions"]);

@@ -703,7 +703,7 @@ export function showDefinition(api, main, definition, { quiet = false } = {}) {
         h("strong", { id: "def-total" }, plural(g.executions, "execution")), " ", statuses, " ",
         appLink(`?${new URLSearchParams({ definition })}`, { class: "def-list" }, "list them →")),
       chart ? note(`Drawn from the definition of ${answer.definition_fqn ?? definition}${answer.source === "trace" ? " (held by an execution's first trace step)" : ""}: every state and transition it declares; counts from the traces.`) : null,
-      g.traces_read < g.executions ? note(`Transitions from the traces of the first ${g.traces_read.toLocaleString()} executions (by id); states now from all of them.`) : null,
+      g.traces_read < g.executions ? note(`Transitions from the traces of the ${g.traces_read.toLocaleString()} most recently updated executions; states now from all of them.`) : null,
       g.graph.truncated ? note("The traces name too many states: some are left out.") : null,
       h("div", { class: "graph-legend" },
         h("span", null, "executions in the state now:"),

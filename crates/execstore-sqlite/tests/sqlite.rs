@@ -132,8 +132,8 @@ fn two_prefixes_share_one_file() {
     let harel = open_harel(&db(&dir));
     plain.save(&mut Execution::new("only-plain", "d")).unwrap();
     assert!(harel.load("only-plain").unwrap().is_none());
-    assert_eq!(plain.schema_version().unwrap(), 9);
-    assert_eq!(harel.schema_version().unwrap(), 9);
+    assert_eq!(plain.schema_version().unwrap(), 10);
+    assert_eq!(harel.schema_version().unwrap(), 10);
 }
 
 #[test]
@@ -158,7 +158,7 @@ fn migrations_recorded_once_and_idempotent() {
     let dir = tempfile::tempdir().unwrap();
     for _ in 0..3 {
         let store = open(&db(&dir));
-        assert_eq!(store.schema_version().unwrap(), 9);
+        assert_eq!(store.schema_version().unwrap(), 10);
     }
     let conn = Connection::open(db(&dir)).unwrap();
     let rows: Vec<(i64, String, String, String)> = conn
@@ -656,7 +656,7 @@ fn opens_a_file_harel_created() {
     )
     .unwrap();
     let store = open_harel(&db(&dir));
-    assert_eq!(store.schema_version().unwrap(), 9);
+    assert_eq!(store.schema_version().unwrap(), 10);
     let exe = store.load("old").unwrap().unwrap();
     assert_eq!((exe.version, exe.status), (7, Status::Done));
     let page = store

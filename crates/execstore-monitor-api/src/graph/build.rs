@@ -380,12 +380,11 @@ pub struct DefinitionGraph {
     pub definition_id: String,
     /// How many executions it has (all of them counted in the states' `now`).
     pub executions: u64,
-    /// How many of them had their trace counted (the first `max_traces` by id, or all of
-    /// them when `maintained`).
+    /// How many of them had their trace counted (the `max_traces` most recently updated).
     pub traces_read: u64,
-    /// Whether the figures came from what the store keeps up to date with every write
-    /// (every trace counted, nothing scanned), rather than from reading the executions and
-    /// their traces now (see [`ExecutionStore::graph_figures`]).
+    /// Whether where the executions sit came from what the store keeps up to date with every
+    /// write, rather than from reading every execution now (see
+    /// [`ExecutionStore::graph_figures`]).
     pub maintained: bool,
     /// Executions per status.
     pub by_status: BTreeMap<String, u64>,
@@ -394,8 +393,8 @@ pub struct DefinitionGraph {
 }
 
 /// The graph of every execution of `definition`: where each sits now (all of them), and the
-/// transitions of the traces of the first `max_traces` (by id, 0..=[`MAX_TRACES`]; all of
-/// them from a store that keeps the figures, and none for 0).
+/// transitions of the traces of the `max_traces` most recently updated (0..=[`MAX_TRACES`];
+/// none for 0).
 /// `NotFound` if the definition has no executions.
 pub fn definition_graph(
     store: &dyn ExecutionStore,

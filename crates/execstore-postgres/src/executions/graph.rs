@@ -28,7 +28,7 @@
 //! without `\ud` skip that. (A label with a backslash itself before such text, `\\ud800`,
 //! reads as the escape: a figure's label, never a failed write.)
 
-use execstore::executions::{FiguresTally, GraphFigures};
+use execstore::executions::FiguresTally;
 use execstore::Result;
 
 use super::rows::col;
@@ -314,13 +314,58 @@ BEGIN
 END
 $fn$"#;
 
+/// Migration 12's statements (one batch): the steps' and guards' figures are no longer kept.
+///
+/// The trace's statement triggers (migration 11), migration 9's truncate trigger on the
+/// trace, and the functions that read a step go; the executions' trigger keeps only where a
+/// deleted or moved execution sat (an insert had only steps to count: its trigger is created
+/// again for deletes alone); the steps' and guards' rows (kinds 1 and 2) are deleted. A W1
+/// step paid about a sixth of its time for them (docs/scale.md); the graph reads the steps
+/// from the traces of a bounded number of executions instead
+/// ([`execstore::executions::graph::add_recent_traces`]).
+pub(crate) const UNKEPT_STEPS: &str = r#"DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_inserted ON {trace};
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_updated ON {trace};
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_deleted ON {trace};
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_truncate ON {trace};
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_write ON {trace};
+DROP FUNCTION IF EXISTS {pfx}execstore_graph_trace_rows();
+DROP FUNCTION IF EXISTS {pfx}execstore_graph_trace();
+CREATE OR REPLACE FUNCTION {pfx}execstore_graph_execution() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'TRUNCATE' THEN
+    TRUNCATE {pfx}execstore_graph, {pfx}execstore_graph_deltas;
+    RETURN NULL;
+  END IF;
+  -- Where it sat (its keys, still there: this trigger sorts before the keys trigger's).
+  INSERT INTO {pfx}execstore_graph_deltas (definition_id, kind, a, b, c, n)
+  SELECT OLD.definition_id, 0, COALESCE(to_json(k.active_path)::text, ''), COALESCE(k.status, ''), '', -1
+  FROM {pfx}execstore_keys k WHERE k.id = OLD.id;
+  IF TG_OP = 'UPDATE' AND OLD.id = NEW.id THEN
+    -- Moved to another definition: where it sat, there (a change of its keys written after
+    -- this is counted under the new definition by the keys trigger; a new id is a new keys row).
+    INSERT INTO {pfx}execstore_graph_deltas (definition_id, kind, a, b, c, n)
+    SELECT NEW.definition_id, 0, COALESCE(to_json(k.active_path)::text, ''), COALESCE(k.status, ''), '', 1
+    FROM {pfx}execstore_keys k WHERE k.id = OLD.id;
+  END IF;
+  RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_execution_insert ON {executions};
+DROP TRIGGER IF EXISTS {pfx}execstore_graph_execution_delete ON {executions};
+CREATE TRIGGER {pfx}execstore_graph_execution_delete AFTER DELETE ON {executions} FOR EACH ROW
+  EXECUTE FUNCTION {pfx}execstore_graph_execution();
+DROP FUNCTION IF EXISTS {pfx}execstore_graph_step_rows(text);
+DROP FUNCTION IF EXISTS {pfx}execstore_graph_unmark(text);
+DELETE FROM {pfx}execstore_graph_deltas WHERE kind > 0;
+DELETE FROM {pfx}execstore_graph WHERE kind > 0"#;
+
 /// The statements reading the kept figures.
 #[derive(Debug)]
 pub(crate) struct GraphSql {
     /// The fold of the deltas (a reader's, now and then).
     pub(crate) fold: String,
-    /// The figures of one definition (`$1`; `$2` false: where executions sit only): the
-    /// folded rows plus the deltas, summed.
+    /// Where one definition's executions sit (`$1`): the folded rows plus the deltas, summed.
     pub(crate) read: String,
 }
 
@@ -329,25 +374,21 @@ impl GraphSql {
         GraphSql {
             fold: t.sql("SELECT {pfx}execstore_fold_graph()"),
             read: t.sql(
-                "SELECT kind::int8, a, b, c, SUM(n)::int8 FROM (\
-                 SELECT kind, a, b, c, n FROM {pfx}execstore_graph WHERE definition_id = $1 AND (kind = 0 OR $2) \
-                 UNION ALL SELECT kind, a, b, c, n FROM {pfx}execstore_graph_deltas \
-                 WHERE definition_id = $1 AND (kind = 0 OR $2)) x GROUP BY 1, 2, 3, 4 HAVING SUM(n) <> 0",
+                "SELECT a, b, SUM(n)::int8 FROM (\
+                 SELECT a, b, n FROM {pfx}execstore_graph WHERE definition_id = $1 AND kind = 0 \
+                 UNION ALL SELECT a, b, n FROM {pfx}execstore_graph_deltas \
+                 WHERE definition_id = $1 AND kind = 0) x GROUP BY 1, 2 HAVING SUM(n) <> 0",
             ),
         }
     }
 
-    /// The figures of `definition` from the rows `read` returned.
-    pub(crate) fn figures(
-        rows: &[postgres::Row],
-        definition: &str,
-        max_traces: usize,
-    ) -> Result<GraphFigures> {
+    /// Where the executions of `definition` sit, from the rows `read` returned.
+    pub(crate) fn now(rows: &[postgres::Row]) -> Result<FiguresTally> {
         let mut tally = FiguresTally::new();
         for row in rows {
-            let (a, b, c): (String, String, String) = (col(row, 1)?, col(row, 2)?, col(row, 3)?);
-            tally.add_stored(col(row, 0)?, &a, &b, &c, col(row, 4)?)?;
+            let (a, b): (String, String) = (col(row, 0)?, col(row, 1)?);
+            tally.add_stored(0, &a, &b, "", col(row, 2)?)?;
         }
-        tally.maintained_figures(definition, max_traces)
+        Ok(tally)
     }
 }

@@ -260,6 +260,14 @@ END; $$ LANGUAGE plpgsql$fn$; \
         description: "the trace's graph deltas summed per statement, and folds bounded in rows",
         statements: &[super::graph::GRAPH_BY_STATEMENT],
     },
+    Migration {
+        version: 12,
+        // The steps' and guards' figures are no longer kept: the graph reads them from a
+        // bounded number of traces. Where executions sit, and the counts, stay kept. See
+        // `executions/graph.rs`.
+        description: "the graph's steps read from the traces, no longer kept by triggers",
+        statements: &[super::graph::UNKEPT_STEPS],
+    },
 ];
 
 /// Migration 10's rewrite of `{pfx}execstore_keys_sync` (see `parseable`).
@@ -661,6 +669,7 @@ mod tests {
             "fnv1a64:377e0acb47a4f999",
             "fnv1a64:0293e8c7693174cb",
             "fnv1a64:e11dfa8343fa3ebe",
+            "fnv1a64:623599b40c7d5612",
         ];
         execstore::kit::migration::check_released(MIGRATIONS, &released).unwrap();
     }

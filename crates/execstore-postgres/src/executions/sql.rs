@@ -94,6 +94,8 @@ pub(crate) struct Stmts {
     pub(crate) due_timers_after: String,
     pub(crate) delete_timer: String,
     pub(crate) read_trace: String,
+    /// The traces of many executions (`$1`, an array of ids): id, idx, entry.
+    pub(crate) read_traces: String,
     pub(crate) ids_between: String,
     pub(crate) ids_from: String,
     pub(crate) purge_execution: String,
@@ -205,6 +207,10 @@ impl Stmts {
             delete_timer: t
                 .sql("DELETE FROM {timers} WHERE execution_id = $1 AND path = $2 AND fire_at = $3"),
             read_trace: t.sql("SELECT idx::int8, entry FROM {trace} WHERE execution_id = $1 ORDER BY idx"),
+            read_traces: t.sql(
+                "SELECT execution_id, idx::int8, entry FROM {trace} WHERE execution_id = ANY($1) \
+                 ORDER BY execution_id, idx",
+            ),
             ids_between: t.sql(
                 "SELECT id FROM {executions} WHERE (id COLLATE \"C\") >= $1 AND (id COLLATE \"C\") < $2 \
                  ORDER BY (id COLLATE \"C\")",

@@ -225,12 +225,7 @@ impl ExecutionStore for PgStore {
         let rows = self.query(&self.sql.read_trace, &[&execution_id])?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
-            let idx: i64 = col(row, 0)?;
-            let entry: String = col(row, 1)?;
-            let mut step: TraceStep = execstore::kit::pyjson::loads_object_exact(&entry)
-                .map_err(|e| corrupt(format!("trace step {idx} of {execution_id}"), e))?;
-            step.insert("index".into(), idx.into());
-            out.push(step);
+            out.push(trace_step(execution_id, col(row, 0)?, &col::<String>(row, 1)?)?);
         }
         Ok(out)
     }
@@ -367,8 +362,9 @@ impl ExecutionStore for PgStore {
         self.count_filtered(query)
     }
 
-    /// From the figures migration 9's triggers keep (every trace counted), after folding
-    /// the deltas in where this store may write (as the counts); else by scan.
+    /// Where executions sit from the figures migration 9's triggers keep, after folding the
+    /// deltas in where this store may write (as the counts; else by scan), and the steps from
+    /// the traces of the `max_traces` most recently updated.
     fn graph_figures(
         &self,
         definition: &str,
@@ -379,15 +375,24 @@ impl ExecutionStore for PgStore {
             return execstore::executions::graph::graph_figures_by_scan(self, definition, max_traces);
         }
         let graph = &self.sql.graph;
-        let traces = max_traces > 0;
         let rows = if self.read_only {
-            self.query(&graph.read, &[&definition, &traces])?
+            self.query(&graph.read, &[&definition])?
         } else {
             let mut conn = self.conn()?;
             let _ = conn.execute(&graph.fold, &[]);
-            conn.query(&graph.read, &[&definition, &traces])?
+            conn.query(&graph.read, &[&definition])?
         };
-        super::graph::GraphSql::figures(&rows, definition, max_traces)
+        let mut tally = super::graph::GraphSql::now(&rows)?;
+        // The traces of a page of executions in one statement (2,000 one at a time took half
+        // a second).
+        let traces_read = execstore::executions::graph::add_recent_traces_by(
+            self,
+            definition,
+            max_traces,
+            &mut tally,
+            &mut |ids| self.traces_of(ids),
+        )?;
+        tally.maintained_figures(definition, traces_read)
     }
 
     /// The server's transaction snapshot (`xmin:xmax:in-progress`): every transaction that
@@ -398,4 +403,25 @@ impl ExecutionStore for PgStore {
         let row = self.query_one("SELECT txid_current_snapshot()::text", &[])?;
         Ok(format!("pg:{}", col::<String>(&row, 0)?))
     }
+}
+
+impl PgStore {
+    /// The steps of the traces of `ids`, read in one statement and parsed as
+    /// [`ExecutionStore::read_trace`] parses them (the graph's sample of traces).
+    fn traces_of(&self, ids: &[String]) -> Result<Vec<TraceStep>> {
+        let rows = self.query(&self.sql.read_traces, &[&ids])?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            out.push(trace_step(&col::<String>(row, 0)?, col(row, 1)?, &col::<String>(row, 2)?)?);
+        }
+        Ok(out)
+    }
+}
+
+/// A stored trace step `idx` of `execution_id` (its `entry`), with its index.
+fn trace_step(execution_id: &str, idx: i64, entry: &str) -> Result<TraceStep> {
+    let mut step: TraceStep = execstore::kit::pyjson::loads_object_exact(entry)
+        .map_err(|e| corrupt(format!("trace step {idx} of {execution_id}"), e))?;
+    step.insert("index".into(), idx.into());
+    Ok(step)
 }

@@ -20,7 +20,7 @@
 //! `Infinity` and `-Infinity` (which Python's `json.dumps` writes) as `null`. Only SQLite
 //! 3.40 features: harel's Python may write the file with an old SQLite.
 
-use execstore::executions::{FiguresTally, GraphFigures};
+use execstore::executions::FiguresTally;
 use execstore::Result;
 use rusqlite::Connection;
 
@@ -317,9 +317,38 @@ pub(crate) const ROOTED_NOW_STATEMENTS: &[&str] = &[
      FROM {pfx}execstore_graph_now GROUP BY definition_id, status, root",
 ];
 
-/// The read of the maintained figures of one definition (`?1`; `?2` false: no step), one
-/// statement so that it sees one snapshot: the kind of each row (0: now, 1: a step, 2: a
-/// guard), its three keys and its count.
+/// Migration 10's statements: the steps' and guards' figures are no longer kept. Their five
+/// triggers (a trace row's insert, delete and update, an execution moved to another
+/// definition) and their two tables go, and the executions' insert and delete triggers are
+/// created again with `now`'s upsert alone. The graph reads the steps from the traces of a
+/// bounded number of executions instead
+/// ([`execstore::executions::graph::add_recent_traces`]), as on every backend; where
+/// executions sit, and with it the counts, stays kept (docs/scale.md, "The steps no longer
+/// kept").
+pub(crate) const UNKEPT_STEPS_STATEMENTS: &[&str] = &[
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_insert",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_delete",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_update_old",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_trace_update_new",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_executions_moved",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_executions_insert",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_executions_delete",
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_insert AFTER INSERT ON {executions} BEGIN ",
+        rooted_now_delta!("new", "1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_delete AFTER DELETE ON {executions} BEGIN ",
+        rooted_now_delta!("old", "-1"),
+        " END"
+    ),
+    "DROP TABLE IF EXISTS {pfx}execstore_graph_steps",
+    "DROP TABLE IF EXISTS {pfx}execstore_graph_guards",
+];
+
+/// The read of where one definition's executions sit (`?1`), as migration 8's `now` keeps
+/// it: active path, status and how many.
 #[derive(Debug)]
 pub(crate) struct GraphSql {
     /// The table whose presence says migration 7 was applied.
@@ -333,31 +362,21 @@ impl GraphSql {
         GraphSql {
             table: t.sql("{pfx}execstore_graph_now"),
             read: t.sql(
-                "SELECT 0, active_path, status, '', SUM(n) FROM {pfx}execstore_graph_now \
-                 WHERE definition_id = ?1 GROUP BY active_path, status HAVING SUM(n) <> 0 \
-                 UNION ALL SELECT 1, from_path, to_path, event, n FROM {pfx}execstore_graph_steps \
-                 WHERE definition_id = ?1 AND n <> 0 AND ?2 \
-                 UNION ALL SELECT 2, from_path, to_path, guard, n FROM {pfx}execstore_graph_guards \
-                 WHERE definition_id = ?1 AND n <> 0 AND ?2",
+                "SELECT active_path, status, SUM(n) FROM {pfx}execstore_graph_now \
+                 WHERE definition_id = ?1 GROUP BY active_path, status HAVING SUM(n) <> 0",
             ),
         }
     }
 
-    /// The maintained figures of `definition`; `max_traces` 0 counts no step. `NotFound`
-    /// if it has no (readable) executions.
-    pub(crate) fn read(
-        &self,
-        conn: &Connection,
-        definition: &str,
-        max_traces: usize,
-    ) -> Result<GraphFigures> {
+    /// Where the executions of `definition` sit, as kept (no step added yet).
+    pub(crate) fn now(&self, conn: &Connection, definition: &str) -> Result<FiguresTally> {
         let mut tally = FiguresTally::new();
         let mut stmt = conn.prepare_cached(&self.read).db()?;
-        let mut rows = stmt.query(rusqlite::params![definition, max_traces > 0]).db()?;
+        let mut rows = stmt.query([definition]).db()?;
         while let Some(row) = rows.next().db()? {
-            let (a, b, c): (String, String, String) = (row.get(1).db()?, row.get(2).db()?, row.get(3).db()?);
-            tally.add_stored(row.get(0).db()?, &a, &b, &c, row.get(4).db()?)?;
+            let (a, b): (String, String) = (row.get(0).db()?, row.get(1).db()?);
+            tally.add_stored(0, &a, &b, "", row.get(2).db()?)?;
         }
-        tally.maintained_figures(definition, max_traces)
+        Ok(tally)
     }
 }

@@ -1,6 +1,7 @@
-//! The graph figures kept by migration 7's triggers (`graph.rs`): right under every writer,
-//! read by `graph_figures` from their own tables, built for an old file by its first writer,
-//! scanned by a read-only open of a file without them.
+//! The graph figures kept by migrations 7 and 8's triggers (`graph.rs`; where executions sit,
+//! the steps read from the traces since migration 10): right under every writer, read by
+//! `graph_figures` from their own table, built for an old file by its first writer, scanned by
+//! a read-only open of a file without them.
 
 use super::*;
 use execstore::executions::graph::graph_figures_by_scan;
@@ -201,9 +202,11 @@ fn the_graph_figures_follow_every_writer() {
     }
 }
 
-/// `graph_figures` reads only the kept figures: one statement, whose plan searches each of
-/// the three tables by its primary key and never harel's tables; a figure changed by hand
-/// is what it answers.
+/// Where executions sit is read from the kept figures alone: one statement whose plan
+/// searches `now` by its primary key and never harel's tables, and a figure changed by hand
+/// is what it answers. The steps are read from the traces of the `max_traces` most recently
+/// updated executions, as a scan reads them; migration 10 left no trigger on the trace and no
+/// table of steps.
 #[test]
 fn the_graph_is_read_from_the_kept_figures() {
     let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
@@ -215,34 +218,43 @@ fn the_graph_is_read_from_the_kept_figures() {
             .commit(&mut exe, &Effects::new().trace(step("Start", None, "s", &["g"])))
             .unwrap();
     }
-    let p = super::tests::plan(&store, &store.sql.graph.read, &[&"d1", &true]);
-    for table in [
-        "execstore_graph_now",
-        "execstore_graph_steps",
-        "execstore_graph_guards",
-    ] {
-        assert!(
-            p.iter()
-                .any(|s| s.contains(table) && s.contains("PRIMARY KEY (definition_id=?)")),
-            "{table}: {p:?}"
-        );
-    }
+    let p = super::tests::plan(&store, &store.sql.graph.read, &[&"d1"]);
+    assert!(
+        p.iter()
+            .any(|s| s.contains("execstore_graph_now") && s.contains("PRIMARY KEY (definition_id=?)")),
+        "{p:?}"
+    );
     assert!(
         !p.iter()
             .any(|s| s.contains(" executions") || s.contains(" trace")),
         "{p:?}"
     );
+    let left: Vec<String> = store
+        .lock()
+        .unwrap()
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE tbl_name = 'trace' AND type = 'trigger' \
+             OR name IN ('execstore_graph_steps', 'execstore_graph_guards')",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert!(left.is_empty(), "{left:?}");
     store
         .lock()
         .unwrap()
         .execute(
-            "UPDATE execstore_graph_steps SET n = n + 1000 WHERE definition_id = 'd1'",
+            "UPDATE execstore_graph_now SET n = n + 1000 WHERE definition_id = 'd1'",
             [],
         )
         .unwrap();
-    let f = store.graph_figures("d1", 1).unwrap();
-    assert_eq!((f.executions, f.traces_read, f.maintained), (10, 10, true));
-    assert_eq!(f.steps[0].n, 1010);
+    let f = store.graph_figures("d1", 3).unwrap();
+    assert_eq!((f.executions, f.traces_read, f.maintained), (1010, 3, true));
+    assert_eq!((f.now[0].n, f.steps[0].n, f.guards[0].n), (1010, 3, 3));
+    let scanned = graph_figures_by_scan(&store, "d1", 3).unwrap();
+    assert_eq!((&f.steps, &f.guards), (&scanned.steps, &scanned.guards));
     let none = store.graph_figures("d1", 0).unwrap();
     assert!(none.steps.is_empty() && none.guards.is_empty() && none.traces_read == 0);
 }

@@ -189,6 +189,14 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
          definition_id, json_extract(data,'$.parent_id') IS NULL)",
         ],
     },
+    Migration {
+        version: 10,
+        // The steps' and guards' figures are no longer kept: the graph reads them from a
+        // bounded number of traces (see `executions/graph.rs`). Where executions sit, and the
+        // counts, stay kept.
+        description: "the graph's steps read from the traces, no longer kept by triggers",
+        statements: super::graph::UNKEPT_STEPS_STATEMENTS,
+    },
 ];
 
 /// Migration 5: the counts table, its triggers and its first fill. `status` is the
@@ -297,6 +305,7 @@ mod tests {
             "fnv1a64:aec96e877b520cea",
             "fnv1a64:0bd7a3e40d0edbaf",
             "fnv1a64:f21f2a3c21976631",
+            "fnv1a64:ddf881a09143bad2",
         ];
         execstore::kit::migration::check_released(MIGRATIONS, &released).unwrap();
     }

@@ -1,5 +1,6 @@
 //! [`ExecutionStore`] for [`SqliteStore`]: the contract's operations.
 
+use execstore::executions::graph::add_recent_traces;
 use execstore::executions::search::scanned_paths;
 use execstore::executions::SearchAttribute;
 use execstore::kit::validate::{
@@ -343,15 +344,20 @@ impl ExecutionStore for SqliteStore {
         self.tolerating_unreadable(|skip| self.count_filtered(query, skip))
     }
 
-    /// From the figures migration 7's triggers keep (every trace counted), when its tables
-    /// are there; else by scan.
+    /// Where executions sit from the figures migrations 7 and 8's triggers keep, when their
+    /// table is there (else by scan), and the steps from the traces of the `max_traces` most
+    /// recently updated.
     fn graph_figures(&self, definition: &str, max_traces: usize) -> Result<GraphFigures> {
         check_id("definition", definition)?;
         if !self.sql.has_graph.load(Ordering::Relaxed) {
             return execstore::executions::graph::graph_figures_by_scan(self, definition, max_traces);
         }
-        let conn = self.read()?;
-        self.sql.graph.read(&conn, definition, max_traces)
+        let mut tally = {
+            let conn = self.read()?;
+            self.sql.graph.now(&conn, definition)?
+        };
+        let traces_read = add_recent_traces(self, definition, max_traces, &mut tally)?;
+        tally.maintained_figures(definition, traces_read)
     }
 
     fn unreadable_executions(&self, limit: usize) -> Result<Vec<UnreadableRow>> {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::executions::paging::{execution_pages, PagedReads};
-use crate::executions::{ListQuery, Status, TraceStep};
+use crate::executions::{ListOrder, ListQuery, Status, TraceStep};
 use crate::kit::validate::MAX_PAGE;
 use crate::{Result, StoreError};
 
@@ -62,8 +62,10 @@ pub struct GraphFigures {
     pub executions: u64,
     /// How many of them had their trace counted in `steps` and `guards`.
     pub traces_read: u64,
-    /// Whether the figures were kept up to date by the store's writes (every trace counted,
-    /// nothing scanned), rather than counted by reading the executions and their traces now.
+    /// Whether where the executions sit (`now`, `executions`) was kept up to date by the
+    /// store's writes, rather than counted by reading every execution now. The steps and
+    /// guards are read from the traces of the `traces_read` most recently updated
+    /// executions either way.
     pub maintained: bool,
     /// Where the executions sit now.
     pub now: Vec<NowFigure>,
@@ -184,18 +186,16 @@ impl FiguresTally {
         Ok(())
     }
 
-    /// The figures a backend keeps: `maintained`, every trace counted unless `max_traces`
-    /// is 0 (then the caller added no step). `NotFound` if `definition` has no execution.
-    pub fn maintained_figures(self, definition: &str, max_traces: usize) -> Result<GraphFigures> {
-        let mut figures = self.finish(0, true);
+    /// The figures of a backend that keeps where executions sit (`maintained`), with the
+    /// steps of `traces_read` traces added ([`add_recent_traces`]). `NotFound` if
+    /// `definition` has no execution.
+    pub fn maintained_figures(self, definition: &str, traces_read: u64) -> Result<GraphFigures> {
+        let figures = self.finish(traces_read, true);
         if figures.executions == 0 {
             return Err(StoreError::NotFound {
                 what: "definition",
                 key: definition.to_owned(),
             });
-        }
-        if max_traces > 0 {
-            figures.traces_read = figures.executions;
         }
         Ok(figures)
     }
@@ -244,9 +244,73 @@ fn json_of(text: &str) -> Option<Value> {
     Some(crate::kit::pyjson::loads_exact(text).unwrap_or_else(|_| Value::String(text.to_owned())))
 }
 
-/// The figures of `definition` counted by reading: every execution of it (through the
-/// listing) and the traces of the first `max_traces` (by id). `NotFound` if the definition
-/// has no executions. What [`crate::ExecutionStore::graph_figures`] does by default.
+/// Reads the traces of some executions, answering their steps in any order (an execution
+/// purged since it was listed has none): what [`add_recent_traces_by`] counts. A backend that
+/// reads many traces in one statement gives its own; [`add_recent_traces`] reads one trace
+/// at a time through [`PagedReads::trace_of`].
+pub type TracesOf<'a> = dyn FnMut(&[String]) -> Result<Vec<TraceStep>> + 'a;
+
+/// Adds to `tally` the steps of the traces of the `max_traces` most recently updated
+/// executions of `definition` (the listing's first in [`ListOrder::UpdatedDesc`]), and
+/// answers how many traces it read. Every backend reads the steps so: their figures are not
+/// kept (a step's would cost every write a sixth of its time on PostgreSQL; see
+/// docs/scale.md), so they are a sample, of what happened lately, when the definition has
+/// more executions than `max_traces`.
+pub fn add_recent_traces<S: PagedReads + ?Sized>(
+    store: &S,
+    definition: &str,
+    max_traces: usize,
+    tally: &mut FiguresTally,
+) -> Result<u64> {
+    add_recent_traces_by(store, definition, max_traces, tally, &mut |ids| {
+        let mut steps = Vec::new();
+        for id in ids {
+            match store.trace_of(id) {
+                Ok(trace) => steps.extend(trace),
+                Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(steps)
+    })
+}
+
+/// [`add_recent_traces`], each page's traces read by `traces`.
+pub fn add_recent_traces_by<S: PagedReads + ?Sized>(
+    store: &S,
+    definition: &str,
+    max_traces: usize,
+    tally: &mut FiguresTally,
+    traces: &mut TracesOf<'_>,
+) -> Result<u64> {
+    let mut traces_read = 0usize;
+    if max_traces == 0 {
+        return Ok(0);
+    }
+    let query = ListQuery::new()
+        .definition(definition)
+        .order(ListOrder::UpdatedDesc)
+        .limit(max_traces.min(MAX_PAGE));
+    for page in execution_pages(store, query) {
+        let ids: Vec<String> = page?
+            .items
+            .into_iter()
+            .take(max_traces - traces_read)
+            .map(|s| s.id)
+            .collect();
+        traces(&ids)?.iter().for_each(|step| tally.add_trace_step(step));
+        traces_read += ids.len();
+        if traces_read >= max_traces {
+            break;
+        }
+    }
+    Ok(traces_read as u64)
+}
+
+/// The figures of `definition` counted by reading: where every execution of it sits (through
+/// the listing), and the traces of the `max_traces` most recently updated
+/// ([`add_recent_traces`]). `NotFound` if the definition has no executions. What
+/// [`crate::ExecutionStore::graph_figures`] does by default.
 pub fn graph_figures_by_scan<S: PagedReads + ?Sized>(
     store: &S,
     definition: &str,
@@ -254,22 +318,13 @@ pub fn graph_figures_by_scan<S: PagedReads + ?Sized>(
 ) -> Result<GraphFigures> {
     crate::kit::validate::check_id("definition", definition)?;
     let mut tally = FiguresTally::new();
-    let mut traces_read = 0u64;
     let query = ListQuery::new().definition(definition).limit(MAX_PAGE);
     for page in execution_pages(store, query) {
         for summary in page?.items {
             tally.add_now(summary.active_path.clone(), summary.status, 1);
-            if (traces_read as usize) < max_traces {
-                // An execution purged since the page was read has no trace: nothing to add.
-                match store.trace_of(&summary.id) {
-                    Ok(steps) => steps.iter().for_each(|s| tally.add_trace_step(s)),
-                    Err(StoreError::NotFound { .. }) => {}
-                    Err(e) => return Err(e),
-                }
-                traces_read += 1;
-            }
         }
     }
+    let traces_read = add_recent_traces(store, definition, max_traces, &mut tally)?;
     let figures = tally.finish(traces_read, false);
     if figures.executions == 0 {
         return Err(StoreError::NotFound {

@@ -344,11 +344,13 @@ pub trait ExecutionStore: Send + Sync {
     }
 
     /// The figures `definition`'s graph is drawn from (see [`crate::executions::graph`]):
-    /// where each of its executions sits now, and the steps (and guards) of the traces of at
-    /// least the first `max_traces` of them by id; `max_traces` 0 counts no trace.
-    /// `NotFound` if it has no executions. This default counts by reading every execution of
-    /// it and those traces; a backend that keeps the figures up to date in each write's own
-    /// transaction answers from them (every trace counted, `maintained` set).
+    /// where each of its executions sits now, and the steps (and guards) of the traces of the
+    /// `max_traces` most recently updated of them
+    /// ([`add_recent_traces`](crate::executions::graph::add_recent_traces)); `max_traces` 0
+    /// counts no trace. `NotFound` if it has no executions. This default counts where they
+    /// sit by reading every execution of it; a backend that keeps that figure up to date in
+    /// each write's own transaction answers from it (`maintained` set). The steps are read
+    /// from the traces either way.
     fn graph_figures(&self, definition: &str, max_traces: usize) -> Result<crate::executions::GraphFigures> {
         crate::executions::graph::graph_figures_by_scan(self, definition, max_traces)
     }

@@ -10,7 +10,8 @@ const MAX_TRACES_FOR_CHECKS: usize = usize::MAX;
 /// The figures a store answers for `definition`, with every trace counted, are the ones a
 /// scan of its executions and their traces counts now: after inserts, steps (odd paths,
 /// guards, a trace ring that evicts), a batch, a trace appended on its own, a purge, a
-/// terminate and a purge of finished executions. Only `maintained` may differ.
+/// terminate and a purge of finished executions; and so are they with the traces of the
+/// three most recently updated executions only. Only `maintained` may differ.
 pub fn graph_figures_follow_every_write(store: &dyn ExecutionStore) {
     let ns = scope("graph");
     let definition = format!("{ns}flow");
@@ -29,6 +30,14 @@ pub fn graph_figures_follow_every_write(store: &dyn ExecutionStore) {
                     )
                 };
                 assert_eq!(same(&kept), same(&scanned), "{what}");
+                // A few traces: the same three most recent, where the executions sit from all.
+                let few = (
+                    store
+                        .graph_figures(&definition, 3)
+                        .expect("figures of three traces"),
+                    graph_figures_by_scan(store, &definition, 3).expect("a scan of three traces"),
+                );
+                assert_eq!(same(&few.0), same(&few.1), "{what}: three traces");
                 let none = store
                     .graph_figures(&definition, 0)
                     .expect("figures without traces");
