@@ -42,7 +42,7 @@ fn get(monitor: &Monitor, path: &str) -> (u16, Value) {
 
 /// Garbage over the root page of the executions table: every read of it is a 500 `CORRUPT`
 /// (before: `BACKEND`, "database disk image is malformed"), and what does not read it (the
-/// info, the kept counts, the graph's kept figures) still answers.
+/// info, the kept counts, the graph's kept figures without traces) still answers.
 #[test]
 fn a_damaged_file_answers_corrupt() {
     let dir = tempfile::tempdir().unwrap();
@@ -70,11 +70,20 @@ fn a_damaged_file_answers_corrupt() {
     let (status, body) = get(&monitor, "/api/executions");
     assert_eq!(status, 500, "{body}");
     assert_eq!(body["error"]["code"], "CORRUPT", "{body}");
-    // The definition's graph too is drawn from figures kept beside the table (migration 7).
+    // Where a definition's executions sit is kept beside the table (migrations 7 and 8: the
+    // demo's 76 orders);
+    // its transitions are read from the traces of executions listed from the table (since
+    // migration 10), which is a CORRUPT like any read of it.
+    let (status, body) = get(&monitor, "/api/definitions/orders/graph?traces=0");
+    assert_eq!(
+        (status, &body["maintained"], &body["executions"]),
+        (200, &serde_json::json!(true), &serde_json::json!(76)),
+        "{body}"
+    );
     let (status, body) = get(&monitor, "/api/definitions/orders/graph");
     assert_eq!(
-        (status, &body["maintained"]),
-        (200, &serde_json::json!(true)),
+        (status, &body["error"]["code"]),
+        (500, &serde_json::json!("CORRUPT")),
         "{body}"
     );
     let (status, body) = get(&monitor, "/api/info");

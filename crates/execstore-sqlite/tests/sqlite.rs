@@ -53,9 +53,7 @@ fn table_names_without_prefix() {
         names(&conn, "table"),
         [
             "execstore_attributes",
-            "execstore_graph_guards",
             "execstore_graph_now",
-            "execstore_graph_steps",
             "execstore_migrations",
             "executions",
             "outbox",
@@ -95,9 +93,7 @@ fn table_names_with_harel_prefix() {
         names(&conn, "table"),
         [
             "harel_execstore_attributes",
-            "harel_execstore_graph_guards",
             "harel_execstore_graph_now",
-            "harel_execstore_graph_steps",
             "harel_execstore_migrations",
             "harel_executions",
             "harel_outbox",
@@ -168,7 +164,7 @@ fn migrations_recorded_once_and_idempotent() {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    assert_eq!(rows.len(), 9, "{rows:?}");
+    assert_eq!(rows.len(), 10, "{rows:?}");
     let (version, description, checksum, applied_at) = &rows[0];
     assert_eq!(*version, 1);
     assert!(!description.is_empty());
@@ -455,13 +451,13 @@ fn concurrent_opens_of_a_fresh_file_migrate_once() {
         })
         .collect();
     for handle in handles {
-        assert_eq!(handle.join().unwrap().unwrap(), 9);
+        assert_eq!(handle.join().unwrap().unwrap(), 10);
     }
     let conn = Connection::open(&path).unwrap();
     let count: i64 = conn
         .query_row("SELECT COUNT(*) FROM execstore_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(count, 9);
+    assert_eq!(count, 10);
     assert_eq!(open(&path).ids_with_prefix("t").unwrap().len(), 8);
 }
 

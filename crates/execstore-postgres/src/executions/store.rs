@@ -383,8 +383,7 @@ impl ExecutionStore for PgStore {
             conn.query(&graph.read, &[&definition])?
         };
         let mut tally = super::graph::GraphSql::now(&rows)?;
-        // The traces of a page of executions in one statement (2,000 one at a time took half
-        // a second).
+        // The traces of several executions in one statement.
         let traces_read = execstore::executions::graph::add_recent_traces_by(
             self,
             definition,
@@ -412,7 +411,11 @@ impl PgStore {
         let rows = self.query(&self.sql.read_traces, &[&ids])?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
-            out.push(trace_step(&col::<String>(row, 0)?, col(row, 1)?, &col::<String>(row, 2)?)?);
+            out.push(trace_step(
+                &col::<String>(row, 0)?,
+                col(row, 1)?,
+                &col::<String>(row, 2)?,
+            )?);
         }
         Ok(out)
     }
