@@ -349,6 +349,30 @@ mod tests {
     use crate::{Effects, Execution, ExecutionStore, MemoryStore};
     use serde_json::json;
 
+    /// The traces are asked for `TRACES_AT_A_TIME` executions at a time, never a page's (what
+    /// one call holds parsed), the most recently updated first, and no more than `max_traces`.
+    #[test]
+    fn recent_traces_are_read_a_bounded_number_at_a_time() {
+        let store = MemoryStore::new();
+        for i in 0..130 {
+            let mut exe = Execution::new(format!("e{i:03}"), "d");
+            exe.updated_at = Some(f64::from(i));
+            store.save(&mut exe).unwrap();
+        }
+        let mut calls: Vec<Vec<String>> = Vec::new();
+        let mut tally = FiguresTally::new();
+        let read = add_recent_traces_by(&store, "d", 120, &mut tally, &mut |ids| {
+            calls.push(ids.to_vec());
+            Ok(Vec::new())
+        })
+        .unwrap();
+        assert_eq!(read, 120);
+        let sizes: Vec<usize> = calls.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [TRACES_AT_A_TIME, TRACES_AT_A_TIME, 20]);
+        assert_eq!(calls[0][0], "e129", "the most recently updated first");
+        assert_eq!(calls[2][19], "e010");
+    }
+
     #[test]
     fn scan_adds_up_steps_guards_and_where_executions_sit() {
         let store = MemoryStore::new();
