@@ -128,8 +128,8 @@ fn two_prefixes_share_one_file() {
     let harel = open_harel(&db(&dir));
     plain.save(&mut Execution::new("only-plain", "d")).unwrap();
     assert!(harel.load("only-plain").unwrap().is_none());
-    assert_eq!(plain.schema_version().unwrap(), 10);
-    assert_eq!(harel.schema_version().unwrap(), 10);
+    assert_eq!(plain.schema_version().unwrap(), 11);
+    assert_eq!(harel.schema_version().unwrap(), 11);
 }
 
 #[test]
@@ -154,7 +154,7 @@ fn migrations_recorded_once_and_idempotent() {
     let dir = tempfile::tempdir().unwrap();
     for _ in 0..3 {
         let store = open(&db(&dir));
-        assert_eq!(store.schema_version().unwrap(), 10);
+        assert_eq!(store.schema_version().unwrap(), 11);
     }
     let conn = Connection::open(db(&dir)).unwrap();
     let rows: Vec<(i64, String, String, String)> = conn
@@ -164,7 +164,7 @@ fn migrations_recorded_once_and_idempotent() {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    assert_eq!(rows.len(), 10, "{rows:?}");
+    assert_eq!(rows.len(), 11, "{rows:?}");
     let (version, description, checksum, applied_at) = &rows[0];
     assert_eq!(*version, 1);
     assert!(!description.is_empty());
@@ -451,13 +451,13 @@ fn concurrent_opens_of_a_fresh_file_migrate_once() {
         })
         .collect();
     for handle in handles {
-        assert_eq!(handle.join().unwrap().unwrap(), 10);
+        assert_eq!(handle.join().unwrap().unwrap(), 11);
     }
     let conn = Connection::open(&path).unwrap();
     let count: i64 = conn
         .query_row("SELECT COUNT(*) FROM execstore_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(count, 10);
+    assert_eq!(count, 11);
     assert_eq!(open(&path).ids_with_prefix("t").unwrap().len(), 8);
 }
 
@@ -652,7 +652,7 @@ fn opens_a_file_harel_created() {
     )
     .unwrap();
     let store = open_harel(&db(&dir));
-    assert_eq!(store.schema_version().unwrap(), 10);
+    assert_eq!(store.schema_version().unwrap(), 11);
     let exe = store.load("old").unwrap().unwrap();
     assert_eq!((exe.version, exe.status), (7, Status::Done));
     let page = store

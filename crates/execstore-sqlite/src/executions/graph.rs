@@ -19,9 +19,15 @@
 //! counted (as the listing skips it); a trace step that is not JSON is read with `NaN`,
 //! `Infinity` and `-Infinity` (which Python's `json.dumps` writes) as `null`. Only SQLite
 //! 3.40 features: harel's Python may write the file with an old SQLite.
+//!
+//! Since migration 10 the steps' and guards' tables are gone (the graph reads a bounded
+//! number of traces), and since migration 11 `now` holds the counts only: where executions
+//! sit is read from the active path's index ([`SITTING_INDEX`]), which every writer keeps.
 
 use execstore::executions::FiguresTally;
 use execstore::Result;
+use std::collections::HashMap;
+
 use rusqlite::Connection;
 
 use crate::db::error::Db;
@@ -347,30 +353,148 @@ pub(crate) const UNKEPT_STEPS_STATEMENTS: &[&str] = &[
     "DROP TABLE IF EXISTS {pfx}execstore_graph_guards",
 ];
 
-/// The read of where one definition's executions sit (`?1`), as migration 8's `now` keeps
-/// it: active path, status and how many.
+/// [`rooted_now_delta!`] with every execution at the active path `''`: migration 11's `now`
+/// keeps the counts by definition, status and root-ness only.
+macro_rules! counts_delta {
+    ($row:literal, $n:literal) => {
+        concat!(
+            "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) SELECT ",
+            $row,
+            ".definition_id, '', COALESCE(json_extract(",
+            $row,
+            ".data, '$.status'), ''), json_extract(",
+            $row,
+            ".data, '$.parent_id') IS NULL, ",
+            $n,
+            " WHERE json_valid(",
+            $row,
+            ".data) ",
+            "ON CONFLICT (definition_id, active_path, status, root) DO UPDATE SET n = n + excluded.n;"
+        )
+    };
+}
+
+/// Migration 11's index: migration 2's index of the active path (the state filter's), with
+/// what the graph reads of where executions sit after the id: the definition, the status,
+/// the active path's JSON text and whether the document is JSON. The graph reads it without
+/// a document ([`GraphSql::sitting`]); a step rewrites this entry anyway (its path, and the
+/// document, change), so keeping where executions sit costs no statement of its own.
+pub(crate) const SITTING_INDEX: &str = "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_active_path \
+     ON {executions} (json_extract(data,'$.active_path'), id, definition_id, json_extract(data,'$.status'), \
+     data -> '$.active_path', json_valid(data))";
+
+/// Migration 11's statements: where executions sit is no longer kept by triggers but read
+/// from [`SITTING_INDEX`]; `now` keeps the counts only (every row at the active path
+/// `''`), so a step that moves the active path and keeps its status runs no trigger
+/// statement (the update trigger's `WHEN` is false). `now` is filled again from the rows
+/// present, in this transaction.
+pub(crate) const SITTING_STATEMENTS: &[&str] = &[
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_executions_insert",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_executions_delete",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_executions_update",
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_insert AFTER INSERT ON {executions} BEGIN ",
+        counts_delta!("new", "1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_delete AFTER DELETE ON {executions} BEGIN ",
+        counts_delta!("old", "-1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_update AFTER UPDATE OF definition_id, data \
+         ON {executions} WHEN NOT json_valid(old.data) OR NOT json_valid(new.data) \
+         OR old.definition_id IS NOT new.definition_id \
+         OR json_extract(old.data, '$.status') IS NOT json_extract(new.data, '$.status') \
+         OR (json_extract(old.data, '$.parent_id') IS NULL) IS NOT (json_extract(new.data, '$.parent_id') IS NULL) BEGIN ",
+        counts_delta!("old", "-1"),
+        counts_delta!("new", "1"),
+        " END"
+    ),
+    "DELETE FROM {pfx}execstore_graph_now",
+    "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) \
+     SELECT definition_id, '', COALESCE(json_extract(data, '$.status'), ''), \
+     json_extract(data, '$.parent_id') IS NULL, COUNT(*) FROM {executions} WHERE json_valid(data) GROUP BY 1, 3, 4",
+    "DROP INDEX IF EXISTS {pfx}execstore_executions_by_active_path",
+    SITTING_INDEX,
+];
+
+/// The reads of where one definition's executions sit (`?1`): from migration 11's index
+/// ([`SITTING_INDEX`]), or as migrations 8 to 10's `now` kept it (a file this build did not
+/// migrate, opened read-only).
 #[derive(Debug)]
 pub(crate) struct GraphSql {
     /// The table whose presence says migration 7 was applied.
     pub(crate) table: String,
-    /// The statement.
+    /// Migration 8's read of `now`: active path, status and how many.
     pub(crate) read: String,
+    /// The index of the active path, which migration 11 widened.
+    pub(crate) index: String,
+    /// Whether `index` holds what the graph reads (`?1`: its name): six key columns, not
+    /// migration 2's two.
+    pub(crate) widened: String,
+    /// Migration 11's read: each of the definition's executions' active path (its JSON
+    /// text) and status, from the index alone (each expression spelled as the index has it,
+    /// so SQLite reads no document). Summed here, not by `GROUP BY`: SQLite's grouping
+    /// sorts the expressions it evaluates from the document.
+    pub(crate) sitting: String,
 }
 
 impl GraphSql {
     pub(crate) fn new(t: &Tables) -> Self {
+        let index = t.sql("{pfx}execstore_executions_by_active_path");
         GraphSql {
             table: t.sql("{pfx}execstore_graph_now"),
             read: t.sql(
                 "SELECT active_path, status, SUM(n) FROM {pfx}execstore_graph_now \
                  WHERE definition_id = ?1 GROUP BY active_path, status HAVING SUM(n) <> 0",
             ),
+            widened: "SELECT COUNT(*) >= 6 FROM pragma_index_info(?1)".to_owned(),
+            sitting: format!(
+                "SELECT data -> '$.active_path', json_extract(data,'$.status') FROM {} INDEXED BY {index} \
+                 WHERE definition_id = ?1 AND json_valid(data)",
+                t.sql("{executions}")
+            ),
+            index,
         }
     }
 
-    /// Where the executions of `definition` sit, as kept (no step added yet).
-    pub(crate) fn now(&self, conn: &Connection, definition: &str) -> Result<FiguresTally> {
+    /// Whether the database of `conn` has migration 11's index.
+    pub(crate) fn has_sitting_index(&self, conn: &Connection) -> Result<bool> {
+        conn.query_row(&self.widened, [&self.index], |row| row.get(0))
+            .db()
+    }
+
+    /// Where the executions of `definition` sit (no step added yet): from migration 11's
+    /// index when `indexed`, else as `now` kept it.
+    pub(crate) fn now(&self, conn: &Connection, definition: &str, indexed: bool) -> Result<FiguresTally> {
         let mut tally = FiguresTally::new();
+        if indexed {
+            let mut sums: HashMap<String, HashMap<String, i64>> = HashMap::new();
+            let mut stmt = conn.prepare_cached(&self.sitting).db()?;
+            let mut rows = stmt.query([definition]).db()?;
+            while let Some(row) = rows.next().db()? {
+                let path = text_or_empty(row, 0)?;
+                let status = text_or_empty(row, 1)?;
+                let by_status = match sums.get_mut(path) {
+                    Some(by_status) => by_status,
+                    None => sums.entry(path.to_owned()).or_default(),
+                };
+                match by_status.get_mut(status) {
+                    Some(n) => *n += 1,
+                    None => {
+                        by_status.insert(status.to_owned(), 1);
+                    }
+                }
+            }
+            for (path, by_status) in &sums {
+                for (status, n) in by_status {
+                    tally.add_stored(0, path, status, "", *n)?;
+                }
+            }
+            return Ok(tally);
+        }
         let mut stmt = conn.prepare_cached(&self.read).db()?;
         let mut rows = stmt.query([definition]).db()?;
         while let Some(row) = rows.next().db()? {
@@ -379,4 +503,16 @@ impl GraphSql {
         }
         Ok(tally)
     }
+}
+
+/// Column `i` of `row` as text, `""` when `NULL`; anything else is a damaged index.
+fn text_or_empty<'r>(row: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r str> {
+    row.get_ref(i)
+        .db()?
+        .as_str_or_null()
+        .map(Option::unwrap_or_default)
+        .map_err(|e| execstore::StoreError::Corrupt {
+            what: "the active-path index".into(),
+            reason: e.to_string(),
+        })
 }

@@ -1,7 +1,7 @@
-//! The graph figures kept by migrations 7 and 8's triggers (`graph.rs`; where executions sit,
-//! the steps read from the traces since migration 10): right under every writer, read by
-//! `graph_figures` from their own table, built for an old file by its first writer, scanned by
-//! a read-only open of a file without them.
+//! The graph figures (`graph.rs`): where executions sit, kept by migrations 7 and 8's
+//! triggers and read since migration 11 from the active path's index; the steps read from the
+//! traces since migration 10. Right under every writer, built for an old file by its first
+//! writer, scanned by a read-only open of a file without them.
 
 use super::*;
 use execstore::executions::graph::graph_figures_by_scan;
@@ -202,13 +202,14 @@ fn the_graph_figures_follow_every_writer() {
     }
 }
 
-/// Where executions sit is read from the kept figures alone: one statement whose plan
-/// searches `now` by its primary key and never harel's tables, and a figure changed by hand
-/// is what it answers. The steps are read from the traces of the `max_traces` most recently
-/// updated executions, as a scan reads them; migration 10 left no trigger on the trace and no
-/// table of steps.
+/// Where executions sit is read from migration 11's index of the active path alone: its
+/// plan reads that index as covering (no document of harel's table), and `now` keeps the
+/// counts only (every row at the path `''`), so a figure changed by hand in `now` changes
+/// no state's count, and a move by hand is read at once. The steps are read from the traces
+/// of the `max_traces` most recently updated executions, as a scan reads them; migration 10
+/// left no trigger on the trace and no table of steps.
 #[test]
-fn the_graph_is_read_from_the_kept_figures() {
+fn where_executions_sit_is_read_from_the_active_path_index() {
     let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
     for i in 0..20 {
         let mut exe = Execution::new(format!("e{i:02}"), format!("d{}", i % 2));
@@ -218,20 +219,26 @@ fn the_graph_is_read_from_the_kept_figures() {
             .commit(&mut exe, &Effects::new().trace(step("Start", None, "s", &["g"])))
             .unwrap();
     }
-    let p = super::tests::plan(&store, &store.sql.graph.read, &[&"d1"]);
+    assert!(store
+        .sql
+        .has_sitting_index
+        .load(std::sync::atomic::Ordering::Relaxed));
+    let p = super::tests::plan(&store, &store.sql.graph.sitting, &[&"d1"]);
     assert!(
         p.iter()
-            .any(|s| s.contains("execstore_graph_now") && s.contains("PRIMARY KEY (definition_id=?)")),
+            .any(|s| s.contains("COVERING INDEX execstore_executions_by_active_path")),
         "{p:?}"
     );
-    assert!(
-        !p.iter()
-            .any(|s| s.contains(" executions") || s.contains(" trace")),
-        "{p:?}"
-    );
-    let left: Vec<String> = store
-        .lock()
+    let conn = store.lock().unwrap();
+    let paths: Vec<String> = conn
+        .prepare("SELECT DISTINCT active_path FROM execstore_graph_now")
         .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(paths, [""]);
+    let left: Vec<String> = conn
         .prepare(
             "SELECT name FROM sqlite_master WHERE tbl_name = 'trace' AND type = 'trigger' \
              OR name IN ('execstore_graph_steps', 'execstore_graph_guards')",
@@ -242,21 +249,55 @@ fn the_graph_is_read_from_the_kept_figures() {
         .collect::<rusqlite::Result<_>>()
         .unwrap();
     assert!(left.is_empty(), "{left:?}");
-    store
-        .lock()
-        .unwrap()
-        .execute(
-            "UPDATE execstore_graph_now SET n = n + 1000 WHERE definition_id = 'd1'",
-            [],
-        )
-        .unwrap();
+    conn.execute_batch(
+        "UPDATE execstore_graph_now SET n = n + 1000 WHERE definition_id = 'd1';
+         UPDATE executions SET data = json_set(data, '$.active_path', 't') WHERE id = 'e01';",
+    )
+    .unwrap();
+    drop(conn);
     let f = store.graph_figures("d1", 3).unwrap();
-    assert_eq!((f.executions, f.traces_read, f.maintained), (1010, 3, true));
-    assert_eq!((f.now[0].n, f.steps[0].n, f.guards[0].n), (1010, 3, 3));
+    assert_eq!((f.executions, f.traces_read, f.maintained), (10, 3, true));
+    let now: Vec<(Option<&str>, u64)> = f.now.iter().map(|n| (n.active_path.as_deref(), n.n)).collect();
+    assert_eq!(now, [(Some("s"), 9), (Some("t"), 1)]);
+    assert_eq!((f.steps[0].n, f.guards[0].n), (3, 3));
     let scanned = graph_figures_by_scan(&store, "d1", 3).unwrap();
-    assert_eq!((&f.steps, &f.guards), (&scanned.steps, &scanned.guards));
+    assert_eq!(shown(&f), shown(&scanned));
     let none = store.graph_figures("d1", 0).unwrap();
     assert!(none.steps.is_empty() && none.guards.is_empty() && none.traces_read == 0);
+}
+
+/// A file migrated up to 10 (here: with 11 undone), opened read-only, reads where
+/// executions sit from `now` as migrations 8 to 10 kept it; its first writer migrates it to
+/// the index, and both answer what a scan does.
+#[test]
+fn a_file_at_migration_10_reads_where_executions_sit_as_it_was_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ten.db");
+    {
+        let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+        for i in 0..9 {
+            let mut exe = Execution::new(format!("e{i}"), "d");
+            exe.active_path = Some(if i < 3 { "a" } else { "b" }.into());
+            store.save(&mut exe).unwrap();
+        }
+        super::tests::rewind(&store.lock().unwrap(), 10);
+    }
+    let read_only = SqliteStore::open(&path, SqliteOptions::new().read_only(true)).unwrap();
+    use std::sync::atomic::Ordering::Relaxed;
+    assert!(read_only.sql.has_graph.load(Relaxed));
+    assert!(!read_only.sql.has_sitting_index.load(Relaxed));
+    let kept = read_only.graph_figures("d", ALL).unwrap();
+    assert!(kept.maintained);
+    assert_eq!(
+        shown(&kept),
+        shown(&graph_figures_by_scan(&read_only, "d", ALL).unwrap())
+    );
+    assert_eq!(kept.now.iter().map(|n| n.n).collect::<Vec<_>>(), [3, 6]);
+    drop(read_only);
+    let writer = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+    assert!(writer.sql.has_sitting_index.load(Relaxed));
+    assert_eq!(writer.schema_version().unwrap(), 11);
+    assert_eq!(shown(&writer.graph_figures("d", ALL).unwrap()), shown(&kept));
 }
 
 /// A file written before migration 7 (here: with it undone) is scanned when opened

@@ -197,6 +197,14 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         description: "the graph's steps read from the traces, no longer kept by triggers",
         statements: super::graph::UNKEPT_STEPS_STATEMENTS,
     },
+    Migration {
+        version: 11,
+        // Where executions sit read from migration 2's index of the active path, widened to
+        // hold it, instead of kept by triggers at every step that moves the path; the
+        // triggers keep the counts only (see `executions/graph.rs`).
+        description: "where executions sit read from the active path's index, no longer kept by triggers",
+        statements: super::graph::SITTING_STATEMENTS,
+    },
 ];
 
 /// Migration 5: the counts table, its triggers and its first fill. `status` is the
@@ -306,6 +314,7 @@ mod tests {
             "fnv1a64:0bd7a3e40d0edbaf",
             "fnv1a64:f21f2a3c21976631",
             "fnv1a64:ddf881a09143bad2",
+            "fnv1a64:99eb4623d6036937",
         ];
         execstore::kit::migration::check_released(MIGRATIONS, &released).unwrap();
     }

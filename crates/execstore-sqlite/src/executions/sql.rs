@@ -60,6 +60,9 @@ pub(crate) struct Stmts {
     pub(crate) graph: super::graph::GraphSql,
     /// Whether their tables are there (as `has_counts`): else the graph is scanned.
     pub(crate) has_graph: std::sync::atomic::AtomicBool,
+    /// Whether migration 11's index of the active path is there: where executions sit is
+    /// read from it (else from `now`, as migrations 8 to 10 kept it).
+    pub(crate) has_sitting_index: std::sync::atomic::AtomicBool,
     /// Migration 2's index of the active path (`plan.rs`: a pinned state drives with it).
     pub(crate) state_index: String,
     /// Whether it is there (a file no writer of this version opened may lack it: a pinned
@@ -89,6 +92,8 @@ impl Stmts {
         self.has_counts.store(has_counts, Relaxed);
         let has_graph = crate::db::has_table(conn, &self.graph.table)?;
         self.has_graph.store(has_graph, Relaxed);
+        let has_sitting_index = self.graph.has_sitting_index(conn)?;
+        self.has_sitting_index.store(has_sitting_index, Relaxed);
         let has_state_index = crate::db::has_index(conn, &self.state_index)?;
         self.has_state_index.store(has_state_index, Relaxed);
         let has_listing_index = crate::db::has_index(conn, &self.listing_index)?;
@@ -179,6 +184,7 @@ impl Stmts {
             has_counts: std::sync::atomic::AtomicBool::new(false),
             graph: super::graph::GraphSql::new(t),
             has_graph: std::sync::atomic::AtomicBool::new(false),
+            has_sitting_index: std::sync::atomic::AtomicBool::new(false),
             state_index: t.sql("{pfx}execstore_executions_by_active_path"),
             has_state_index: std::sync::atomic::AtomicBool::new(false),
             listing_index: t.sql("{pfx}execstore_executions_listing_updated"),

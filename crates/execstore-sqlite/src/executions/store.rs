@@ -344,9 +344,9 @@ impl ExecutionStore for SqliteStore {
         self.tolerating_unreadable(|skip| self.count_filtered(query, skip))
     }
 
-    /// Where executions sit from the figures migrations 7 and 8's triggers keep, when their
-    /// table is there (else by scan), and the steps from the traces of the `max_traces` most
-    /// recently updated.
+    /// Where executions sit from migration 11's index of the active path (or, on a file
+    /// migrated up to 8, 9 or 10 only, the figures their triggers keep; with neither, by
+    /// scan), and the steps from the traces of the `max_traces` most recently updated.
     fn graph_figures(&self, definition: &str, max_traces: usize) -> Result<GraphFigures> {
         check_id("definition", definition)?;
         if !self.sql.has_graph.load(Ordering::Relaxed) {
@@ -354,7 +354,8 @@ impl ExecutionStore for SqliteStore {
         }
         let mut tally = {
             let conn = self.read()?;
-            self.sql.graph.now(&conn, definition)?
+            let indexed = self.sql.has_sitting_index.load(Ordering::Relaxed);
+            self.sql.graph.now(&conn, definition, indexed)?
         };
         let traces_read = add_recent_traces(self, definition, max_traces, &mut tally)?;
         tally.maintained_figures(definition, traces_read)

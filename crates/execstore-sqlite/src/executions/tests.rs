@@ -376,10 +376,11 @@ fn commits_reach_the_database_file_in_the_background() {
 }
 
 /// Takes an unprefixed file this build wrote back to the state a build that knew migrations
-/// up to `version` (4 to 8) left it in: the figures of migrations 5, 7 and 8 dropped, those of
-/// 5, 7 and 8 up to `version` made again from their released statements (filled from the rows
-/// present); before 9, migration 9's indexes dropped and the time indexes of migrations 2 and
-/// 6 made again; the record of every later one deleted.
+/// up to `version` (4 to 8, or 10) left it in: the figures of migrations 5, 7, 8 and 10
+/// dropped, those of 5, 7, 8 and 10 up to `version` made again from their released
+/// statements (filled from the rows present); before 9, migration 9's indexes dropped and the
+/// time indexes of migrations 2 and 6 made again; before 11, migration 2's index of the
+/// active path made again; the record of every later one deleted.
 pub(crate) fn rewind(conn: &Connection, version: i64) {
     let kept: Vec<(String, String)> = conn
         .prepare(
@@ -402,15 +403,19 @@ pub(crate) fn rewind(conn: &Connection, version: i64) {
         )
         .unwrap();
     }
+    if version < 11 {
+        conn.execute_batch("DROP INDEX execstore_executions_by_active_path")
+            .unwrap();
+    }
     conn.execute(
-        "DELETE FROM execstore_migrations WHERE version > ?1 OR version IN (2, 5, 6, 7, 8)",
+        "DELETE FROM execstore_migrations WHERE version > ?1 OR version IN (2, 5, 6, 7, 8, 10)",
         [version],
     )
     .unwrap();
     let tables = super::schema::Tables::new(None).unwrap();
     for m in super::schema::MIGRATIONS
         .iter()
-        .filter(|m| [2, 5, 6, 7, 8].contains(&m.version) && i64::from(m.version) <= version)
+        .filter(|m| [2, 5, 6, 7, 8, 10].contains(&m.version) && i64::from(m.version) <= version)
     {
         for stmt in m.statements {
             conn.execute_batch(&super::schema::Sql::sql(&tables, stmt))

@@ -63,7 +63,8 @@ pub struct GraphFigures {
     /// How many of them had their trace counted in `steps` and `guards`.
     pub traces_read: u64,
     /// Whether where the executions sit (`now`, `executions`) was kept up to date by the
-    /// store's writes, rather than counted by reading every execution now. The steps and
+    /// store's writes (figures kept by triggers, or an index every write keeps, read without
+    /// the documents), rather than counted by reading every execution now. The steps and
     /// guards are read from the traces of the `traces_read` most recently updated
     /// executions either way.
     pub maintained: bool,
