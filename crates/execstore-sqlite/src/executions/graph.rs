@@ -73,16 +73,16 @@ macro_rules! now_delta {
     };
 }
 
-/// [`now_delta!`] for migration 8's `now`, which also keys each figure by root-ness (1 for an
-/// execution without a parent), so that it holds the counts by definition and status too.
-macro_rules! rooted_now_delta {
-    ($row:literal, $n:literal) => {
+/// The upsert of one execution's figure into migration 8's `now`, from the row `$row`
+/// (`new`/`old`) at the active path `$path` (an SQL expression), adding `$n`.
+macro_rules! rooted_delta {
+    ($row:literal, $path:expr, $n:literal) => {
         concat!(
             "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) SELECT ",
             $row,
-            ".definition_id, COALESCE(",
-            $row,
-            ".data -> '$.active_path', ''), COALESCE(json_extract(",
+            ".definition_id, ",
+            $path,
+            ", COALESCE(json_extract(",
             $row,
             ".data, '$.status'), ''), json_extract(",
             $row,
@@ -92,6 +92,18 @@ macro_rules! rooted_now_delta {
             $row,
             ".data) ",
             "ON CONFLICT (definition_id, active_path, status, root) DO UPDATE SET n = n + excluded.n;"
+        )
+    };
+}
+
+/// [`now_delta!`] for migration 8's `now`, which also keys each figure by root-ness (1 for an
+/// execution without a parent), so that it holds the counts by definition and status too.
+macro_rules! rooted_now_delta {
+    ($row:literal, $n:literal) => {
+        rooted_delta!(
+            $row,
+            concat!("COALESCE(", $row, ".data -> '$.active_path', '')"),
+            $n
         )
     };
 }
@@ -357,20 +369,7 @@ pub(crate) const UNKEPT_STEPS_STATEMENTS: &[&str] = &[
 /// keeps the counts by definition, status and root-ness only.
 macro_rules! counts_delta {
     ($row:literal, $n:literal) => {
-        concat!(
-            "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) SELECT ",
-            $row,
-            ".definition_id, '', COALESCE(json_extract(",
-            $row,
-            ".data, '$.status'), ''), json_extract(",
-            $row,
-            ".data, '$.parent_id') IS NULL, ",
-            $n,
-            " WHERE json_valid(",
-            $row,
-            ".data) ",
-            "ON CONFLICT (definition_id, active_path, status, root) DO UPDATE SET n = n + excluded.n;"
-        )
+        rooted_delta!($row, "''", $n)
     };
 }
 
