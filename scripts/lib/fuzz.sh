@@ -29,7 +29,8 @@
 # under other builds), which is why it runs in the background, at nice 19, in the time the
 # later steps leave a core idle. A cold CI run (2 cores) still waited for most of it at the
 # end; the dev profile at opt-level 1 builds in a third of the release build's time (64
-# against 185 s, side by side) and runs nearly as many inputs a second. EXECSTORE_FUZZ_SANITIZER=address brings ASan back.
+# against 185 s, side by side) and runs nearly as many inputs a second.
+# EXECSTORE_FUZZ_SANITIZER=address brings ASan back.
 #
 # Environment:
 #   EXECSTORE_FUZZ_SECONDS    seconds per target (default 4; 0: no real run, the targets

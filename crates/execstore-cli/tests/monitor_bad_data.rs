@@ -42,7 +42,7 @@ fn get(monitor: &Monitor, path: &str) -> (u16, Value) {
 
 /// Garbage over the root page of the executions table: every read of it is a 500 `CORRUPT`
 /// (before: `BACKEND`, "database disk image is malformed"), and what does not read it (the
-/// info, the kept counts, the graph's kept figures without traces) still answers.
+/// info, the kept counts, where a definition's executions sit, without traces) still answers.
 #[test]
 fn a_damaged_file_answers_corrupt() {
     let dir = tempfile::tempdir().unwrap();
@@ -70,10 +70,10 @@ fn a_damaged_file_answers_corrupt() {
     let (status, body) = get(&monitor, "/api/executions");
     assert_eq!(status, 500, "{body}");
     assert_eq!(body["error"]["code"], "CORRUPT", "{body}");
-    // Where a definition's executions sit is kept beside the table (migrations 7 and 8: the
-    // demo's 76 orders);
-    // its transitions are read from the traces of executions listed from the table (since
-    // migration 10), which is a CORRUPT like any read of it.
+    // Where a definition's executions sit is read from the active path's index (migration
+    // 11), a tree apart from the table's (the demo's 76 orders); its transitions are read
+    // from the traces of executions listed from the table (since migration 10), which is a
+    // CORRUPT like any read of it.
     let (status, body) = get(&monitor, "/api/definitions/orders/graph?traces=0");
     assert_eq!(
         (status, &body["maintained"], &body["executions"]),

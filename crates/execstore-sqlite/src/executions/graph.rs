@@ -428,10 +428,8 @@ pub(crate) struct GraphSql {
     pub(crate) table: String,
     /// Migration 8's read of `now`: active path, status and how many.
     pub(crate) read: String,
-    /// The index of the active path, which migration 11 widened.
-    pub(crate) index: String,
-    /// Whether `index` holds what the graph reads (`?1`: its name): six key columns, not
-    /// migration 2's two.
+    /// Whether the active path's index holds what the graph reads (`?1`: its name): six key
+    /// columns, not migration 2's two.
     pub(crate) widened: String,
     /// Migration 11's read: each of the definition's executions' active path (its JSON
     /// text) and status, from the index alone (each expression spelled as the index has it,
@@ -441,8 +439,8 @@ pub(crate) struct GraphSql {
 }
 
 impl GraphSql {
-    pub(crate) fn new(t: &Tables) -> Self {
-        let index = t.sql("{pfx}execstore_executions_by_active_path");
+    /// The statements, `index` being the active path's index (the state filter's too).
+    pub(crate) fn new(t: &Tables, index: &str) -> Self {
         GraphSql {
             table: t.sql("{pfx}execstore_graph_now"),
             read: t.sql(
@@ -455,14 +453,12 @@ impl GraphSql {
                  WHERE definition_id = ?1 AND json_valid(data)",
                 t.sql("{executions}")
             ),
-            index,
         }
     }
 
-    /// Whether the database of `conn` has migration 11's index.
-    pub(crate) fn has_sitting_index(&self, conn: &Connection) -> Result<bool> {
-        conn.query_row(&self.widened, [&self.index], |row| row.get(0))
-            .db()
+    /// Whether the database of `conn` has migration 11's index (`index`: its name).
+    pub(crate) fn has_sitting_index(&self, conn: &Connection, index: &str) -> Result<bool> {
+        conn.query_row(&self.widened, [index], |row| row.get(0)).db()
     }
 
     /// Where the executions of `definition` sit (no step added yet): from migration 11's

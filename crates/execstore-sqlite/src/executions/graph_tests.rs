@@ -332,3 +332,26 @@ fn an_old_file_gets_its_graph_figures_from_its_first_writer() {
     assert_eq!(shown(&kept), shown(&scanned));
     assert_eq!((kept.steps[0].n, kept.guards[0].n, kept.now.len()), (9, 9, 2));
 }
+
+/// Found while reviewing migration 11: a document as Python's `json.dumps` writes a `NaN`
+/// (harel's context may hold one) is read by SQLite's JSON functions (JSON5) and by the
+/// listing, so a scan counts it, but every kept figure leaves it out (`json_valid` is
+/// RFC 8259 only: migrations 5, 7, 8 and 11 alike). Accepting JSON5 there needs
+/// `json_valid(X, 2)` (SQLite 3.45), which harel's Python (3.40) cannot run in a trigger.
+#[test]
+#[ignore = "open finding: a document with Python's NaN is listed and scanned but not in the kept counts or where executions sit (json_valid is RFC 8259 only; JSON5's form needs SQLite 3.45 in the triggers)"]
+fn a_document_with_nan_is_counted_as_a_scan_counts_it() {
+    let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
+    let mut exe = Execution::new("plain", "d");
+    exe.active_path = Some("s".into());
+    store.save(&mut exe).unwrap();
+    store
+        .lock()
+        .unwrap()
+        .execute(
+            r#"INSERT INTO executions VALUES ('nan', 'd', '{"id": "nan", "definition_id": "d", "status": "RUNNING", "active_path": "s", "x": NaN}', 1)"#,
+            [],
+        )
+        .unwrap();
+    same(&store, &["d"], "a NaN document");
+}

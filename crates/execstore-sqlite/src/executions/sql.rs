@@ -63,7 +63,8 @@ pub(crate) struct Stmts {
     /// Whether migration 11's index of the active path is there: where executions sit is
     /// read from it (else from `now`, as migrations 8 to 10 kept it).
     pub(crate) has_sitting_index: std::sync::atomic::AtomicBool,
-    /// Migration 2's index of the active path (`plan.rs`: a pinned state drives with it).
+    /// Migration 2's index of the active path (`plan.rs`: a pinned state drives with it),
+    /// widened by migration 11 for the graph (`graph.rs`).
     pub(crate) state_index: String,
     /// Whether it is there (a file no writer of this version opened may lack it: a pinned
     /// state is then not counted, which would read every row).
@@ -92,7 +93,7 @@ impl Stmts {
         self.has_counts.store(has_counts, Relaxed);
         let has_graph = crate::db::has_table(conn, &self.graph.table)?;
         self.has_graph.store(has_graph, Relaxed);
-        let has_sitting_index = self.graph.has_sitting_index(conn)?;
+        let has_sitting_index = self.graph.has_sitting_index(conn, &self.state_index)?;
         self.has_sitting_index.store(has_sitting_index, Relaxed);
         let has_state_index = crate::db::has_index(conn, &self.state_index)?;
         self.has_state_index.store(has_state_index, Relaxed);
@@ -106,6 +107,7 @@ impl Stmts {
         // as a statement that may write many rows, and inside the step's transaction gives it
         // a statement journal (a 64 KiB buffer, allocated and freed with every commit, which
         // made glibc grow and trim the heap each time: a sixth of a W1 step natively).
+        let state_index = t.sql("{pfx}execstore_executions_by_active_path");
         let trace_insert = "INSERT INTO {trace} (execution_id, idx, entry) \
              VALUES (?1, COALESCE((SELECT MAX(idx) FROM {trace} WHERE execution_id = ?1), -1) + 1, ?2)";
         Stmts {
@@ -182,10 +184,10 @@ impl Stmts {
             status_counts_select: t.sql("SELECT json_extract(data,'$.status'), COUNT(*) FROM {executions}"),
             counts_table: t.sql("{pfx}execstore_counts"),
             has_counts: std::sync::atomic::AtomicBool::new(false),
-            graph: super::graph::GraphSql::new(t),
+            graph: super::graph::GraphSql::new(t, &state_index),
             has_graph: std::sync::atomic::AtomicBool::new(false),
             has_sitting_index: std::sync::atomic::AtomicBool::new(false),
-            state_index: t.sql("{pfx}execstore_executions_by_active_path"),
+            state_index,
             has_state_index: std::sync::atomic::AtomicBool::new(false),
             listing_index: t.sql("{pfx}execstore_executions_listing_updated"),
             has_listing_index: std::sync::atomic::AtomicBool::new(false),
