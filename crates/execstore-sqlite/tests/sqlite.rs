@@ -128,8 +128,8 @@ fn two_prefixes_share_one_file() {
     let harel = open_harel(&db(&dir));
     plain.save(&mut Execution::new("only-plain", "d")).unwrap();
     assert!(harel.load("only-plain").unwrap().is_none());
-    assert_eq!(plain.schema_version().unwrap(), 11);
-    assert_eq!(harel.schema_version().unwrap(), 11);
+    assert_eq!(plain.schema_version().unwrap(), 12);
+    assert_eq!(harel.schema_version().unwrap(), 12);
 }
 
 #[test]
@@ -154,7 +154,7 @@ fn migrations_recorded_once_and_idempotent() {
     let dir = tempfile::tempdir().unwrap();
     for _ in 0..3 {
         let store = open(&db(&dir));
-        assert_eq!(store.schema_version().unwrap(), 11);
+        assert_eq!(store.schema_version().unwrap(), 12);
     }
     let conn = Connection::open(db(&dir)).unwrap();
     let rows: Vec<(i64, String, String, String)> = conn
@@ -164,7 +164,7 @@ fn migrations_recorded_once_and_idempotent() {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    assert_eq!(rows.len(), 11, "{rows:?}");
+    assert_eq!(rows.len(), 12, "{rows:?}");
     let (version, description, checksum, applied_at) = &rows[0];
     assert_eq!(*version, 1);
     assert!(!description.is_empty());
@@ -400,15 +400,27 @@ fn corrupt_rows_are_corrupt_not_panics() {
         [],
     );
     assert!(refused.is_err());
-    // ...but a file written without them may hold it.
+    // ...and so do the counts' triggers where a hand dropped them (migration 12)...
     conn.execute_batch(
         "DROP INDEX execstore_executions_by_status;
          DROP INDEX execstore_executions_listing_created;
          DROP INDEX execstore_executions_listing_updated;
          DROP INDEX execstore_executions_by_finished;
          DROP INDEX execstore_executions_by_active_path;
-         DELETE FROM executions WHERE id <> 'fine';
-         INSERT INTO executions VALUES ('garbage', 'd', '{not json', 1);",
+         DELETE FROM executions WHERE id <> 'fine';",
+    )
+    .unwrap();
+    let refused = conn.execute(
+        "INSERT INTO executions VALUES ('garbage', 'd', '{not json', 1)",
+        [],
+    );
+    assert!(refused.unwrap_err().to_string().contains("malformed JSON"));
+    // ...but a writer without triggers too may leave it.
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)
+        .unwrap();
+    conn.execute(
+        "INSERT INTO executions VALUES ('garbage', 'd', '{not json', 1)",
+        [],
     )
     .unwrap();
     let err = store.load("garbage").unwrap_err();
@@ -451,13 +463,13 @@ fn concurrent_opens_of_a_fresh_file_migrate_once() {
         })
         .collect();
     for handle in handles {
-        assert_eq!(handle.join().unwrap().unwrap(), 11);
+        assert_eq!(handle.join().unwrap().unwrap(), 12);
     }
     let conn = Connection::open(&path).unwrap();
     let count: i64 = conn
         .query_row("SELECT COUNT(*) FROM execstore_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(count, 11);
+    assert_eq!(count, 12);
     assert_eq!(open(&path).ids_with_prefix("t").unwrap().len(), 8);
 }
 
@@ -652,7 +664,7 @@ fn opens_a_file_harel_created() {
     )
     .unwrap();
     let store = open_harel(&db(&dir));
-    assert_eq!(store.schema_version().unwrap(), 11);
+    assert_eq!(store.schema_version().unwrap(), 12);
     let exe = store.load("old").unwrap().unwrap();
     assert_eq!((exe.version, exe.status), (7, Status::Done));
     let page = store

@@ -149,6 +149,8 @@ pub(crate) struct Shared {
     turn: Condvar,
     kind: Kind,
     options: ConnectOptions,
+    /// Whether the writer runs SQLite's triggers (see `triggers.rs`).
+    pub(crate) triggers: super::triggers::TriggerSwitch,
 }
 
 impl Db {
@@ -238,6 +240,7 @@ impl Db {
                 turn: Condvar::new(),
                 kind,
                 options,
+                triggers: super::triggers::TriggerSwitch::new(),
             }),
         }
     }

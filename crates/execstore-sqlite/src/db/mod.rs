@@ -9,6 +9,7 @@ mod coalesce;
 pub(crate) mod error;
 pub(crate) mod handle;
 mod read_only;
+mod triggers;
 
 pub use handle::{ConnectOptions, Db};
 pub(crate) use handle::{Held, Kind};

@@ -201,42 +201,67 @@ fn an_old_file_gets_its_counts_from_its_first_writer() {
     );
 }
 
-/// A document that is not JSON (a damaged file, a hand-written row) is not counted, as the
-/// listing skips it: written past the indexes, damaged by an UPDATE, mended, deleted.
+/// A document that is not JSON (not even JSON5) is refused by every other writer: by the
+/// indexes' expressions and, where a hand dropped those, by the counts' triggers, which read
+/// it as the indexes do (migration 12). One written past both (the triggers off) is not
+/// counted, another writer can neither mend nor delete it (the error names it), and this
+/// store purges it without counting it out.
 #[test]
-fn a_row_that_is_not_json_is_not_counted() {
+fn a_row_that_is_not_json_is_refused_and_never_counted() {
     let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
     for id in ["fine", "hurt"] {
         let mut exe = Execution::new(id, "d");
         exe.status = Status::Running;
         store.save(&mut exe).unwrap();
     }
-    let conn = store.lock().unwrap();
     let running = |n: i64| vec![("d".to_owned(), "RUNNING".to_owned(), 1, n)];
-    assert!(conn
-        .execute("INSERT INTO executions VALUES ('bad', 'd', '{not json', 1)", [])
-        .is_err());
-    conn.execute_batch(
-        "DROP INDEX execstore_executions_by_status; DROP INDEX execstore_executions_listing_created;
-         DROP INDEX execstore_executions_listing_updated; DROP INDEX execstore_executions_by_finished;
-         DROP INDEX execstore_executions_by_active_path;
-         INSERT INTO executions VALUES ('bad', 'd', '{not json', 1);
-         INSERT INTO executions VALUES ('worse', 'd', '{not json either', 1);",
-    )
-    .unwrap();
-    assert_eq!(kept(&conn, ""), running(2));
-    conn.execute("UPDATE executions SET data = '{garbage' WHERE id = 'hurt'", [])
+    let garbage = "INSERT INTO executions VALUES ('bad', 'd', '{not json', 1)";
+    let malformed = |e: rusqlite::Error| assert!(e.to_string().contains("malformed JSON"), "{e}");
+    let other = super::tests::other_writer(&store);
+    malformed(other.execute(garbage, []).unwrap_err());
+    other
+        .execute_batch(
+            "DROP INDEX execstore_executions_by_status; DROP INDEX execstore_executions_listing_created;
+             DROP INDEX execstore_executions_listing_updated; DROP INDEX execstore_executions_by_finished;
+             DROP INDEX execstore_executions_by_active_path;",
+        )
         .unwrap();
-    assert_eq!(kept(&conn, ""), running(1));
-    conn.execute(
-        "UPDATE executions SET data = '{\"id\": \"bad\", \"status\": \"RUNNING\"}', version = 2 WHERE id = 'bad'",
-        [],
-    )
-    .unwrap();
-    assert_eq!(kept(&conn, ""), running(2));
-    conn.execute("DELETE FROM executions WHERE id IN ('worse', 'bad', 'hurt')", [])
+    malformed(other.execute(garbage, []).unwrap_err());
+    assert_eq!(kept(&other, ""), running(2));
+    drop(other);
+    store.lock().unwrap().execute(garbage, []).unwrap();
+    assert_eq!(kept(&store.lock().unwrap(), ""), running(2));
+    let other = super::tests::other_writer(&store);
+    malformed(
+        other
+            .execute(
+                "UPDATE executions SET data = '{\"status\": \"DONE\"}' WHERE id = 'bad'",
+                [],
+            )
+            .unwrap_err(),
+    );
+    malformed(
+        other
+            .execute("DELETE FROM executions WHERE id = 'bad'", [])
+            .unwrap_err(),
+    );
+    other
+        .execute(
+            "UPDATE executions SET data = json_set(data, '$.status', 'DONE') WHERE id = 'hurt'",
+            [],
+        )
         .unwrap();
-    assert_eq!(kept(&conn, ""), running(1));
+    assert_eq!(
+        kept(&other, ""),
+        vec![
+            ("d".to_owned(), "DONE".to_owned(), 1, 1),
+            ("d".to_owned(), "RUNNING".to_owned(), 1, 1)
+        ]
+    );
+    drop(other);
+    assert!(store.purge("bad", 1).unwrap());
+    assert!(store.purge("hurt", 1).unwrap());
+    assert_eq!(kept(&store.lock().unwrap(), ""), running(1));
 }
 
 /// The kind (`table`, `view`) of `name` in the file of `conn`.
@@ -278,7 +303,7 @@ fn a_file_at_migration_7_keeps_its_figures_through_migrations_8_and_9() {
             let step = super::graph_tests::step("Go", Some("s0"), "s1", &["g"]);
             store.commit(&mut exe, &Effects::new().trace(step)).unwrap();
         }
-        let conn = store.lock().unwrap();
+        let conn = super::tests::other_writer(&store);
         super::tests::rewind(&conn, 7);
         assert_eq!(kind(&conn, "execstore_counts"), "table");
         assert_eq!(listing(&conn).len(), 8, "{:?}", listing(&conn));
@@ -305,9 +330,7 @@ fn a_file_at_migration_7_keeps_its_figures_through_migrations_8_and_9() {
         assert_eq!(kept(&conn, ""), scanned(&conn, ""));
     }
     super::graph_tests::same(&store, &definitions, "after migration 8");
-    store
-        .lock()
-        .unwrap()
+    super::tests::other_writer(&store)
         .execute_batch(
             "UPDATE executions SET data = json_set(data, '$.parent_id', 'e00', '$.status', 'FAILED') WHERE id = 'e03';
              UPDATE executions SET data = json_set(data, '$.active_path', 's9') WHERE id = 'e04';
@@ -327,4 +350,62 @@ fn a_file_at_migration_7_keeps_its_figures_through_migrations_8_and_9() {
     );
     drop(conn);
     super::graph_tests::same(&store, &definitions, "after harel's writes");
+}
+
+/// Whether the store's writer runs SQLite's triggers.
+fn writer_triggers(store: &SqliteStore) -> bool {
+    store
+        .lock()
+        .unwrap()
+        .db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER)
+        .unwrap()
+}
+
+/// The store's writer keeps the counts itself and runs no trigger while the counts' are the
+/// only ones (migration 12): a trigger another connection adds fires for the store's writes
+/// from its next transaction on, the counts then kept by the triggers (not twice), and once
+/// it is dropped the writer runs without triggers again.
+#[test]
+fn the_writer_runs_no_trigger_while_only_the_counts_triggers_are_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.db");
+    let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+    let other = Connection::open(&path).unwrap();
+    let same = |what: &str| {
+        let conn = store.read().unwrap();
+        assert_eq!(kept(&conn, ""), scanned(&conn, ""), "{what}");
+    };
+    let mut exe = Execution::new("e", "d");
+    store.save(&mut exe).unwrap();
+    exe.status = Status::Running;
+    store.commit(&mut exe, &Effects::new()).unwrap();
+    assert!(!writer_triggers(&store));
+    same("without triggers");
+    other
+        .execute_batch(
+            "CREATE TABLE audit (id TEXT, status TEXT);
+             CREATE TRIGGER audit AFTER UPDATE ON executions BEGIN
+             INSERT INTO audit VALUES (new.id, json_extract(new.data, '$.status')); END;",
+        )
+        .unwrap();
+    store.commit(&mut exe, &Effects::new()).unwrap();
+    exe.status = Status::Done;
+    store.commit(&mut exe, &Effects::new()).unwrap();
+    assert!(writer_triggers(&store));
+    same("with another trigger");
+    let audited: Vec<String> = other
+        .prepare("SELECT status FROM audit ORDER BY rowid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(audited, ["RUNNING", "DONE"]);
+    other.execute_batch("DROP TRIGGER audit").unwrap();
+    let mut next = Execution::new("f", "d");
+    store.save(&mut next).unwrap();
+    assert!(!writer_triggers(&store));
+    same("without triggers again");
+    assert_eq!(count(&store, ListQuery::new(), Status::Done), 1);
+    assert_eq!(count(&store, ListQuery::new(), Status::Pending), 1);
 }

@@ -419,6 +419,68 @@ pub(crate) const SITTING_STATEMENTS: &[&str] = &[
     SITTING_INDEX,
 ];
 
+/// [`counts_delta!`] without its `json_valid` guard (migration 12): one row by `VALUES`.
+macro_rules! read_delta {
+    ($row:literal, $n:literal) => {
+        concat!(
+            "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) VALUES (",
+            $row,
+            ".definition_id, '', COALESCE(json_extract(",
+            $row,
+            ".data, '$.status'), ''), json_extract(",
+            $row,
+            ".data, '$.parent_id') IS NULL, ",
+            $n,
+            ") ON CONFLICT (definition_id, active_path, status, root) DO UPDATE SET n = n + excluded.n;"
+        )
+    };
+}
+
+/// Migration 12's index: [`SITTING_INDEX`] without `json_valid(data)`.
+pub(crate) const READ_INDEX: &str = "CREATE INDEX IF NOT EXISTS {pfx}execstore_executions_by_active_path \
+     ON {executions} (json_extract(data,'$.active_path'), id, definition_id, json_extract(data,'$.status'), \
+     data -> '$.active_path')";
+
+/// Migration 12's statements. The counts and where executions sit count every document
+/// SQLite's JSON functions read, as the listing and a scan do: JSON5 too, so a document with
+/// Python's `NaN` (migration 11 left it out: `json_valid` is RFC 8259 only). The triggers
+/// read each document without a guard, as the expression indexes do, so a document that is
+/// not even JSON5 is refused by their write (the indexes refuse it already) and a step runs
+/// no uncached parse (`json_valid` parses the document again at each call). They stay for
+/// every writer but this store's own, which keeps the same counts in its statements with
+/// its triggers off (`SqliteStore::keep_counts`). `now` is filled again from the rows
+/// present, and the active path's index built again without its `json_valid` column.
+pub(crate) const READ_STATEMENTS: &[&str] = &[
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_executions_insert",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_executions_delete",
+    "DROP TRIGGER IF EXISTS {pfx}execstore_graph_executions_update",
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_insert AFTER INSERT ON {executions} BEGIN ",
+        read_delta!("new", "1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_delete AFTER DELETE ON {executions} BEGIN ",
+        read_delta!("old", "-1"),
+        " END"
+    ),
+    concat!(
+        "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_graph_executions_update AFTER UPDATE OF definition_id, data \
+         ON {executions} WHEN old.definition_id IS NOT new.definition_id \
+         OR json_extract(old.data, '$.status') IS NOT json_extract(new.data, '$.status') \
+         OR (json_extract(old.data, '$.parent_id') IS NULL) IS NOT (json_extract(new.data, '$.parent_id') IS NULL) BEGIN ",
+        read_delta!("old", "-1"),
+        read_delta!("new", "1"),
+        " END"
+    ),
+    "DELETE FROM {pfx}execstore_graph_now",
+    "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) \
+     SELECT definition_id, '', COALESCE(json_extract(data, '$.status'), ''), \
+     json_extract(data, '$.parent_id') IS NULL, COUNT(*) FROM {executions} WHERE json_valid(data, 2) GROUP BY 1, 3, 4",
+    "DROP INDEX IF EXISTS {pfx}execstore_executions_by_active_path",
+    READ_INDEX,
+];
+
 /// The reads of where one definition's executions sit (`?1`): from migration 11's index
 /// ([`SITTING_INDEX`]), or as migrations 8 to 10's `now` kept it (a file this build did not
 /// migrate, opened read-only).
@@ -428,11 +490,13 @@ pub(crate) struct GraphSql {
     pub(crate) table: String,
     /// Migration 8's read of `now`: active path, status and how many.
     pub(crate) read: String,
-    /// Whether the active path's index holds what the graph reads (`?1`: its name): six key
-    /// columns, not migration 2's two.
+    /// Whether the active path's index holds what the graph reads (`?1`: its name): five key
+    /// columns (migration 12) or six (migration 11), not migration 2's two.
     pub(crate) widened: String,
     /// Migration 11's read: each of the definition's executions' active path (its JSON
-    /// text) and status, from the index alone (each expression spelled as the index has it,
+    /// text) and status, from the index alone (migration 12's, or 11's on a file this build
+    /// opened read-only before any writer: it then counts a document with `NaN` that 11's
+    /// counts left out) (each expression spelled as the index has it,
     /// so SQLite reads no document). Summed here, not by `GROUP BY`: SQLite's grouping
     /// sorts the expressions it evaluates from the document.
     pub(crate) sitting: String,
@@ -447,10 +511,10 @@ impl GraphSql {
                 "SELECT active_path, status, SUM(n) FROM {pfx}execstore_graph_now \
                  WHERE definition_id = ?1 GROUP BY active_path, status HAVING SUM(n) <> 0",
             ),
-            widened: "SELECT COUNT(*) >= 6 FROM pragma_index_info(?1)".to_owned(),
+            widened: "SELECT COUNT(*) >= 5 FROM pragma_index_info(?1)".to_owned(),
             sitting: format!(
                 "SELECT data -> '$.active_path', json_extract(data,'$.status') FROM {} INDEXED BY {index} \
-                 WHERE definition_id = ?1 AND json_valid(data)",
+                 WHERE definition_id = ?1",
                 t.sql("{executions}")
             ),
         }

@@ -23,7 +23,7 @@ mod where_sql;
 
 use std::path::Path;
 
-use execstore::kit::validate::{check_seq, PreparedCommit};
+use execstore::kit::validate::{check_seq, PreparedCommit, PreparedWrite};
 use execstore::{
     executions::{TimerOp, DEFAULT_TRACE_MAX},
     Execution, Result, StoreError,
@@ -217,6 +217,7 @@ impl SqliteStore {
             .db()?;
             if options.create_schema {
                 schema::migrate(&mut conn, &tables)?;
+                store.keep_counts(&conn)?;
             }
             store.sql.detect_migrated(&conn)?;
         }
@@ -288,6 +289,29 @@ impl SqliteStore {
         Ok(version)
     }
 
+    /// From migration 12, the store's writer keeps the counts by definition, status and
+    /// root-ness in its own statements (a step that keeps its status writes none), and the
+    /// writer's connection runs without triggers, so SQLite builds no trigger program into
+    /// its writes, while no other trigger is there (`db/triggers.rs`). Every other connection
+    /// (harel's, a hand-written statement, an older build) runs the triggers, which keep the
+    /// same counts. Only on a file at exactly this build's latest migration: a newer build's
+    /// triggers may count otherwise, and are left to do so.
+    fn keep_counts(&self, conn: &Connection) -> Result<()> {
+        let version: i64 = conn
+            .prepare_cached(&self.sql.schema_version)
+            .db()?
+            .query_row([], |row| row.get(0))
+            .db()?;
+        let latest = schema::MIGRATIONS.last().map_or(0, |m| i64::from(m.version));
+        if version == latest && latest >= i64::from(schema::WRITER_KEEPS_COUNTS) {
+            self.db
+                .shared
+                .triggers
+                .keep(self.sql.counts_triggers.iter().cloned());
+        }
+        Ok(())
+    }
+
     /// The database's page size in bytes (`PRAGMA page_size`): 4096 for a database this store
     /// created, on every target; a file created elsewhere keeps its own.
     pub fn page_size(&self) -> Result<u32> {
@@ -334,6 +358,7 @@ impl SqliteStore {
             .execute([])
             .db()?;
         let tx = OpenTransaction(&conn);
+        self.db.shared.triggers.began(tx.0)?;
         let out = f(tx.0, &self.sql)?;
         tx.0.prepare_cached(&self.sql.commit).db()?.execute([]).db()?;
         drop(tx);
@@ -351,11 +376,36 @@ impl SqliteStore {
     fn apply(&self, tx: &Connection, p: &PreparedCommit) -> Result<Vec<i64>> {
         let s = &self.sql;
         let w = &p.write;
-        let updated = tx
-            .prepare_cached(&s.update_cas)
-            .db()?
-            .execute(params![w.data, w.version, w.id, w.expected])
-            .db()?;
+        let cas = |sql: &str| -> Result<usize> {
+            tx.prepare_cached(sql)
+                .db()?
+                .execute(params![w.data, w.version, w.id, w.expected])
+                .db()
+        };
+        let mut updated;
+        if self.keeps_counts() {
+            // The step of an execution that stays counted where it was writes no count.
+            updated = tx
+                .prepare_cached(&s.update_cas_same_counts)
+                .db()?
+                .execute(params![
+                    w.data,
+                    w.version,
+                    w.id,
+                    w.expected,
+                    w.keys.status,
+                    w.keys.root
+                ])
+                .db()?;
+            // Else a change of status or root-ness (or a conflict, or a new execution: not
+            // counted at `expected`).
+            if updated == 0 && self.uncount(tx, &w.id, w.expected)? {
+                self.count(tx, w)?;
+                updated = cas(&s.update_cas)?;
+            }
+        } else {
+            updated = cas(&s.update_cas)?;
+        }
         if updated == 0 {
             let found: Option<i64> = tx
                 .prepare_cached(&s.select_version)
@@ -369,6 +419,9 @@ impl SqliteStore {
                     expected: w.expected,
                     found,
                 });
+            }
+            if self.keeps_counts() {
+                self.count(tx, w)?;
             }
             tx.prepare_cached(&s.insert_execution)
                 .db()?
@@ -419,6 +472,45 @@ impl SqliteStore {
             self.cap_trace(tx, &w.id)?;
         }
         Ok(seqs)
+    }
+
+    /// Whether this store's writer keeps the counts itself (see [`SqliteStore::keep_counts`]):
+    /// inside a write transaction.
+    fn keeps_counts(&self) -> bool {
+        self.db.shared.triggers.off()
+    }
+
+    /// Counts the execution `w` writes where its keys say (for a writer that keeps the
+    /// counts).
+    fn count(&self, tx: &Connection, w: &PreparedWrite) -> Result<()> {
+        tx.prepare_cached(&self.sql.counts_add)
+            .db()?
+            .execute(params![w.definition_id, w.keys.status, w.keys.root, 1])
+            .db()?;
+        Ok(())
+    }
+
+    /// Takes the execution `id`, if it is at `version`, out of the counts, when this store's
+    /// writer keeps them; whether it did (false for a row that is not JSON, never counted).
+    fn uncount(&self, tx: &Connection, id: &str, version: i64) -> Result<bool> {
+        if !self.keeps_counts() {
+            return Ok(false);
+        }
+        let s = &self.sql;
+        let counted: Option<(String, String, bool)> = tx
+            .prepare_cached(&s.counted_as)
+            .db()?
+            .query_row(params![id, version], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()
+            .db()?;
+        let Some((definition, status, root)) = counted else {
+            return Ok(false);
+        };
+        tx.prepare_cached(&s.counts_add)
+            .db()?
+            .execute(params![definition, status, root, -1])
+            .db()?;
+        Ok(true)
     }
 
     /// An ack: deletes the row `seq` with the statement `sql` picks, in its own transaction;

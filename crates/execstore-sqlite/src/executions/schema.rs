@@ -52,6 +52,10 @@ const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS {migrations} \
 
 pub(crate) use execstore::kit::migration::Migration;
 
+/// The migration from which the store's writer keeps the counts itself, with its
+/// connection's triggers off (`SqliteStore::keep_counts`).
+pub(crate) const WRITER_KEEPS_COUNTS: i32 = 12;
+
 /// Every migration this build knows, in order.
 ///
 /// The listing and sweep queries spell the indexed expressions exactly as written here
@@ -205,6 +209,16 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         description: "where executions sit read from the active path's index, no longer kept by triggers",
         statements: super::graph::SITTING_STATEMENTS,
     },
+    Migration {
+        version: 12,
+        // The counts count what the listing does (JSON5 too: Python's `NaN`), the triggers
+        // without `json_valid`'s second parse of each document, and this store's writer keeps
+        // the counts itself with its connection's triggers off (see `executions/graph.rs`
+        // and `SqliteStore::keep_counts`).
+        description:
+            "the counts count every document SQLite reads as JSON, kept by the writer of this store itself",
+        statements: super::graph::READ_STATEMENTS,
+    },
 ];
 
 /// Migration 5: the counts table, its triggers and its first fill. `status` is the
@@ -315,6 +329,7 @@ mod tests {
             "fnv1a64:f21f2a3c21976631",
             "fnv1a64:ddf881a09143bad2",
             "fnv1a64:99eb4623d6036937",
+            "fnv1a64:53f5bbeaa60b52b8",
         ];
         execstore::kit::migration::check_released(MIGRATIONS, &released).unwrap();
     }

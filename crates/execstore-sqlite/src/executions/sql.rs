@@ -11,6 +11,18 @@ const LIST_COLUMNS: &str = "id, definition_id, version, json_extract(data,'$.sta
 #[derive(Debug)]
 pub(crate) struct Stmts {
     pub(crate) update_cas: String,
+    /// [`Stmts::update_cas`] that writes only if the execution stays counted where it was
+    /// (its status, `?5`, and root-ness, `?6`, unchanged): the step of a writer that keeps
+    /// the counts itself ([`Stmts::writer_keeps_counts`]).
+    pub(crate) update_cas_same_counts: String,
+    /// Adds `?4` to the count of definition `?1`, status `?2` and root-ness `?3`.
+    pub(crate) counts_add: String,
+    /// Where the execution `?1` at version `?2` is counted (definition, status, root-ness),
+    /// if it is and its document is JSON (JSON5 included, as the counts' triggers read it).
+    pub(crate) counted_as: String,
+    /// The names of the counts' triggers (migration 12's), which the store's writer keeps
+    /// in its own statements (`SqliteStore::keep_counts`).
+    pub(crate) counts_triggers: [String; 3],
     pub(crate) select_version: String,
     pub(crate) insert_execution: String,
     pub(crate) insert_outbox: String,
@@ -113,6 +125,22 @@ impl Stmts {
         Stmts {
             update_cas: t
                 .sql("UPDATE {executions} SET data = ?1, version = ?2 WHERE id = ?3 AND version = ?4"),
+            update_cas_same_counts: t.sql(
+                "UPDATE {executions} SET data = ?1, version = ?2 WHERE id = ?3 AND version = ?4 \
+                 AND json_extract(data, '$.status') IS ?5 AND (json_extract(data, '$.parent_id') IS NULL) = ?6",
+            ),
+            counts_add: t.sql(
+                "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) \
+                 VALUES (?1, '', ?2, ?3, ?4) \
+                 ON CONFLICT (definition_id, active_path, status, root) DO UPDATE SET n = n + excluded.n",
+            ),
+            counted_as: t.sql(
+                "SELECT definition_id, COALESCE(json_extract(data, '$.status'), ''), \
+                 json_extract(data, '$.parent_id') IS NULL FROM {executions} \
+                 WHERE id = ?1 AND version = ?2 AND json_valid(data, 2)",
+            ),
+            counts_triggers: ["insert", "update", "delete"]
+                .map(|op| t.sql(&format!("{{pfx}}execstore_graph_executions_{op}"))),
             select_version: t.sql("SELECT version FROM {executions} WHERE id = ?1"),
             insert_execution: t
                 .sql("INSERT INTO {executions} (id, definition_id, data, version) VALUES (?1, ?2, ?3, ?4)"),

@@ -323,6 +323,7 @@ impl ExecutionStore for SqliteStore {
     fn purge(&self, execution_id: &str, expected_version: i64) -> Result<bool> {
         check_id("execution_id", execution_id)?;
         self.write(|tx, s| {
+            self.uncount(tx, execution_id, expected_version)?;
             let deleted = tx
                 .prepare_cached(&s.purge_execution)
                 .db()?

@@ -6,6 +6,7 @@ use execstore::{
     executions::{Event, JsonObject, Status},
     Effects, ExecutionStore,
 };
+use rusqlite::config::DbConfig;
 use std::time::Duration;
 
 #[test]
@@ -240,7 +241,7 @@ fn commit_statements_are_prepared_once() {
     let s = &store.sql;
     let conn = store.lock().unwrap();
     for sql in [
-        &s.update_cas,
+        &s.update_cas_same_counts,
         &s.insert_outbox,
         &s.insert_processed,
         &s.insert_spawn,
@@ -408,14 +409,14 @@ pub(crate) fn rewind(conn: &Connection, version: i64) {
             .unwrap();
     }
     conn.execute(
-        "DELETE FROM execstore_migrations WHERE version > ?1 OR version IN (2, 5, 6, 7, 8, 10)",
+        "DELETE FROM execstore_migrations WHERE version > ?1 OR version IN (2, 5, 6, 7, 8, 10, 11, 12)",
         [version],
     )
     .unwrap();
     let tables = super::schema::Tables::new(None).unwrap();
     for m in super::schema::MIGRATIONS
         .iter()
-        .filter(|m| [2, 5, 6, 7, 8, 10].contains(&m.version) && i64::from(m.version) <= version)
+        .filter(|m| [2, 5, 6, 7, 8, 10, 11, 12].contains(&m.version) && i64::from(m.version) <= version)
     {
         for stmt in m.statements {
             conn.execute_batch(&super::schema::Sql::sql(&tables, stmt))
@@ -426,5 +427,40 @@ pub(crate) fn rewind(conn: &Connection, version: i64) {
             rusqlite::params![m.version, m.description, m.checksum()],
         )
         .unwrap();
+    }
+}
+
+/// The writer connection of `store` as every other writer has it, its triggers on (the
+/// store's own writes keep the counts without them: `SqliteStore::keep_counts`), until
+/// dropped: for the statements a test writes as harel or a hand would.
+pub(crate) struct OtherWriter<'a> {
+    conn: crate::db::Held<'a>,
+    triggers: bool,
+}
+
+/// [`OtherWriter`] of `store`.
+pub(crate) fn other_writer(store: &SqliteStore) -> OtherWriter<'_> {
+    let conn = store.lock().unwrap();
+    let triggers = conn.db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER).unwrap();
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, true)
+        .unwrap();
+    conn.flush_prepared_statement_cache();
+    OtherWriter { conn, triggers }
+}
+
+impl std::ops::Deref for OtherWriter<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl Drop for OtherWriter<'_> {
+    fn drop(&mut self) {
+        self.conn.flush_prepared_statement_cache();
+        let _ = self
+            .conn
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, self.triggers);
     }
 }

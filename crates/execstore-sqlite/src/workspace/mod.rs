@@ -161,6 +161,12 @@ impl Inner {
 
     /// Waits until nothing owns the writer, then owns it: one transaction at a time from its
     /// begin to its end, whichever thread it moves to, in the order they asked.
+    /// After `BEGIN IMMEDIATE` on the writer `conn`: whether it runs the triggers
+    /// (`db/triggers.rs`).
+    pub(crate) fn began(&self, conn: &Connection) -> Result<()> {
+        self.db.shared.triggers.began(conn)
+    }
+
     fn take_turn(&self) -> Result<()> {
         self.db.shared.take_turn()
     }
@@ -223,6 +229,7 @@ impl Inner {
             tx::reset(&conn)?;
             conn.prepare_cached(sql::BEGIN_IMMEDIATE).db()?.execute([]).db()?;
             let open = db::OpenTransaction(&conn);
+            self.db.shared.triggers.began(open.0)?;
             let out = f(open.0)?;
             open.0.prepare_cached(sql::COMMIT).db()?.execute([]).db()?;
             Ok(out)

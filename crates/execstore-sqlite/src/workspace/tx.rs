@@ -79,6 +79,7 @@ impl SqliteTx {
             reset(&conn)?;
             conn.prepare_cached(sql::BEGIN_IMMEDIATE).db()?.execute([]).db()?;
             let head = (|| {
+                inner.began(&conn)?;
                 conn.prepare_cached(sql::ENSURE_WORKSPACE)
                     .db()?
                     .execute(params![ws.tenant_id, ws.workspace_id])
