@@ -192,21 +192,22 @@ fn with_a_token_the_workspace_log_takes_the_recovery_actions() {
     );
 }
 
-/// A file as harel leaves it (no execstore indexes) with one execution whose stored document
-/// is garbage. The id of that execution.
+/// A file as harel leaves it (no execstore indexes or triggers, each of which would refuse
+/// the write) with one execution whose stored document is garbage. The id of that execution.
 fn one_garbage_row(db: &Path) -> String {
     let conn = rusqlite::Connection::open(db).unwrap();
-    let indexes: Vec<String> = conn
+    let objects: Vec<(String, String)> = conn
         .prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE '%execstore%' AND sql IS NOT NULL",
+            "SELECT type, name FROM sqlite_master WHERE type IN ('index', 'trigger') \
+             AND name LIKE '%execstore%' AND sql IS NOT NULL",
         )
         .unwrap()
-        .query_map([], |r| r.get(0))
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    for index in indexes {
-        conn.execute(&format!("DROP INDEX \"{index}\""), []).unwrap();
+    for (kind, name) in objects {
+        conn.execute(&format!("DROP {kind} \"{name}\""), []).unwrap();
     }
     conn.execute("DROP TABLE execstore_migrations", []).unwrap();
     let id: String = conn
