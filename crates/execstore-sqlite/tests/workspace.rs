@@ -274,7 +274,11 @@ fn storages_on_one_file_take_turns_and_see_each_other() {
     assert!(a.wait_for_append(&w, 0, Duration::from_secs(10)).unwrap());
     let started = Instant::now();
     let woke = std::thread::scope(|scope| {
-        let waiter = scope.spawn(|| a.wait_for_append(&w, 1, Duration::from_secs(10)).unwrap());
+        // A wait sees another storage's commit at its next poll (each wait returns by the poll
+        // interval, 50 ms here), so a subscriber waits again, as this one does: on a loaded
+        // machine the append may come after the first poll.
+        let waiter =
+            scope.spawn(|| (0..200).any(|_| a.wait_for_append(&w, 1, Duration::from_secs(10)).unwrap()));
         std::thread::sleep(Duration::from_millis(20));
         append(&b, &w, &["y"]);
         waiter.join().unwrap()
