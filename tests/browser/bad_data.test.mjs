@@ -6,14 +6,14 @@ import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { artifacts, browser, demo, page, serve, tempDir } from "./helpers.mjs";
 
-/** Garbage over one execution's document (as harel's own file, without execstore's indexes,
- * allows); returns its id. */
+/** Garbage over one execution's document (as harel's own file, without execstore's indexes
+ * and triggers, each of which refuses it, allows); returns its id. */
 function damageOneRow(db) {
   const script = `
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
-for (n,) in c.execute("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE '%execstore%' AND sql IS NOT NULL").fetchall():
-    c.execute(f'DROP INDEX "{n}"')
+for (k, n) in c.execute("SELECT type, name FROM sqlite_master WHERE type IN ('index', 'trigger') AND name LIKE '%execstore%' AND sql IS NOT NULL").fetchall():
+    c.execute(f'DROP {k} "{n}"')
 c.execute("DROP TABLE execstore_migrations")
 (i,) = c.execute("SELECT id FROM executions ORDER BY id LIMIT 1 OFFSET 2").fetchone()
 c.execute("UPDATE executions SET data = '{garbage' WHERE id = ?", (i,))
