@@ -23,6 +23,8 @@
 //! Since migration 10 the steps' and guards' tables are gone (the graph reads a bounded
 //! number of traces), and since migration 11 `now` holds the counts only: where executions
 //! sit is read from the active path's index ([`SITTING_INDEX`]), which every writer keeps.
+//! Since migration 12 ([`READ_STATEMENTS`]) the counts count every document SQLite's JSON
+//! functions read (JSON5 too), and this store's writer keeps them in its own statements.
 
 use execstore::executions::FiguresTally;
 use execstore::Result;

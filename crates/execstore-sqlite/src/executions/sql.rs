@@ -72,7 +72,7 @@ pub(crate) struct Stmts {
     pub(crate) graph: super::graph::GraphSql,
     /// Whether their tables are there (as `has_counts`): else the graph is scanned.
     pub(crate) has_graph: std::sync::atomic::AtomicBool,
-    /// Whether migration 11's index of the active path is there: where executions sit is
+    /// Whether migration 11's (or 12's) index of the active path is there: where executions sit is
     /// read from it (else from `now`, as migrations 8 to 10 kept it).
     pub(crate) has_sitting_index: std::sync::atomic::AtomicBool,
     /// Migration 2's index of the active path (`plan.rs`: a pinned state drives with it),
