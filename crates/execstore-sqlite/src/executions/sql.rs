@@ -13,7 +13,7 @@ pub(crate) struct Stmts {
     pub(crate) update_cas: String,
     /// [`Stmts::update_cas`] that writes only if the execution stays counted where it was
     /// (its status, `?5`, and root-ness, `?6`, unchanged): the step of a writer that keeps
-    /// the counts itself ([`Stmts::writer_keeps_counts`]).
+    /// the counts itself (`SqliteStore::keep_counts`).
     pub(crate) update_cas_same_counts: String,
     /// Adds `?4` to the count of definition `?1`, status `?2` and root-ness `?3`.
     pub(crate) counts_add: String,
