@@ -409,3 +409,28 @@ fn the_writer_runs_no_trigger_while_only_the_counts_triggers_are_there() {
     assert_eq!(count(&store, ListQuery::new(), Status::Done), 1);
     assert_eq!(count(&store, ListQuery::new(), Status::Pending), 1);
 }
+
+/// A file a newer build migrated (a migration this build does not know) keeps the triggers
+/// on for this build's writer: the newer build's triggers may count otherwise, so they count.
+#[test]
+fn a_file_a_newer_build_migrated_keeps_the_writers_triggers_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("n.db");
+    drop(SqliteStore::open(&path, SqliteOptions::new()).unwrap());
+    Connection::open(&path)
+        .unwrap()
+        .execute(
+            "INSERT INTO execstore_migrations (version, description, checksum) VALUES (99, 'newer', 'x')",
+            [],
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+    let mut exe = Execution::new("e", "d");
+    store.save(&mut exe).unwrap();
+    exe.status = Status::Done;
+    store.commit(&mut exe, &Effects::new()).unwrap();
+    assert!(writer_triggers(&store));
+    let conn = store.read().unwrap();
+    assert_eq!(kept(&conn, ""), scanned(&conn, ""));
+    assert_eq!(kept(&conn, ""), vec![("d".to_owned(), "DONE".to_owned(), 1, 1)]);
+}
