@@ -31,7 +31,10 @@ impl PlainStmts {
     pub(crate) fn new(t: &Tables) -> Self {
         PlainStmts {
             // harel's `version` is an INT: the parameters are cast, the assignment narrows.
-            update: t.sql("UPDATE {executions} SET data = $1, version = $2::int8 WHERE id = $3 AND version = $4::int8"),
+            update: t.sql(
+                "UPDATE {executions} SET data = $1, version = $2::int8, definition_id = $5 \
+                 WHERE id = $3 AND version = $4::int8",
+            ),
             insert: t.sql(
                 "INSERT INTO {executions} (id, definition_id, data, version) VALUES ($1, $2, $3, $4::int8) \
                  ON CONFLICT (id) DO NOTHING",
@@ -101,7 +104,10 @@ impl PgStore {
         added: &mut Added,
     ) -> Result<Result<Vec<i64>>> {
         let w = &p.write;
-        let mut written = tx.execute(&s.update, &[&w.data, &w.version, &w.id, &w.expected])?;
+        let mut written = tx.execute(
+            &s.update,
+            &[&w.data, &w.version, &w.id, &w.expected, &w.definition_id],
+        )?;
         if written == 0 && w.expected == 0 {
             written = tx.execute(&s.insert, &[&w.id, &w.definition_id, &w.data, &w.version])?;
         }

@@ -268,7 +268,53 @@ END; $$ LANGUAGE plpgsql$fn$; \
         description: "the graph's steps read from the traces, no longer kept by triggers",
         statements: &[super::graph::UNKEPT_STEPS],
     },
+    Migration {
+        version: 13,
+        // An update whose document names another definition moved only the document: harel's
+        // `definition_id` column kept the first one (harel's own UPDATE sets only `data` and
+        // `version`), and with it the listing, the counts and the graph. The commit function
+        // now sets the column too (to the same value at nearly every step, which keeps the
+        // update HOT), and a trigger moves a changed execution's counts (where it sits moves
+        // with migration 9's `..._graph_execution_moved`).
+        description: "an update that changes an execution's definition moves its column, counts and figures",
+        statements: &[DEFINITION_MOVES],
+    },
 ];
+
+/// Migration 13: `{pfx}execstore_commit`'s CAS update sets harel's `definition_id` column
+/// (its text is execstore's own: the one statement is swapped, and the migration fails if it
+/// is not found), and `{pfx}execstore_definition_moved` moves a changed execution's count
+/// from the old definition to the new, with the status and root-ness its keys still hold: it
+/// sorts before the keys trigger, which then counts the step's keys under the new definition
+/// (and the step function's own keys update does the same). Where it sits is moved by
+/// migration 9's `{pfx}execstore_graph_execution_moved`, as it always was for a writer that
+/// changes the column.
+const DEFINITION_MOVES: &str = r#"DO $m$
+DECLARE
+  v_old text := pg_get_functiondef('{pfx}execstore_commit(text, text, text, bigint, bigint, text[], text[], text, text[], text[], text[], text[], float8[], text, bigint)'::regprocedure);
+  v_new text := replace(v_old,
+    $o$UPDATE {executions} SET data = p_data, version = p_version WHERE id = p_id AND version = p_expected;$o$,
+    $n$UPDATE {executions} SET data = p_data, version = p_version, definition_id = p_defn WHERE id = p_id AND version = p_expected;$n$);
+BEGIN
+  IF v_new = v_old THEN
+    RAISE EXCEPTION 'execstore migration 13: {pfx}execstore_commit does not update as migration 4 wrote it';
+  END IF;
+  EXECUTE v_new;
+END $m$;
+CREATE OR REPLACE FUNCTION {pfx}execstore_definition_moved() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO {pfx}execstore_count_deltas (definition_id, status, root, n)
+  SELECT d.definition_id, COALESCE(k.status, ''), k.root, d.n
+  FROM {pfx}execstore_keys k, (VALUES (OLD.definition_id, -1), (NEW.definition_id, 1)) AS d(definition_id, n)
+  WHERE k.id = NEW.id;
+  RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS {pfx}execstore_definition_moved ON {executions};
+CREATE TRIGGER {pfx}execstore_definition_moved AFTER UPDATE OF definition_id ON {executions} FOR EACH ROW
+  WHEN (OLD.definition_id IS DISTINCT FROM NEW.definition_id AND OLD.id = NEW.id)
+  EXECUTE FUNCTION {pfx}execstore_definition_moved()"#;
 
 /// Migration 10's rewrite of `{pfx}execstore_keys_sync` (see `parseable`).
 const KEYS_SYNC_RESPELLED: &str = r#"DO $m$
@@ -670,6 +716,7 @@ mod tests {
             "fnv1a64:0293e8c7693174cb",
             "fnv1a64:e11dfa8343fa3ebe",
             "fnv1a64:623599b40c7d5612",
+            "fnv1a64:5d0b2fa6c7b6f75a",
         ];
         execstore::kit::migration::check_released(MIGRATIONS, &released).unwrap();
     }

@@ -364,7 +364,8 @@ fn writer_triggers(store: &SqliteStore) -> bool {
 /// The store's writer keeps the counts itself and runs no trigger while the counts' are the
 /// only ones (migration 12): a trigger another connection adds fires for the store's writes
 /// from its next transaction on, the counts then kept by the triggers (not twice), and once
-/// it is dropped the writer runs without triggers again.
+/// it is dropped the writer runs without triggers again. A move to another definition is
+/// counted under it either way, and listed there.
 #[test]
 fn the_writer_runs_no_trigger_while_only_the_counts_triggers_are_there() {
     let dir = tempfile::tempdir().unwrap();
@@ -401,6 +402,12 @@ fn the_writer_runs_no_trigger_while_only_the_counts_triggers_are_there() {
         .collect::<rusqlite::Result<_>>()
         .unwrap();
     assert_eq!(audited, ["RUNNING", "DONE"]);
+    // A move to another definition, counted by the triggers.
+    exe.definition_id = "d2".into();
+    store.commit(&mut exe, &Effects::new()).unwrap();
+    same("a move with another trigger");
+    assert_eq!(count(&store, ListQuery::new().definition("d2"), Status::Done), 1);
+    assert_eq!(count(&store, ListQuery::new().definition("d"), Status::Done), 0);
     other.execute_batch("DROP TRIGGER audit").unwrap();
     let mut next = Execution::new("f", "d");
     store.save(&mut next).unwrap();
@@ -408,6 +415,18 @@ fn the_writer_runs_no_trigger_while_only_the_counts_triggers_are_there() {
     same("without triggers again");
     assert_eq!(count(&store, ListQuery::new(), Status::Done), 1);
     assert_eq!(count(&store, ListQuery::new(), Status::Pending), 1);
+    // A move counted by the writer itself, harel's column moving with it.
+    next.definition_id = "d3".into();
+    store.save(&mut next).unwrap();
+    same("a move without triggers");
+    assert_eq!(
+        count(&store, ListQuery::new().definition("d3"), Status::Pending),
+        1
+    );
+    assert_eq!(
+        count(&store, ListQuery::new().definition("d"), Status::Pending),
+        0
+    );
 }
 
 /// A file a newer build migrated (a migration this build does not know) keeps the triggers

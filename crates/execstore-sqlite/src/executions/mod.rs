@@ -379,7 +379,7 @@ impl SqliteStore {
         let cas = |sql: &str| -> Result<usize> {
             tx.prepare_cached(sql)
                 .db()?
-                .execute(params![w.data, w.version, w.id, w.expected])
+                .execute(params![w.data, w.version, w.id, w.expected, w.definition_id])
                 .db()
         };
         let mut updated;
@@ -393,18 +393,23 @@ impl SqliteStore {
                     w.version,
                     w.id,
                     w.expected,
+                    w.definition_id,
                     w.keys.status,
                     w.keys.root
                 ])
                 .db()?;
-            // Else a change of status or root-ness (or a conflict, or a new execution: not
-            // counted at `expected`).
+            // Else a change of definition, status or root-ness (or a conflict, or a new
+            // execution: not counted at `expected`).
             if updated == 0 && self.uncount(tx, &w.id, w.expected)? {
                 self.count(tx, w)?;
-                updated = cas(&s.update_cas)?;
+                updated = cas(&s.update_cas_moved)?;
             }
         } else {
             updated = cas(&s.update_cas)?;
+            // Else a change of definition (the triggers move its counts), or a conflict.
+            if updated == 0 && w.expected != 0 {
+                updated = cas(&s.update_cas_moved)?;
+            }
         }
         if updated == 0 {
             let found: Option<i64> = tx

@@ -10,10 +10,14 @@ const LIST_COLUMNS: &str = "id, definition_id, version, json_extract(data,'$.sta
 
 #[derive(Debug)]
 pub(crate) struct Stmts {
+    /// The CAS write of an execution that stays in its definition (`?5`, harel's column).
     pub(crate) update_cas: String,
+    /// The CAS write of an execution whose document names another definition: harel's
+    /// column follows it (`?5`), so the listing, the counts and the graph do.
+    pub(crate) update_cas_moved: String,
     /// [`Stmts::update_cas`] that writes only if the execution stays counted where it was
-    /// (its status, `?5`, and root-ness, `?6`, unchanged): the step of a writer that keeps
-    /// the counts itself (`SqliteStore::keep_counts`).
+    /// (its definition, `?5`, status, `?6`, and root-ness, `?7`, unchanged): the step of a
+    /// writer that keeps the counts itself (`SqliteStore::keep_counts`).
     pub(crate) update_cas_same_counts: String,
     /// Adds `?4` to the count of definition `?1`, status `?2` and root-ness `?3`.
     pub(crate) counts_add: String,
@@ -123,11 +127,17 @@ impl Stmts {
         let trace_insert = "INSERT INTO {trace} (execution_id, idx, entry) \
              VALUES (?1, COALESCE((SELECT MAX(idx) FROM {trace} WHERE execution_id = ?1), -1) + 1, ?2)";
         Stmts {
-            update_cas: t
-                .sql("UPDATE {executions} SET data = ?1, version = ?2 WHERE id = ?3 AND version = ?4"),
+            update_cas: t.sql(
+                "UPDATE {executions} SET data = ?1, version = ?2 WHERE id = ?3 AND version = ?4 \
+                 AND definition_id IS ?5",
+            ),
+            update_cas_moved: t.sql(
+                "UPDATE {executions} SET data = ?1, version = ?2, definition_id = ?5 WHERE id = ?3 AND version = ?4",
+            ),
             update_cas_same_counts: t.sql(
                 "UPDATE {executions} SET data = ?1, version = ?2 WHERE id = ?3 AND version = ?4 \
-                 AND json_extract(data, '$.status') IS ?5 AND (json_extract(data, '$.parent_id') IS NULL) = ?6",
+                 AND definition_id IS ?5 AND json_extract(data, '$.status') IS ?6 \
+                 AND (json_extract(data, '$.parent_id') IS NULL) = ?7",
             ),
             counts_add: t.sql(
                 "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) \

@@ -28,11 +28,13 @@ mod control;
 mod graph;
 mod list_filters;
 mod list_order;
+mod moves;
 mod recover;
 mod where_filters;
 
 pub use control::*;
 pub use graph::graph_figures_follow_every_write;
+pub use moves::an_update_moves_the_execution_to_its_new_definition;
 pub use recover::{control_redrive, send_through_the_outbox};
 
 pub use list_filters::{list_filters_bad_input_rejected, list_filters_search, list_filters_time_windows};
@@ -136,6 +138,7 @@ macro_rules! conformance_tests {
             list_order_created_desc,
             list_order_survives_concurrent_updates,
             counts_follow_the_filter,
+            an_update_moves_the_execution_to_its_new_definition,
             where_filter_matches_reference,
             where_attributes_declare_list_drop,
             where_bad_filter_rejected,
