@@ -32,14 +32,21 @@ const TABLES: [&str; 6] = [
     "trace",
 ];
 
-/// Every row of harel's six tables and their AUTOINCREMENT counters, as text.
+/// Every row of harel's six tables and their AUTOINCREMENT counters, as text: harel's own
+/// columns (execstore's migration 13 adds the listing's keys to the executions table after
+/// them, which harel's file has not).
 fn tables(db: &Path) -> Vec<(String, Vec<String>)> {
     let conn = rusqlite::Connection::open(db).expect("open for comparison");
     let mut out = Vec::new();
     for t in TABLES {
         let table = format!("harel_{t}");
+        let columns = if t == "executions" {
+            "id, definition_id, data, version"
+        } else {
+            "*"
+        };
         let mut stmt = conn
-            .prepare(&format!("SELECT * FROM {table} ORDER BY 1, 2"))
+            .prepare(&format!("SELECT {columns} FROM {table} ORDER BY 1, 2"))
             .expect("select");
         let n = stmt.column_count();
         let rows: Vec<String> = stmt

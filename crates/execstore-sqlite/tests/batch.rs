@@ -171,7 +171,7 @@ fn reads_do_not_wait_behind_a_commit() {
         assert_eq!(store.ids_with_prefix("r").unwrap(), ["r"]);
         assert!(store.due_timers(1e9, None, 10).unwrap().is_empty());
         assert!(store.pending_spawns(None, 10).unwrap().is_empty());
-        assert_eq!(store.schema_version().unwrap(), 12);
+        assert_eq!(store.schema_version().unwrap(), 13);
         let waited = t0.elapsed();
         assert!(!writer.is_finished(), "the writer is still waiting for the lock");
         other.execute_batch("COMMIT").unwrap();

@@ -108,11 +108,13 @@ fn table_names_with_harel_prefix() {
     assert!(names(&conn, "index")
         .iter()
         .all(|n| n.starts_with("harel_execstore_") || n.starts_with("sqlite_autoindex_harel_")));
-    // harel's exact DDL.
+    // harel's exact DDL, and after its columns the listing's keys (migration 13), which
+    // harel's statements never name.
     assert_eq!(
         text(&conn, "SELECT sql FROM sqlite_master WHERE name = 'harel_executions'"),
         "CREATE TABLE harel_executions (id TEXT PRIMARY KEY, definition_id TEXT NOT NULL, data TEXT NOT NULL, \
-         version INTEGER NOT NULL)"
+         version INTEGER NOT NULL, execstore_root, execstore_status, execstore_created, execstore_updated, \
+         execstore_finished, execstore_path, execstore_path_json)"
     );
     assert_eq!(
         text(&conn, "SELECT sql FROM sqlite_master WHERE name = 'harel_timers'"),
@@ -128,8 +130,8 @@ fn two_prefixes_share_one_file() {
     let harel = open_harel(&db(&dir));
     plain.save(&mut Execution::new("only-plain", "d")).unwrap();
     assert!(harel.load("only-plain").unwrap().is_none());
-    assert_eq!(plain.schema_version().unwrap(), 12);
-    assert_eq!(harel.schema_version().unwrap(), 12);
+    assert_eq!(plain.schema_version().unwrap(), 13);
+    assert_eq!(harel.schema_version().unwrap(), 13);
 }
 
 #[test]
@@ -154,7 +156,7 @@ fn migrations_recorded_once_and_idempotent() {
     let dir = tempfile::tempdir().unwrap();
     for _ in 0..3 {
         let store = open(&db(&dir));
-        assert_eq!(store.schema_version().unwrap(), 12);
+        assert_eq!(store.schema_version().unwrap(), 13);
     }
     let conn = Connection::open(db(&dir)).unwrap();
     let rows: Vec<(i64, String, String, String)> = conn
@@ -164,7 +166,7 @@ fn migrations_recorded_once_and_idempotent() {
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
-    assert_eq!(rows.len(), 12, "{rows:?}");
+    assert_eq!(rows.len(), 13, "{rows:?}");
     let (version, description, checksum, applied_at) = &rows[0];
     assert_eq!(*version, 1);
     assert!(!description.is_empty());
@@ -371,9 +373,9 @@ fn corrupt_rows_are_corrupt_not_panics() {
     store.save(&mut Execution::new("fine", "d")).unwrap();
     let conn = Connection::open(db(&dir)).unwrap();
     conn.execute_batch(
-        r#"INSERT INTO executions VALUES ('shape', 'd', '{"id": 5}', 1);
-           INSERT INTO executions VALUES ('types', 'd', '{"id":"types","definition_id":"d","version":"one"}', 1);
-           INSERT INTO executions VALUES ('status', 'd', '{"id":"status","definition_id":"d","status":"ASLEEP"}', 1);
+        r#"INSERT INTO executions (id, definition_id, data, version) VALUES ('shape', 'd', '{"id": 5}', 1);
+           INSERT INTO executions (id, definition_id, data, version) VALUES ('types', 'd', '{"id":"types","definition_id":"d","version":"one"}', 1);
+           INSERT INTO executions (id, definition_id, data, version) VALUES ('status', 'd', '{"id":"status","definition_id":"d","status":"ASLEEP"}', 1);
            INSERT INTO outbox (target_id, event) VALUES ('fine', 'not json');
            INSERT INTO spawns (parent_id, child_id, root_path, context) VALUES ('fine', 'c', 'r', '[1, 2]');
            INSERT INTO trace (execution_id, idx, entry) VALUES ('fine', 0, '"a string"');"#,
@@ -396,7 +398,7 @@ fn corrupt_rows_are_corrupt_not_panics() {
 
     // `data` that is not JSON at all: the expression indexes refuse it on write...
     let refused = conn.execute(
-        "INSERT INTO executions VALUES ('garbage', 'd', '{not json', 1)",
+        "INSERT INTO executions (id, definition_id, data, version) VALUES ('garbage', 'd', '{not json', 1)",
         [],
     );
     assert!(refused.is_err());
@@ -411,7 +413,7 @@ fn corrupt_rows_are_corrupt_not_panics() {
     )
     .unwrap();
     let refused = conn.execute(
-        "INSERT INTO executions VALUES ('garbage', 'd', '{not json', 1)",
+        "INSERT INTO executions (id, definition_id, data, version) VALUES ('garbage', 'd', '{not json', 1)",
         [],
     );
     assert!(refused.unwrap_err().to_string().contains("malformed JSON"));
@@ -419,7 +421,7 @@ fn corrupt_rows_are_corrupt_not_panics() {
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)
         .unwrap();
     conn.execute(
-        "INSERT INTO executions VALUES ('garbage', 'd', '{not json', 1)",
+        "INSERT INTO executions (id, definition_id, data, version) VALUES ('garbage', 'd', '{not json', 1)",
         [],
     )
     .unwrap();
@@ -463,13 +465,13 @@ fn concurrent_opens_of_a_fresh_file_migrate_once() {
         })
         .collect();
     for handle in handles {
-        assert_eq!(handle.join().unwrap().unwrap(), 12);
+        assert_eq!(handle.join().unwrap().unwrap(), 13);
     }
     let conn = Connection::open(&path).unwrap();
     let count: i64 = conn
         .query_row("SELECT COUNT(*) FROM execstore_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(count, 12);
+    assert_eq!(count, 13);
     assert_eq!(open(&path).ids_with_prefix("t").unwrap().len(), 8);
 }
 
@@ -664,7 +666,7 @@ fn opens_a_file_harel_created() {
     )
     .unwrap();
     let store = open_harel(&db(&dir));
-    assert_eq!(store.schema_version().unwrap(), 12);
+    assert_eq!(store.schema_version().unwrap(), 13);
     let exe = store.load("old").unwrap().unwrap();
     assert_eq!((exe.version, exe.status), (7, Status::Done));
     let page = store

@@ -69,7 +69,9 @@ def _mask(value: Any) -> Any:
 _DUMP = """
 import json, sqlite3, sys
 conn = sqlite3.connect(sys.argv[1])
-print(json.dumps({t: conn.execute(f"SELECT * FROM harel_{t}").fetchall() for t in sys.argv[2:]}))
+# harel's own columns: execstore's migration 13 adds the listing's keys after them.
+cols = {"executions": "id, definition_id, data, version"}
+print(json.dumps({t: conn.execute(f"SELECT {cols.get(t, '*')} FROM harel_{t}").fetchall() for t in sys.argv[2:]}))
 """
 
 

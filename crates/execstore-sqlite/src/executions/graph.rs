@@ -502,11 +502,18 @@ pub(crate) struct GraphSql {
     /// so SQLite reads no document). Summed here, not by `GROUP BY`: SQLite's grouping
     /// sorts the expressions it evaluates from the document.
     pub(crate) sitting: String,
+    /// [`GraphSql::sitting`] respelled for a file with migration 13's key columns.
+    pub(crate) sitting_keyed: String,
 }
 
 impl GraphSql {
     /// The statements, `index` being the active path's index (the state filter's too).
     pub(crate) fn new(t: &Tables, index: &str) -> Self {
+        let sitting = format!(
+            "SELECT data -> '$.active_path', json_extract(data,'$.status') FROM {} INDEXED BY {index} \
+             WHERE definition_id = ?1",
+            t.sql("{executions}")
+        );
         GraphSql {
             table: t.sql("{pfx}execstore_graph_now"),
             read: t.sql(
@@ -514,11 +521,8 @@ impl GraphSql {
                  WHERE definition_id = ?1 GROUP BY active_path, status HAVING SUM(n) <> 0",
             ),
             widened: "SELECT COUNT(*) >= 5 FROM pragma_index_info(?1)".to_owned(),
-            sitting: format!(
-                "SELECT data -> '$.active_path', json_extract(data,'$.status') FROM {} INDEXED BY {index} \
-                 WHERE definition_id = ?1",
-                t.sql("{executions}")
-            ),
+            sitting_keyed: super::keys::respell(&sitting),
+            sitting,
         }
     }
 
@@ -528,12 +532,19 @@ impl GraphSql {
     }
 
     /// Where the executions of `definition` sit (no step added yet): from migration 11's
-    /// index when `indexed`, else as `now` kept it.
-    pub(crate) fn now(&self, conn: &Connection, definition: &str, indexed: bool) -> Result<FiguresTally> {
+    /// index when `indexed` (its key columns when `keyed`), else as `now` kept it.
+    pub(crate) fn now(
+        &self,
+        conn: &Connection,
+        definition: &str,
+        indexed: bool,
+        keyed: bool,
+    ) -> Result<FiguresTally> {
         let mut tally = FiguresTally::new();
         if indexed {
             let mut sums: HashMap<String, HashMap<String, i64>> = HashMap::new();
-            let mut stmt = conn.prepare_cached(&self.sitting).db()?;
+            let sitting = if keyed { &self.sitting_keyed } else { &self.sitting };
+            let mut stmt = conn.prepare_cached(sitting).db()?;
             let mut rows = stmt.query([definition]).db()?;
             while let Some(row) = rows.next().db()? {
                 let path = text_or_empty(row, 0)?;

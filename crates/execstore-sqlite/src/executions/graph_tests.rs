@@ -298,7 +298,7 @@ fn a_file_at_migration_10_reads_where_executions_sit_as_it_was_kept() {
     drop(read_only);
     let writer = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
     assert!(writer.sql.has_sitting_index.load(Relaxed));
-    assert_eq!(writer.schema_version().unwrap(), 12);
+    assert_eq!(writer.schema_version().unwrap(), 13);
     assert_eq!(shown(&writer.graph_figures("d", ALL).unwrap()), shown(&kept));
 }
 
@@ -347,7 +347,7 @@ fn a_document_with_nan_is_counted_as_a_scan_counts_it() {
     store.save(&mut exe).unwrap();
     super::tests::other_writer(&store)
         .execute(
-            r#"INSERT INTO executions VALUES ('nan', 'd', '{"id": "nan", "definition_id": "d", "status": "RUNNING", "active_path": "s", "x": NaN}', 1)"#,
+            r#"INSERT INTO executions (id, definition_id, data, version) VALUES ('nan', 'd', '{"id": "nan", "definition_id": "d", "status": "RUNNING", "active_path": "s", "x": NaN}', 1)"#,
             [],
         )
         .unwrap();

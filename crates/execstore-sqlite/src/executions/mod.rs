@@ -12,6 +12,7 @@ mod filters;
 mod graph;
 #[cfg(test)]
 mod graph_tests;
+mod keys;
 mod order;
 mod plan;
 mod schema;
@@ -89,7 +90,7 @@ impl Default for SqliteOptions {
 }
 
 impl SqliteOptions {
-    /// The defaults: no prefix, [`Synchronous::Full`], 200 trace steps, a 5 s busy timeout.
+    /// The defaults: no prefix, [`Synchronous::Full`](crate::Synchronous::Full), 200 trace steps, a 5 s busy timeout.
     pub fn new() -> Self {
         Self::default()
     }
@@ -294,8 +295,10 @@ impl SqliteStore {
     /// writer's connection runs without triggers, so SQLite builds no trigger program into
     /// its writes, while no other trigger is there (`db/triggers.rs`). Every other connection
     /// (harel's, a hand-written statement, an older build) runs the triggers, which keep the
-    /// same counts. Only on a file at exactly this build's latest migration: a newer build's
-    /// triggers may count otherwise, and are left to do so.
+    /// same counts. From migration 13 the writer sets the key columns in its statements too,
+    /// and keeps their triggers off as well (`keys.rs`). Only on a file at exactly this
+    /// build's latest migration: a newer build's triggers may count otherwise, and are left
+    /// to do so.
     fn keep_counts(&self, conn: &Connection) -> Result<()> {
         let version: i64 = conn
             .prepare_cached(&self.sql.schema_version)
@@ -304,10 +307,13 @@ impl SqliteStore {
             .db()?;
         let latest = schema::MIGRATIONS.last().map_or(0, |m| i64::from(m.version));
         if version == latest && latest >= i64::from(schema::WRITER_KEEPS_COUNTS) {
-            self.db
-                .shared
-                .triggers
-                .keep(self.sql.counts_triggers.iter().cloned());
+            self.db.shared.triggers.keep(
+                self.sql
+                    .counts_triggers
+                    .iter()
+                    .chain(&self.sql.key_triggers)
+                    .cloned(),
+            );
         }
         Ok(())
     }
@@ -375,6 +381,7 @@ impl SqliteStore {
     /// before anything is written. `commit` and `commit_batch` both run this.
     fn apply(&self, tx: &Connection, p: &PreparedCommit) -> Result<Vec<i64>> {
         let s = &self.sql;
+        let writes = s.writes();
         let w = &p.write;
         let cas = |sql: &str| -> Result<usize> {
             tx.prepare_cached(sql)
@@ -386,7 +393,7 @@ impl SqliteStore {
         if self.keeps_counts() {
             // The step of an execution that stays counted where it was writes no count.
             updated = tx
-                .prepare_cached(&s.update_cas_same_counts)
+                .prepare_cached(writes.update_cas_same_counts)
                 .db()?
                 .execute(params![
                     w.data,
@@ -402,13 +409,13 @@ impl SqliteStore {
             // execution: not counted at `expected`).
             if updated == 0 && self.uncount(tx, &w.id, w.expected)? {
                 self.count(tx, w)?;
-                updated = cas(&s.update_cas_moved)?;
+                updated = cas(writes.update_cas_moved)?;
             }
         } else {
-            updated = cas(&s.update_cas)?;
+            updated = cas(writes.update_cas)?;
             // Else a change of definition (the triggers move its counts), or a conflict.
             if updated == 0 && w.expected != 0 {
-                updated = cas(&s.update_cas_moved)?;
+                updated = cas(writes.update_cas_moved)?;
             }
         }
         if updated == 0 {
@@ -428,7 +435,7 @@ impl SqliteStore {
             if self.keeps_counts() {
                 self.count(tx, w)?;
             }
-            tx.prepare_cached(&s.insert_execution)
+            tx.prepare_cached(writes.insert_execution)
                 .db()?
                 .execute(params![w.id, w.definition_id, w.data, w.version])
                 .db()?;

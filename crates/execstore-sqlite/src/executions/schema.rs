@@ -219,6 +219,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             "the counts count every document SQLite reads as JSON, kept by the writer of this store itself",
         statements: super::graph::READ_STATEMENTS,
     },
+    Migration {
+        version: 13,
+        // The listing's keys as columns of harel's table, set by this store's writer and by
+        // triggers for every other writer, and the indexes over the document's expressions
+        // built again over them: a step writes the indexes of the keys it moves only (see
+        // `executions/keys.rs`).
+        description: "the listing's keys as columns of the executions table, indexed in place of the document's expressions",
+        statements: super::keys::STATEMENTS,
+    },
 ];
 
 /// Migration 5: the counts table, its triggers and its first fill. `status` is the
@@ -330,6 +339,7 @@ mod tests {
             "fnv1a64:ddf881a09143bad2",
             "fnv1a64:99eb4623d6036937",
             "fnv1a64:53f5bbeaa60b52b8",
+            "fnv1a64:7857ec2fa210e038",
         ];
         execstore::kit::migration::check_released(MIGRATIONS, &released).unwrap();
     }

@@ -1,12 +1,21 @@
 //! Every statement the store runs, with its table names filled in once at open.
 
 use super::schema::{Sql, Tables};
+use crate::db::error::Db as _;
 
 /// The summary projection of `list_executions`: scalars only, never `data` itself.
 const LIST_COLUMNS: &str = "id, definition_id, version, json_extract(data,'$.status'), \
      json_extract(data,'$.outcome'), json_extract(data,'$.active_path'), \
      json_extract(data,'$.parent_id'), json_extract(data,'$.finished_at'), \
      json_extract(data,'$.updated_at'), json_extract(data,'$.created_at')";
+
+/// The statements that write an execution's row, for one file ([`Stmts::writes`]).
+pub(crate) struct Writes<'a> {
+    pub(crate) update_cas: &'a str,
+    pub(crate) update_cas_moved: &'a str,
+    pub(crate) update_cas_same_counts: &'a str,
+    pub(crate) insert_execution: &'a str,
+}
 
 #[derive(Debug)]
 pub(crate) struct Stmts {
@@ -27,6 +36,14 @@ pub(crate) struct Stmts {
     /// The names of the counts' triggers (migration 12's), which the store's writer keeps
     /// in its own statements (`SqliteStore::keep_counts`).
     pub(crate) counts_triggers: [String; 3],
+    /// The names of migration 13's triggers, which set the key columns for every other
+    /// writer: the store's writer sets them in its own statements ([`Stmts::keyed`]).
+    pub(crate) key_triggers: [String; 2],
+    /// The writes of a file migration 13 migrated, setting the key columns too.
+    pub(crate) keyed: super::keys::KeyedWrites,
+    /// Whether the executions table has migration 13's key columns: the writes set them and
+    /// the reads are respelled to read them ([`Stmts::respelled`]).
+    pub(crate) has_columns: std::sync::atomic::AtomicBool,
     pub(crate) select_version: String,
     pub(crate) insert_execution: String,
     pub(crate) insert_outbox: String,
@@ -115,7 +132,45 @@ impl Stmts {
         self.has_state_index.store(has_state_index, Relaxed);
         let has_listing_index = crate::db::has_index(conn, &self.listing_index)?;
         self.has_listing_index.store(has_listing_index, Relaxed);
+        let has_columns: bool = conn
+            .query_row(
+                "SELECT COUNT(*) > 0 FROM pragma_table_info(?1) WHERE name = 'execstore_path_json'",
+                [&self.executions],
+                |row| row.get(0),
+            )
+            .db()?;
+        self.has_columns.store(has_columns, Relaxed);
         Ok(())
+    }
+
+    /// A read (built with the document's expressions, as a file before migration 13 has its
+    /// indexes) as this file's indexes spell it: the key columns where it has them.
+    pub(crate) fn respelled(&self, sql: String) -> String {
+        if self.has_columns.load(std::sync::atomic::Ordering::Relaxed) {
+            super::keys::respell(&sql)
+        } else {
+            sql
+        }
+    }
+
+    /// The execution writes for this file: [`Stmts::keyed`]'s where it has the key columns.
+    pub(crate) fn writes(&self) -> Writes<'_> {
+        if self.has_columns.load(std::sync::atomic::Ordering::Relaxed) {
+            let k = &self.keyed;
+            Writes {
+                update_cas: &k.update_cas,
+                update_cas_moved: &k.update_cas_moved,
+                update_cas_same_counts: &k.update_cas_same_counts,
+                insert_execution: &k.insert_execution,
+            }
+        } else {
+            Writes {
+                update_cas: &self.update_cas,
+                update_cas_moved: &self.update_cas_moved,
+                update_cas_same_counts: &self.update_cas_same_counts,
+                insert_execution: &self.insert_execution,
+            }
+        }
     }
 
     pub(crate) fn new(t: &Tables) -> Self {
@@ -151,6 +206,9 @@ impl Stmts {
             ),
             counts_triggers: ["insert", "update", "delete"]
                 .map(|op| t.sql(&format!("{{pfx}}execstore_graph_executions_{op}"))),
+            key_triggers: super::keys::trigger_names(&t.pfx),
+            keyed: super::keys::KeyedWrites::new(&t.sql("{executions}")),
+            has_columns: std::sync::atomic::AtomicBool::new(false),
             select_version: t.sql("SELECT version FROM {executions} WHERE id = ?1"),
             insert_execution: t
                 .sql("INSERT INTO {executions} (id, definition_id, data, version) VALUES (?1, ?2, ?3, ?4)"),

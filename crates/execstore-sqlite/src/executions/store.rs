@@ -356,7 +356,8 @@ impl ExecutionStore for SqliteStore {
         let mut tally = {
             let conn = self.read()?;
             let indexed = self.sql.has_sitting_index.load(Ordering::Relaxed);
-            self.sql.graph.now(&conn, definition, indexed)?
+            let keyed = self.sql.has_columns.load(Ordering::Relaxed);
+            self.sql.graph.now(&conn, definition, indexed, keyed)?
         };
         let traces_read = add_recent_traces(self, definition, max_traces, &mut tally)?;
         tally.maintained_figures(definition, traces_read)
@@ -416,7 +417,10 @@ impl SqliteStore {
         }
     }
 
-    fn maybe_skipping(&self, sql: String, skip: bool) -> String {
+    /// A listing or count statement as this file reads it: its keys respelled as migration
+    /// 13's columns where the file has them, over the readable rows only when `skip`.
+    fn read_sql(&self, sql: String, skip: bool) -> String {
+        let sql = self.sql.respelled(sql);
         if skip {
             self.sql.skipping_unreadable(&sql)
         } else {
@@ -443,9 +447,7 @@ impl SqliteStore {
         let mut stmt;
         let mut rows = if query.has_time_or_search() {
             let filtered = self.sql.list_filtered(query, after.as_deref(), &statuses, limit);
-            stmt = conn
-                .prepare_cached(&self.maybe_skipping(filtered.sql, skip))
-                .db()?;
+            stmt = conn.prepare_cached(&self.read_sql(filtered.sql, skip)).db()?;
             stmt.query(rusqlite::params_from_iter(filtered.args)).db()?
         } else {
             let sql = self.sql.list(
@@ -465,7 +467,7 @@ impl SqliteStore {
                 args.push(status);
             }
             args.push(&limit);
-            stmt = conn.prepare_cached(&self.maybe_skipping(sql, skip)).db()?;
+            stmt = conn.prepare_cached(&self.read_sql(sql, skip)).db()?;
             stmt.query(args.as_slice()).db()?
         };
         let items = read_summaries(&mut rows)?;
@@ -487,9 +489,7 @@ impl SqliteStore {
         let ordered = self
             .sql
             .list_by_time(query, after.as_ref(), &statuses, &drivers, window, limit);
-        let mut stmt = conn
-            .prepare_cached(&self.maybe_skipping(ordered.sql, skip))
-            .db()?;
+        let mut stmt = conn.prepare_cached(&self.read_sql(ordered.sql, skip)).db()?;
         let mut rows = stmt.query(rusqlite::params_from_iter(ordered.args)).db()?;
         let items = read_summaries(&mut rows)?;
         Ok(ExecutionPage::from_overfetch_in(query.order, items, query.limit))
@@ -512,7 +512,7 @@ impl SqliteStore {
         for (field, range) in plan::other_windows(query) {
             let counted = self.sql.window_count(field, range);
             let n: i64 = conn
-                .prepare_cached(&counted.sql)
+                .prepare_cached(&self.sql.respelled(counted.sql))
                 .db()?
                 .query_row(rusqlite::params_from_iter(counted.args), |row| row.get(0))
                 .db()?;
@@ -525,7 +525,7 @@ impl SqliteStore {
             .as_ref()
             .and_then(execstore::executions::search::pinned_state);
         if let Some(state) = pinned.filter(|_| self.sql.has_state_index.load(Ordering::Relaxed)) {
-            let counted = self.sql.state_count();
+            let counted = self.sql.respelled(self.sql.state_count());
             let n: i64 = conn
                 .prepare_cached(&counted)
                 .db()?
@@ -582,7 +582,7 @@ impl SqliteStore {
                     plan::Choice::Probe { budget, sort } => {
                         let probe = self.sql.walk_probe(query, status, budget, fetch);
                         let found: i64 = conn
-                            .prepare_cached(&probe.sql)
+                            .prepare_cached(&self.sql.respelled(probe.sql))
                             .db()?
                             .query_row(rusqlite::params_from_iter(probe.args), |row| row.get(0))
                             .db()?;
@@ -632,9 +632,7 @@ impl SqliteStore {
             self.sql.count_by_status(&filter)
         };
         let conn = self.read()?;
-        let mut stmt = conn
-            .prepare_cached(&self.maybe_skipping(counted.sql, skip))
-            .db()?;
+        let mut stmt = conn.prepare_cached(&self.read_sql(counted.sql, skip)).db()?;
         let mut rows = stmt.query(rusqlite::params_from_iter(counted.args)).db()?;
         tally_statuses(&mut rows)
     }

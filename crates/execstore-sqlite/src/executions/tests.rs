@@ -70,18 +70,21 @@ fn pragmas_read_back_on_the_store_connection() {
 }
 
 /// The query plan of a listing's statement `f`, one line per step (the listing tests of
-/// filters.rs and order.rs).
+/// filters.rs and order.rs), respelled as the store reads it.
 pub(crate) fn filtered_plan(store: &SqliteStore, f: super::filters::Filtered) -> Vec<String> {
     let conn = store.lock().unwrap();
-    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {}", f.sql)).unwrap();
+    let sql = store.sql.respelled(f.sql);
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
     let rows = stmt
         .query_map(rusqlite::params_from_iter(f.args), |row| row.get::<_, String>(3))
         .unwrap();
     rows.collect::<rusqlite::Result<_>>().unwrap()
 }
 
+/// The query plan of `sql`, respelled as the store reads it.
 pub(crate) fn plan(store: &SqliteStore, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Vec<String> {
     let conn = store.lock().unwrap();
+    let sql = store.sql.respelled(sql.to_owned());
     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
     let rows = stmt.query_map(args, |row| row.get::<_, String>(3)).unwrap();
     rows.collect::<rusqlite::Result<_>>().unwrap()
@@ -241,7 +244,7 @@ fn commit_statements_are_prepared_once() {
     let s = &store.sql;
     let conn = store.lock().unwrap();
     for sql in [
-        &s.update_cas_same_counts,
+        &s.keyed.update_cas_same_counts,
         &s.insert_outbox,
         &s.insert_processed,
         &s.insert_spawn,
@@ -255,6 +258,11 @@ fn commit_statements_are_prepared_once() {
         let reprepared = stmt.get_status(rusqlite::StatementStatus::RePrepare);
         assert_eq!(reprepared, 0, "re-prepared {reprepared} times: {sql}");
     }
+    // No step moved a key its index must follow: each ran the one UPDATE that sets the
+    // update time and the active path only, none the one that sets every key.
+    let moved = conn.prepare_cached(&s.keyed.update_cas_moved).unwrap();
+    assert_eq!(moved.get_status(rusqlite::StatementStatus::Run), 0);
+    drop(moved);
     drop(conn);
     let reader = store.read().unwrap();
     for sql in [&s.read_trace, &s.load_for_event] {
@@ -397,6 +405,32 @@ pub(crate) fn rewind(conn: &Connection, version: i64) {
     for (kind, name) in kept {
         conn.execute_batch(&format!("DROP {kind} {name}")).unwrap();
     }
+    if version < 13 {
+        // Migration 13's columns out, and the indexes over the document's expressions
+        // back (migration 1's, 3's and 9's here; the active path's by 2's, 11's or 12's
+        // statements below).
+        conn.execute_batch(
+            "DROP TRIGGER execstore_keys_insert; DROP TRIGGER execstore_keys_update;
+             DROP INDEX execstore_executions_by_status; DROP INDEX execstore_executions_by_finished;
+             DROP INDEX execstore_executions_listing_updated; DROP INDEX execstore_executions_listing_created;
+             DROP INDEX execstore_executions_by_active_path;",
+        )
+        .unwrap();
+        for (_, column) in super::keys::KEYS {
+            conn.execute_batch(&format!("ALTER TABLE executions DROP COLUMN {column}"))
+                .unwrap();
+        }
+        let tables = super::schema::Tables::new(None).unwrap();
+        let m = |v: i32| super::schema::MIGRATIONS.iter().find(|m| m.version == v).unwrap();
+        let again = m(1).statements[..1]
+            .iter()
+            .chain(m(3).statements)
+            .chain(m(9).statements.iter().filter(|s| s.starts_with("CREATE")));
+        for stmt in again {
+            conn.execute_batch(&super::schema::Sql::sql(&tables, stmt))
+                .unwrap();
+        }
+    }
     if version < 9 {
         conn.execute_batch(
             "DROP INDEX execstore_executions_listing_updated;
@@ -405,7 +439,7 @@ pub(crate) fn rewind(conn: &Connection, version: i64) {
         .unwrap();
     }
     if version < 11 {
-        conn.execute_batch("DROP INDEX execstore_executions_by_active_path")
+        conn.execute_batch("DROP INDEX IF EXISTS execstore_executions_by_active_path")
             .unwrap();
     }
     conn.execute(

@@ -75,7 +75,7 @@ impl fmt::Debug for SqliteWorkspaceOptions {
 }
 
 impl SqliteWorkspaceOptions {
-    /// The defaults: the system clock, a 500 ms poll interval, [`Synchronous::Full`], a 5 s
+    /// The defaults: the system clock, a 500 ms poll interval, [`Synchronous::Full`](crate::Synchronous::Full), a 5 s
     /// busy timeout, read-write.
     pub fn new() -> Self {
         Self::default()
