@@ -387,7 +387,7 @@ impl GraphSql {
         let mut tally = FiguresTally::new();
         for row in rows {
             let (a, b): (String, String) = (col(row, 0)?, col(row, 1)?);
-            tally.add_stored(0, &a, &b, "", col(row, 2)?)?;
+            tally.add_stored_now(&a, &b, col(row, 2)?)?;
         }
         Ok(tally)
     }

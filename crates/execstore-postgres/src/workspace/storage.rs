@@ -4,6 +4,8 @@
 use std::time::{Duration, Instant};
 
 use execstore::kit::filter::Filter;
+#[cfg(doc)]
+use execstore::workspace::WorkspaceStorage;
 use execstore::workspace::{
     Envelope, EvaluationError, Lease, LogQuery, RuleProgress, Run, RunPolicy, RunQuery, RunRow, StoredRule,
     Timestamp, WorkspaceCapabilities, WorkspaceDriver, WorkspaceInfo, WorkspaceRef, WorkspaceSummary,

@@ -562,7 +562,7 @@ impl GraphSql {
             }
             for (path, by_status) in &sums {
                 for (status, n) in by_status {
-                    tally.add_stored(0, path, status, "", *n)?;
+                    tally.add_stored_now(path, status, *n)?;
                 }
             }
             return Ok(tally);
@@ -571,7 +571,7 @@ impl GraphSql {
         let mut rows = stmt.query([definition]).db()?;
         while let Some(row) = rows.next().db()? {
             let (a, b): (String, String) = (row.get(0).db()?, row.get(1).db()?);
-            tally.add_stored(0, &a, &b, "", row.get(2).db()?)?;
+            tally.add_stored_now(&a, &b, row.get(2).db()?)?;
         }
         Ok(tally)
     }

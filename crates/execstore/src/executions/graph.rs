@@ -161,29 +161,22 @@ impl FiguresTally {
         self.add_step(from, to, step.get("event_kind").cloned(), 1);
     }
 
-    /// Adds one row as the SQL backends keep them: `kind` 0 is `n` executions at the active
-    /// path whose JSON text is `a` with the status `b`; 1 is `n` steps from `a` to `b` on the
-    /// event `c`; 2 is `n` occurrences of the guard `c` on steps from `a` to `b`. Every
-    /// value is its JSON text, `""` when absent (a status: `""` reads as PENDING).
-    pub fn add_stored(&mut self, kind: i64, a: &str, b: &str, c: &str, n: i64) -> Result<()> {
-        match kind {
-            0 => {
-                let status = match b {
-                    "" => Status::Pending,
-                    s => s.parse::<Status>().map_err(|e| StoreError::Corrupt {
-                        what: "a graph figure's status".into(),
-                        reason: e.to_string(),
-                    })?,
-                };
-                let active_path = match json_of(a) {
-                    Some(Value::String(s)) => Some(s),
-                    _ => None,
-                };
-                self.add_now(active_path, status, u64::try_from(n).unwrap_or(0));
-            }
-            1 => self.add_step(json_of(a), json_of(b), json_of(c), n),
-            _ => self.add_guard(json_of(a), json_of(b), json_of(c).unwrap_or(Value::Null), n),
-        }
+    /// Adds one row of where executions sit as the SQL backends read it: `n` executions at
+    /// the active path whose JSON text is `path` (`""` when absent) with the stored status
+    /// `status` (`""` reads as PENDING).
+    pub fn add_stored_now(&mut self, path: &str, status: &str, n: i64) -> Result<()> {
+        let status = match status {
+            "" => Status::Pending,
+            s => s.parse::<Status>().map_err(|e| StoreError::Corrupt {
+                what: "a graph figure's status".into(),
+                reason: e.to_string(),
+            })?,
+        };
+        let active_path = match json_of(path) {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        };
+        self.add_now(active_path, status, u64::try_from(n).unwrap_or(0));
         Ok(())
     }
 

@@ -16,7 +16,7 @@
 //!   backend ([`GroupCommit`]); [`control`]: an operator's actions (suspend, resume,
 //!   terminate, purge).
 //!
-//! The behaviour suite is [`crate::conformance::executions`] (feature `conformance`).
+//! The behaviour suite is `crate::conformance::executions` (feature `conformance`).
 
 pub mod control;
 mod cursor;

@@ -27,7 +27,7 @@
 //! to 5 attempts); a child that keeps conflicting ends the command with its `Conflict`,
 //! the writes already made staying made (each execution is its own record, as in harel).
 //!
-//! `purge` and `purge_finished` are in [`purge`](self::purge) (re-exported here); [`send`] (an
+//! `purge` and `purge_finished` are in [`purge`] (re-exported here); [`send`] (an
 //! event through the outbox) and [`redrive`] (harel's retry of a `FAILED` execution) in
 //! `recover.rs`.
 
