@@ -142,6 +142,29 @@ test("the monitor UI over a demo store", async (t) => {
     assertCalm(p);
   });
 
+  await t.test("a detail closed before its load answers stays closed and empty", async () => {
+    const p = await page(b);
+    const id = all[0].id;
+    // The execution's own read answers late: the operator closes the detail first.
+    let release;
+    const held = new Promise((resolve) => { release = resolve; });
+    await p.route(`**/api/executions/${encodeURIComponent(id)}`, async (route) => {
+      await held;
+      await route.continue();
+    });
+    await p.goto(`${url}?id=${encodeURIComponent(id)}`);
+    await p.waitForFunction((x) => document.querySelector("#detail-id")?.textContent === x, id);
+    await p.keyboard.press("Escape");
+    await p.waitForFunction(() => !document.querySelector(".executions.with-detail"));
+    const answered = p.waitForResponse((r) => r.url().endsWith(`/api/executions/${encodeURIComponent(id)}`));
+    release();
+    await answered;
+    await p.waitForTimeout(200);
+    assert.equal(await p.$("#detail-id"), null, "the late answer filled the closed pane");
+    assert.equal(await p.$("#timeline"), null);
+    assertCalm(p);
+  });
+
   await t.test("a deep link restores filters and the open detail, also after a reload", async () => {
     const p = await page(b);
     const target = all.find((e) => e.status === "RUNNING" && e.definition_id === "orders");

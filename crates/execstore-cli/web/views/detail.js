@@ -30,6 +30,9 @@ async function stillStored(id) {
 export async function load(detail, { quiet = false } = {}) {
   const id = state.route.id;
   if (!id) {
+    // A load still on its way is for a detail no longer open: it must not fill the pane.
+    detailSeq++;
+    delete detail.dataset.id;
     detail.replaceChildren();
     return;
   }
