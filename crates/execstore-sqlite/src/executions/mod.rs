@@ -390,7 +390,10 @@ impl SqliteStore {
                 .db()
         };
         let mut updated;
-        if self.keeps_counts() {
+        if w.expected == 0 && self.insert_new(tx, w, writes.insert_execution)? {
+            // A new execution: one INSERT (and its count), as harel saves version 0.
+            updated = 1;
+        } else if self.keeps_counts() {
             // The step of an execution that stays counted where it was writes no count.
             updated = tx
                 .prepare_cached(writes.update_cas_same_counts)
@@ -500,6 +503,31 @@ impl SqliteStore {
             .execute(params![w.definition_id, w.keys.status, w.keys.root, 1])
             .db()?;
         Ok(())
+    }
+
+    /// The INSERT of a new execution (`expected` 0), counted where the writer keeps the
+    /// counts; `false`, having written nothing, when the id is taken (the CAS path then finds
+    /// the conflict, or a row a hand stored at version 0, which it overwrites as the memory
+    /// store does).
+    fn insert_new(&self, tx: &Connection, w: &PreparedWrite, insert: &str) -> Result<bool> {
+        let inserted =
+            tx.prepare_cached(insert)
+                .db()?
+                .execute(params![w.id, w.definition_id, w.data, w.version]);
+        match inserted {
+            Ok(_) => {}
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::ConstraintViolation
+                    && tx.prepare_cached(&self.sql.exists).db()?.exists([&w.id]).db()? =>
+            {
+                return Ok(false)
+            }
+            Err(e) => return Err(e).db(),
+        }
+        if self.keeps_counts() {
+            self.count(tx, w)?;
+        }
+        Ok(true)
     }
 
     /// Takes the execution `id`, if it is at `version`, out of the counts, when this store's

@@ -227,7 +227,8 @@ fn commit_statements_are_prepared_once() {
     let options = SqliteOptions::new().synchronous(Synchronous::Off);
     let store = SqliteStore::open(dir.path().join("p.db"), options).unwrap();
     let mut exe = Execution::new("x", "d");
-    for i in 0..20 {
+    // The first commit inserts, the 20 after it step.
+    for i in 0..21 {
         let mut step = JsonObject::new();
         step.insert("i".into(), i.into());
         let effects = Effects::new()
