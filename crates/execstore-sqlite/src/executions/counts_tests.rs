@@ -7,6 +7,9 @@ use super::*;
 use execstore::executions::{control, ListQuery, Status};
 use execstore::{Effects, ExecutionStore};
 
+/// A counts row: definition, status, root-ness, how many.
+type CountRow = (String, String, i64, i64);
+
 /// The counts table, as `(definition, status, root, n)` rows with `n > 0`, in key order.
 fn kept(conn: &Connection, pfx: &str) -> Vec<(String, String, i64, i64)> {
     let mut stmt = conn
@@ -476,4 +479,104 @@ fn a_file_a_newer_build_migrated_keeps_the_writers_triggers_on() {
     let conn = store.read().unwrap();
     assert_eq!(kept(&conn, ""), scanned(&conn, ""));
     assert_eq!(kept(&conn, ""), vec![("d".to_owned(), "DONE".to_owned(), 1, 1)]);
+}
+
+/// The listing and the counts by filter read migration 13's columns, not the document: a
+/// column a hand set apart from its document (triggers off, as no writer would) is what
+/// they answer. (The same file read before the migration answers from the document: the
+/// rewind tests.)
+#[test]
+fn the_reads_answer_from_the_key_columns() {
+    let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
+    let mut exe = Execution::new("e", "d");
+    exe.status = Status::Running;
+    exe.active_path = Some("a.b".into());
+    store.save(&mut exe).unwrap();
+    {
+        let conn = store.lock().unwrap();
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)
+            .unwrap();
+        conn.execute_batch(
+            "UPDATE executions SET execstore_status = 'DONE', execstore_path = 'x.y' WHERE id = 'e'",
+        )
+        .unwrap();
+    }
+    let ids = |q: ListQuery| -> Vec<String> {
+        let page = store.list_executions(&q).unwrap();
+        page.items.into_iter().map(|s| s.id).collect()
+    };
+    assert_eq!(ids(ListQuery::new().status([Status::Done])), ["e"]);
+    assert!(ids(ListQuery::new().status([Status::Running])).is_empty());
+    let state = |s: &str| execstore::executions::search::parse_where(&format!("state = {s}"), 0.0).unwrap();
+    assert_eq!(ids(ListQuery::new().filter(state("x"))), ["e"]);
+    assert!(ids(ListQuery::new().filter(state("a"))).is_empty());
+    let page = store.list_executions(&ListQuery::new()).unwrap();
+    assert_eq!(
+        page.items[0].status,
+        Status::Done,
+        "the summary's status is the column's"
+    );
+}
+
+/// A save at version 0 is one INSERT; an id already stored is a conflict that changes
+/// nothing (row, counts, listing), and a row a hand stored at version 0 is overwritten and
+/// counted, as the memory store does.
+#[test]
+fn a_save_at_version_0_inserts_or_conflicts_and_changes_nothing() {
+    let store = SqliteStore::open_in_memory(SqliteOptions::new()).unwrap();
+    let mut exe = Execution::new("e", "d");
+    exe.status = Status::Running;
+    store.save(&mut exe).unwrap();
+    let dump = |store: &SqliteStore| -> (Vec<String>, Vec<CountRow>) {
+        let conn = store.read().unwrap();
+        let rows = conn
+            .prepare("SELECT id || ' ' || version || ' ' || data FROM executions ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        (rows, kept(&conn, ""))
+    };
+    let before = dump(&store);
+    let mut again = Execution::new("e", "other");
+    again.status = Status::Failed;
+    let err = store.save(&mut again).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            StoreError::Conflict {
+                expected: 0,
+                found: Some(1),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(again.version, 0);
+    assert_eq!(dump(&store), before, "a refused save changed the store");
+
+    // A hand's row at version 0 (harel never writes one).
+    super::tests::other_writer(&store)
+        .execute(
+            "INSERT INTO executions (id, definition_id, data, version) VALUES ('h', 'd', ?1, 0)",
+            [r#"{"id": "h", "definition_id": "d", "status": "PENDING"}"#],
+        )
+        .unwrap();
+    let mut h = Execution::new("h", "d2");
+    h.status = Status::Running;
+    store.save(&mut h).unwrap();
+    assert_eq!(h.version, 1);
+    let conn = store.read().unwrap();
+    assert_eq!(kept(&conn, ""), scanned(&conn, ""));
+    assert_eq!(stale_keys(&conn, ""), Vec::<String>::new());
+    drop(conn);
+    assert_eq!(
+        count(&store, ListQuery::new().definition("d2"), Status::Running),
+        1
+    );
+    assert_eq!(
+        count(&store, ListQuery::new().definition("d"), Status::Pending),
+        0
+    );
 }

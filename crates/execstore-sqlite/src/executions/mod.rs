@@ -90,7 +90,8 @@ impl Default for SqliteOptions {
 }
 
 impl SqliteOptions {
-    /// The defaults: no prefix, [`Synchronous::Full`](crate::Synchronous::Full), 200 trace steps, a 5 s busy timeout.
+    /// The defaults: no prefix, [`Synchronous::Full`](crate::Synchronous::Full), 200 trace
+    /// steps, a 5 s busy timeout.
     pub fn new() -> Self {
         Self::default()
     }
@@ -394,9 +395,11 @@ impl SqliteStore {
             // A new execution: one INSERT (and its count), as harel saves version 0.
             updated = 1;
         } else if self.keeps_counts() {
-            // The step of an execution that stays counted where it was writes no count.
+            // The step of an execution that stays counted where it was writes no count. (The
+            // writer keeps the counts only at the latest migration, so the key columns are
+            // there.)
             updated = tx
-                .prepare_cached(writes.update_cas_same_counts)
+                .prepare_cached(&s.keyed.update_cas_same_counts)
                 .db()?
                 .execute(params![
                     w.data,
@@ -408,8 +411,7 @@ impl SqliteStore {
                     w.keys.root
                 ])
                 .db()?;
-            // Else a change of definition, status or root-ness (or a conflict, or a new
-            // execution: not counted at `expected`).
+            // Else a change of definition, status or root-ness, or a conflict.
             if updated == 0 && self.uncount(tx, &w.id, w.expected)? {
                 self.count(tx, w)?;
                 updated = cas(writes.update_cas_moved)?;
@@ -417,10 +419,11 @@ impl SqliteStore {
         } else {
             updated = cas(writes.update_cas)?;
             // Else a change of definition (the triggers move its counts), or a conflict.
-            if updated == 0 && w.expected != 0 {
+            if updated == 0 {
                 updated = cas(writes.update_cas_moved)?;
             }
         }
+        // A new execution was inserted above, or its id was taken: none written is a conflict.
         if updated == 0 {
             let found: Option<i64> = tx
                 .prepare_cached(&s.select_version)
@@ -428,20 +431,11 @@ impl SqliteStore {
                 .query_row([&w.id], |row| row.get(0))
                 .optional()
                 .db()?;
-            if found.is_some() || w.expected != 0 {
-                return Err(StoreError::Conflict {
-                    id: w.id.clone(),
-                    expected: w.expected,
-                    found,
-                });
-            }
-            if self.keeps_counts() {
-                self.count(tx, w)?;
-            }
-            tx.prepare_cached(writes.insert_execution)
-                .db()?
-                .execute(params![w.id, w.definition_id, w.data, w.version])
-                .db()?;
+            return Err(StoreError::Conflict {
+                id: w.id.clone(),
+                expected: w.expected,
+                found,
+            });
         }
         let mut seqs = Vec::with_capacity(p.emits.len());
         if !p.emits.is_empty() {

@@ -11,9 +11,11 @@ const LIST_COLUMNS: &str = "id, definition_id, version, json_extract(data,'$.sta
 
 /// The statements that write an execution's row, for one file ([`Stmts::writes`]).
 pub(crate) struct Writes<'a> {
+    /// [`Stmts::update_cas`], or its keyed twin.
     pub(crate) update_cas: &'a str,
+    /// [`Stmts::update_cas_moved`], or its keyed twin.
     pub(crate) update_cas_moved: &'a str,
-    pub(crate) update_cas_same_counts: &'a str,
+    /// [`Stmts::insert_execution`], or its keyed twin.
     pub(crate) insert_execution: &'a str,
 }
 
@@ -24,10 +26,6 @@ pub(crate) struct Stmts {
     /// The CAS write of an execution whose document names another definition: harel's
     /// column follows it (`?5`), so the listing, the counts and the graph do.
     pub(crate) update_cas_moved: String,
-    /// [`Stmts::update_cas`] that writes only if the execution stays counted where it was
-    /// (its definition, `?5`, status, `?6`, and root-ness, `?7`, unchanged): the step of a
-    /// writer that keeps the counts itself (`SqliteStore::keep_counts`).
-    pub(crate) update_cas_same_counts: String,
     /// Adds `?4` to the count of definition `?1`, status `?2` and root-ness `?3`.
     pub(crate) counts_add: String,
     /// Where the execution `?1` at version `?2` is counted (definition, status, root-ness),
@@ -160,14 +158,12 @@ impl Stmts {
             Writes {
                 update_cas: &k.update_cas,
                 update_cas_moved: &k.update_cas_moved,
-                update_cas_same_counts: &k.update_cas_same_counts,
                 insert_execution: &k.insert_execution,
             }
         } else {
             Writes {
                 update_cas: &self.update_cas,
                 update_cas_moved: &self.update_cas_moved,
-                update_cas_same_counts: &self.update_cas_same_counts,
                 insert_execution: &self.insert_execution,
             }
         }
@@ -188,11 +184,6 @@ impl Stmts {
             ),
             update_cas_moved: t.sql(
                 "UPDATE {executions} SET data = ?1, version = ?2, definition_id = ?5 WHERE id = ?3 AND version = ?4",
-            ),
-            update_cas_same_counts: t.sql(
-                "UPDATE {executions} SET data = ?1, version = ?2 WHERE id = ?3 AND version = ?4 \
-                 AND definition_id IS ?5 AND json_extract(data, '$.status') IS ?6 \
-                 AND (json_extract(data, '$.parent_id') IS NULL) = ?7",
             ),
             counts_add: t.sql(
                 "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) \

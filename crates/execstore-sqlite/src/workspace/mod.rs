@@ -75,8 +75,8 @@ impl fmt::Debug for SqliteWorkspaceOptions {
 }
 
 impl SqliteWorkspaceOptions {
-    /// The defaults: the system clock, a 500 ms poll interval, [`Synchronous::Full`](crate::Synchronous::Full), a 5 s
-    /// busy timeout, read-write.
+    /// The defaults: the system clock, a 500 ms poll interval,
+    /// [`Synchronous::Full`](crate::Synchronous::Full), a 5 s busy timeout, read-write.
     pub fn new() -> Self {
         Self::default()
     }
