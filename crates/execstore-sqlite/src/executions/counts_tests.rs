@@ -580,3 +580,92 @@ fn a_save_at_version_0_inserts_or_conflicts_and_changes_nothing() {
         0
     );
 }
+
+/// A hand drops the counts' and the key columns' triggers and an index (`mend.rs`), then
+/// harel writes without them, leaving the kept counts and the columns stale. A read-only
+/// open answers right all the same (it reads the documents); a writer's open creates what
+/// was dropped and sets the counts and columns right, and harel's next write is kept again.
+#[test]
+fn a_writers_open_mends_what_a_hand_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mend.db");
+    {
+        let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+        for i in 0..6 {
+            let mut exe = Execution::new(format!("e{i}"), "d1");
+            exe.status = Status::Running;
+            store.save(&mut exe).unwrap();
+        }
+    }
+    let hand = Connection::open(&path).unwrap();
+    hand.execute_batch(
+        "DROP TRIGGER execstore_keys_insert; DROP TRIGGER execstore_keys_update; \
+         DROP TRIGGER execstore_graph_executions_insert; DROP TRIGGER execstore_graph_executions_update; \
+         DROP INDEX execstore_executions_by_status;",
+    )
+    .unwrap();
+    // harel 0.9's statements: a step that finishes e1, a new execution of d2.
+    hand.execute(
+        "UPDATE executions SET data = json_set(data, '$.status', 'DONE', '$.finished_at', 2e9), \
+         version = version + 1 WHERE id = 'e1'",
+        [],
+    )
+    .unwrap();
+    hand.execute(
+        "INSERT INTO executions (id, definition_id, data, version) VALUES (?1, ?2, ?3, 1)",
+        [
+            "h1",
+            "d2",
+            r#"{"id": "h1", "definition_id": "d2", "status": "RUNNING", "active_path": "s.a"}"#,
+        ],
+    )
+    .unwrap();
+    assert_eq!(stale_keys(&hand, ""), ["e1", "h1"]);
+    assert_ne!(kept(&hand, ""), scanned(&hand, ""));
+
+    let read_only = SqliteStore::open(&path, SqliteOptions::new().read_only(true)).unwrap();
+    assert_eq!(count(&read_only, ListQuery::new(), Status::Done), 1);
+    assert_eq!(count(&read_only, ListQuery::new(), Status::Running), 6);
+    assert_eq!(
+        count(&read_only, ListQuery::new().definition("d2"), Status::Running),
+        1
+    );
+    let done = read_only
+        .list_executions(&ListQuery::new().status([Status::Done]))
+        .unwrap();
+    assert_eq!(
+        done.items.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        ["e1"]
+    );
+    assert!(!read_only.graph_figures("d2", 10).unwrap().maintained);
+    drop(read_only);
+
+    let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+    {
+        let conn = store.read().unwrap();
+        assert_eq!(stale_keys(&conn, ""), Vec::<String>::new());
+        assert_eq!(kept(&conn, ""), scanned(&conn, ""));
+        assert!(crate::db::has_index(&conn, "execstore_executions_by_status").unwrap());
+        let triggers: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name IN \
+                 ('execstore_keys_insert', 'execstore_keys_update', \
+                 'execstore_graph_executions_insert', 'execstore_graph_executions_update')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(triggers, 4);
+    }
+    assert!(store.graph_figures("d2", 10).unwrap().maintained);
+    assert_eq!(count(&store, ListQuery::new(), Status::Done), 1);
+    hand.execute(
+        "UPDATE executions SET data = json_set(data, '$.status', 'FAILED'), version = version + 1 \
+         WHERE id = 'e2'",
+        [],
+    )
+    .unwrap();
+    let conn = store.read().unwrap();
+    assert_eq!(stale_keys(&conn, ""), Vec::<String>::new());
+    assert_eq!(kept(&conn, ""), scanned(&conn, ""));
+}

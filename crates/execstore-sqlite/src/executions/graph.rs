@@ -443,6 +443,16 @@ pub(crate) const READ_INDEX: &str = "CREATE INDEX IF NOT EXISTS {pfx}execstore_e
      ON {executions} (json_extract(data,'$.active_path'), id, definition_id, json_extract(data,'$.status'), \
      data -> '$.active_path')";
 
+/// Migration 12's emptying of `now`, before [`NOW_FILL`].
+pub(crate) const NOW_CLEAR: &str = "DELETE FROM {pfx}execstore_graph_now";
+
+/// Migration 12's fill of `now` from the rows present: the counts of every document SQLite
+/// reads as JSON (JSON5 too). A writer's open runs both again when a hand dropped one of
+/// the counts' triggers (`mend.rs`).
+pub(crate) const NOW_FILL: &str = "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) \
+     SELECT definition_id, '', COALESCE(json_extract(data, '$.status'), ''), \
+     json_extract(data, '$.parent_id') IS NULL, COUNT(*) FROM {executions} WHERE json_valid(data, 2) GROUP BY 1, 3, 4";
+
 /// Migration 12's statements. The counts and where executions sit count every document
 /// SQLite's JSON functions read, as the listing and a scan do: JSON5 too, so a document with
 /// Python's `NaN` (migration 11 left it out: `json_valid` is RFC 8259 only). The triggers
@@ -475,10 +485,8 @@ pub(crate) const READ_STATEMENTS: &[&str] = &[
         read_delta!("new", "1"),
         " END"
     ),
-    "DELETE FROM {pfx}execstore_graph_now",
-    "INSERT INTO {pfx}execstore_graph_now (definition_id, active_path, status, root, n) \
-     SELECT definition_id, '', COALESCE(json_extract(data, '$.status'), ''), \
-     json_extract(data, '$.parent_id') IS NULL, COUNT(*) FROM {executions} WHERE json_valid(data, 2) GROUP BY 1, 3, 4",
+    NOW_CLEAR,
+    NOW_FILL,
     "DROP INDEX IF EXISTS {pfx}execstore_executions_by_active_path",
     READ_INDEX,
 ];

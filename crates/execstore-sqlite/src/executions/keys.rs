@@ -80,18 +80,51 @@ macro_rules! set_all {
 /// its connection runs the triggers) is not written twice, nor seen twice by a trigger of
 /// somebody else's on the table.
 macro_rules! any_differs {
-    () => {
+    ($r:literal) => {
         concat!(
-            "new.execstore_root IS NOT (json_extract(new.data,'$.parent_id') IS NULL) ",
-            "OR new.execstore_status IS NOT json_extract(new.data,'$.status') ",
-            "OR new.execstore_created IS NOT json_extract(new.data,'$.created_at') ",
-            "OR new.execstore_updated IS NOT json_extract(new.data,'$.updated_at') ",
-            "OR new.execstore_finished IS NOT json_extract(new.data,'$.finished_at') ",
-            "OR new.execstore_path IS NOT json_extract(new.data,'$.active_path') ",
-            "OR new.execstore_path_json IS NOT new.data -> '$.active_path'"
+            $r,
+            "execstore_root IS NOT (json_extract(",
+            $r,
+            "data,'$.parent_id') IS NULL) OR ",
+            $r,
+            "execstore_status IS NOT json_extract(",
+            $r,
+            "data,'$.status') OR ",
+            $r,
+            "execstore_created IS NOT json_extract(",
+            $r,
+            "data,'$.created_at') OR ",
+            $r,
+            "execstore_updated IS NOT json_extract(",
+            $r,
+            "data,'$.updated_at') OR ",
+            $r,
+            "execstore_finished IS NOT json_extract(",
+            $r,
+            "data,'$.finished_at') OR ",
+            $r,
+            "execstore_path IS NOT json_extract(",
+            $r,
+            "data,'$.active_path') OR ",
+            $r,
+            "execstore_path_json IS NOT ",
+            $r,
+            "data -> '$.active_path'"
         )
     };
 }
+
+/// Sets the key columns of every row where one differs from its expression: what the two
+/// triggers leave after any write, so a writer's open runs it after a hand dropped one of
+/// them and some writer may have written without it (`mend.rs`). A document SQLite cannot
+/// read (not even as JSON5) keeps its columns: no read uses them.
+pub(crate) const REFILL: &str = concat!(
+    "UPDATE {executions} SET ",
+    set_all!("data"),
+    " WHERE json_valid(data, 2) AND (",
+    any_differs!(""),
+    ")"
+);
 
 /// The columns a step that keeps its counts may move, set from the document `?1`.
 const SET_MOVING: &str = "execstore_updated = json_extract(?1,'$.updated_at'), \
@@ -172,7 +205,7 @@ pub(crate) const STATEMENTS: &[&str] = &[
     concat!("UPDATE {executions} SET ", set_all!("data")),
     concat!(
         "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_keys_insert AFTER INSERT ON {executions} WHEN ",
-        any_differs!(),
+        any_differs!("new."),
         " BEGIN ",
         "UPDATE {executions} SET ",
         set_all!("new.data"),
@@ -180,7 +213,7 @@ pub(crate) const STATEMENTS: &[&str] = &[
     ),
     concat!(
         "CREATE TRIGGER IF NOT EXISTS {pfx}execstore_keys_update AFTER UPDATE OF data ON {executions} WHEN ",
-        any_differs!(),
+        any_differs!("new."),
         " BEGIN ",
         "UPDATE {executions} SET ",
         set_all!("new.data"),
@@ -254,7 +287,7 @@ mod tests {
                 format!("new.{column} IS NOT {expr}")
             })
             .collect();
-        assert_eq!(any_differs!(), differs.join(" OR "));
+        assert_eq!(any_differs!("new."), differs.join(" OR "));
         let moving: Vec<&str> = SET_MOVING.split(", ").map(str::trim).collect();
         for assignment in moving {
             assert!(set_all!("?1").contains(assignment), "{assignment}");

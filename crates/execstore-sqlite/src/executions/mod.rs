@@ -13,6 +13,7 @@ mod graph;
 #[cfg(test)]
 mod graph_tests;
 mod keys;
+mod mend;
 mod order;
 mod plan;
 mod schema;
@@ -206,7 +207,7 @@ impl SqliteStore {
             }
             // A file no writer of this version opened yet may lack the figures and indexes of
             // the latest migrations: what is missing is scanned or walked otherwise.
-            store.sql.detect_migrated(&conn)?;
+            store.sql.detect_migrated(&conn, &tables)?;
             drop(conn);
             return Ok(store);
         }
@@ -221,7 +222,7 @@ impl SqliteStore {
                 schema::migrate(&mut conn, &tables)?;
                 store.keep_counts(&conn)?;
             }
-            store.sql.detect_migrated(&conn)?;
+            store.sql.detect_migrated(&conn, &tables)?;
         }
         #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
         if let Some(path) = db

@@ -118,7 +118,11 @@ impl Stmts {
     /// Reads which of the latest migrations' figures and indexes the database of `conn`
     /// has (all of them once this build migrated it; a read-only open may find an older
     /// file's): the counts, the graph's figures, the active path's and the listing's indexes.
-    pub(crate) fn detect_migrated(&self, conn: &rusqlite::Connection) -> execstore::Result<()> {
+    pub(crate) fn detect_migrated(
+        &self,
+        conn: &rusqlite::Connection,
+        tables: &super::schema::Tables,
+    ) -> execstore::Result<()> {
         use std::sync::atomic::Ordering::Relaxed;
         let has_counts = crate::db::has_table(conn, &self.counts_table)?;
         self.has_counts.store(has_counts, Relaxed);
@@ -138,6 +142,14 @@ impl Stmts {
             )
             .db()?;
         self.has_columns.store(has_columns, Relaxed);
+        // A migrated file that lacks one of the triggers (a hand dropped it; a writer's open
+        // makes it again) may hold counts and key columns some writer left stale: read it as
+        // a file before them, scanning and reading the documents (`mend.rs`).
+        if has_columns && super::mend::missing_triggers(conn, tables)? {
+            for flag in [&self.has_counts, &self.has_graph, &self.has_columns] {
+                flag.store(false, Relaxed);
+            }
+        }
         Ok(())
     }
 
