@@ -171,3 +171,164 @@ fn the_counts_are_read_from_the_kept_figures() {
         );
     });
 }
+
+/// The executions whose listing keys differ from their documents, or that have none.
+fn stale_keys(client: &mut postgres::Client, prefix: &str) -> Vec<String> {
+    client
+        .query(
+            &format!(
+                "SELECT e.id FROM {prefix}_executions e LEFT JOIN {prefix}_execstore_keys k ON k.id = e.id, \
+                 LATERAL json_to_record(e.data::json) AS d(status text, parent_id text, created_at float8, \
+                 updated_at float8, finished_at float8, active_path text) \
+                 WHERE k.id IS NULL OR (k.status, k.root, k.created_at, k.updated_at, k.finished_at, k.active_path) \
+                 IS DISTINCT FROM (d.status, d.parent_id IS NULL, d.created_at, d.updated_at, d.finished_at, \
+                 d.active_path) ORDER BY 1"
+            ),
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// A hand drops the keys' and the counts' triggers and disables where-executions-sit's
+/// (`mend.rs`), then harel writes without them, leaving the keys and the kept figures
+/// stale. A read-only open answers right all the same (it reads the documents); a writer's
+/// open makes every trigger fire again and sets the keys and figures right, and harel's
+/// next write is kept again.
+#[test]
+fn a_writers_open_mends_what_a_hand_dropped() {
+    on_own_prefix("counts", "km", |url, prefix, store| {
+        for i in 0..6 {
+            let mut exe = Execution::new(format!("e{i}"), "d1");
+            exe.status = Status::Running;
+            exe.active_path = Some("s.a".into());
+            store.save(&mut exe).unwrap();
+        }
+        let mut hand = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let t = format!("{prefix}_executions");
+        hand.batch_execute(&format!(
+            "DROP TRIGGER {prefix}_execstore_keys_write ON {t}; \
+             DROP TRIGGER {prefix}_execstore_counts_key_update ON {prefix}_execstore_keys; \
+             ALTER TABLE {prefix}_execstore_keys DISABLE TRIGGER {prefix}_execstore_graph_key_update"
+        ))
+        .unwrap();
+        // harel 0.9's statements: a step that finishes e1, a new execution of d2.
+        hand.execute(
+            &format!(
+                "UPDATE {t} SET data = $1, version = version + 1 WHERE id = 'e1'"
+            ),
+            &[&r#"{"id": "e1", "definition_id": "d1", "status": "DONE", "active_path": "s.z", "finished_at": 2e9}"#],
+        )
+        .unwrap();
+        hand.execute(
+            &format!("INSERT INTO {t} (id, definition_id, data, version) VALUES ($1, $2, $3, 1)"),
+            &[
+                &"h1",
+                &"d2",
+                &r#"{"id": "h1", "definition_id": "d2", "status": "RUNNING", "active_path": "s.a"}"#,
+            ],
+        )
+        .unwrap();
+        assert_eq!(stale_keys(&mut hand, prefix), ["e1", "h1"]);
+        let (kept, scanned) = kept_and_scanned(&mut hand, prefix);
+        assert_ne!(kept, scanned);
+
+        let options = || super::PgOptions::new().prefix(prefix.to_owned());
+        let read_only = super::PgStore::open(url, options().read_only(true)).unwrap();
+        assert_eq!(count(&read_only, ListQuery::new(), Status::Done), 1);
+        assert_eq!(count(&read_only, ListQuery::new(), Status::Running), 6);
+        assert_eq!(
+            count(&read_only, ListQuery::new().definition("d2"), Status::Running),
+            1
+        );
+        let done = read_only
+            .list_executions(&ListQuery::new().status([Status::Done]))
+            .unwrap();
+        assert_eq!(
+            done.items.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+            ["e1"]
+        );
+        let graph = read_only.graph_figures("d1", 10).unwrap();
+        assert!(!graph.maintained);
+        drop(read_only);
+
+        let writer = super::PgStore::open(url, options()).unwrap();
+        assert_eq!(stale_keys(&mut hand, prefix), Vec::<String>::new());
+        let (kept, scanned) = kept_and_scanned(&mut hand, prefix);
+        assert_eq!(kept, scanned);
+        let firing: i64 = hand
+            .query_one(
+                "SELECT COUNT(*) FROM pg_trigger WHERE tgname = ANY($1) AND tgenabled = 'O'",
+                &[&vec![
+                    format!("{prefix}_execstore_keys_write"),
+                    format!("{prefix}_execstore_counts_key_update"),
+                    format!("{prefix}_execstore_graph_key_update"),
+                ]],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(firing, 3);
+        let graph = writer.graph_figures("d1", 10).unwrap();
+        assert!(graph.maintained);
+        let sitting: Vec<(Option<String>, Status, u64)> = graph
+            .now
+            .iter()
+            .map(|f| (f.active_path.clone(), f.status, f.n))
+            .collect();
+        assert_eq!(
+            sitting,
+            [
+                (Some("s.a".to_owned()), Status::Running, 5),
+                (Some("s.z".to_owned()), Status::Done, 1)
+            ]
+        );
+        hand.execute(
+            &format!("UPDATE {t} SET data = $1, version = version + 1 WHERE id = 'e2'"),
+            &[&r#"{"id": "e2", "definition_id": "d1", "status": "FAILED", "active_path": "s.a"}"#],
+        )
+        .unwrap();
+        assert_eq!(stale_keys(&mut hand, prefix), Vec::<String>::new());
+        let (kept, scanned) = kept_and_scanned(&mut hand, prefix);
+        assert_eq!(kept, scanned);
+        assert_eq!(count(&writer, ListQuery::new(), Status::Failed), 1);
+        drop(writer);
+
+        // A trigger's function dropped with it cannot be made again: the open fails, naming it.
+        hand.batch_execute(&format!("DROP FUNCTION {prefix}_execstore_graph_key() CASCADE"))
+            .unwrap();
+        let err = super::PgStore::open(url, options())
+            .err()
+            .expect("the open fails");
+        assert!(
+            err.to_string()
+                .contains(&format!("{prefix}_execstore_graph_key()")),
+            "{err}"
+        );
+    });
+}
+
+/// A fresh database's triggers on the store's tables are exactly those `mend::left` names.
+#[test]
+fn the_triggers_left_are_a_fresh_databases() {
+    on_own_prefix("counts", "kl", |url, prefix, _store| {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let found: Vec<String> = client
+            .query(
+                "SELECT tgname::text FROM pg_trigger WHERE NOT tgisinternal AND tgname LIKE $1 ORDER BY 1",
+                &[&format!("{prefix}\\_%")],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let tables = super::schema::Tables::new(Some(prefix)).unwrap();
+        let mut expected: Vec<String> = super::mend::left()
+            .keys()
+            .map(|n| super::schema::Sql::sql(&tables, n))
+            .collect();
+        expected.sort();
+        assert_eq!(found, expected);
+    });
+}

@@ -28,6 +28,7 @@ mod filters;
 mod graph;
 #[cfg(test)]
 mod graph_tests;
+mod mend;
 mod order;
 mod plain;
 mod rows;
@@ -362,7 +363,7 @@ impl PgStore {
             } else if options.create_schema {
                 schema::migrate(&mut conn.client, &tables)?;
             }
-            schema::present(&mut conn.client, &tables)?
+            schema::present(&mut conn.client, &tables, read_only)?
         };
         let (keyed, counted, graphed) = (present.keys, present.counts, present.graph);
         // Migration 6 made the keys and the step function together.

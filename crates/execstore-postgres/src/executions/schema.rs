@@ -593,7 +593,9 @@ $fn$";
 
 /// Creates harel's tables and applies every migration not yet recorded, in one transaction
 /// under harel's schema advisory lock: several processes opening the same fresh database at
-/// once serialize, and each finds the work of the ones before it done.
+/// once serialize, and each finds the work of the ones before it done. On a database at this
+/// build's latest migration, a trigger a hand dropped or disabled is made to fire again, and
+/// the figures the triggers keep are set again (`mend.rs`).
 pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
     let mut tx = client.transaction().db()?;
     db::advisory_xact_lock(&mut tx, SCHEMA_LOCK)?;
@@ -619,6 +621,16 @@ pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
                 .db()?;
         }
     }
+    let version: i64 = tx
+        .query_one(
+            &tables.sql("SELECT COALESCE(MAX(version), 0)::int8 FROM {migrations}"),
+            &[],
+        )
+        .db()?
+        .get(0);
+    if version == MIGRATIONS.last().map_or(0, |m| i64::from(m.version)) {
+        super::mend::mend(&mut tx, tables)?;
+    }
     tx.commit().db()
 }
 
@@ -637,8 +649,9 @@ pub(crate) struct Present {
     pub(crate) bounded_folds: bool,
 }
 
-/// What [`Present`] says of the database under `tables`.
-pub(crate) fn present(client: &mut Client, tables: &Tables) -> Result<Present> {
+/// What [`Present`] says of the database under `tables`, for an open that is `read_only` or
+/// not.
+pub(crate) fn present(client: &mut Client, tables: &Tables, read_only: bool) -> Result<Present> {
     let row = client
         .query_one(
             "SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, \
@@ -651,12 +664,50 @@ pub(crate) fn present(client: &mut Client, tables: &Tables) -> Result<Present> {
             ],
         )
         .db()?;
-    Ok(Present {
+    let present = Present {
         keys: row.get(0),
         counts: row.get(1),
         graph: row.get(2),
         bounded_folds: row.get(3),
-    })
+    };
+    // A migrated database missing one of the triggers (a hand dropped or disabled it; a
+    // writer's open mends it) may hold keys and figures some writer left stale: a read-only
+    // open reads it as one before them, from the documents (`mend.rs`). A writer that does
+    // not migrate keeps writing the keys itself.
+    if read_only
+        && present.keys
+        && present.graph
+        && latest(client, tables)?
+        && !super::mend::intact(client, tables)?
+    {
+        return Ok(Present {
+            keys: false,
+            counts: false,
+            graph: false,
+            ..present
+        });
+    }
+    Ok(present)
+}
+
+/// Whether the database under `tables` is at this build's latest migration (not before it,
+/// nor migrated further by a newer build).
+fn latest(client: &mut Client, tables: &Tables) -> Result<bool> {
+    let found: Option<i64> = client
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&tables.migrations])
+        .db()?
+        .get::<_, bool>(0)
+        .then(|| {
+            client
+                .query_one(
+                    &tables.sql("SELECT COALESCE(MAX(version), 0)::int8 FROM {migrations}"),
+                    &[],
+                )
+                .map(|row| row.get(0))
+        })
+        .transpose()
+        .db()?;
+    Ok(found == MIGRATIONS.last().map(|m| i64::from(m.version)))
 }
 
 /// For a read-only open: every one of harel's tables is there (execstore's own migrations

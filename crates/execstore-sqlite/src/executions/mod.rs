@@ -207,7 +207,7 @@ impl SqliteStore {
             }
             // A file no writer of this version opened yet may lack the figures and indexes of
             // the latest migrations: what is missing is scanned or walked otherwise.
-            store.sql.detect_migrated(&conn, &tables)?;
+            store.sql.detect_migrated(&conn, &tables, true)?;
             drop(conn);
             return Ok(store);
         }
@@ -222,7 +222,7 @@ impl SqliteStore {
                 schema::migrate(&mut conn, &tables)?;
                 store.keep_counts(&conn)?;
             }
-            store.sql.detect_migrated(&conn, &tables)?;
+            store.sql.detect_migrated(&conn, &tables, false)?;
         }
         #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
         if let Some(path) = db

@@ -122,6 +122,7 @@ impl Stmts {
         &self,
         conn: &rusqlite::Connection,
         tables: &super::schema::Tables,
+        read_only: bool,
     ) -> execstore::Result<()> {
         use std::sync::atomic::Ordering::Relaxed;
         let has_counts = crate::db::has_table(conn, &self.counts_table)?;
@@ -143,9 +144,10 @@ impl Stmts {
             .db()?;
         self.has_columns.store(has_columns, Relaxed);
         // A migrated file that lacks one of the triggers (a hand dropped it; a writer's open
-        // makes it again) may hold counts and key columns some writer left stale: read it as
-        // a file before them, scanning and reading the documents (`mend.rs`).
-        if has_columns && super::mend::missing_triggers(conn, tables)? {
+        // makes it again) may hold counts and key columns some writer left stale: a read-only
+        // open reads it as a file before them, scanning and reading the documents
+        // (`mend.rs`). A writer that does not migrate keeps setting the columns itself.
+        if read_only && has_columns && super::mend::missing_triggers(conn, tables)? {
             for flag in [&self.has_counts, &self.has_graph, &self.has_columns] {
                 flag.store(false, Relaxed);
             }

@@ -1,0 +1,214 @@
+//! What a writer's open mends in a database at this build's latest migration: the triggers
+//! the migrations left, where a hand dropped or disabled one.
+//!
+//! The listing's keys, the counts and where executions sit stay right under harel's writes,
+//! and every other writer's, only through the triggers (`schema.rs`, `graph.rs`). A trigger
+//! dropped (`DROP TRIGGER`, or `DROP FUNCTION ... CASCADE`) or disabled (`ALTER TABLE ...
+//! DISABLE TRIGGER`) would leave them wrong after such a writer's next write, silently and
+//! for good. So each writer's open compares the triggers on the store's tables with what the
+//! migrations leave ([`left`]): a missing one is created again by the statement of the
+//! migration that last created it, a disabled one enabled; then, since some writer may have
+//! written meanwhile, the keys are set again from the documents where they differ, and the
+//! counts and where executions sit are counted again from them, with every other writer
+//! held off (the tables locked until the open's transaction commits).
+//!
+//! A trigger whose function was dropped cannot be created again (its function's text is
+//! what several migrations made of it): the open fails, naming it. A read-only open cannot
+//! mend: where a trigger is missing or disabled it reads the documents and scans, as on a
+//! database no execstore migrated ([`intact`]).
+
+use std::collections::BTreeMap;
+
+use execstore::Result;
+use postgres::GenericClient;
+
+use crate::db::Db as _;
+
+use super::schema::{Sql, Tables, MIGRATIONS};
+
+/// A trigger the migrations leave: its table and the statement that creates it (templates).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Left {
+    /// The table it is on.
+    pub(crate) table: &'static str,
+    /// Its `CREATE TRIGGER` statement.
+    pub(crate) create: &'static str,
+}
+
+/// Every trigger the migrations leave, by name (a template): the last `CREATE TRIGGER` of
+/// each name that no later `DROP TRIGGER IF EXISTS` removes, read from the migrations'
+/// statements in the order they run.
+pub(crate) fn left() -> BTreeMap<&'static str, Left> {
+    const CREATE: &str = "CREATE TRIGGER ";
+    const DROP: &str = "DROP TRIGGER IF EXISTS ";
+    let mut out = BTreeMap::new();
+    for text in MIGRATIONS.iter().flat_map(|m| m.statements.iter().copied()) {
+        let mut at = 0;
+        while let Some(found) = [CREATE, DROP]
+            .iter()
+            .filter_map(|head| text[at..].find(head).map(|i| (at + i, *head)))
+            .min()
+        {
+            let (start, head) = found;
+            let rest = &text[start + head.len()..];
+            let name = rest.split_whitespace().next().unwrap_or_default();
+            let end = rest.find(';').map_or(text.len(), |i| start + head.len() + i);
+            if head == CREATE {
+                let create = &text[start..end];
+                let table = create
+                    .split(" ON ")
+                    .nth(1)
+                    .and_then(|t| t.split_whitespace().next())
+                    .unwrap_or_default();
+                out.insert(name, Left { table, create });
+            } else {
+                out.remove(name);
+            }
+            at = end;
+        }
+    }
+    out
+}
+
+/// The triggers [`left`] names that the store's tables under `tables` lack, and those that
+/// are there but do not fire (disabled, or enabled for replicas only), names filled in.
+fn broken(client: &mut impl GenericClient, tables: &Tables) -> Result<(Vec<Left>, Vec<Left>)> {
+    let left = left();
+    let names: Vec<String> = left.keys().map(|n| tables.sql(n)).collect();
+    let relations: Vec<String> = {
+        let mut t: Vec<String> = left.values().map(|l| tables.sql(l.table)).collect();
+        t.sort();
+        t.dedup();
+        t
+    };
+    let rows = client
+        .query(
+            "SELECT t.tgname::text, t.tgenabled IN ('O', 'A') FROM pg_trigger t \
+             WHERE NOT t.tgisinternal AND t.tgname = ANY($1) \
+             AND t.tgrelid = ANY(SELECT to_regclass(r) FROM unnest($2::text[]) r)",
+            &[&names, &relations],
+        )
+        .db()?;
+    let firing: BTreeMap<String, bool> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let (mut missing, mut disabled) = (Vec::new(), Vec::new());
+    for (name, l) in left {
+        match firing.get(&tables.sql(name)) {
+            None => missing.push(l),
+            Some(false) => disabled.push(l),
+            Some(true) => {}
+        }
+    }
+    Ok((missing, disabled))
+}
+
+/// Whether every trigger [`left`] names is there and fires: else the keys, counts and where
+/// executions sit may be stale (see the module).
+pub(crate) fn intact(client: &mut impl GenericClient, tables: &Tables) -> Result<bool> {
+    let (missing, disabled) = broken(client, tables)?;
+    Ok(missing.is_empty() && disabled.is_empty())
+}
+
+/// The statements that set the keys, counts and where executions sit again from the rows
+/// (templates, one batch), after the tables are locked against every other writer: the keys
+/// that differ from their documents are written (their triggers append deltas, which the
+/// counting after clears), those of executions gone are deleted, then the counts and where
+/// executions sit are counted from the keys as migrations 8 and 9 first counted them.
+const REFILL: &str = r#"LOCK TABLE {executions}, {pfx}execstore_keys IN SHARE ROW EXCLUSIVE MODE;
+INSERT INTO {pfx}execstore_keys AS k (id, status, root, created_at, updated_at, finished_at, active_path)
+SELECT e.id, d.status, d.parent_id IS NULL, d.created_at, d.updated_at, d.finished_at, d.active_path
+FROM {executions} e, LATERAL json_to_record({json})
+AS d(status text, parent_id text, created_at float8, updated_at float8, finished_at float8, active_path text)
+ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, root = EXCLUDED.root,
+  created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
+  finished_at = EXCLUDED.finished_at, active_path = EXCLUDED.active_path
+WHERE (k.status, k.root, k.created_at, k.updated_at, k.finished_at, k.active_path)
+  IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.root, EXCLUDED.created_at, EXCLUDED.updated_at,
+  EXCLUDED.finished_at, EXCLUDED.active_path);
+DELETE FROM {pfx}execstore_keys k WHERE NOT EXISTS (SELECT 1 FROM {executions} e WHERE e.id = k.id);
+DELETE FROM {pfx}execstore_count_deltas;
+DELETE FROM {pfx}execstore_counts;
+INSERT INTO {pfx}execstore_counts (definition_id, status, root, n)
+SELECT e.definition_id, COALESCE(k.status, ''), k.root, COUNT(*)
+FROM {executions} e JOIN {pfx}execstore_keys k ON k.id = e.id GROUP BY 1, 2, 3;
+DELETE FROM {pfx}execstore_graph_deltas;
+DELETE FROM {pfx}execstore_graph;
+INSERT INTO {pfx}execstore_graph (definition_id, kind, a, b, c, n)
+SELECT e.definition_id, 0, COALESCE(to_json(k.active_path)::text, ''), COALESCE(k.status, ''), '', COUNT(*)
+FROM {executions} e JOIN {pfx}execstore_keys k ON k.id = e.id GROUP BY 1, 2, 3, 4, 5"#;
+
+/// Creates again the triggers [`left`] names that are missing, enables those disabled, and
+/// if there were any sets the figures they keep again ([`REFILL`]); inside the writer's
+/// migration transaction, on a database at this build's latest migration. Returns the names
+/// of the triggers mended.
+pub(crate) fn mend(client: &mut impl GenericClient, tables: &Tables) -> Result<Vec<String>> {
+    let (missing, disabled) = broken(client, tables)?;
+    let mut mended = Vec::new();
+    for l in &missing {
+        client.batch_execute(&tables.sql(l.create)).db()?;
+        mended.push(tables.sql(l.create));
+    }
+    for l in &disabled {
+        let name = trigger_name(l.create);
+        client
+            .batch_execute(&tables.sql(&format!("ALTER TABLE {} ENABLE TRIGGER {name}", l.table)))
+            .db()?;
+        mended.push(tables.sql(l.create));
+    }
+    if !mended.is_empty() {
+        client.batch_execute(&tables.sql(REFILL)).db()?;
+    }
+    Ok(mended
+        .iter()
+        .map(|create| trigger_name(create).to_owned())
+        .collect())
+}
+
+/// The name a `CREATE TRIGGER` statement gives.
+fn trigger_name(create: &str) -> &str {
+    create
+        .trim_start_matches("CREATE TRIGGER ")
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The triggers the migrations leave, as the statements name them: none that a later
+    /// migration dropped (migration 9's trace triggers, dropped by 11 and 12), the ones made
+    /// again under the same name counted once.
+    #[test]
+    fn left_names_the_latest_triggers() {
+        let left = left();
+        let names: Vec<&str> = left.keys().copied().collect();
+        assert_eq!(
+            names,
+            [
+                "{pfx}execstore_counts_delete",
+                "{pfx}execstore_counts_key_insert",
+                "{pfx}execstore_counts_key_update",
+                "{pfx}execstore_counts_truncate",
+                "{pfx}execstore_definition_moved",
+                "{pfx}execstore_graph_execution_delete",
+                "{pfx}execstore_graph_execution_moved",
+                "{pfx}execstore_graph_execution_truncate",
+                "{pfx}execstore_graph_key_insert",
+                "{pfx}execstore_graph_key_update",
+                "{pfx}execstore_keys_delete",
+                "{pfx}execstore_keys_truncate",
+                "{pfx}execstore_keys_write",
+            ]
+        );
+        for (name, l) in &left {
+            assert_eq!(trigger_name(l.create), *name);
+            assert!(
+                ["{executions}", "{pfx}execstore_keys"].contains(&l.table),
+                "{name}: {}",
+                l.table
+            );
+            assert!(!l.create.contains(';'), "{name}");
+        }
+    }
+}
