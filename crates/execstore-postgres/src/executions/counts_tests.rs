@@ -298,9 +298,9 @@ fn a_writers_open_mends_what_a_hand_dropped() {
         // A trigger's function dropped with it cannot be made again: the open fails, naming it.
         hand.batch_execute(&format!("DROP FUNCTION {prefix}_execstore_graph_key() CASCADE"))
             .unwrap();
-        let err = super::PgStore::open(url, options())
-            .err()
-            .expect("the open fails");
+        let Err(err) = super::PgStore::open(url, options()) else {
+            panic!("the open succeeds without the trigger's function");
+        };
         assert!(
             err.to_string()
                 .contains(&format!("{prefix}_execstore_graph_key()")),
