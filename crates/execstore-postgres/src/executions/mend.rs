@@ -74,7 +74,7 @@ pub(crate) fn left() -> BTreeMap<&'static str, Left> {
 /// are there but do not fire (disabled, or enabled for replicas only), names filled in.
 fn broken(client: &mut impl GenericClient, tables: &Tables) -> Result<(Vec<Left>, Vec<Left>)> {
     let left = left();
-    let names: Vec<String> = left.keys().map(|n| tables.sql(n)).collect();
+    let names: Vec<String> = left.keys().map(|n| stored_name(&tables.sql(n))).collect();
     let relations: Vec<String> = {
         let mut t: Vec<String> = left.values().map(|l| tables.sql(l.table)).collect();
         t.sort();
@@ -84,7 +84,7 @@ fn broken(client: &mut impl GenericClient, tables: &Tables) -> Result<(Vec<Left>
     let rows = client
         .query(
             "SELECT t.tgname::text, t.tgenabled IN ('O', 'A') FROM pg_trigger t \
-             WHERE NOT t.tgisinternal AND t.tgname = ANY($1) \
+             WHERE NOT t.tgisinternal AND t.tgname::text = ANY($1::text[]) \
              AND t.tgrelid = ANY(SELECT to_regclass(r) FROM unnest($2::text[]) r)",
             &[&names, &relations],
         )
@@ -92,7 +92,7 @@ fn broken(client: &mut impl GenericClient, tables: &Tables) -> Result<(Vec<Left>
     let firing: BTreeMap<String, bool> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     let (mut missing, mut disabled) = (Vec::new(), Vec::new());
     for (name, l) in left {
-        match firing.get(&tables.sql(name)) {
+        match firing.get(&stored_name(&tables.sql(name))) {
             None => missing.push(l),
             Some(false) => disabled.push(l),
             Some(true) => {}
@@ -161,6 +161,20 @@ pub(crate) fn mend(client: &mut impl GenericClient, tables: &Tables) -> Result<V
         .iter()
         .map(|create| trigger_name(create).to_owned())
         .collect())
+}
+
+/// The longest name PostgreSQL keeps (`NAMEDATALEN - 1` bytes).
+const MAX_NAME: usize = 63;
+
+/// `name` as PostgreSQL stores it: cut to [`MAX_NAME`] bytes, at a character's boundary (as
+/// it cuts a longer identifier in a statement, with a notice). A prefix of 30 characters
+/// makes some trigger names longer (`<prefix>_execstore_graph_execution_truncate`).
+fn stored_name(name: &str) -> String {
+    let mut end = name.len().min(MAX_NAME);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_owned()
 }
 
 /// The name a `CREATE TRIGGER` statement gives.
