@@ -669,3 +669,62 @@ fn a_writers_open_mends_what_a_hand_dropped() {
     assert_eq!(stale_keys(&conn, ""), Vec::<String>::new());
     assert_eq!(kept(&conn, ""), scanned(&conn, ""));
 }
+
+/// A hand replaces the key columns' update trigger by one of the same name that does
+/// nothing (`mend.rs`); harel's next step leaves the columns stale. A read-only open reads
+/// the documents; a writer's open drops the replacement and makes the migration's again.
+#[test]
+fn a_writers_open_mends_a_trigger_a_hand_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("replaced.db");
+    {
+        let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+        for i in 0..3 {
+            let mut exe = Execution::new(format!("e{i}"), "d1");
+            exe.status = Status::Running;
+            store.save(&mut exe).unwrap();
+        }
+    }
+    let hand = Connection::open(&path).unwrap();
+    hand.execute_batch(
+        "DROP TRIGGER execstore_keys_update; \
+         CREATE TRIGGER execstore_keys_update AFTER UPDATE OF data ON executions BEGIN SELECT 1; END;",
+    )
+    .unwrap();
+    hand.execute(
+        "UPDATE executions SET data = json_set(data, '$.status', 'DONE'), version = version + 1 WHERE id = 'e1'",
+        [],
+    )
+    .unwrap();
+    assert_eq!(stale_keys(&hand, ""), ["e1"]);
+
+    let read_only = SqliteStore::open(&path, SqliteOptions::new().read_only(true)).unwrap();
+    let done = read_only
+        .list_executions(&ListQuery::new().status([Status::Done]))
+        .unwrap();
+    assert_eq!(
+        done.items.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        ["e1"]
+    );
+    drop(read_only);
+
+    let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
+    let conn = store.read().unwrap();
+    assert_eq!(stale_keys(&conn, ""), Vec::<String>::new());
+    let text: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'execstore_keys_update'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(text.contains("execstore_status = json_extract"), "{text}");
+    drop(conn);
+    hand.execute(
+        "UPDATE executions SET data = json_set(data, '$.status', 'FAILED'), version = version + 1 WHERE id = 'e2'",
+        [],
+    )
+    .unwrap();
+    assert_eq!(stale_keys(&store.read().unwrap(), ""), Vec::<String>::new());
+    assert_eq!(count(&store, ListQuery::new(), Status::Failed), 1);
+}

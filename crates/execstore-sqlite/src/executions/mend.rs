@@ -7,7 +7,7 @@
 //! know) would leave them wrong after the next write of such a writer, silently and for
 //! good. So each writer's open compares the file's schema with what the migrations leave
 //! ([`left`]): a missing object is created again by the statement of the migration that
-//! last created it; if a trigger or a table was missing, the key columns are set again
+//! last created it; if a trigger or a table was missing or replaced, the key columns are set again
 //! where they differ from their documents ([`keys::REFILL`]) and the counts are counted
 //! again from the rows ([`graph::NOW_FILL`]), since some writer may have written while it
 //! was gone. A missing index only slowed reads: it is built again, nothing else.
@@ -16,10 +16,11 @@
 //! migration 13 is read (the documents' expressions, the counts scanned), which is right
 //! whoever wrote ([`missing_triggers`]).
 //!
-//! A trigger replaced by hand under the same name, or one that was dropped and created
-//! again by hand before an open, is not seen.
+//! An index, view or trigger a hand replaced under the same name (its text in
+//! `sqlite_master` is not the migration's) is dropped and made again the same way. One that
+//! was dropped and created again by hand, as it was, before an open is not seen.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use execstore::Result;
 use rusqlite::Connection;
@@ -98,49 +99,86 @@ pub(crate) fn left() -> BTreeMap<&'static str, (Kind, &'static str)> {
     out
 }
 
-/// The objects of [`left`] (their names filled in) the database of `conn` lacks.
-fn missing(conn: &Connection, tables: &Tables) -> Result<Vec<(Kind, String, &'static str)>> {
+/// How one object of [`left`] is not as its migration left it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Broken {
+    /// It is not there.
+    Missing,
+    /// An index, view or trigger of that name is there, made by another statement (a hand
+    /// replaced it): it is dropped first. A table's text is not compared (adding a column
+    /// changes it).
+    Replaced,
+}
+
+/// The text SQLite keeps of the object `create` makes: the statement without its `IF NOT
+/// EXISTS` (the one normalization SQLite applies to the text of these statements).
+fn stored_text(create: &str, kind: Kind) -> String {
+    let word = kind.as_str().to_ascii_uppercase();
+    create.trim_start().replacen(
+        &format!("CREATE {word} IF NOT EXISTS "),
+        &format!("CREATE {word} "),
+        1,
+    )
+}
+
+/// The objects of [`left`] (their names and statements filled in) that the database of
+/// `conn` lacks, or holds as another statement made them.
+fn broken(conn: &Connection, tables: &Tables) -> Result<Vec<(Kind, String, String, Broken)>> {
     let mut stmt = conn
-        .prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index', 'view', 'trigger')")
+        .prepare(
+            "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'index', 'view', 'trigger')",
+        )
         .db()?;
-    let present: BTreeSet<(String, String)> = stmt
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+    let present: BTreeMap<(String, String), Option<String>> = stmt
+        .query_map([], |row| Ok(((row.get(0)?, row.get(1)?), row.get(2)?)))
         .db()?
         .collect::<rusqlite::Result<_>>()
         .db()?;
-    Ok(left()
-        .into_iter()
-        .map(|(name, (kind, create))| (kind, tables.sql(name), create))
-        .filter(|(kind, name, _)| !present.contains(&(kind.as_str().to_owned(), name.clone())))
-        .collect())
-}
-
-/// Whether the database of `conn` lacks a trigger the migrations left: its counts and key
-/// columns may then be stale (see the module).
-pub(crate) fn missing_triggers(conn: &Connection, tables: &Tables) -> Result<bool> {
-    Ok(missing(conn, tables)?
-        .iter()
-        .any(|(kind, _, _)| *kind == Kind::Trigger))
-}
-
-/// Creates again what [`left`] names and the database of `conn` lacks (inside the writer's
-/// migration transaction, on a file at this build's latest migration), and sets the key
-/// columns and counts again if a trigger or a table was among them. Returns the names
-/// created.
-pub(crate) fn mend(conn: &Connection, tables: &Tables) -> Result<Vec<String>> {
-    let missing = missing(conn, tables)?;
-    for (_, _, create) in &missing {
-        conn.execute_batch(&tables.sql(create)).db()?;
+    let mut out = Vec::new();
+    for (name, (kind, create)) in left() {
+        let (name, create) = (tables.sql(name), tables.sql(create));
+        match present.get(&(kind.as_str().to_owned(), name.clone())) {
+            None => out.push((kind, name, create, Broken::Missing)),
+            Some(text) if kind != Kind::Table && text.as_deref() != Some(&stored_text(&create, kind)) => {
+                out.push((kind, name, create, Broken::Replaced))
+            }
+            Some(_) => {}
+        }
     }
-    if missing
+    Ok(out)
+}
+
+/// Whether the database of `conn` lacks a trigger the migrations left, or holds one a hand
+/// replaced: its counts and key columns may then be stale (see the module).
+pub(crate) fn missing_triggers(conn: &Connection, tables: &Tables) -> Result<bool> {
+    Ok(broken(conn, tables)?
         .iter()
-        .any(|(kind, _, _)| matches!(kind, Kind::Trigger | Kind::Table))
+        .any(|(kind, _, _, _)| *kind == Kind::Trigger))
+}
+
+/// Creates again what [`left`] names and the database of `conn` lacks or holds replaced
+/// (dropping the replacement first), inside the writer's migration transaction, on a file
+/// at this build's latest migration; sets the key columns and counts again if a trigger or
+/// a table was among them. Returns the names made again.
+pub(crate) fn mend(conn: &Connection, tables: &Tables) -> Result<Vec<String>> {
+    let broken = broken(conn, tables)?;
+    for (kind, name, create, how) in &broken {
+        if *how == Broken::Replaced {
+            let word = kind.as_str().to_ascii_uppercase();
+            conn.execute_batch(&format!("DROP {word} \"{}\"", name.replace('"', "\"\"")))
+                .db()?;
+        }
+        conn.execute_batch(create).db()?;
+    }
+    if broken
+        .iter()
+        .any(|(kind, _, _, _)| matches!(kind, Kind::Trigger | Kind::Table))
     {
         for stmt in [keys::REFILL, graph::NOW_CLEAR, graph::NOW_FILL] {
             conn.execute_batch(&tables.sql(stmt)).db()?;
         }
     }
-    Ok(missing.into_iter().map(|(_, name, _)| name).collect())
+    Ok(broken.into_iter().map(|(_, name, _, _)| name).collect())
 }
 
 #[cfg(test)]
