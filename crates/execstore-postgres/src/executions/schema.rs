@@ -713,22 +713,15 @@ fn latest(client: &mut Client, tables: &Tables) -> Result<bool> {
 /// For a read-only open: every one of harel's tables is there (execstore's own migrations
 /// need not be: a database only harel wrote is read without them, just less fast).
 pub(crate) fn check_present(client: &mut Client, tables: &Tables) -> Result<()> {
-    for table in [
-        &tables.executions,
-        &tables.outbox,
-        &tables.processed_events,
-        &tables.timers,
-        &tables.spawns,
-        &tables.trace,
-    ] {
+    for table in tables.harel() {
         let found: Option<String> = client
-            .query_one("SELECT to_regclass($1)::text", &[table])
+            .query_one("SELECT to_regclass($1)::text", &[&table])
             .db()?
             .get(0);
         if found.is_none() {
             return Err(StoreError::NotFound {
                 what: "table (opened read-only, so nothing is created)",
-                key: table.clone(),
+                key: table.to_owned(),
             });
         }
     }

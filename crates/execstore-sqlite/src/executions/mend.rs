@@ -205,19 +205,9 @@ mod tests {
                 .unwrap()
                 .collect::<rusqlite::Result<_>>()
                 .unwrap();
-            let harel: Vec<String> = [
-                &tables.executions,
-                &tables.outbox,
-                &tables.processed_events,
-                &tables.timers,
-                &tables.spawns,
-                &tables.trace,
-                &tables.migrations,
-            ]
-            .iter()
-            .map(|t| t.to_string())
-            .collect();
-            found.retain(|(kind, name)| !(kind == "table" && harel.contains(name)));
+            let mut harel: Vec<&str> = tables.harel().to_vec();
+            harel.push(&tables.migrations);
+            found.retain(|(kind, name)| !(kind == "table" && harel.contains(&name.as_str())));
             let mut expected: Vec<(String, String)> = left()
                 .into_iter()
                 .map(|(name, (kind, _))| (kind.as_str().to_owned(), tables.sql(name)))

@@ -143,6 +143,18 @@ impl TableNames {
         })
     }
 
+    /// harel 0.9's six store tables, in [`HAREL_TABLE_SUFFIXES`]' order.
+    pub fn harel(&self) -> [&str; 6] {
+        [
+            &self.executions,
+            &self.outbox,
+            &self.processed_events,
+            &self.timers,
+            &self.spawns,
+            &self.trace,
+        ]
+    }
+
     /// `template` with its `{executions}`, `{outbox}`, `{processed_events}`, `{timers}`,
     /// `{spawns}`, `{trace}`, `{migrations}` and `{pfx}` placeholders filled in.
     pub fn fill(&self, template: &str) -> String {
@@ -161,6 +173,17 @@ impl TableNames {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn harel_names_the_six_tables_under_the_prefix() {
+        let t = TableNames::new(Some("harel")).unwrap();
+        let expected: Vec<String> = HAREL_TABLE_SUFFIXES
+            .iter()
+            .map(|s| format!("harel_{s}"))
+            .collect();
+        assert_eq!(t.harel().to_vec(), expected);
+        assert_eq!(TableNames::new(None).unwrap().harel(), HAREL_TABLE_SUFFIXES);
+    }
 
     #[test]
     fn prefixes_as_harel_checks_them() {
