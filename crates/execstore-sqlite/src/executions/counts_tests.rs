@@ -581,6 +581,27 @@ fn a_save_at_version_0_inserts_or_conflicts_and_changes_nothing() {
     );
 }
 
+/// A file of `n` running executions of `d1` (`e0`...), written and closed by the store, and
+/// a connection of the hand's on it.
+fn running_file(path: &std::path::Path, n: usize) -> Connection {
+    let store = SqliteStore::open(path, SqliteOptions::new()).unwrap();
+    for i in 0..n {
+        let mut exe = Execution::new(format!("e{i}"), "d1");
+        exe.status = Status::Running;
+        store.save(&mut exe).unwrap();
+    }
+    drop(store);
+    Connection::open(path).unwrap()
+}
+
+/// The ids on the first page of `DONE` executions.
+fn done_ids(store: &SqliteStore) -> Vec<String> {
+    let page = store
+        .list_executions(&ListQuery::new().status([Status::Done]))
+        .unwrap();
+    page.items.into_iter().map(|s| s.id).collect()
+}
+
 /// A hand drops the counts' and the key columns' triggers and an index (`mend.rs`), then
 /// harel writes without them, leaving the kept counts and the columns stale. A read-only
 /// open answers right all the same (it reads the documents); a writer's open creates what
@@ -589,15 +610,7 @@ fn a_save_at_version_0_inserts_or_conflicts_and_changes_nothing() {
 fn a_writers_open_mends_what_a_hand_dropped() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mend.db");
-    {
-        let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
-        for i in 0..6 {
-            let mut exe = Execution::new(format!("e{i}"), "d1");
-            exe.status = Status::Running;
-            store.save(&mut exe).unwrap();
-        }
-    }
-    let hand = Connection::open(&path).unwrap();
+    let hand = running_file(&path, 6);
     hand.execute_batch(
         "DROP TRIGGER execstore_keys_insert; DROP TRIGGER execstore_keys_update; \
          DROP TRIGGER execstore_graph_executions_insert; DROP TRIGGER execstore_graph_executions_update; \
@@ -630,13 +643,7 @@ fn a_writers_open_mends_what_a_hand_dropped() {
         count(&read_only, ListQuery::new().definition("d2"), Status::Running),
         1
     );
-    let done = read_only
-        .list_executions(&ListQuery::new().status([Status::Done]))
-        .unwrap();
-    assert_eq!(
-        done.items.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
-        ["e1"]
-    );
+    assert_eq!(done_ids(&read_only), ["e1"]);
     assert!(!read_only.graph_figures("d2", 10).unwrap().maintained);
     drop(read_only);
 
@@ -677,15 +684,7 @@ fn a_writers_open_mends_what_a_hand_dropped() {
 fn a_writers_open_mends_a_trigger_a_hand_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("replaced.db");
-    {
-        let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
-        for i in 0..3 {
-            let mut exe = Execution::new(format!("e{i}"), "d1");
-            exe.status = Status::Running;
-            store.save(&mut exe).unwrap();
-        }
-    }
-    let hand = Connection::open(&path).unwrap();
+    let hand = running_file(&path, 3);
     hand.execute_batch(
         "DROP TRIGGER execstore_keys_update; \
          CREATE TRIGGER execstore_keys_update AFTER UPDATE OF data ON executions BEGIN SELECT 1; END;",
@@ -699,13 +698,7 @@ fn a_writers_open_mends_a_trigger_a_hand_replaced() {
     assert_eq!(stale_keys(&hand, ""), ["e1"]);
 
     let read_only = SqliteStore::open(&path, SqliteOptions::new().read_only(true)).unwrap();
-    let done = read_only
-        .list_executions(&ListQuery::new().status([Status::Done]))
-        .unwrap();
-    assert_eq!(
-        done.items.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
-        ["e1"]
-    );
+    assert_eq!(done_ids(&read_only), ["e1"]);
     drop(read_only);
 
     let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
