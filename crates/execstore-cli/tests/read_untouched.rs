@@ -584,3 +584,38 @@ fn execstore_skip(reason: &str) {
     let thread = std::thread::current();
     eprintln!("SKIPPED: {}: {reason}", thread.name().unwrap_or("?"));
 }
+
+/// A file whose trigger a hand dropped (which a writer's open makes again, `mend.rs`) is
+/// read, by every read command and the monitor without a token, byte for byte untouched:
+/// the mending is a writer's. A command that writes then makes the trigger again.
+#[test]
+fn reads_leave_a_file_missing_a_trigger_untouched_and_a_writer_mends_it() {
+    let (dir, db) = demo();
+    let id = first_id(dir.path(), &db);
+    let count_trigger = || -> i64 {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'execstore_keys_update'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("DROP TRIGGER execstore_keys_update")
+        .unwrap();
+    let before = fingerprint(dir.path());
+    run_every_read(dir.path(), &db, &id);
+    assert_untouched(dir.path(), &before, "reads of a file missing a trigger");
+    ask_the_monitor(&db, &id);
+    assert_untouched(dir.path(), &before, "the monitor on a file missing a trigger");
+    assert_eq!(count_trigger(), 0);
+    // `resume` opens the store for writing (and then finds no such execution).
+    let out = common::execstore(
+        dir.path(),
+        &["--db", db.to_str().unwrap(), "resume", "no-such-id"],
+    );
+    assert!(!out.status.success());
+    assert_eq!(count_trigger(), 1, "the writer's open made the trigger again");
+}

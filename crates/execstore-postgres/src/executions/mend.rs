@@ -138,29 +138,22 @@ FROM {executions} e JOIN {pfx}execstore_keys k ON k.id = e.id GROUP BY 1, 2, 3, 
 
 /// Creates again the triggers [`left`] names that are missing, enables those disabled, and
 /// if there were any sets the figures they keep again ([`REFILL`]); inside the writer's
-/// migration transaction, on a database at this build's latest migration. Returns the names
-/// of the triggers mended.
-pub(crate) fn mend(client: &mut impl GenericClient, tables: &Tables) -> Result<Vec<String>> {
+/// migration transaction, on a database at this build's latest migration.
+pub(crate) fn mend(client: &mut impl GenericClient, tables: &Tables) -> Result<()> {
     let (missing, disabled) = broken(client, tables)?;
-    let mut mended = Vec::new();
     for l in &missing {
         client.batch_execute(&tables.sql(l.create)).db()?;
-        mended.push(tables.sql(l.create));
     }
     for l in &disabled {
         let name = trigger_name(l.create);
         client
             .batch_execute(&tables.sql(&format!("ALTER TABLE {} ENABLE TRIGGER {name}", l.table)))
             .db()?;
-        mended.push(tables.sql(l.create));
     }
-    if !mended.is_empty() {
+    if !(missing.is_empty() && disabled.is_empty()) {
         client.batch_execute(&tables.sql(REFILL)).db()?;
     }
-    Ok(mended
-        .iter()
-        .map(|create| trigger_name(create).to_owned())
-        .collect())
+    Ok(())
 }
 
 /// The longest name PostgreSQL keeps (`NAMEDATALEN - 1` bytes).

@@ -1,7 +1,7 @@
 //! Table names, harel 0.9's PostgreSQL tables and execstore's own migrations.
 
 use execstore::{Result, StoreError};
-use postgres::Client;
+use postgres::{Client, GenericClient};
 
 use crate::db::{self, Db};
 
@@ -621,14 +621,7 @@ pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
                 .db()?;
         }
     }
-    let version: i64 = tx
-        .query_one(
-            &tables.sql("SELECT COALESCE(MAX(version), 0)::int8 FROM {migrations}"),
-            &[],
-        )
-        .db()?
-        .get(0);
-    if version == MIGRATIONS.last().map_or(0, |m| i64::from(m.version)) {
+    if at_latest(&mut tx, tables)? {
         super::mend::mend(&mut tx, tables)?;
     }
     tx.commit().db()
@@ -677,7 +670,7 @@ pub(crate) fn present(client: &mut Client, tables: &Tables, read_only: bool) -> 
     if read_only
         && present.keys
         && present.graph
-        && latest(client, tables)?
+        && at_latest(client, tables)?
         && !super::mend::intact(client, tables)?
     {
         return Ok(Present {
@@ -690,24 +683,21 @@ pub(crate) fn present(client: &mut Client, tables: &Tables, read_only: bool) -> 
     Ok(present)
 }
 
-/// Whether the database under `tables` is at this build's latest migration (not before it,
-/// nor migrated further by a newer build).
-fn latest(client: &mut Client, tables: &Tables) -> Result<bool> {
-    let found: Option<i64> = client
+/// The highest migration a database records (a template: `Stmts::schema_version`).
+pub(crate) const SCHEMA_VERSION: &str = "SELECT COALESCE(MAX(version), 0)::int8 FROM {migrations}";
+
+/// Whether the database under `tables` records exactly this build's latest migration (not an
+/// earlier one, nor a newer build's); false without a migrations table.
+fn at_latest(client: &mut impl GenericClient, tables: &Tables) -> Result<bool> {
+    let has_table: bool = client
         .query_one("SELECT to_regclass($1) IS NOT NULL", &[&tables.migrations])
         .db()?
-        .get::<_, bool>(0)
-        .then(|| {
-            client
-                .query_one(
-                    &tables.sql("SELECT COALESCE(MAX(version), 0)::int8 FROM {migrations}"),
-                    &[],
-                )
-                .map(|row| row.get(0))
-        })
-        .transpose()
-        .db()?;
-    Ok(found == MIGRATIONS.last().map(|m| i64::from(m.version)))
+        .get(0);
+    if !has_table {
+        return Ok(false);
+    }
+    let version: i64 = client.query_one(&tables.sql(SCHEMA_VERSION), &[]).db()?.get(0);
+    Ok(version == execstore::kit::migration::latest(MIGRATIONS))
 }
 
 /// For a read-only open: every one of harel's tables is there (execstore's own migrations

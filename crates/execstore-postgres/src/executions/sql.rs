@@ -227,7 +227,7 @@ impl Stmts {
                 t.sql("DELETE FROM {outbox} WHERE target_id = $1"),
                 t.sql("DELETE FROM {spawns} WHERE parent_id = $1"),
             ],
-            schema_version: t.sql("SELECT COALESCE(MAX(version), 0)::int8 FROM {migrations}"),
+            schema_version: t.sql(super::schema::SCHEMA_VERSION),
             // Row locks held until the claiming transaction ends, which also acks: a relay
             // that dies releases them with its connection.
             claim_outbox: t.sql(&format!(

@@ -678,8 +678,9 @@ fn a_writers_open_mends_what_a_hand_dropped() {
 }
 
 /// A hand replaces the key columns' update trigger by one of the same name that does
-/// nothing (`mend.rs`); harel's next step leaves the columns stale. A read-only open reads
-/// the documents; a writer's open drops the replacement and makes the migration's again.
+/// nothing, and the status index by one over another column (`mend.rs`); harel's next step
+/// leaves the columns stale. A read-only open reads the documents; a writer's open drops
+/// each replacement and makes the migration's again.
 #[test]
 fn a_writers_open_mends_a_trigger_a_hand_replaced() {
     let dir = tempfile::tempdir().unwrap();
@@ -687,7 +688,9 @@ fn a_writers_open_mends_a_trigger_a_hand_replaced() {
     let hand = running_file(&path, 3);
     hand.execute_batch(
         "DROP TRIGGER execstore_keys_update; \
-         CREATE TRIGGER execstore_keys_update AFTER UPDATE OF data ON executions BEGIN SELECT 1; END;",
+         CREATE TRIGGER execstore_keys_update AFTER UPDATE OF data ON executions BEGIN SELECT 1; END; \
+         DROP INDEX execstore_executions_by_status; \
+         CREATE INDEX execstore_executions_by_status ON executions (version);",
     )
     .unwrap();
     hand.execute(
@@ -712,6 +715,14 @@ fn a_writers_open_mends_a_trigger_a_hand_replaced() {
         )
         .unwrap();
     assert!(text.contains("execstore_status = json_extract"), "{text}");
+    let text: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'execstore_executions_by_status'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(text.ends_with("(execstore_status, id)"), "{text}");
     drop(conn);
     hand.execute(
         "UPDATE executions SET data = json_set(data, '$.status', 'FAILED'), version = version + 1 WHERE id = 'e2'",

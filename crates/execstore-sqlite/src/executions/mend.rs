@@ -14,7 +14,7 @@
 //!
 //! A read-only open cannot mend: where a trigger is missing it reads as a file before
 //! migration 13 is read (the documents' expressions, the counts scanned), which is right
-//! whoever wrote ([`missing_triggers`]).
+//! whoever wrote ([`triggers_broken`]).
 //!
 //! An index, view or trigger a hand replaced under the same name (its text in
 //! `sqlite_master` is not the migration's) is dropped and made again the same way. One that
@@ -150,7 +150,7 @@ fn broken(conn: &Connection, tables: &Tables) -> Result<Vec<(Kind, String, Strin
 
 /// Whether the database of `conn` lacks a trigger the migrations left, or holds one a hand
 /// replaced: its counts and key columns may then be stale (see the module).
-pub(crate) fn missing_triggers(conn: &Connection, tables: &Tables) -> Result<bool> {
+pub(crate) fn triggers_broken(conn: &Connection, tables: &Tables) -> Result<bool> {
     Ok(broken(conn, tables)?
         .iter()
         .any(|(kind, _, _, _)| *kind == Kind::Trigger))
@@ -214,7 +214,7 @@ mod tests {
                 .collect();
             expected.sort_by(|a, b| a.1.cmp(&b.1));
             assert_eq!(found, expected, "prefix {prefix:?}");
-            assert!(!missing_triggers(&conn, &tables).unwrap());
+            assert!(!triggers_broken(&conn, &tables).unwrap());
             assert_eq!(mend(&conn, &tables).unwrap(), Vec::<String>::new());
         }
     }

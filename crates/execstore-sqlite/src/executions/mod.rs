@@ -220,7 +220,7 @@ impl SqliteStore {
             .db()?;
             if options.create_schema {
                 schema::migrate(&mut conn, &tables)?;
-                store.keep_counts(&conn)?;
+                store.keep_counts(&conn, &tables)?;
             }
             store.sql.detect_migrated(&conn, &tables, false)?;
         }
@@ -301,14 +301,10 @@ impl SqliteStore {
     /// and keeps their triggers off as well (`keys.rs`). Only on a file at exactly this
     /// build's latest migration: a newer build's triggers may count otherwise, and are left
     /// to do so.
-    fn keep_counts(&self, conn: &Connection) -> Result<()> {
-        let version: i64 = conn
-            .prepare_cached(&self.sql.schema_version)
-            .db()?
-            .query_row([], |row| row.get(0))
-            .db()?;
-        let latest = schema::MIGRATIONS.last().map_or(0, |m| i64::from(m.version));
-        if version == latest && latest >= i64::from(schema::WRITER_KEEPS_COUNTS) {
+    fn keep_counts(&self, conn: &Connection, tables: &Tables) -> Result<()> {
+        if schema::at_latest(conn, tables)?
+            && execstore::kit::migration::latest(schema::MIGRATIONS) >= i64::from(schema::WRITER_KEEPS_COUNTS)
+        {
             self.db.shared.triggers.keep(
                 self.sql
                     .counts_triggers

@@ -318,17 +318,25 @@ pub(crate) fn migrate(conn: &mut Connection, tables: &Tables) -> Result<()> {
             }
         }
     }
-    let version: i64 = tx
-        .query_row(
-            &tables.sql("SELECT COALESCE(MAX(version), 0) FROM {migrations}"),
-            [],
-            |row| row.get(0),
-        )
-        .db()?;
-    if version == MIGRATIONS.last().map_or(0, |m| i64::from(m.version)) {
+    if at_latest(&tx, tables)? {
         super::mend::mend(&tx, tables)?;
     }
     tx.commit().db()
+}
+
+/// The highest migration a database records (a template: `Stmts::schema_version`).
+pub(crate) const SCHEMA_VERSION: &str = "SELECT COALESCE(MAX(version), 0) FROM {migrations}";
+
+/// Whether the database of `conn` records exactly this build's latest migration (not an
+/// earlier one, nor a newer build's); false without a migrations table.
+pub(crate) fn at_latest(conn: &Connection, tables: &Tables) -> Result<bool> {
+    if !crate::db::has_table(conn, &tables.migrations)? {
+        return Ok(false);
+    }
+    let version: i64 = conn
+        .query_row(&tables.sql(SCHEMA_VERSION), [], |row| row.get(0))
+        .db()?;
+    Ok(version == execstore::kit::migration::latest(MIGRATIONS))
 }
 
 #[cfg(test)]

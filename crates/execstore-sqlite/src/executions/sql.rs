@@ -147,7 +147,11 @@ impl Stmts {
         // makes it again) may hold counts and key columns some writer left stale: a read-only
         // open reads it as a file before them, scanning and reading the documents
         // (`mend.rs`). A writer that does not migrate keeps setting the columns itself.
-        if read_only && has_columns && super::mend::missing_triggers(conn, tables)? {
+        if read_only
+            && has_columns
+            && super::schema::at_latest(conn, tables)?
+            && super::mend::triggers_broken(conn, tables)?
+        {
             for flag in [&self.has_counts, &self.has_graph, &self.has_columns] {
                 flag.store(false, Relaxed);
             }
@@ -272,7 +276,7 @@ impl Stmts {
                 t.sql("DELETE FROM {outbox} WHERE target_id = ?1"),
                 t.sql("DELETE FROM {spawns} WHERE parent_id = ?1"),
             ],
-            schema_version: t.sql("SELECT COALESCE(MAX(version), 0) FROM {migrations}"),
+            schema_version: t.sql(super::schema::SCHEMA_VERSION),
             begin_immediate: "BEGIN IMMEDIATE".into(),
             commit: "COMMIT".into(),
             // Around each item of a batch.

@@ -5,8 +5,9 @@
 use crate::error::{Result, StoreError};
 
 /// One schema change of execstore's own, on top of harel's tables. Migrations only add what
-/// harel's own writes keep valid (indexes over harel's columns and expressions), never
-/// columns, so harel keeps working on a migrated database.
+/// harel's own writes keep valid (indexes over harel's columns and expressions, tables and
+/// triggers of execstore's own, and on SQLite since migration 13 columns after harel's four
+/// that triggers fill from harel's writes), so harel keeps working on a migrated database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Migration {
     /// Its number: migrations apply in this order, each once.
@@ -15,6 +16,12 @@ pub struct Migration {
     pub description: &'static str,
     /// Its statements, with `{executions}`-style placeholders (see `TableNames::fill`).
     pub statements: &'static [&'static str],
+}
+
+/// The version of the last of `migrations` (0 for none): a database recording exactly it is
+/// at that build's latest schema.
+pub fn latest(migrations: &[Migration]) -> i64 {
+    migrations.last().map_or(0, |m| i64::from(m.version))
 }
 
 impl Migration {
@@ -81,6 +88,17 @@ pub fn check_released(migrations: &[Migration], released: &[&str]) -> std::resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latest_is_the_last_version_or_0() {
+        let m = |version| Migration {
+            version,
+            description: "",
+            statements: &[],
+        };
+        assert_eq!(latest(&[]), 0);
+        assert_eq!(latest(&[m(1), m(2), m(13)]), 13);
+    }
 
     #[test]
     fn applies_once_and_refuses_a_changed_migration() {
