@@ -707,22 +707,16 @@ fn a_writers_open_mends_a_trigger_a_hand_replaced() {
     let store = SqliteStore::open(&path, SqliteOptions::new()).unwrap();
     let conn = store.read().unwrap();
     assert_eq!(stale_keys(&conn, ""), Vec::<String>::new());
-    let text: String = conn
-        .query_row(
-            "SELECT sql FROM sqlite_master WHERE name = 'execstore_keys_update'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert!(text.contains("execstore_status = json_extract"), "{text}");
-    let text: String = conn
-        .query_row(
-            "SELECT sql FROM sqlite_master WHERE name = 'execstore_executions_by_status'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert!(text.ends_with("(execstore_status, id)"), "{text}");
+    let text = |name: &str| -> String {
+        conn.query_row("SELECT sql FROM sqlite_master WHERE name = ?1", [name], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    };
+    let trigger = text("execstore_keys_update");
+    assert!(trigger.contains("execstore_status = json_extract"), "{trigger}");
+    let index = text("execstore_executions_by_status");
+    assert!(index.ends_with("(execstore_status, id)"), "{index}");
     drop(conn);
     hand.execute(
         "UPDATE executions SET data = json_set(data, '$.status', 'FAILED'), version = version + 1 WHERE id = 'e2'",
