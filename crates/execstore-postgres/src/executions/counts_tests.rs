@@ -309,6 +309,97 @@ fn a_writers_open_mends_what_a_hand_dropped() {
     });
 }
 
+/// While the keys trigger is gone a hand writes documents no trigger would have accepted (not
+/// JSON, not an object, a time that is not a number). A writer's open still mends: the
+/// trigger is back, every other execution's keys are set again, the unreadable ones keep the
+/// keys they had (or none), and the counts are counted from the keys.
+#[test]
+fn a_writers_open_mends_around_documents_no_trigger_accepts() {
+    on_own_prefix("counts", "kj", |url, prefix, store| {
+        for i in 0..4 {
+            let mut exe = Execution::new(format!("e{i}"), "d1");
+            exe.status = Status::Running;
+            exe.active_path = Some("s.a".into());
+            store.save(&mut exe).unwrap();
+        }
+        let mut hand = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let t = format!("{prefix}_executions");
+        hand.batch_execute(&format!("DROP TRIGGER {prefix}_execstore_keys_write ON {t}"))
+            .unwrap();
+        let update = format!("UPDATE {t} SET data = $1, version = version + 1 WHERE id = $2");
+        let insert = format!("INSERT INTO {t} (id, definition_id, data, version) VALUES ($1, 'd1', $2, 1)");
+        hand.execute(
+            &update,
+            &[
+                &r#"{"id": "e1", "definition_id": "d1", "status": "DONE", "active_path": "s.z"}"#,
+                &"e1",
+            ],
+        )
+        .unwrap();
+        hand.execute(&update, &[&"not json {", &"e2"]).unwrap();
+        hand.execute(
+            &insert,
+            &[
+                &"h1",
+                &r#"{"id": "h1", "definition_id": "d1", "status": "RUNNING", "active_path": "s.b"}"#,
+            ],
+        )
+        .unwrap();
+        hand.execute(
+            &insert,
+            &[&"h2", &r#"{"status": "RUNNING", "created_at": "yesterday"}"#],
+        )
+        .unwrap();
+        hand.execute(&insert, &[&"h3", &"[1]"]).unwrap();
+
+        let options = || super::PgOptions::new().prefix(prefix.to_owned());
+        let writer = super::PgStore::open(url, options()).unwrap();
+        let keys: Vec<(String, Option<String>, Option<String>)> = hand
+            .query(
+                &format!("SELECT id, status, active_path FROM {prefix}_execstore_keys ORDER BY id"),
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        let key = |id: &str, status: &str, path: &str| {
+            (id.to_owned(), Some(status.to_owned()), Some(path.to_owned()))
+        };
+        assert_eq!(
+            keys,
+            [
+                key("e0", "RUNNING", "s.a"),
+                key("e1", "DONE", "s.z"),
+                key("e2", "RUNNING", "s.a"),
+                key("e3", "RUNNING", "s.a"),
+                key("h1", "RUNNING", "s.b"),
+            ]
+        );
+        assert_eq!(count(&writer, ListQuery::new(), Status::Done), 1);
+        assert_eq!(count(&writer, ListQuery::new(), Status::Running), 4);
+        let firing: i64 = hand
+            .query_one(
+                "SELECT COUNT(*) FROM pg_trigger WHERE tgname = $1 AND tgenabled = 'O'",
+                &[&format!("{prefix}_execstore_keys_write")],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(firing, 1);
+        // The trigger refuses such a document again, and a readable one is kept.
+        assert!(hand.execute(&update, &[&"still not json", &"e3"]).is_err());
+        hand.execute(
+            &update,
+            &[
+                &r#"{"id": "h2", "definition_id": "d1", "status": "FAILED", "active_path": "s.c"}"#,
+                &"h2",
+            ],
+        )
+        .unwrap();
+        assert_eq!(count(&writer, ListQuery::new(), Status::Failed), 1);
+    });
+}
+
 /// A fresh database's triggers on the store's tables are exactly those `mend::left` names.
 #[test]
 fn the_triggers_left_are_a_fresh_databases() {

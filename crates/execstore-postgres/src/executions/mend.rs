@@ -113,11 +113,11 @@ pub(crate) fn intact(client: &mut impl GenericClient, tables: &Tables) -> Result
 /// that differ from their documents are written (their triggers append deltas, which the
 /// counting after clears), those of executions gone are deleted, then the counts and where
 /// executions sit are counted from the keys as migrations 8 and 9 first counted them.
+/// `{keys_of}` is the documents' keys ([`STRICT_KEYS`] or [`TOLERANT_KEYS`]).
 const REFILL: &str = r#"LOCK TABLE {executions}, {pfx}execstore_keys IN SHARE ROW EXCLUSIVE MODE;
 INSERT INTO {pfx}execstore_keys AS k (id, status, root, created_at, updated_at, finished_at, active_path)
 SELECT e.id, d.status, d.parent_id IS NULL, d.created_at, d.updated_at, d.finished_at, d.active_path
-FROM {executions} e, LATERAL json_to_record({json})
-AS d(status text, parent_id text, created_at float8, updated_at float8, finished_at float8, active_path text)
+FROM {executions} e, {keys_of}
 ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, root = EXCLUDED.root,
   created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
   finished_at = EXCLUDED.finished_at, active_path = EXCLUDED.active_path
@@ -136,8 +136,60 @@ INSERT INTO {pfx}execstore_graph (definition_id, kind, a, b, c, n)
 SELECT e.definition_id, 0, COALESCE(to_json(k.active_path)::text, ''), COALESCE(k.status, ''), '', COUNT(*)
 FROM {executions} e JOIN {pfx}execstore_keys k ON k.id = e.id GROUP BY 1, 2, 3, 4, 5"#;
 
+/// The keys of every document, read as the keys trigger reads them: one statement, which
+/// fails on the first document PostgreSQL cannot read that way.
+const STRICT_KEYS: &str = "LATERAL json_to_record({json}) AS d(status text, parent_id text, \
+     created_at float8, updated_at float8, finished_at float8, active_path text)";
+
+/// The keys of every document that can be read ([`KEYS_OF`], a function of this session's
+/// own), the others left out.
+const TOLERANT_KEYS: &str = "LATERAL pg_temp.execstore_keys_of({parseable}) AS d WHERE d.ok";
+
+/// One document's keys, and whether it could be read: a document that is not JSON, not an
+/// object, or holds a time that is not a number (class 22, data exceptions, which the keys
+/// trigger would have refused) gives `ok` false, each in a subtransaction of its own.
+const KEYS_OF: &str = r#"CREATE OR REPLACE FUNCTION pg_temp.execstore_keys_of(p_data text, OUT status text,
+  OUT parent_id text, OUT created_at float8, OUT updated_at float8, OUT finished_at float8,
+  OUT active_path text, OUT ok boolean)
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  SELECT d.status, d.parent_id, d.created_at, d.updated_at, d.finished_at, d.active_path
+    INTO status, parent_id, created_at, updated_at, finished_at, active_path
+    FROM json_to_record(p_data::json) AS d(status text, parent_id text, created_at float8,
+      updated_at float8, finished_at float8, active_path text);
+  ok := true;
+EXCEPTION WHEN data_exception THEN
+  ok := false;
+END
+$fn$"#;
+
+/// Sets the keys and figures again ([`REFILL`]). A document no trigger would have accepted
+/// (a hand wrote it while the keys trigger was gone) would fail the one statement: then the
+/// refill runs again, reading each document on its own and leaving out those it cannot read,
+/// whose keys stay as they were (as SQLite's refill leaves their columns), so the open still
+/// mends everything else. The first try runs in a savepoint, so nothing of it is left.
+fn refill(client: &mut impl GenericClient, tables: &Tables) -> Result<()> {
+    let strict = tables.sql(&REFILL.replace("{keys_of}", STRICT_KEYS));
+    let mut first = client.transaction().db()?;
+    match first.batch_execute(&strict) {
+        Ok(()) => return first.commit().db(),
+        Err(e) if !is_data_exception(&e) => return Err(crate::db::map_err(e)),
+        Err(_) => first.rollback().db()?,
+    }
+    let parseable = super::schema::parseable("e.data");
+    let tolerant = REFILL.replace("{keys_of}", &TOLERANT_KEYS.replace("{parseable}", &parseable));
+    client.batch_execute(KEYS_OF).db()?;
+    client.batch_execute(&tables.sql(&tolerant)).db()
+}
+
+/// Whether `e` is a data exception (SQLSTATE class 22: a text that is not JSON, a JSON that is
+/// not an object, a field that is not a number).
+fn is_data_exception(e: &postgres::Error) -> bool {
+    e.code().is_some_and(|c| c.code().starts_with("22"))
+}
+
 /// Creates again the triggers [`left`] names that are missing, enables those disabled, and
-/// if there were any sets the figures they keep again ([`REFILL`]); inside the writer's
+/// if there were any sets the figures they keep again ([`refill`]); inside the writer's
 /// migration transaction, on a database at this build's latest migration.
 pub(crate) fn mend(client: &mut impl GenericClient, tables: &Tables) -> Result<()> {
     let (missing, disabled) = broken(client, tables)?;
@@ -151,7 +203,7 @@ pub(crate) fn mend(client: &mut impl GenericClient, tables: &Tables) -> Result<(
             .db()?;
     }
     if !(missing.is_empty() && disabled.is_empty()) {
-        client.batch_execute(&tables.sql(REFILL)).db()?;
+        refill(client, tables)?;
     }
     Ok(())
 }
