@@ -31,21 +31,21 @@ pub(crate) fn retryable_state(code: &SqlState) -> bool {
 /// error stays reachable as the source.
 pub(crate) fn map_err(err: postgres::Error) -> StoreError {
     if let Some(code) = err.code().cloned() {
+        // `postgres::Error` displays only "db error": say what the server said.
+        let message = match err.as_db_error() {
+            Some(db) => format!("{}: {} (SQLSTATE {})", db.severity(), db.message(), code.code()),
+            None => err.to_string(),
+        };
         if matches!(
             code,
             SqlState::INVALID_TEXT_REPRESENTATION | SqlState::UNTRANSLATABLE_CHARACTER
         ) {
             return StoreError::Corrupt {
                 what: "row".into(),
-                reason: err.to_string(),
+                reason: message,
             };
         }
         let retryable = retryable_state(&code);
-        // `postgres::Error` displays only "db error": say what the server said.
-        let message = match err.as_db_error() {
-            Some(db) => format!("{}: {} (SQLSTATE {})", db.severity(), db.message(), code.code()),
-            None => err.to_string(),
-        };
         return StoreError::Backend {
             message,
             retryable,

@@ -353,6 +353,15 @@ fn a_writers_open_mends_around_documents_no_trigger_accepts() {
         hand.execute(&insert, &[&"h3", &"[1]"]).unwrap();
 
         let options = || super::PgOptions::new().prefix(prefix.to_owned());
+        // Before a writer mends, a read-only open reads the documents: the one that is not
+        // JSON is named as such (the server's words, not the driver's "db error").
+        let read_only = super::PgStore::open(url, options().read_only(true)).unwrap();
+        let err = read_only.count_by_status(&ListQuery::new()).unwrap_err();
+        assert!(
+            matches!(&err, execstore::StoreError::Corrupt { reason, .. } if reason.contains("invalid input syntax for type json")),
+            "{err:?}"
+        );
+        drop(read_only);
         let writer = super::PgStore::open(url, options()).unwrap();
         let keys: Vec<(String, Option<String>, Option<String>)> = hand
             .query(
