@@ -388,8 +388,8 @@ fn postgres_backend_writes_the_same_rows() {
         .collect();
     assert_eq!(line["group_commit"], true);
     // harel's six tables, execstore's migrations, its listing keys, its search attributes and
-    // its kept counts and graph figures (each with its deltas).
-    assert_eq!(bench_tables(&mut client, &format!("{prefix}\\_%")), 13);
+    // its kept counts and graph figures (each with its deltas), and its functions' record.
+    assert_eq!(bench_tables(&mut client, &format!("{prefix}\\_%")), 14);
     let dir = tempfile::tempdir().unwrap();
     let mut again = vec!["bench"];
     again.extend_from_slice(&args);
@@ -417,12 +417,15 @@ fn postgres_backend_writes_the_same_rows() {
         "execstore_count_deltas",
         "execstore_graph",
         "execstore_graph_deltas",
+        "execstore_keys",
+        "execstore_attributes",
+        "execstore_functions",
     ]
     .iter()
     .map(|t| format!("{prefix}_{t}"))
     .collect();
     client
-        .batch_execute(&format!("DROP TABLE {} CASCADE", tables.join(", ")))
+        .batch_execute(&format!("DROP TABLE IF EXISTS {} CASCADE", tables.join(", ")))
         .unwrap();
 
     // No URL, or SQLite's --synchronous: refused.

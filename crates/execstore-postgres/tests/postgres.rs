@@ -57,7 +57,7 @@ fn concurrent_opens_migrate_once() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     for store in &stores {
-        assert_eq!(store.schema_version().unwrap(), 13);
+        assert_eq!(store.schema_version().unwrap(), 14);
     }
     drop(stores);
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
@@ -68,7 +68,7 @@ fn concurrent_opens_migrate_once() {
         )
         .unwrap()
         .get(0);
-    assert_eq!(n, 13, "each migration recorded once");
+    assert_eq!(n, 14, "each migration recorded once");
     common::drop_tables(&url, Some(&prefix));
 }
 

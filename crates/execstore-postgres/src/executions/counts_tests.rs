@@ -295,17 +295,124 @@ fn a_writers_open_mends_what_a_hand_dropped() {
         assert_eq!(count(&writer, ListQuery::new(), Status::Failed), 1);
         drop(writer);
 
-        // A trigger's function dropped with it cannot be made again: the open fails, naming it.
+        // A trigger's function dropped with it (`CASCADE`): the open makes both again from
+        // the record migration 14 keeps, and the figures are right after harel's write.
         hand.batch_execute(&format!("DROP FUNCTION {prefix}_execstore_graph_key() CASCADE"))
             .unwrap();
-        let Err(err) = super::PgStore::open(url, options()) else {
-            panic!("the open succeeds without the trigger's function");
-        };
-        assert!(
-            err.to_string()
-                .contains(&format!("{prefix}_execstore_graph_key()")),
-            "{err}"
+        hand.execute(
+            &format!("UPDATE {t} SET data = $1, version = version + 1 WHERE id = 'e3'"),
+            &[&r#"{"id": "e3", "definition_id": "d1", "status": "RUNNING", "active_path": "s.q"}"#],
+        )
+        .unwrap();
+        let writer = super::PgStore::open(url, options()).unwrap();
+        let sitting: Vec<(Option<String>, Status, u64)> = writer
+            .graph_figures("d1", 10)
+            .unwrap()
+            .now
+            .iter()
+            .map(|f| (f.active_path.clone(), f.status, f.n))
+            .collect();
+        assert_eq!(
+            sitting,
+            [
+                (Some("s.a".to_owned()), Status::Running, 3),
+                (Some("s.a".to_owned()), Status::Failed, 1),
+                (Some("s.q".to_owned()), Status::Running, 1),
+                (Some("s.z".to_owned()), Status::Done, 1)
+            ]
         );
+        let tables = super::schema::Tables::new(Some(prefix)).unwrap();
+        assert!(super::mend::intact(&mut hand, &tables).unwrap());
+    });
+}
+
+/// A hand replaces the keys' trigger function by one of the same name that does nothing
+/// (`CREATE OR REPLACE FUNCTION`): harel's writes then leave the keys stale, a read-only
+/// open reads the documents, and a writer's open makes the function again from migration
+/// 14's record and sets the keys and counts right.
+#[test]
+fn a_writers_open_mends_a_function_a_hand_replaced() {
+    on_own_prefix("counts", "kf", |url, prefix, store| {
+        for i in 0..3 {
+            let mut exe = Execution::new(format!("e{i}"), "d1");
+            exe.status = Status::Running;
+            store.save(&mut exe).unwrap();
+        }
+        let mut hand = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let function = format!("{prefix}_execstore_keys_sync");
+        let source = |hand: &mut postgres::Client| -> String {
+            hand.query_one("SELECT prosrc FROM pg_proc WHERE proname = $1", &[&function])
+                .unwrap()
+                .get(0)
+        };
+        let before = source(&mut hand);
+        hand.batch_execute(&format!(
+            "CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$"
+        ))
+        .unwrap();
+        let t = format!("{prefix}_executions");
+        hand.execute(
+            &format!("UPDATE {t} SET data = $1, version = version + 1 WHERE id = 'e1'"),
+            &[&r#"{"id": "e1", "definition_id": "d1", "status": "DONE"}"#],
+        )
+        .unwrap();
+        assert_eq!(stale_keys(&mut hand, prefix), ["e1"]);
+        let options = || super::PgOptions::new().prefix(prefix.to_owned());
+        let read_only = super::PgStore::open(url, options().read_only(true)).unwrap();
+        assert_eq!(count(&read_only, ListQuery::new(), Status::Done), 1);
+        drop(read_only);
+        assert_ne!(source(&mut hand), before, "a read-only open changes nothing");
+
+        let writer = super::PgStore::open(url, options()).unwrap();
+        assert_eq!(source(&mut hand), before);
+        assert_eq!(stale_keys(&mut hand, prefix), Vec::<String>::new());
+        let (kept, scanned) = kept_and_scanned(&mut hand, prefix);
+        assert_eq!(kept, scanned);
+        hand.execute(
+            &format!("UPDATE {t} SET data = $1, version = version + 1 WHERE id = 'e2'"),
+            &[&r#"{"id": "e2", "definition_id": "d1", "status": "FAILED"}"#],
+        )
+        .unwrap();
+        assert_eq!(stale_keys(&mut hand, prefix), Vec::<String>::new());
+        assert_eq!(count(&writer, ListQuery::new(), Status::Failed), 1);
+    });
+}
+
+/// Migration 14's record holds every function of execstore's a fresh database has, each as
+/// it is, and so the open after finds nothing to mend.
+#[test]
+fn the_functions_recorded_are_a_fresh_databases() {
+    on_own_prefix("counts", "kfr", |url, prefix, _store| {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let names = |client: &mut postgres::Client, sql: &str| -> Vec<String> {
+            client.query(sql, &[]).unwrap().iter().map(|r| r.get(0)).collect()
+        };
+        let found = names(
+            &mut client,
+            &format!(
+                "SELECT proname || '(' || pg_get_function_identity_arguments(oid) || ')' FROM pg_proc \
+                 WHERE proname LIKE '{prefix}\\_execstore\\_%' ORDER BY 1"
+            ),
+        );
+        let recorded = names(
+            &mut client,
+            &format!("SELECT signature FROM {prefix}_execstore_functions ORDER BY 1"),
+        );
+        assert_eq!(recorded, found);
+        assert!(found.len() >= 10, "{found:?}");
+        assert!(found.contains(&format!("{prefix}_execstore_keys_sync()")));
+        let tables = super::schema::Tables::new(Some(prefix)).unwrap();
+        assert!(super::mend::intact(&mut client, &tables).unwrap());
+        // The record dropped by hand: a writer's open keeps the functions as they are again.
+        client
+            .batch_execute(&format!("DROP TABLE {prefix}_execstore_functions"))
+            .unwrap();
+        drop(super::PgStore::open(url, super::PgOptions::new().prefix(prefix.to_owned())).unwrap());
+        let again = names(
+            &mut client,
+            &format!("SELECT signature FROM {prefix}_execstore_functions ORDER BY 1"),
+        );
+        assert_eq!(again, found);
     });
 }
 

@@ -1,21 +1,31 @@
 //! What a writer's open mends in a database at this build's latest migration: the triggers
-//! the migrations left, where a hand dropped or disabled one.
+//! the migrations left and the functions they call, where a hand dropped, disabled or
+//! replaced one.
 //!
 //! The listing's keys, the counts and where executions sit stay right under harel's writes,
 //! and every other writer's, only through the triggers (`schema.rs`, `graph.rs`). A trigger
 //! dropped (`DROP TRIGGER`, or `DROP FUNCTION ... CASCADE`) or disabled (`ALTER TABLE ...
-//! DISABLE TRIGGER`) would leave them wrong after such a writer's next write, silently and
-//! for good. So each writer's open compares the triggers on the store's tables with what the
-//! migrations leave ([`left`]): a missing one is created again by the statement of the
-//! migration that last created it, a disabled one enabled; then, since some writer may have
-//! written meanwhile, the keys are set again from the documents where they differ, and the
-//! counts and where executions sit are counted again from them, with every other writer
-//! held off (the tables locked until the open's transaction commits).
+//! DISABLE TRIGGER`), or its function replaced (`CREATE OR REPLACE FUNCTION` with another
+//! body), would leave them wrong after such a writer's next write, silently and for good. So
+//! each writer's open compares:
+//! - execstore's functions with their text as the migrations left it, kept in
+//!   `{pfx}execstore_functions` ([`record`], after every open that migrated): one missing or
+//!   whose body differs is made again from that text;
+//! - the triggers on the store's tables with what the migrations leave ([`left`]): a missing
+//!   one is created again by the statement of the migration that last created it, a disabled
+//!   one enabled.
 //!
-//! A trigger whose function was dropped cannot be created again (its function's text is
-//! what several migrations made of it): the open fails, naming it. A read-only open cannot
-//! mend: where a trigger is missing or disabled it reads the documents and scans, as on a
-//! database no execstore migrated ([`intact`]).
+//! Then, since some writer may have written meanwhile, the keys are set again from the
+//! documents where they differ, and the counts and where executions sit are counted again
+//! from them, with every other writer held off (the tables locked until the open's
+//! transaction commits).
+//!
+//! A function's body is compared as stored (`prosrc`, the text given), not its printed
+//! definition, which a newer server may print otherwise. Its other attributes (volatility,
+//! `SECURITY DEFINER`, settings) are not compared. A database migrated to 14 keeps the
+//! functions as they were at that open: a hand's change made before it is not seen. A read-only
+//! open cannot mend: where a trigger or function is not as left it reads the documents and
+//! scans, as on a database no execstore migrated ([`intact`]).
 
 use std::collections::BTreeMap;
 
@@ -101,11 +111,56 @@ fn broken(client: &mut impl GenericClient, tables: &Tables) -> Result<(Vec<Left>
     Ok((missing, disabled))
 }
 
-/// Whether every trigger [`left`] names is there and fires: else the keys, counts and where
-/// executions sit may be stale (see the module).
+/// Whether every function is as [`record`] kept it and every trigger [`left`] names is there
+/// and fires: else the keys, counts and where executions sit may be stale (see the module).
 pub(crate) fn intact(client: &mut impl GenericClient, tables: &Tables) -> Result<bool> {
     let (missing, disabled) = broken(client, tables)?;
-    Ok(missing.is_empty() && disabled.is_empty())
+    Ok(missing.is_empty() && disabled.is_empty() && functions_broken(client, tables)?.is_empty())
+}
+
+/// Migration 14: each of execstore's functions by its name and argument types, its body and
+/// the statement that makes it (`pg_get_functiondef`).
+pub(crate) const FUNCTIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS {pfx}execstore_functions \
+     (signature TEXT PRIMARY KEY, source TEXT NOT NULL, definition TEXT NOT NULL)";
+
+/// execstore's functions in the schema the store's statements make them in (the session's
+/// current schema): their signature and body. A template; `{pfx}` may hold `_`, so the name
+/// is compared by its start, not with `LIKE`.
+pub(crate) const FUNCTIONS: &str =
+    "SELECT p.oid, p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS signature, \
+     p.prosrc AS source FROM pg_proc p \
+     WHERE p.pronamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema()) \
+     AND left(p.proname, length('{pfx}execstore_')) = '{pfx}execstore_'";
+
+/// Keeps the text of execstore's functions as they are now ([`FUNCTIONS_TABLE`]): run after
+/// every open that applied a migration, in its transaction, so that the record is what the
+/// migrations left.
+pub(crate) fn record(client: &mut impl GenericClient, tables: &Tables) -> Result<()> {
+    let sql = format!(
+        "DELETE FROM {{pfx}}execstore_functions; \
+         INSERT INTO {{pfx}}execstore_functions (signature, source, definition) \
+         SELECT f.signature, f.source, pg_get_functiondef(f.oid) FROM ({FUNCTIONS}) f"
+    );
+    client.batch_execute(&tables.sql(&sql)).db()
+}
+
+/// The statements that make again each function whose body is not the one [`record`] kept,
+/// or that is gone. A database whose record a hand dropped is recorded again as it is.
+fn functions_broken(client: &mut impl GenericClient, tables: &Tables) -> Result<Vec<String>> {
+    let record_table = tables.sql("{pfx}execstore_functions");
+    let present: bool = client
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&record_table])
+        .db()?
+        .get(0);
+    if !present {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT r.definition FROM {{pfx}}execstore_functions r LEFT JOIN ({FUNCTIONS}) f \
+         ON f.signature = r.signature WHERE f.source IS DISTINCT FROM r.source ORDER BY r.signature"
+    );
+    let rows = client.query(&tables.sql(&sql), &[]).db()?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
 /// The statements that set the keys, counts and where executions sit again from the rows
@@ -188,10 +243,24 @@ fn is_data_exception(e: &postgres::Error) -> bool {
     e.code().is_some_and(|c| c.code().starts_with("22"))
 }
 
-/// Creates again the triggers [`left`] names that are missing, enables those disabled, and
-/// if there were any sets the figures they keep again ([`refill`]); inside the writer's
-/// migration transaction, on a database at this build's latest migration.
+/// Makes again the functions not as [`record`] kept them, creates again the triggers
+/// [`left`] names that are missing, enables those disabled, and if there were any sets the
+/// figures they keep again ([`refill`]); inside the writer's migration transaction, on a
+/// database at this build's latest migration.
 pub(crate) fn mend(client: &mut impl GenericClient, tables: &Tables) -> Result<()> {
+    let record_table = tables.sql("{pfx}execstore_functions");
+    let recorded: bool = client
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&record_table])
+        .db()?
+        .get(0);
+    if !recorded {
+        client.batch_execute(&tables.sql(FUNCTIONS_TABLE)).db()?;
+        record(client, tables)?;
+    }
+    let functions = functions_broken(client, tables)?;
+    for definition in &functions {
+        client.batch_execute(definition).db()?;
+    }
     let (missing, disabled) = broken(client, tables)?;
     for l in &missing {
         client.batch_execute(&tables.sql(l.create)).db()?;
@@ -202,7 +271,7 @@ pub(crate) fn mend(client: &mut impl GenericClient, tables: &Tables) -> Result<(
             .batch_execute(&tables.sql(&format!("ALTER TABLE {} ENABLE TRIGGER {name}", l.table)))
             .db()?;
     }
-    if !(missing.is_empty() && disabled.is_empty()) {
+    if !(functions.is_empty() && missing.is_empty() && disabled.is_empty()) {
         refill(client, tables)?;
     }
     Ok(())

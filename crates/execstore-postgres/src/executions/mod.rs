@@ -222,6 +222,7 @@ pub fn table_names(prefix: Option<&str>) -> Result<Vec<String>> {
         t.sql("{pfx}execstore_count_deltas"),
         t.sql("{pfx}execstore_graph"),
         t.sql("{pfx}execstore_graph_deltas"),
+        t.sql("{pfx}execstore_functions"),
         t.executions,
         t.outbox,
         t.processed_events,
@@ -309,25 +310,35 @@ pub fn wal_position(url: &str) -> Result<i64> {
 }
 
 /// Drops the store under `prefix` from the database at `url`: its tables (with their
-/// indexes and every row), harel's `commit_cas` function and execstore's commit functions,
-/// in one transaction. For benchmarks, tests and tearing down; there is no undo.
+/// indexes and every row), harel's `commit_cas` function and every function of execstore's
+/// under the prefix (in the session's current schema), in one transaction. For benchmarks,
+/// tests and tearing down; there is no undo.
 pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
-    let tables = table_names(prefix)?;
-    let pfx = Tables::new(prefix)?.pfx;
+    let names = table_names(prefix)?;
+    let tables = Tables::new(prefix)?;
     let mut client = Client::connect(url, NoTls).db()?;
     let mut tx = client.transaction().db()?;
-    tx.batch_execute(&format!(
-        "DROP TABLE IF EXISTS {} CASCADE; DROP FUNCTION IF EXISTS {pfx}commit_cas; \
-         DROP FUNCTION IF EXISTS {pfx}execstore_step; DROP FUNCTION IF EXISTS {pfx}execstore_keys_sync; \
-         DROP FUNCTION IF EXISTS {pfx}execstore_commit_batch; DROP FUNCTION IF EXISTS {pfx}execstore_commit; \
-         DROP FUNCTION IF EXISTS {pfx}execstore_counts_key; DROP FUNCTION IF EXISTS {pfx}execstore_counts_out; \
-         DROP FUNCTION IF EXISTS {pfx}execstore_fold_counts(), {pfx}execstore_fold_counts(integer); \
-         DROP FUNCTION IF EXISTS {pfx}execstore_fold_graph(), {pfx}execstore_fold_graph(integer); \
-         DROP FUNCTION IF EXISTS {pfx}execstore_graph_trace; DROP FUNCTION IF EXISTS {pfx}execstore_graph_trace_rows; DROP FUNCTION IF EXISTS {pfx}execstore_graph_key; \
-         DROP FUNCTION IF EXISTS {pfx}execstore_graph_execution; DROP FUNCTION IF EXISTS {pfx}execstore_graph_step_rows; DROP FUNCTION IF EXISTS {pfx}execstore_graph_unmark",
-        tables.join(", ")
-    ))
-    .db()?;
+    let functions: Vec<String> = tx
+        .query(
+            &tables.sql(&format!(
+                "SELECT f.oid::regprocedure::text FROM ({}) f",
+                mend::FUNCTIONS
+            )),
+            &[],
+        )
+        .db()?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut sql = format!(
+        "DROP TABLE IF EXISTS {} CASCADE; DROP FUNCTION IF EXISTS {}commit_cas;",
+        names.join(", "),
+        tables.pfx
+    );
+    for f in functions {
+        sql.push_str(&format!(" DROP FUNCTION IF EXISTS {f} CASCADE;"));
+    }
+    tx.batch_execute(&sql).db()?;
     tx.commit().db()
 }
 

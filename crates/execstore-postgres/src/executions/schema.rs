@@ -279,6 +279,16 @@ END; $$ LANGUAGE plpgsql$fn$; \
         description: "an update that changes an execution's definition moves its column, counts and figures",
         statements: &[DEFINITION_MOVES],
     },
+    Migration {
+        version: 14,
+        // Each of execstore's functions is the product of several migrations (some rewrite
+        // another's text), so no one statement makes it again. Its text as the migrations
+        // left it is kept here instead, written after every open that migrated
+        // (`mend::RECORD`), so that a writer's open can make again a function a hand replaced
+        // or dropped (`mend.rs`).
+        description: "the text of execstore's functions as the migrations left them",
+        statements: &[super::mend::FUNCTIONS_TABLE],
+    },
 ];
 
 /// Migration 13: `{pfx}execstore_commit`'s CAS update sets harel's `definition_id` column
@@ -604,6 +614,7 @@ pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
     }
     let select = tables.sql("SELECT checksum FROM {migrations} WHERE version = $1");
     let insert = tables.sql("INSERT INTO {migrations} (version, description, checksum) VALUES ($1, $2, $3)");
+    let mut migrated = false;
     for migration in MIGRATIONS {
         let checksum = migration.checksum();
         let applied: Option<String> = tx
@@ -619,9 +630,13 @@ pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
             }
             tx.execute(&insert, &[&migration.version, &migration.description, &checksum])
                 .db()?;
+            migrated = true;
         }
     }
     if at_latest(&mut tx, tables)? {
+        if migrated {
+            super::mend::record(&mut tx, tables)?;
+        }
         super::mend::mend(&mut tx, tables)?;
     }
     tx.commit().db()
@@ -751,6 +766,7 @@ mod tests {
             "fnv1a64:e11dfa8343fa3ebe",
             "fnv1a64:623599b40c7d5612",
             "fnv1a64:5d0b2fa6c7b6f75a",
+            "fnv1a64:41dd98a5a3ed8724",
         ];
         execstore::kit::migration::check_released(MIGRATIONS, &released).unwrap();
     }
