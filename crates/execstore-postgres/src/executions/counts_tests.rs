@@ -192,6 +192,26 @@ fn stale_keys(client: &mut postgres::Client, prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// Where `d1`'s executions sit, by the graph's figures: path, status, how many.
+fn sitting(store: &dyn ExecutionStore) -> Vec<(Option<String>, Status, u64)> {
+    let graph = store.graph_figures("d1", 10).unwrap();
+    graph
+        .now
+        .iter()
+        .map(|f| (f.active_path.clone(), f.status, f.n))
+        .collect()
+}
+
+/// `n` executions `e0`, `e1`, ... of `d1`, running at `s.a`.
+fn save_running(store: &dyn ExecutionStore, n: usize) {
+    for i in 0..n {
+        let mut exe = Execution::new(format!("e{i}"), "d1");
+        exe.status = Status::Running;
+        exe.active_path = Some("s.a".into());
+        store.save(&mut exe).unwrap();
+    }
+}
+
 /// A hand drops the keys' and the counts' triggers and disables where-executions-sit's
 /// (`mend.rs`), then harel writes without them, leaving the keys and the kept figures
 /// stale. A read-only open answers right all the same (it reads the documents); a writer's
@@ -200,12 +220,7 @@ fn stale_keys(client: &mut postgres::Client, prefix: &str) -> Vec<String> {
 #[test]
 fn a_writers_open_mends_what_a_hand_dropped() {
     on_own_prefix("counts", "km", |url, prefix, store| {
-        for i in 0..6 {
-            let mut exe = Execution::new(format!("e{i}"), "d1");
-            exe.status = Status::Running;
-            exe.active_path = Some("s.a".into());
-            store.save(&mut exe).unwrap();
-        }
+        save_running(store, 6);
         let mut hand = postgres::Client::connect(url, postgres::NoTls).unwrap();
         let t = format!("{prefix}_executions");
         hand.batch_execute(&format!(
@@ -270,15 +285,9 @@ fn a_writers_open_mends_what_a_hand_dropped() {
             .unwrap()
             .get(0);
         assert_eq!(firing, 3);
-        let graph = writer.graph_figures("d1", 10).unwrap();
-        assert!(graph.maintained);
-        let sitting: Vec<(Option<String>, Status, u64)> = graph
-            .now
-            .iter()
-            .map(|f| (f.active_path.clone(), f.status, f.n))
-            .collect();
+        assert!(writer.graph_figures("d1", 10).unwrap().maintained);
         assert_eq!(
-            sitting,
+            sitting(&writer),
             [
                 (Some("s.a".to_owned()), Status::Running, 5),
                 (Some("s.z".to_owned()), Status::Done, 1)
@@ -305,15 +314,8 @@ fn a_writers_open_mends_what_a_hand_dropped() {
         )
         .unwrap();
         let writer = super::PgStore::open(url, options()).unwrap();
-        let sitting: Vec<(Option<String>, Status, u64)> = writer
-            .graph_figures("d1", 10)
-            .unwrap()
-            .now
-            .iter()
-            .map(|f| (f.active_path.clone(), f.status, f.n))
-            .collect();
         assert_eq!(
-            sitting,
+            sitting(&writer),
             [
                 (Some("s.a".to_owned()), Status::Running, 3),
                 (Some("s.a".to_owned()), Status::Failed, 1),
@@ -423,12 +425,7 @@ fn the_functions_recorded_are_a_fresh_databases() {
 #[test]
 fn a_writers_open_mends_around_documents_no_trigger_accepts() {
     on_own_prefix("counts", "kj", |url, prefix, store| {
-        for i in 0..4 {
-            let mut exe = Execution::new(format!("e{i}"), "d1");
-            exe.status = Status::Running;
-            exe.active_path = Some("s.a".into());
-            store.save(&mut exe).unwrap();
-        }
+        save_running(store, 4);
         let mut hand = postgres::Client::connect(url, postgres::NoTls).unwrap();
         let t = format!("{prefix}_executions");
         hand.batch_execute(&format!("DROP TRIGGER {prefix}_execstore_keys_write ON {t}"))

@@ -144,15 +144,19 @@ pub(crate) fn record(client: &mut impl GenericClient, tables: &Tables) -> Result
     client.batch_execute(&tables.sql(&sql)).db()
 }
 
+/// Whether the record of functions ([`FUNCTIONS_TABLE`]) is there (a hand may have dropped it).
+fn has_record(client: &mut impl GenericClient, tables: &Tables) -> Result<bool> {
+    let table = tables.sql("{pfx}execstore_functions");
+    let row = client
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+        .db()?;
+    Ok(row.get(0))
+}
+
 /// The statements that make again each function whose body is not the one [`record`] kept,
 /// or that is gone. A database whose record a hand dropped is recorded again as it is.
 fn functions_broken(client: &mut impl GenericClient, tables: &Tables) -> Result<Vec<String>> {
-    let record_table = tables.sql("{pfx}execstore_functions");
-    let present: bool = client
-        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&record_table])
-        .db()?
-        .get(0);
-    if !present {
+    if !has_record(client, tables)? {
         return Ok(Vec::new());
     }
     let sql = format!(
@@ -248,12 +252,7 @@ fn is_data_exception(e: &postgres::Error) -> bool {
 /// figures they keep again ([`refill`]); inside the writer's migration transaction, on a
 /// database at this build's latest migration.
 pub(crate) fn mend(client: &mut impl GenericClient, tables: &Tables) -> Result<()> {
-    let record_table = tables.sql("{pfx}execstore_functions");
-    let recorded: bool = client
-        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&record_table])
-        .db()?
-        .get(0);
-    if !recorded {
+    if !has_record(client, tables)? {
         client.batch_execute(&tables.sql(FUNCTIONS_TABLE)).db()?;
         record(client, tables)?;
     }
