@@ -546,3 +546,37 @@ fn the_triggers_left_are_a_fresh_databases() {
         assert!(intact.unwrap());
     });
 }
+
+/// One store's function names never take in another's: under the prefix `P` and the prefix
+/// `P_execstore` (whose functions start with `P_execstore_` too), dropping the first leaves
+/// the second's functions, and its open finds nothing to mend.
+#[test]
+fn a_stores_functions_are_its_own() {
+    on_own_prefix("counts", "kfo", |url, prefix, _store| {
+        let other = format!("{prefix}_execstore");
+        let options = super::PgOptions::new().prefix(other.clone());
+        drop(super::PgStore::open(url, options.clone()).unwrap());
+        let names = super::mend::function_names(&super::schema::Tables::new(Some(prefix)).unwrap());
+        assert!(names.contains(&format!("{prefix}_execstore_step")), "{names:?}");
+        assert!(
+            names
+                .iter()
+                .all(|n| !n.starts_with(&format!("{other}_execstore_"))),
+            "{names:?}"
+        );
+        super::drop_store(url, Some(prefix)).unwrap();
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let left: i64 = client
+            .query_one(
+                "SELECT COUNT(*) FROM pg_proc WHERE proname = $1",
+                &[&format!("{other}_execstore_step")],
+            )
+            .unwrap()
+            .get(0);
+        let tables = super::schema::Tables::new(Some(&other)).unwrap();
+        let intact = super::mend::intact(&mut client, &tables);
+        super::drop_store(url, Some(&other)).unwrap();
+        assert_eq!(left, 1);
+        assert!(intact.unwrap());
+    });
+}

@@ -123,25 +123,54 @@ pub(crate) fn intact(client: &mut impl GenericClient, tables: &Tables) -> Result
 pub(crate) const FUNCTIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS {pfx}execstore_functions \
      (signature TEXT PRIMARY KEY, source TEXT NOT NULL, definition TEXT NOT NULL)";
 
+/// The names of execstore's functions under `tables`' prefix: every name a migration's
+/// statement creates (`FUNCTION {pfx}execstore_...`), those a later one dropped included.
+/// Named exactly, so that one store's names never take in another's (the prefix `execstore`
+/// makes `execstore_execstore_step`, which starts with the bare store's `execstore_`).
+pub(crate) fn function_names(tables: &Tables) -> Vec<String> {
+    const HEAD: &str = "FUNCTION {pfx}execstore_";
+    let mut names: Vec<String> = MIGRATIONS
+        .iter()
+        .flat_map(|m| m.statements.iter())
+        .flat_map(|text| {
+            text.match_indices(HEAD)
+                .map(move |(at, _)| &text[at + HEAD.len()..])
+        })
+        .map(|rest| {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            tables.sql(&format!("{{pfx}}execstore_{}", &rest[..end]))
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// execstore's functions in the schema the store's statements make them in (the session's
-/// current schema): their signature and body. A template; `{pfx}` may hold `_`, so the name
-/// is compared by its start, not with `LIKE`.
+/// current schema), among the names `$1` ([`function_names`]): their signature and body.
 pub(crate) const FUNCTIONS: &str =
     "SELECT p.oid, p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS signature, \
      p.prosrc AS source FROM pg_proc p \
      WHERE p.pronamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema()) \
-     AND left(p.proname, length('{pfx}execstore_')) = '{pfx}execstore_'";
+     AND p.proname = ANY($1::text[])";
 
 /// Keeps the text of execstore's functions as they are now ([`FUNCTIONS_TABLE`]): run after
 /// every open that applied a migration, in its transaction, so that the record is what the
 /// migrations left.
 pub(crate) fn record(client: &mut impl GenericClient, tables: &Tables) -> Result<()> {
-    let sql = format!(
-        "DELETE FROM {{pfx}}execstore_functions; \
-         INSERT INTO {{pfx}}execstore_functions (signature, source, definition) \
+    client
+        .batch_execute(&tables.sql("DELETE FROM {pfx}execstore_functions"))
+        .db()?;
+    let insert = format!(
+        "INSERT INTO {{pfx}}execstore_functions (signature, source, definition) \
          SELECT f.signature, f.source, pg_get_functiondef(f.oid) FROM ({FUNCTIONS}) f"
     );
-    client.batch_execute(&tables.sql(&sql)).db()
+    client
+        .execute(&tables.sql(&insert), &[&function_names(tables)])
+        .db()?;
+    Ok(())
 }
 
 /// Whether the record of functions ([`FUNCTIONS_TABLE`]) is there (a hand may have dropped it).
@@ -163,7 +192,7 @@ fn functions_broken(client: &mut impl GenericClient, tables: &Tables) -> Result<
         "SELECT r.definition FROM {{pfx}}execstore_functions r LEFT JOIN ({FUNCTIONS}) f \
          ON f.signature = r.signature WHERE f.source IS DISTINCT FROM r.source ORDER BY r.signature"
     );
-    let rows = client.query(&tables.sql(&sql), &[]).db()?;
+    let rows = client.query(&tables.sql(&sql), &[&function_names(tables)]).db()?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 

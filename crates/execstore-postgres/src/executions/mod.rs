@@ -311,7 +311,8 @@ pub fn wal_position(url: &str) -> Result<i64> {
 
 /// Drops the store under `prefix` from the database at `url`: its tables (with their
 /// indexes and every row), harel's `commit_cas` function and every function of execstore's
-/// under the prefix (in the session's current schema), in one transaction. For benchmarks,
+/// under the prefix (`mend::function_names`, in the session's current schema), in one
+/// transaction. For benchmarks,
 /// tests and tearing down; there is no undo.
 pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
     let names = table_names(prefix)?;
@@ -324,7 +325,7 @@ pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
                 "SELECT f.oid::regprocedure::text FROM ({}) f",
                 mend::FUNCTIONS
             )),
-            &[],
+            &[&mend::function_names(&tables)],
         )
         .db()?
         .iter()
