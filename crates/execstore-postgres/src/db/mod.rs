@@ -203,6 +203,14 @@ pub(crate) fn advisory_xact_lock(client: &mut impl postgres::GenericClient, key:
         .map(|_| ())
 }
 
+/// Whether the table (or other relation) `name` is there, as the search path finds it.
+pub(crate) fn has_table(client: &mut impl postgres::GenericClient, name: &str) -> Result<bool> {
+    let row = client
+        .query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&name])
+        .db()?;
+    Ok(row.get(0))
+}
+
 /// `text` as an SQL string literal that means exactly `text` whatever
 /// `standard_conforming_strings` says (an `E''` literal, backslashes and quotes doubled), for
 /// the few statements sent in the simple protocol. `text` must hold no NUL (ids are checked).

@@ -5,7 +5,7 @@
 use execstore::executions::{control, ListQuery, Status};
 use execstore::{Effects, Execution, ExecutionStore};
 
-use super::test_support::{explain, fill, on_own_prefix};
+use super::test_support::{explain, fill, on_own_prefix, one, texts};
 
 type Row = (String, String, bool, i64);
 
@@ -273,17 +273,15 @@ fn a_writers_open_mends_what_a_hand_dropped() {
         assert_eq!(stale_keys(&mut hand, prefix), Vec::<String>::new());
         let (kept, scanned) = kept_and_scanned(&mut hand, prefix);
         assert_eq!(kept, scanned);
-        let firing: i64 = hand
-            .query_one(
-                "SELECT COUNT(*) FROM pg_trigger WHERE tgname = ANY($1) AND tgenabled = 'O'",
-                &[&vec![
-                    format!("{prefix}_execstore_keys_write"),
-                    format!("{prefix}_execstore_counts_key_update"),
-                    format!("{prefix}_execstore_graph_key_update"),
-                ]],
-            )
-            .unwrap()
-            .get(0);
+        let firing: i64 = one(
+            &mut hand,
+            "SELECT COUNT(*) FROM pg_trigger WHERE tgname = ANY($1) AND tgenabled = 'O'",
+            &[&vec![
+                format!("{prefix}_execstore_keys_write"),
+                format!("{prefix}_execstore_counts_key_update"),
+                format!("{prefix}_execstore_graph_key_update"),
+            ]],
+        );
         assert_eq!(firing, 3);
         assert!(writer.graph_figures("d1", 10).unwrap().maintained);
         assert_eq!(
@@ -343,9 +341,11 @@ fn a_writers_open_mends_a_function_a_hand_replaced() {
         let mut hand = postgres::Client::connect(url, postgres::NoTls).unwrap();
         let function = format!("{prefix}_execstore_keys_sync");
         let source = |hand: &mut postgres::Client| -> String {
-            hand.query_one("SELECT prosrc FROM pg_proc WHERE proname = $1", &[&function])
-                .unwrap()
-                .get(0)
+            one(
+                hand,
+                "SELECT prosrc FROM pg_proc WHERE proname = $1",
+                &[&function],
+            )
         };
         let before = source(&mut hand);
         hand.batch_execute(&format!(
@@ -386,19 +386,18 @@ fn a_writers_open_mends_a_function_a_hand_replaced() {
 fn the_functions_recorded_are_a_fresh_databases() {
     on_own_prefix("counts", "kfr", |url, prefix, _store| {
         let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        let names = |client: &mut postgres::Client, sql: &str| -> Vec<String> {
-            client.query(sql, &[]).unwrap().iter().map(|r| r.get(0)).collect()
-        };
-        let found = names(
+        let found = texts(
             &mut client,
             &format!(
                 "SELECT proname || '(' || pg_get_function_identity_arguments(oid) || ')' FROM pg_proc \
                  WHERE proname LIKE '{prefix}\\_execstore\\_%' ORDER BY 1"
             ),
+            &[],
         );
-        let recorded = names(
+        let recorded = texts(
             &mut client,
             &format!("SELECT signature FROM {prefix}_execstore_functions ORDER BY 1"),
+            &[],
         );
         assert_eq!(recorded, found);
         assert!(found.len() >= 10, "{found:?}");
@@ -410,9 +409,10 @@ fn the_functions_recorded_are_a_fresh_databases() {
             .batch_execute(&format!("DROP TABLE {prefix}_execstore_functions"))
             .unwrap();
         drop(super::PgStore::open(url, super::PgOptions::new().prefix(prefix.to_owned())).unwrap());
-        let again = names(
+        let again = texts(
             &mut client,
             &format!("SELECT signature FROM {prefix}_execstore_functions ORDER BY 1"),
+            &[],
         );
         assert_eq!(again, found);
     });
@@ -491,13 +491,11 @@ fn a_writers_open_mends_around_documents_no_trigger_accepts() {
         );
         assert_eq!(count(&writer, ListQuery::new(), Status::Done), 1);
         assert_eq!(count(&writer, ListQuery::new(), Status::Running), 4);
-        let firing: i64 = hand
-            .query_one(
-                "SELECT COUNT(*) FROM pg_trigger WHERE tgname = $1 AND tgenabled = 'O'",
-                &[&format!("{prefix}_execstore_keys_write")],
-            )
-            .unwrap()
-            .get(0);
+        let firing: i64 = one(
+            &mut hand,
+            "SELECT COUNT(*) FROM pg_trigger WHERE tgname = $1 AND tgenabled = 'O'",
+            &[&format!("{prefix}_execstore_keys_write")],
+        );
         assert_eq!(firing, 1);
         // The trigger refuses such a document again, and a readable one is kept.
         assert!(hand.execute(&update, &[&"still not json", &"e3"]).is_err());
@@ -518,15 +516,11 @@ fn a_writers_open_mends_around_documents_no_trigger_accepts() {
 fn the_triggers_left_are_a_fresh_databases() {
     on_own_prefix("counts", "kl", |url, prefix, _store| {
         let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        let found: Vec<String> = client
-            .query(
-                "SELECT tgname::text FROM pg_trigger WHERE NOT tgisinternal AND tgname LIKE $1 ORDER BY 1",
-                &[&format!("{prefix}\\_%")],
-            )
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let found = texts(
+            &mut client,
+            "SELECT tgname::text FROM pg_trigger WHERE NOT tgisinternal AND tgname LIKE $1 ORDER BY 1",
+            &[&format!("{prefix}\\_%")],
+        );
         let tables = super::schema::Tables::new(Some(prefix)).unwrap();
         let mut expected: Vec<String> = super::mend::left()
             .keys()
@@ -566,17 +560,60 @@ fn a_stores_functions_are_its_own() {
         );
         super::drop_store(url, Some(prefix)).unwrap();
         let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-        let left: i64 = client
-            .query_one(
-                "SELECT COUNT(*) FROM pg_proc WHERE proname = $1",
-                &[&format!("{other}_execstore_step")],
-            )
-            .unwrap()
-            .get(0);
+        let left: i64 = one(
+            &mut client,
+            "SELECT COUNT(*) FROM pg_proc WHERE proname = $1",
+            &[&format!("{other}_execstore_step")],
+        );
         let tables = super::schema::Tables::new(Some(&other)).unwrap();
         let intact = super::mend::intact(&mut client, &tables);
         super::drop_store(url, Some(&other)).unwrap();
         assert_eq!(left, 1);
         assert!(intact.unwrap());
+    });
+}
+
+/// The record is a table a hand can edit: a row under a name not execstore's makes nothing,
+/// and a definition edited to hold a second statement fails the open (one statement only)
+/// without running it, so the open changes nothing.
+#[test]
+fn a_hand_edited_record_runs_nothing_else() {
+    on_own_prefix("counts", "kfe", |url, prefix, _store| {
+        let mut hand = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let record = format!("{prefix}_execstore_functions");
+        hand.execute(
+            &format!("INSERT INTO {record} VALUES ('{prefix}_evil()', 'x', $1)"),
+            &[&format!(
+                "CREATE FUNCTION {prefix}_evil() RETURNS int LANGUAGE sql AS 'SELECT 1'"
+            )],
+        )
+        .unwrap();
+        let options = || super::PgOptions::new().prefix(prefix.to_owned());
+        drop(super::PgStore::open(url, options()).unwrap());
+        let exists = |hand: &mut postgres::Client, name: String| -> bool {
+            one(hand, "SELECT to_regproc($1) IS NOT NULL", &[&name])
+        };
+        assert!(!exists(&mut hand, format!("{prefix}_evil")));
+
+        let function = format!("{prefix}_execstore_keys_sync");
+        hand.batch_execute(&format!(
+            "CREATE TABLE {prefix}_bystander (x int); \
+             UPDATE {record} SET definition = definition || '; DROP TABLE {prefix}_bystander' \
+             WHERE signature = '{function}()'; \
+             CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$"
+        ))
+        .unwrap();
+        let Err(err) = super::PgStore::open(url, options()) else {
+            panic!("the open ran a record of two statements");
+        };
+        assert!(err.to_string().contains("multiple commands"), "{err}");
+        let bystander: bool = one(
+            &mut hand,
+            "SELECT to_regclass($1) IS NOT NULL",
+            &[&format!("{prefix}_bystander")],
+        );
+        hand.batch_execute(&format!("DROP TABLE {prefix}_bystander"))
+            .unwrap();
+        assert!(bystander);
     });
 }

@@ -175,22 +175,22 @@ pub(crate) fn record(client: &mut impl GenericClient, tables: &Tables) -> Result
 
 /// Whether the record of functions ([`FUNCTIONS_TABLE`]) is there (a hand may have dropped it).
 fn has_record(client: &mut impl GenericClient, tables: &Tables) -> Result<bool> {
-    let table = tables.sql("{pfx}execstore_functions");
-    let row = client
-        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
-        .db()?;
-    Ok(row.get(0))
+    crate::db::has_table(client, &tables.sql("{pfx}execstore_functions"))
 }
 
 /// The statements that make again each function whose body is not the one [`record`] kept,
-/// or that is gone. A database whose record a hand dropped is recorded again as it is.
+/// or that is gone. A database whose record a hand dropped is recorded again as it is. Only
+/// records of execstore's own names count: a row a hand added under another name makes
+/// nothing.
 fn functions_broken(client: &mut impl GenericClient, tables: &Tables) -> Result<Vec<String>> {
     if !has_record(client, tables)? {
         return Ok(Vec::new());
     }
     let sql = format!(
         "SELECT r.definition FROM {{pfx}}execstore_functions r LEFT JOIN ({FUNCTIONS}) f \
-         ON f.signature = r.signature WHERE f.source IS DISTINCT FROM r.source ORDER BY r.signature"
+         ON f.signature = r.signature \
+         WHERE split_part(r.signature, '(', 1) = ANY($1::text[]) AND f.source IS DISTINCT FROM r.source \
+         ORDER BY r.signature"
     );
     let rows = client.query(&tables.sql(&sql), &[&function_names(tables)]).db()?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
@@ -287,7 +287,9 @@ pub(crate) fn mend(client: &mut impl GenericClient, tables: &Tables) -> Result<(
     }
     let functions = functions_broken(client, tables)?;
     for definition in &functions {
-        client.batch_execute(definition).db()?;
+        // One statement only (the extended protocol refuses several): a record edited to
+        // hold more than a function's definition runs nothing else.
+        client.execute(definition.as_str(), &[]).db()?;
     }
     let (missing, disabled) = broken(client, tables)?;
     for l in &missing {
@@ -366,5 +368,37 @@ mod tests {
             );
             assert!(!l.create.contains(';'), "{name}");
         }
+    }
+
+    /// The functions the migrations create, each once, those a later migration dropped
+    /// (the trace's, migration 12) included, under the prefix and no other.
+    #[test]
+    fn function_names_are_the_migrations() {
+        let tables = Tables::new(Some("p")).unwrap();
+        let names = function_names(&tables);
+        let suffixes: Vec<&str> = names
+            .iter()
+            .map(|n| n.strip_prefix("p_execstore_").unwrap_or("?"))
+            .collect();
+        assert_eq!(
+            suffixes,
+            [
+                "commit",
+                "commit_batch",
+                "counts_key",
+                "counts_out",
+                "definition_moved",
+                "fold_counts",
+                "fold_graph",
+                "graph_execution",
+                "graph_key",
+                "graph_step_rows",
+                "graph_trace",
+                "graph_trace_rows",
+                "graph_unmark",
+                "keys_sync",
+                "step",
+            ]
+        );
     }
 }

@@ -312,8 +312,7 @@ pub fn wal_position(url: &str) -> Result<i64> {
 /// Drops the store under `prefix` from the database at `url`: its tables (with their
 /// indexes and every row), harel's `commit_cas` function and every function of execstore's
 /// under the prefix (`mend::function_names`, in the session's current schema), in one
-/// transaction. For benchmarks,
-/// tests and tearing down; there is no undo.
+/// transaction. For benchmarks, tests and tearing down; there is no undo.
 pub fn drop_store(url: &str, prefix: Option<&str>) -> Result<()> {
     let names = table_names(prefix)?;
     let tables = Tables::new(prefix)?;

@@ -284,7 +284,7 @@ END; $$ LANGUAGE plpgsql$fn$; \
         // Each of execstore's functions is the product of several migrations (some rewrite
         // another's text), so no one statement makes it again. Its text as the migrations
         // left it is kept here instead, written after every open that migrated
-        // (`mend::RECORD`), so that a writer's open can make again a function a hand replaced
+        // (`mend::record`), so that a writer's open can make again a function a hand replaced
         // or dropped (`mend.rs`).
         description: "the text of execstore's functions as the migrations left them",
         statements: &[super::mend::FUNCTIONS_TABLE],
@@ -603,9 +603,11 @@ $fn$";
 
 /// Creates harel's tables and applies every migration not yet recorded, in one transaction
 /// under harel's schema advisory lock: several processes opening the same fresh database at
-/// once serialize, and each finds the work of the ones before it done. On a database at this
-/// build's latest migration, a trigger a hand dropped or disabled is made to fire again, and
-/// the figures the triggers keep are set again (`mend.rs`).
+/// once serialize, and each finds the work of the ones before it done. An open that applied
+/// a migration records execstore's functions as the migrations left them; on a database at
+/// this build's latest migration, a function a hand dropped or replaced is made again, a
+/// trigger a hand dropped or disabled is made to fire again, and the figures the triggers
+/// keep are set again (`mend.rs`).
 pub(crate) fn migrate(client: &mut Client, tables: &Tables) -> Result<()> {
     let mut tx = client.transaction().db()?;
     db::advisory_xact_lock(&mut tx, SCHEMA_LOCK)?;
@@ -678,8 +680,8 @@ pub(crate) fn present(client: &mut Client, tables: &Tables, read_only: bool) -> 
         graph: row.get(2),
         bounded_folds: row.get(3),
     };
-    // A migrated database missing one of the triggers (a hand dropped or disabled it; a
-    // writer's open mends it) may hold keys and figures some writer left stale: a read-only
+    // A migrated database missing one of the triggers or functions (a hand dropped,
+    // disabled or replaced it; a writer's open mends it) may hold keys and figures some writer left stale: a read-only
     // open reads it as one before them, from the documents (`mend.rs`). A writer that does
     // not migrate keeps writing the keys itself.
     if read_only
@@ -704,11 +706,7 @@ pub(crate) const SCHEMA_VERSION: &str = "SELECT COALESCE(MAX(version), 0)::int8 
 /// Whether the database under `tables` records exactly this build's latest migration (not an
 /// earlier one, nor a newer build's); false without a migrations table.
 fn at_latest(client: &mut impl GenericClient, tables: &Tables) -> Result<bool> {
-    let has_table: bool = client
-        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&tables.migrations])
-        .db()?
-        .get(0);
-    if !has_table {
+    if !db::has_table(client, &tables.migrations)? {
         return Ok(false);
     }
     let version: i64 = client.query_one(&tables.sql(SCHEMA_VERSION), &[]).db()?.get(0);

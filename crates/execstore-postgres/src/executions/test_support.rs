@@ -1,6 +1,7 @@
 //! What the listing's plan tests share (filters.rs, order.rs): the server, a store under a
 //! prefix of its own whose tables are dropped after the check (panic or not), the 6,000
-//! executions they fill it with, and the plan of a statement the store runs.
+//! executions they fill it with, the plan of a statement the store runs, and two readers of
+//! a query's first column.
 
 use execstore::{executions::BatchItem, Effects, Execution, ExecutionStore};
 
@@ -23,6 +24,29 @@ fn server_url(module: &str) -> Option<String> {
         }
         _ => panic!("EXECSTORE_PG_URL is not set: this test needs a PostgreSQL server"),
     }
+}
+
+/// The first column of the one row `sql` answers.
+pub(crate) fn one<T: for<'a> postgres::types::FromSql<'a>>(
+    client: &mut postgres::Client,
+    sql: &str,
+    params: &[&(dyn postgres::types::ToSql + Sync)],
+) -> T {
+    client.query_one(sql, params).unwrap().get(0)
+}
+
+/// The first column of every row `sql` answers, as text.
+pub(crate) fn texts(
+    client: &mut postgres::Client,
+    sql: &str,
+    params: &[&(dyn postgres::types::ToSql + Sync)],
+) -> Vec<String> {
+    client
+        .query(sql, params)
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
 }
 
 /// Runs `check(url, prefix, store)` on a store under the prefix `name<pid>`, then drops its
